@@ -1,0 +1,93 @@
+"""The ``memosite`` command line: a thin layer that parses, calls the core API and prints.
+
+Sub-commands live in small modules and are imported only when used, so a ``memosite search``
+call does not pay for mkdocs, watchdog or the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any
+
+import click
+
+# command name -> "module:attribute"; modules are imported on first use.
+COMMANDS: dict[str, str] = {
+    "upsert": "memosite.cli.records:upsert",
+    "get": "memosite.cli.records:get",
+    "append": "memosite.cli.records:append",
+    "forget": "memosite.cli.records:forget",
+    "restore": "memosite.cli.records:restore",
+    "list": "memosite.cli.records:list_",
+    "compile": "memosite.cli.records:compile_",
+    "reindex": "memosite.cli.records:reindex",
+    "demo": "memosite.cli.demo:demo",
+    "gc": "memosite.cli.curator:gc",
+    "search": "memosite.cli.curator:search",
+    "bootstrap": "memosite.cli.curator:bootstrap",
+    "rank": "memosite.cli.curator:rank",
+    "feedback": "memosite.cli.curator:feedback",
+    "session": "memosite.cli.sessions:session",
+    "mcp": "memosite.cli.mcp:mcp",
+    "build": "memosite.cli.site:build",
+    "serve": "memosite.cli.site:serve",
+    "watch": "memosite.cli.site:watch",
+    "publish": "memosite.cli.site:publish",
+    "stormbuffer": "memosite.cli.stormbuffer:stormbuffer",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if self._available(name))
+
+    @staticmethod
+    def _available(name: str) -> bool:
+        module_name = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(module_name) is not None
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None
+            raise
+        command: click.Command = getattr(module, attribute)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="memosite")
+def cli() -> None:
+    """memosite: durable project memory for coding agents, kept as Markdown.
+
+    Every command takes --vault DIR (or MEMOSITE_VAULT; default ~/.memosite),
+    --project ID (or MEMOSITE_PROJECT; default from .memosite.toml, the git
+    repository or the directory name) and --json for machine-readable output.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        return cli.main(args=args, prog_name="memosite", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        sys.stderr.write("memosite: aborted\n")
+        sys.exit(1)
+    except click.ClickException as exc:
+        # Usage errors: exit 2. With --json stdout still carries exactly one JSON object.
+        if "--json" in args:
+            payload = {"error": {"code": "USAGE_ERROR", "message": exc.format_message()}}
+            sys.stdout.write(json.dumps(payload) + "\n")
+        else:
+            exc.show()
+        sys.exit(exc.exit_code)

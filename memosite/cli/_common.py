@@ -1,0 +1,142 @@
+"""What every command shares: --vault/--project/--json, error reporting, output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from memosite.errors import MemositeError
+
+if TYPE_CHECKING:
+    from memosite.vault import Vault
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class App:
+    """The composition root of one CLI call: configuration is resolved here, once."""
+
+    def __init__(self, vault_arg: str | None, project_arg: str | None, as_json: bool) -> None:
+        self.vault_arg = vault_arg
+        self.project_arg = project_arg
+        self.as_json = as_json
+        self.env = dict(os.environ)
+        self._vault: Vault | None = None
+        self._project: str | None = None
+
+    @property
+    def vault_root(self) -> Path:
+        from memosite.config import resolve_vault_root
+
+        return resolve_vault_root(self.vault_arg, self.env)
+
+    @property
+    def vault(self) -> Vault:
+        if self._vault is None:
+            from memosite.vault import Vault
+
+            self._vault = Vault.open(self.vault_root)
+        return self._vault
+
+    @property
+    def project(self) -> str:
+        if self._project is None:
+            from memosite.config import resolve_project
+
+            self._project = resolve_project(self.project_arg, self.env).id
+        return self._project
+
+    @property
+    def project_explicit(self) -> str | None:
+        """The project only when the caller named one (``get`` may then search siblings)."""
+        if self.project_arg or self.env.get("MEMOSITE_PROJECT"):
+            return self.project
+        return None
+
+    def emit(self, data: Any, text: str | Callable[[], str] | None = None) -> None:
+        """Print the result: JSON when --json was given, else the human text."""
+        if self.as_json:
+            sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+            return
+        if text is None:
+            text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        elif callable(text):
+            text = text()
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+    def fail(self, error: MemositeError) -> None:
+        if self.as_json:
+            sys.stdout.write(json.dumps(error.to_json(), ensure_ascii=False) + "\n")
+        else:
+            sys.stderr.write(f"memosite: error: {error.message}\n")
+        sys.stdout.flush()
+        raise SystemExit(error.exit_code)
+
+    def close(self) -> None:
+        if self._vault is not None:
+            self._vault.close()
+
+
+def vault_options(func: F) -> F:
+    """Add --vault/--project/--json and turn every MemositeError into one line (or JSON)."""
+
+    @click.option("--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite).")
+    @click.option("--project", "project_arg", metavar="ID", help="Project id (default: MEMOSITE_PROJECT or derived from the working directory).")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+    @functools.wraps(func)
+    def wrapper(vault_arg: str | None, project_arg: str | None, as_json: bool, **kwargs: Any) -> Any:
+        app = App(vault_arg, project_arg, as_json)
+        try:
+            return func(app, **kwargs)
+        except MemositeError as exc:
+            app.fail(exc)
+        except KeyboardInterrupt:
+            app.fail(MemositeError("interrupted"))
+        except (BrokenPipeError, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, no traceback
+            if os.environ.get("MEMOSITE_DEBUG"):
+                raise
+            app.fail(MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
+        finally:
+            app.close()
+        return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_json_option(name: str, value: str | None) -> Any:
+    """Parse a JSON-valued option, reporting bad JSON as INVALID_ARGUMENTS."""
+    from memosite.errors import InvalidArguments
+
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise InvalidArguments(f"{name} is not valid JSON: {exc}") from exc
+
+
+def read_body(body: str | None, body_file: str | None) -> str:
+    from memosite.errors import InvalidArguments
+
+    if body is not None and body_file is not None:
+        raise InvalidArguments("give either --body or --body-file, not both")
+    if body_file is not None:
+        if body_file == "-":
+            return sys.stdin.read()
+        try:
+            return Path(body_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidArguments(f"cannot read --body-file {body_file}: {exc.strerror or exc}") from exc
+    if body is None:
+        raise InvalidArguments("a body is required: --body TEXT or --body-file PATH|-")
+    return body

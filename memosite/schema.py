@@ -1,0 +1,459 @@
+"""The record: frontmatter model, validation, and a parse/serialize pair that keeps the file faithful.
+
+A record file is ``---`` + YAML frontmatter + ``---`` + body. The body is kept byte for byte.
+Frontmatter keys memosite does not know are kept. A rewrite re-emits the original text of every
+top-level key whose value it did not change, so YAML 1.1 look-alikes (``10:00``, ``yes``, ``1.10``,
+bare dates) and the author's quoting and comments survive.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memosite.errors import InvalidArguments, InvalidRecord
+
+KINDS = ("trap", "decision", "spec", "plan", "state", "log", "scratch", "review", "prompt", "session")
+STATUSES = ("active", "paused", "shipped", "superseded", "archived", "completed")
+SOURCES = ("agent", "human", "imported")
+SEVERITIES = ("low", "medium", "high", "critical")
+LAYERS = ("application", "domain", "web", "infrastructure", "tests", "devops", "other")
+LINK_TYPES = ("fixes", "contradicts", "causes")
+DELIVERABLE_TYPES = ("pr", "commit", "spec")
+
+KIND_DIRS: dict[str, str] = {
+    "trap": "traps",
+    "decision": "decisions",
+    "spec": "specs",
+    "plan": "plans",
+    "state": "plans",
+    "log": "logs",
+    "scratch": "scratch",
+    "review": "reviews",
+    "prompt": "prompts",
+    "session": "sessions",
+}
+SEVERITY_WEIGHT = {"critical": 4, "high": 3, "medium": 2, "low": 1}
+
+_ENUM_FIELDS: dict[str, tuple[str, ...]] = {
+    "kind": KINDS,
+    "status": STATUSES,
+    "source": SOURCES,
+    "severity": SEVERITIES,
+    "layer": LAYERS,
+}
+DATE_FIELDS = (
+    "created",
+    "updated",
+    "expires_at",
+    "lastSeen",
+    "lastHit",
+    "lastFeedback",
+    "startTime",
+    "endTime",
+)
+_MIN_INT_FIELDS = {"occurrences": 1, "hits": 0, "helpfulCount": 0, "staleCount": 0, "turn": 1}
+REQUIRED_FIELDS = ("id", "kind", "project", "created", "updated")
+
+_SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_DATE_ONLY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def subdir_for_kind(kind: str) -> str:
+    return KIND_DIRS.get(kind, f"{kind}s")
+
+
+def validate_slug(slug: str, what: str = "slug") -> str:
+    """A slug names one file inside its kind directory and can never leave it."""
+    if (
+        not isinstance(slug, str)
+        or "\x00" in slug
+        or not _SLUG_RE.match(slug)
+        or ".." in slug
+        or slug.endswith(".md")
+    ):
+        raise InvalidArguments(
+            f"invalid {what} {slug!r}: use letters, digits, '.', '_' or '-' (no path separators, '..' or NUL)"
+        )
+    return slug
+
+
+def slugify(text: str, max_length: int = 80) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_length].rstrip("-")
+
+
+# --- dates -----------------------------------------------------------------------------------
+
+
+def format_iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and ``Z``: ``2026-11-30T00:36:39.123Z``."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def parse_datetime(value: Any, *, end_of_day: bool = False) -> datetime:
+    """Parse a frontmatter date (string, date or datetime) into an aware UTC datetime.
+
+    A date without a time is midnight UTC, or the last millisecond of that UTC day when
+    ``end_of_day`` is set (the rule for ``expires_at``). Naive times are taken as UTC.
+    """
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime.combine(value, time(23, 59, 59, 999000) if end_of_day else time())
+    elif isinstance(value, str):
+        text = value.strip()
+        if _DATE_ONLY_RE.match(text):
+            return parse_datetime(date.fromisoformat(text), end_of_day=end_of_day)
+        if text[-1:] in ("z", "Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text.replace(" ", "T", 1) if "T" not in text else text)
+        except ValueError as exc:
+            raise ValueError(f"not an ISO 8601 date: {value!r}") from exc
+    else:
+        raise ValueError(f"not a date: {value!r}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def normalize_date(value: Any, *, end_of_day: bool = False) -> str:
+    return format_iso(parse_datetime(value, end_of_day=end_of_day))
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def _normalize_enum(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if isinstance(value, str):
+        candidate = value.strip().lower()
+        if candidate in allowed:
+            return candidate
+    raise InvalidArguments(
+        f"invalid {name} {value!r}: expected one of {', '.join(allowed)}",
+        details={"field": name, "allowed": list(allowed)},
+    )
+
+
+def _coerce_int(name: str, value: Any, minimum: int) -> int:
+    number: int | None = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0*)?\s*", value):
+        number = int(float(value))
+    if number is None or number < minimum:
+        raise InvalidArguments(
+            f"invalid {name} {value!r}: expected an integer >= {minimum}",
+            details={"field": name, "minimum": minimum},
+        )
+    return number
+
+
+def _validate_entries(
+    name: str, value: Any, type_values: tuple[str, ...], require_target: bool
+) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidArguments(f"invalid {name}: expected a list", details={"field": name})
+    entries = []
+    for position, entry in enumerate(value):
+        if not isinstance(entry, Mapping):
+            raise InvalidArguments(f"invalid {name}[{position}]: expected a mapping")
+        entry = dict(entry)
+        if require_target:
+            target = entry.get("target")
+            if not isinstance(target, str) or not target.strip():
+                raise InvalidArguments(
+                    f"invalid {name}[{position}].target: must be a non-empty string",
+                    details={"field": f"{name}.target"},
+                )
+        entry["type"] = _normalize_enum(f"{name}[{position}].type", entry.get("type"), type_values)
+        entries.append(entry)
+    return entries
+
+
+def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> dict[str, Any]:
+    """Check and normalise frontmatter; returns a new dict. Unknown keys pass through untouched.
+
+    Raises :class:`InvalidArguments` naming the field (and the allowed values for enums).
+    """
+    result: dict[str, Any] = dict(data)
+    result.setdefault("status", "active")
+    result.setdefault("source", "agent")
+    for name in ("id", "project"):
+        if name in result and (not isinstance(result[name], str) or not result[name].strip()):
+            raise InvalidArguments(f"invalid {name}: must be a non-empty string", details={"field": name})
+    for name, allowed in _ENUM_FIELDS.items():
+        if name in result and result[name] is not None:
+            result[name] = _normalize_enum(name, result[name], allowed)
+    for name in DATE_FIELDS:
+        if name in result and result[name] is not None:
+            try:
+                result[name] = normalize_date(result[name], end_of_day=name == "expires_at")
+            except ValueError as exc:
+                raise InvalidArguments(
+                    f"invalid {name} {result[name]!r}: expected an ISO 8601 date",
+                    details={"field": name},
+                ) from exc
+    for name, minimum in _MIN_INT_FIELDS.items():
+        if name in result and result[name] is not None:
+            result[name] = _coerce_int(name, result[name], minimum)
+    if result.get("links") is not None:
+        result["links"] = _validate_entries("links", result["links"], LINK_TYPES, True)
+    if result.get("deliverables") is not None:
+        result["deliverables"] = _validate_entries(
+            "deliverables", result["deliverables"], DELIVERABLE_TYPES, False
+        )
+    for name in ("tags", "pathPatterns", "linkedPaths"):
+        if name in result and result[name] is not None:
+            result[name] = _string_list(name, result[name])
+    if require:
+        missing = [name for name in REQUIRED_FIELDS if result.get(name) in (None, "")]
+        if missing:
+            raise InvalidArguments(
+                f"missing required field{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
+                details={"fields": missing},
+            )
+    return result
+
+
+def _string_list(name: str, value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+        return [str(item) for item in value]
+    raise InvalidArguments(f"invalid {name}: expected a list of strings", details={"field": name})
+
+
+# --- YAML ------------------------------------------------------------------------------------
+
+
+def _core_schema_resolvers(
+    resolvers: Mapping[str, list[tuple[str, re.Pattern[str]]]],
+) -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+    """YAML 1.2-style implicit typing: ``yes``/``on``, ``10:00`` and timestamps stay strings."""
+    dropped = {
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:timestamp",
+    }
+    table = {first: [(t, rx) for t, rx in entries if t not in dropped] for first, entries in resolvers.items()}
+    extra = [
+        ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+        ("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), "-+0123456789"),
+        (
+            "tag:yaml.org,2002:float",
+            re.compile(
+                r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+            ),
+            "-+0123456789.",
+        ),
+    ]
+    for tag, regexp, first_chars in extra:
+        for char in first_chars:
+            table.setdefault(char, []).append((tag, regexp))
+    return table
+
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    pass
+
+
+_Loader.yaml_implicit_resolvers = _core_schema_resolvers(yaml.SafeLoader.yaml_implicit_resolvers)
+
+
+def _int_from_core(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    if text.startswith(("0o", "0x")):
+        return int(text, 0)
+    return int(text)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int_from_core)
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader subclass
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """Dump with the YAML 1.1 resolvers so any string a 1.1 reader would mistype gets quoted."""
+    return yaml.dump(
+        dict(data),
+        Dumper=_BaseDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=4096,
+    )
+
+
+# --- parse / serialize -----------------------------------------------------------------------
+
+_FENCE_RE = re.compile(r"^---[ \t]*\r?\n")
+_CLOSE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", re.MULTILINE)
+_TOP_KEY_RE = re.compile(r"""^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"{\[?&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?))[ \t]*:(?:[ \t]|\r?$)""")
+
+
+@dataclass
+class _SourceText:
+    """The original frontmatter split into one text chunk per top-level key."""
+
+    chunks: dict[str, str]
+    values: dict[str, Any]
+
+
+@dataclass
+class Record:
+    """One memory record: validated frontmatter plus the body exactly as written."""
+
+    frontmatter: dict[str, Any]
+    body: str
+    path: Path | None = None
+    source: _SourceText | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        return str(self.frontmatter["id"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.frontmatter["kind"])
+
+    @property
+    def status(self) -> str:
+        return str(self.frontmatter.get("status", "active"))
+
+
+def _split_chunks(text: str, values: Mapping[str, Any]) -> dict[str, str] | None:
+    """Map each top-level key to its original lines, or None when the layout is not plain."""
+    chunks: dict[str, str] = {}
+    pending = ""
+    current: str | None = None
+    for line in text.splitlines(keepends=True):
+        match = _TOP_KEY_RE.match(line)
+        if match and not line[:1].isspace():
+            quoted_double, quoted_single, plain = match.groups()
+            if quoted_double is not None:
+                key = load_yaml(f'"{quoted_double}"')
+            elif quoted_single is not None:
+                key = quoted_single.replace("''", "'")
+            else:
+                key = plain.strip()
+            if key in chunks:
+                return None
+            current = str(key)
+            chunks[current] = pending + line
+            pending = ""
+        elif current is None or (not line.strip() or line.startswith("#")) and not line[:1].isspace():
+            # Blank lines and column-0 comments belong to the key that follows them.
+            pending += line
+        else:
+            chunks[current] += line
+    if pending and current is not None:
+        chunks[current] += pending
+    elif pending:
+        return None
+    if list(chunks) != [str(key) for key in values]:
+        return None
+    return chunks
+
+
+def parse_record(text: str, path: Path | None = None, *, validate: bool = True) -> Record:
+    """Parse a record file. Raises :class:`InvalidRecord` when it is not a valid record."""
+    where = f" in {path}" if path else ""
+    fence = _FENCE_RE.match(text)
+    if not fence:
+        raise InvalidRecord(f"no YAML frontmatter{where}")
+    close = _CLOSE_RE.search(text, fence.end())
+    if close is None:
+        raise InvalidRecord(f"unterminated frontmatter{where}")
+    fm_text = text[fence.end() : close.start()]
+    body = text[close.end() :]
+    try:
+        data = load_yaml(fm_text) if fm_text.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 2})" if mark is not None else ""
+        raise InvalidRecord(f"frontmatter is not valid YAML{where}{line}") from exc
+    if not isinstance(data, dict):
+        raise InvalidRecord(f"frontmatter must be a mapping{where}")
+    data = {str(key): value for key, value in data.items()}
+    try:
+        frontmatter = validate_frontmatter(data) if validate else data
+    except InvalidArguments as exc:
+        raise InvalidRecord(f"{exc.message}{where}", details=exc.details) from exc
+    chunks = _split_chunks(fm_text if fm_text.endswith("\n") or not fm_text else fm_text + "\n", data)
+    source = None
+    if chunks is not None:
+        normalized = validate_frontmatter(data, require=False) if validate else data
+        source = _SourceText(chunks=chunks, values=normalized)
+    return Record(frontmatter=frontmatter, body=body, path=path, source=source)
+
+
+def same_value(left: Any, right: Any) -> bool:
+    """Equality that also requires equal types (so ``1``, ``True`` and ``1.0`` differ)."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(same_value(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, float) and math.isnan(left):
+        return math.isnan(right)
+    return bool(left == right)
+
+
+def _plain(value: Any) -> Any:
+    """Values safe for the YAML dumper (datetimes become ISO strings)."""
+    if isinstance(value, datetime):
+        return format_iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def serialize_frontmatter(frontmatter: Mapping[str, Any], source: _SourceText | None = None) -> str:
+    parts: list[str] = []
+    for key, value in frontmatter.items():
+        unchanged = source is not None and key in source.chunks and same_value(value, source.values.get(key))
+        if value is None and not unchanged:
+            continue  # absent optional fields are not emitted
+        if unchanged and source is not None:
+            parts.append(source.chunks[key])
+        else:
+            parts.append(dump_yaml({key: _plain(value)}))
+    return "".join(parts)
+
+
+def serialize_record(record: Record) -> str:
+    return f"---\n{serialize_frontmatter(record.frontmatter, record.source)}---\n{record.body}"
+

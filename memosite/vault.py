@@ -1,0 +1,229 @@
+"""The vault on disk: layout, kind directories, the vault lock, atomic writes, listing, tombstones."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
+
+from memosite.config import DEFAULT_CONFIG, VaultConfig, load_config, validate_project_id
+from memosite.errors import LockTimeout, StorageError
+from memosite.schema import KIND_DIRS, format_iso, subdir_for_kind, utc_now, validate_slug
+
+if TYPE_CHECKING:
+    from memosite.index import Index
+
+TEMP_PREFIX = ".memosite-tmp-"
+CONFLICT_MARK = ".conflict."
+INTERNAL_DIR = ".memosite"
+VIEW_FILES = ("TRAPS.md", "DECISIONS.md", "INDEX.md", "PROMPTS.md", "SESSIONS.md")
+RECORD_DIRS = tuple(dict.fromkeys(KIND_DIRS.values()))
+LOCK_TIMEOUT_SECONDS = 60.0
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(TEMP_PREFIX)
+
+
+def is_record_name(name: str) -> bool:
+    """A file the store owns: ``*.md``, not a temp file, not a ``.conflict.`` sidecar."""
+    return name.endswith(".md") and not is_temp_name(name) and CONFLICT_MARK not in name
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
+    """Write ``path`` so that readers see the old or the new content, never a torn file.
+
+    Temp file in the same directory, fsync, rename over the target, fsync the directory.
+    """
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    if durable:
+        _fsync_dir(directory)
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode, durable=durable)
+
+
+def warn(message: str) -> None:
+    """A non-fatal problem, one line on stderr (stdout stays clean for --json)."""
+    sys.stderr.write(f"memosite: warning: {message}\n")
+
+
+@dataclass
+class Vault:
+    """One vault root. Open it with :meth:`Vault.open`; all paths are derived from here."""
+
+    root: Path
+    config: VaultConfig
+
+    @classmethod
+    def open(cls, root: Path | str, *, create: bool = True) -> Vault:
+        root = Path(root).absolute()
+        if create:
+            ensure_vault_structure(root)
+        elif not root.is_dir():
+            raise StorageError(f"vault not found: {root}")
+        return cls(root=root, config=load_config(root))
+
+    # --- paths -------------------------------------------------------------------------------
+    @property
+    def internal_dir(self) -> Path:
+        return self.root / INTERNAL_DIR
+
+    @property
+    def index_path(self) -> Path:
+        return self.internal_dir / "index.sqlite"
+
+    @property
+    def tombstones_path(self) -> Path:
+        return self.internal_dir / "tombstones.jsonl"
+
+    def project_dir(self, project: str) -> Path:
+        return self.root / "projects" / validate_project_id(project)
+
+    def kind_dir(self, project: str, kind: str) -> Path:
+        return self.project_dir(project) / subdir_for_kind(kind)
+
+    def record_path(self, project: str, kind: str, slug: str) -> Path:
+        return self.kind_dir(project, kind) / f"{validate_slug(slug)}.md"
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def projects(self) -> list[str]:
+        base = self.root / "projects"
+        if not base.is_dir():
+            return []
+        return sorted(
+            entry.name
+            for entry in base.iterdir()
+            if entry.is_dir() and not entry.name.startswith(".") and not entry.is_symlink()
+        )
+
+    # --- lock --------------------------------------------------------------------------------
+    def lock(self, timeout: float = LOCK_TIMEOUT_SECONDS) -> contextlib.AbstractContextManager[Any]:
+        """The re-entrant, cross-process vault lock every mutation runs under."""
+        self.internal_dir.mkdir(parents=True, exist_ok=True)
+        file_lock = FileLock(
+            str(self.internal_dir / "vault.lock"),
+            timeout=timeout,
+            is_singleton=True,
+            poll_interval=0.005,
+        )
+        return _translate_timeout(file_lock, timeout)
+
+    # --- listing -----------------------------------------------------------------------------
+    def iter_record_files(self, project: str, subdirs: tuple[str, ...] = RECORD_DIRS) -> Iterator[Path]:
+        """Record files of a project in directory order, skipping temp files and sidecars."""
+        base = self.project_dir(project)
+        for subdir in subdirs:
+            directory = base / subdir
+            try:
+                entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for entry in entries:
+                if is_record_name(entry.name) and entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path)
+
+    # --- tombstones --------------------------------------------------------------------------
+    def record_tombstone(self, project: str, kind: str, record_id: str, path: Path, reason: str) -> None:
+        """Remember a physically removed record (for sync); appended, never rewritten."""
+        entry = {
+            "project": project,
+            "kind": kind,
+            "id": record_id,
+            "path": self.relative(path),
+            "reason": reason,
+            "deletedAt": format_iso(utc_now()),
+        }
+        self.internal_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.tombstones_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def read_tombstones(self) -> list[dict[str, Any]]:
+        try:
+            lines = self.tombstones_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        entries = []
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                entries.append(json.loads(line))
+        return entries
+
+    # --- index -------------------------------------------------------------------------------
+    def index(self) -> Index:
+        from memosite.index import Index
+
+        cached: Index | None = getattr(self, "_index", None)
+        if cached is None:
+            cached = Index(self.index_path)
+            object.__setattr__(self, "_index", cached)
+        return cached
+
+    def close(self) -> None:
+        cached = getattr(self, "_index", None)
+        if cached is not None:
+            cached.close()
+            object.__setattr__(self, "_index", None)
+
+
+@contextlib.contextmanager
+def _translate_timeout(file_lock: FileLock, timeout: float) -> Iterator[FileLock]:
+    try:
+        file_lock.acquire()
+    except Timeout as exc:
+        raise LockTimeout(f"vault is locked by another process (waited {timeout:.0f}s)") from exc
+    try:
+        yield file_lock
+    finally:
+        file_lock.release()
+
+
+def ensure_vault_structure(root: Path) -> None:
+    """Create the vault skeleton and write ``config.json`` with its defaults if it is missing."""
+    try:
+        (root / INTERNAL_DIR).mkdir(parents=True, exist_ok=True)
+        (root / "projects").mkdir(exist_ok=True)
+        config_path = root / "config.json"
+        if not config_path.exists():
+            atomic_write_text(config_path, json.dumps(DEFAULT_CONFIG, indent=2) + "\n")
+    except OSError as exc:
+        raise StorageError(f"cannot create vault at {root}: {exc.strerror or exc}") from exc
