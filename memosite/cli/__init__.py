@@ -7,6 +7,7 @@ call does not pay for mkdocs, watchdog or the MCP SDK.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
 from typing import Any

@@ -1,0 +1,40 @@
+"""``memosite demo``: write a realistic sample vault and compile its views."""
+
+from __future__ import annotations
+
+import click
+
+from memosite.cli._common import App, vault_options
+
+
+@click.command()
+@click.option("--serve", "serve_site", is_flag=True, help="Then build the site and serve it with live reload.")
+@click.option("--dev-addr", default="127.0.0.1:8000", show_default=True, help="Where --serve listens.")
+@vault_options
+def demo(app: App, serve_site: bool, dev_addr: str) -> None:
+    """Write a sample vault (every kind, TTLs, a superseded decision, logs over two months).
+
+    Without --vault the demo goes to ./memosite-demo, never into your real vault.
+    """
+    from pathlib import Path
+
+    from memosite.demo import DEMO_PROJECT, write_demo_vault
+    from memosite.vault import Vault
+    from memosite.views import write_views
+
+    root = Path(app.vault_arg) if app.vault_arg else Path("memosite-demo")
+    vault = Vault.open(root)
+    project = app.project_arg or DEMO_PROJECT
+    try:
+        result = write_demo_vault(vault, project)
+        with vault.lock():
+            views = write_views(vault, project)
+    finally:
+        vault.close()
+    lines = [f"demo vault: {vault.root} ({result.records} records in project {project})"]
+    lines += [f"  {vault.relative(path)}" for path in views]
+    app.emit({**result.to_json(), "views": [vault.relative(p) for p in views]}, "\n".join(lines))
+    if serve_site:
+        from memosite.site import serve
+
+        serve(Vault.open(root), dev_addr=dev_addr)

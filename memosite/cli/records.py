@@ -1,0 +1,194 @@
+"""Record commands: upsert, get, append, forget, restore, list, compile, reindex."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memosite.cli._common import App, parse_json_option, read_body, vault_options
+
+
+def _lookup_args(record_id: str | None, kind: str | None, slug: str | None) -> dict[str, Any]:
+    from memosite.errors import InvalidArguments
+
+    if record_id and (kind or slug):
+        raise InvalidArguments("give either --id or --kind with --slug, not both")
+    if not record_id and not (kind and slug):
+        raise InvalidArguments("give --id ID, or both --kind K and --slug S")
+    return {"record_id": record_id, "kind": kind, "slug": slug}
+
+
+@click.command()
+@click.option("--kind", required=True, help="trap, decision, spec, plan, state, log, scratch, review, prompt or session.")
+@click.option("--body", help="The Markdown body.")
+@click.option("--body-file", help="Read the body from a file, or '-' for stdin.")
+@click.option("--slug", help="File name (without .md); derived from the id or title when absent.")
+@click.option("--title")
+@click.option("--status", help="active, paused, shipped, superseded, archived or completed.")
+@click.option("--severity", help="low, medium, high or critical.")
+@click.option("--layer", help="application, domain, web, infrastructure, tests, devops or other.")
+@click.option("--module")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--path", "path", help="A file path the record is about (folded into pathPatterns).")
+@click.option("--path-patterns", "path_patterns", multiple=True, help="A path glob (repeatable).")
+@click.option("--supersedes", help="Id of the record this one replaces.")
+@click.option("--source", help="agent, human or imported.")
+@click.option("--ttl", help="Time to live: 7d, 48h, 30m, 90s, '1.5 days', or a date.")
+@click.option("--expires-at", help="Expiry: RFC 3339 or YYYY-MM-DD (end of that UTC day).")
+@click.option("--frontmatter", "frontmatter_json", help="Extra frontmatter as a JSON object.")
+@click.option("--allow-duplicate", is_flag=True, help="Skip trap recurrence dedup.")
+@vault_options
+def upsert(app: App, kind: str, body: str | None, body_file: str | None, slug: str | None,
+           frontmatter_json: str | None, tags: tuple[str, ...], path_patterns: tuple[str, ...],
+           path: str | None, allow_duplicate: bool, **fields: str | None) -> None:
+    """Create or update a record."""
+    from memosite.errors import InvalidArguments
+    from memosite.store import upsert_record
+
+    frontmatter = parse_json_option("--frontmatter", frontmatter_json) or {}
+    if not isinstance(frontmatter, dict):
+        raise InvalidArguments("--frontmatter must be a JSON object")
+    names = {"expires_at": "expires_at"}
+    for option, value in fields.items():
+        if value is not None:
+            frontmatter[names.get(option, option)] = value
+    if tags:
+        frontmatter["tags"] = list(tags)
+    if path_patterns:
+        frontmatter["pathPatterns"] = list(path_patterns)
+    result = upsert_record(
+        app.vault, app.project, kind=kind, body=read_body(body, body_file), slug=slug,
+        frontmatter=frontmatter, path=path, allow_duplicate=allow_duplicate,
+    )
+    verb = "recurrence of" if result.recurrence else "wrote"
+    app.emit(result.to_json(), f"{verb} {result.kind} {result.id} → {result.path}")
+
+
+@click.command()
+@click.option("--id", "record_id")
+@click.option("--kind")
+@click.option("--slug")
+@click.option("--session-id", help="Count the hit at most once per agent session.")
+@vault_options
+def get(app: App, record_id: str | None, kind: str | None, slug: str | None, session_id: str | None) -> None:
+    """Print one record (annotated `expired` when past its expiry)."""
+    from memosite.store import get_record
+
+    found = get_record(
+        app.vault, app.project, **_lookup_args(record_id, kind, slug),
+        cross_project=app.project_explicit is None,
+    )
+    _count_hit(app, found, session_id)
+
+    def text() -> str:
+        from memosite.schema import serialize_frontmatter
+
+        banner = "(expired)\n" if found.expired else ""
+        return f"{banner}---\n{serialize_frontmatter(found.frontmatter)}---\n{found.body}"
+
+    app.emit(found.to_json(), text)
+
+
+def _count_hit(app: App, found: Any, session_id: str | None) -> None:
+    try:
+        from memosite.salience import record_hits
+    except ImportError:
+        return
+    record_hits(app.vault, found.project, [found.id], session_id=session_id)
+
+
+@click.command()
+@click.option("--event", required=True, help="What happened.")
+@click.option("--kind", default="log", show_default=True)
+@click.option("--details", "details_json", help="Structured details as JSON.")
+@vault_options
+def append(app: App, event: str, kind: str, details_json: str | None) -> None:
+    """Append an event record (write-only: earlier events are never rewritten)."""
+    from memosite.store import append_event
+
+    result = append_event(
+        app.vault, app.project, event=event, kind=kind,
+        details=parse_json_option("--details", details_json),
+    )
+    app.emit(result.to_json(), f"appended {result.kind} {result.id} → {result.path}")
+
+
+@click.command()
+@click.option("--id", "record_id")
+@click.option("--kind")
+@click.option("--slug")
+@click.option("--purge", is_flag=True, help="Unlink the file (a tombstone is kept) instead of archiving.")
+@vault_options
+def forget(app: App, record_id: str | None, kind: str | None, slug: str | None, purge: bool) -> None:
+    """Archive a record, or purge it with --purge."""
+    from memosite.store import forget_record
+
+    result = forget_record(app.vault, app.project, **_lookup_args(record_id, kind, slug), purge=purge)
+    app.emit(result.to_json(), f"{result.status} {result.kind} {result.id}")
+
+
+@click.command()
+@click.option("--id", "record_id")
+@click.option("--kind")
+@click.option("--slug")
+@vault_options
+def restore(app: App, record_id: str | None, kind: str | None, slug: str | None) -> None:
+    """Bring an archived record back to active."""
+    from memosite.store import restore_record
+
+    result = restore_record(app.vault, app.project, **_lookup_args(record_id, kind, slug))
+    app.emit(result.to_json(), f"restored {result.kind} {result.id}")
+
+
+@click.command("list")
+@click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
+@click.option("--status", "statuses", multiple=True, help="Only this status (repeatable).")
+@vault_options
+def list_(app: App, kinds: tuple[str, ...], statuses: tuple[str, ...]) -> None:
+    """List the project's records."""
+    from memosite.store import list_records
+
+    records = list_records(app.vault, app.project, kinds=kinds or None, statuses=statuses or None)
+
+    def text() -> str:
+        if not records:
+            return f"no records in project {app.project}"
+        width = max(len(r.id) for r in records)
+        return "\n".join(
+            f"{r.kind:9} {r.id:{width}}  {r.status:10} {'expired ' if r.expired else ''}{r.title}"
+            for r in records
+        )
+
+    app.emit({"project": app.project, "records": [r.to_json() for r in records], "total": len(records)}, text)
+
+
+@click.command("compile")
+@vault_options
+def compile_(app: App) -> None:
+    """Rebuild the compiled views (TRAPS.md, DECISIONS.md, INDEX.md, PROMPTS.md, SESSIONS.md)."""
+    from memosite.indexing import ensure_index
+    from memosite.views import write_views
+
+    with app.vault.lock():
+        ensure_index(app.vault)
+        paths = write_views(app.vault, app.project)
+    app.emit(
+        {"project": app.project, "views": [app.vault.relative(p) for p in paths]},
+        "\n".join(f"compiled {app.vault.relative(p)}" for p in paths),
+    )
+
+
+@click.command()
+@click.option("--all-projects", is_flag=True, help="Rebuild every project, not only the current one.")
+@vault_options
+def reindex(app: App, all_projects: bool) -> None:
+    """Rebuild the search index and the views from the Markdown files."""
+    from memosite.indexing import reindex as rebuild
+
+    counts = rebuild(app.vault, None if all_projects else [app.project])
+    app.emit(
+        {"projects": counts, "total": sum(counts.values())},
+        "\n".join(f"indexed {count} records in {project}" for project, count in counts.items())
+        or "no projects",
+    )

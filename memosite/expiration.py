@@ -1,0 +1,133 @@
+"""Record TTL: duration parsing, ``expires_at`` resolution, expired and active-at tests. UTC throughout.
+
+Precedence: an explicit ``expires_at`` beats ``created + ttl``, which beats the kind's default TTL
+(``scratch`` 7 days and ``review`` 14 days unless ``config.json`` says otherwise). A record with none
+of them never expires.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from memosite.config import VaultConfig
+from memosite.errors import InvalidArguments
+from memosite.schema import format_iso, parse_datetime
+
+DURATION_RE = re.compile(
+    r"^(\d+(?:\.\d+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?$", re.IGNORECASE
+)
+_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ].+)?$")
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """``7d``, ``48h``, ``30m``, ``90s``, ``1.5 days``, ``3`` (days) → timedelta; else None."""
+    match = DURATION_RE.match(text.strip())
+    if match is None:
+        return None
+    amount = float(match.group(1))
+    unit = (match.group(2) or "d").lower()
+    if unit.startswith("min"):
+        unit = "m"
+    return timedelta(seconds=amount * _UNIT_SECONDS[unit[0]])
+
+
+def parse_expires_at(value: Any) -> datetime | None:
+    """RFC 3339 or ``YYYY-MM-DD`` (the last millisecond of that UTC day); None when not a date."""
+    if isinstance(value, str) and not _DATE_RE.match(value.strip()):
+        return None
+    try:
+        return parse_datetime(value, end_of_day=True)
+    except ValueError:
+        return None
+
+
+def _invalid(value: Any) -> InvalidArguments:
+    return InvalidArguments(f'Invalid ttl duration or date: "{value}"', details={"value": str(value)})
+
+
+def validate_ttl_input(value: Any) -> None:
+    """Raise INVALID_ARGUMENTS unless ``value`` is a duration or a date."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return
+    if isinstance(value, str) and (parse_duration(value) is not None or parse_expires_at(value)):
+        return
+    if not isinstance(value, str) and parse_expires_at(value) is not None:
+        return
+    raise _invalid(value)
+
+
+def compute_expires_at(created: Any, ttl: Any) -> datetime:
+    """``created + ttl`` for a duration; the date itself when ``ttl`` is a date."""
+    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+        return parse_datetime(created) + timedelta(days=float(ttl))
+    if isinstance(ttl, str):
+        duration = parse_duration(ttl)
+        if duration is not None:
+            return parse_datetime(created) + duration
+    moment = parse_expires_at(ttl)
+    if moment is None:
+        raise _invalid(ttl)
+    return moment
+
+
+def default_ttl_days_for_kind(kind: str, config: VaultConfig) -> float | None:
+    if kind == "scratch":
+        return config.scratch_days
+    if kind == "review":
+        return config.review_days
+    return None
+
+
+def resolve_expires_at(frontmatter: Mapping[str, Any], config: VaultConfig) -> datetime | None:
+    """The instant a record expires, or None when it is evergreen. Bad values count as absent."""
+    explicit = frontmatter.get("expires_at")
+    if explicit:
+        moment = parse_expires_at(explicit)
+        if moment is not None:
+            return moment
+    created = frontmatter.get("created")
+    ttl = frontmatter.get("ttl")
+    if ttl not in (None, "") and created:
+        try:
+            return compute_expires_at(created, ttl)
+        except (InvalidArguments, ValueError):
+            pass
+    days = default_ttl_days_for_kind(str(frontmatter.get("kind", "")), config)
+    if days is not None and created:
+        try:
+            return parse_datetime(created) + timedelta(days=days)
+        except ValueError:
+            return None
+    return None
+
+
+def is_expired_at(expires_at: datetime | None, now: datetime) -> bool:
+    """Expired from the exact expiry instant on: ``now >= expires_at``."""
+    return expires_at is not None and now >= expires_at
+
+
+def is_record_expired_at(frontmatter: Mapping[str, Any], now: datetime, config: VaultConfig) -> bool:
+    return is_expired_at(resolve_expires_at(frontmatter, config), now)
+
+
+def is_active_at(created: datetime | None, expires_at: datetime | None, as_of: datetime) -> bool:
+    """Active on ``as_of``: ``created <= as_of`` and not yet expired then."""
+    if created is not None and created > as_of:
+        return False
+    return expires_at is None or as_of < expires_at
+
+
+def parse_as_of(value: str) -> datetime:
+    """An ``--as-of`` date: RFC 3339, or ``YYYY-MM-DD`` meaning the end of that UTC day."""
+    moment = parse_expires_at(value)
+    if moment is None:
+        raise InvalidArguments(f'invalid --as-of date: "{value}" (use YYYY-MM-DD or RFC 3339)')
+    return moment
+
+
+def iso_or_none(moment: datetime | None) -> str | None:
+    return format_iso(moment) if moment is not None else None

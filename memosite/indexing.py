@@ -1,0 +1,198 @@
+"""Keeping the index and the views in step with the Markdown files.
+
+``index_record`` after a write, ``refresh_project`` after edits made outside memosite (only files
+whose size or mtime changed are parsed), ``reindex`` to rebuild everything from the files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memosite.errors import InvalidRecord, StorageError
+from memosite.expiration import iso_or_none, resolve_expires_at
+from memosite.index import IndexEntry
+from memosite.recurrence import pattern_key
+from memosite.schema import SEVERITY_WEIGHT, Record, parse_record
+from memosite.vault import Vault, warn
+from memosite.views import env_for, render_fragments, views_for_kinds, write_views
+
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def read_record(path: Path) -> Record:
+    """Read and parse one record file; InvalidRecord when it does not parse or validate."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRecord(f"not UTF-8 text: {path}") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_record(text, path)
+
+
+def record_title(record: Record) -> str:
+    title = record.frontmatter.get("title")
+    if isinstance(title, str) and title.strip():
+        return " ".join(title.split())
+    heading = _HEADING_RE.search(record.body)
+    if heading:
+        return heading.group(1).strip()
+    for line in record.body.splitlines():
+        if line.strip():
+            text = line.strip()
+            return text if len(text) <= 80 else text[:77].rstrip() + "..."
+    return record.id
+
+
+def build_entry(vault: Vault, record: Record, path: Path, stat: os.stat_result | None = None) -> IndexEntry:
+    """The index row of a record file, fragments included."""
+    fm = record.frontmatter
+    stat = stat or path.stat()
+    patterns = [str(p) for p in fm.get("pathPatterns") or []]
+    severity = fm.get("severity")
+    entry = IndexEntry(
+        path=vault.relative(path),
+        project=str(fm.get("project")),
+        kind=record.kind,
+        id=record.id,
+        slug=path.stem,
+        title=record_title(record),
+        status=record.status,
+        severity=severity,
+        severity_weight=SEVERITY_WEIGHT.get(str(severity), 0),
+        layer=fm.get("layer"),
+        module=str(fm["module"]) if fm.get("module") else None,
+        tags=[str(t) for t in fm.get("tags") or []],
+        path_patterns=patterns,
+        pattern_key=pattern_key(patterns),
+        created=fm.get("created"),
+        updated=fm.get("updated"),
+        expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
+        occurrences=int(fm.get("occurrences") or 0),
+        hits=int(fm.get("hits") or 0),
+        helpful=int(fm.get("helpfulCount") or 0),
+        stale=int(fm.get("staleCount") or 0),
+        last_hit=fm.get("lastHit"),
+        supersedes=str(fm["supersedes"]) if fm.get("supersedes") else None,
+        superseded_by=str(fm["supersededBy"]) if fm.get("supersededBy") else None,
+        body=record.body,
+        frontmatter=fm,
+        mtime_ns=stat.st_mtime_ns,
+        size=stat.st_size,
+    )
+    render_fragments(entry, env_for(vault))
+    return entry
+
+
+def index_record(vault: Vault, record: Record, path: Path) -> IndexEntry | None:
+    """Index one just-written record. Index failures warn and never undo the file write."""
+    try:
+        entry = build_entry(vault, record, path)
+        vault.index().upsert(entry)
+        return entry
+    except (sqlite3.Error, OSError) as exc:
+        warn(f"index update failed for {path.name}: {exc} (run `memosite reindex`)")
+        return None
+
+
+def unindex_path(vault: Vault, path: Path) -> None:
+    try:
+        vault.index().delete_path(vault.relative(path))
+    except sqlite3.Error as exc:
+        warn(f"index delete failed for {path.name}: {exc} (run `memosite reindex`)")
+
+
+def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None) -> list[Path]:
+    """Rewrite the views that records of ``kinds`` appear in (all views when None)."""
+    names = views_for_kinds(kinds) if kinds is not None else None
+    try:
+        return write_views(vault, project, names) if names is not None else write_views(vault, project)
+    except sqlite3.Error as exc:
+        warn(f"compiling views failed for {project}: {exc} (run `memosite compile`)")
+        return []
+
+
+@dataclass
+class RefreshResult:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+
+def refresh_project(vault: Vault, project: str, *, force: bool = False) -> RefreshResult:
+    """Bring a project's index rows in step with its files. Unparseable files warn and are skipped."""
+    index = vault.index()
+    known = index.file_stats(project)
+    known_kinds = {entry.path: entry.kind for entry in index.entries(project)} if known else {}
+    result = RefreshResult()
+    seen: set[str] = set()
+    entries: list[IndexEntry] = []
+    for path in vault.iter_record_files(project):
+        relative = vault.relative(path)
+        seen.add(relative)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        if not force and known.get(relative) == (stat.st_mtime_ns, stat.st_size):
+            continue
+        try:
+            record = read_record(path)
+        except (InvalidRecord, StorageError) as exc:
+            warn(f"skipping {relative}: {exc.message}")
+            result.invalid.append(relative)
+            continue
+        if record.frontmatter.get("project") != project:
+            record.frontmatter["project"] = project  # the directory decides the project
+        entries.append(build_entry(vault, record, path, stat))
+        (result.changed if relative in known else result.added).append(relative)
+        result.kinds.add(record.kind)
+        if relative in known_kinds:
+            result.kinds.add(known_kinds[relative])
+    with index.transaction():
+        for entry in entries:
+            index.upsert(entry)
+        for relative in set(known) - seen:
+            index.delete_path(relative)
+            result.removed.append(relative)
+            result.kinds.add(known_kinds.get(relative, "trap"))
+        # An invalid file keeps no stale row: its last good content is not what is on disk.
+        for relative in result.invalid:
+            if index.delete_path(relative):
+                result.removed.append(relative)
+                result.kinds.add(known_kinds.get(relative, "trap"))
+    return result
+
+
+def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, int]:
+    """Rebuild the index from the Markdown files and recompile every view; returns counts."""
+    counts: dict[str, int] = {}
+    with vault.lock():
+        wanted = list(projects) if projects is not None else vault.projects()
+        for project in vault.index().projects():
+            if projects is None and project not in wanted:
+                vault.index().clear(project)
+        for project in wanted:
+            refresh_project(vault, project, force=True)
+            write_views(vault, project)
+            counts[project] = vault.index().count(project)
+    return counts
+
+
+def ensure_index(vault: Vault) -> None:
+    """A missing or outdated index is rebuilt from the files before first use."""
+    if vault.index().fresh:
+        vault.index().fresh = False
+        for project in vault.projects():
+            refresh_project(vault, project, force=True)

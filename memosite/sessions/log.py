@@ -1,0 +1,487 @@
+"""The append-only, buffered session log: ``events.jsonl`` plus its turn index and manifest.
+
+Durability order on every flush: the buffered event bytes are appended and fsynced, then
+``index/turns.json`` is published, then ``manifest.json``. A reopen trusts the metadata only
+when it matches the log (size, stamps, and the lines the offsets point at); otherwise it
+rescans ``events.jsonl``, which is the only canonical state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from memosite.errors import InvalidTransition, LockTimeout, StorageError
+from memosite.schema import format_iso, utc_now
+from memosite.sessions import safefs
+from memosite.sessions.errors import SessionEnded, SessionExists, SessionNotFound
+from memosite.sessions.events import (
+    SESSION_ENDED,
+    SESSION_STARTED,
+    SESSION_SUMMARY,
+    Event,
+    decode_event,
+)
+from memosite.sessions.lifecycle import LifecycleKind, TurnSpan, TurnState
+from memosite.sessions.metadata import Manifest, TurnIndex, index_inconsistency
+from memosite.sessions.paths import SessionPaths
+
+Clock = Callable[[], str]
+FLUSH_BYTES = 1024 * 1024
+LOCK_TIMEOUT_SECONDS = 30.0
+_LINE_PROBE = 4096
+
+
+def default_clock() -> str:
+    return format_iso(utc_now())
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """An event and the byte offset of its line in ``events.jsonl``."""
+
+    offset: int
+    event: Event
+    size: int
+
+
+def apply_transition(meta: Manifest, state: TurnState, event: Event, offset: int) -> None:
+    """Apply one event's effect on session and turn state, or raise without changing anything.
+
+    The single transition function used when appending and when rescanning the log.
+    """
+    if meta.status == "ended":
+        raise SessionEnded(f"session {meta.session_id} has ended")
+    kind = LifecycleKind.of(event.type)
+    if kind is not None:
+        if event.turn is None:
+            raise InvalidTransition(f"{event.type} needs a turn number")
+        state.apply(kind, event.turn, event.seq, offset)
+    elif event.type == SESSION_SUMMARY:
+        state.rebase(event.payload.get("lastTurn"))
+        start = event.payload.get("startTime")
+        if isinstance(start, str):
+            meta.start_time = start
+    elif event.type == SESSION_STARTED:
+        if meta.start_time is None:
+            meta.start_time = event.time
+    elif event.type == SESSION_ENDED:
+        if state.open_turn is not None:
+            raise InvalidTransition(f"turn {state.open_turn.turn} is still open")
+        meta.status, meta.end_time = "ended", event.time
+
+
+class EventLog:
+    """One session's log, open for reading or (holding the session lock) for appending."""
+
+    def __init__(
+        self, paths: SessionPaths, meta: Manifest, *, writable: bool, clock: Clock, lock: FileLock | None
+    ) -> None:
+        self.paths = paths
+        self.meta = meta
+        self.state = TurnState(base=meta.turn_base)
+        self.writable = writable
+        self.clock = clock
+        self.rescan_reason: str | None = None
+        self.torn_tail_repaired = False
+        self._lock = lock
+        self._buffer: list[bytes] = []
+        self._buffered_bytes = 0
+        self._durable_bytes = meta.log_bytes
+        self._broken: str | None = None
+
+    # --- opening ---------------------------------------------------------------------------
+    @classmethod
+    def create(cls, paths: SessionPaths, project: str, *, lock_path: Path, clock: Clock = default_clock) -> EventLog:
+        """Create an empty session directory (0700) with an empty log and fresh metadata."""
+        root_info = safefs.refuse_symlink(paths.root)
+        if root_info is None:
+            try:
+                paths.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create {paths.root}: {exc.strerror or exc}") from exc
+        lock = _acquire(lock_path)
+        try:
+            try:
+                paths.dir.mkdir(mode=safefs.DIR_MODE)
+            except FileExistsError:
+                raise SessionExists(f"session {paths.session_id} already exists") from None
+            except OSError as exc:
+                raise StorageError(f"cannot create {paths.dir}: {exc.strerror or exc}") from exc
+            safefs.ensure_private_dir(paths.dir)
+            safefs.ensure_private_dir(paths.index_dir)
+            safefs.ensure_private_dir(paths.derived_dir)
+            fd = safefs.open_private(paths.events, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            os.close(fd)
+            log = cls(paths, Manifest(paths.session_id, project), writable=True, clock=clock, lock=lock)
+            log.publish_metadata()
+        except BaseException:
+            lock.release()
+            raise
+        return log
+
+    @classmethod
+    def open(
+        cls,
+        paths: SessionPaths,
+        project: str,
+        *,
+        writable: bool = True,
+        lock_path: Path | None = None,
+        clock: Clock = default_clock,
+    ) -> EventLog:
+        info = safefs.refuse_symlink(paths.dir)
+        if info is None or not os.path.isdir(paths.dir):
+            raise SessionNotFound(f"no session {paths.session_id!r}")
+        lock = _acquire(lock_path) if writable and lock_path is not None else None
+        try:
+            log = cls(paths, Manifest(paths.session_id, project), writable=writable, clock=clock, lock=lock)
+            log._load()
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return log
+
+    def _load(self) -> None:
+        reason, manifest, index = self._check_metadata()
+        if reason is None and manifest is not None and index is not None:
+            self.meta = manifest
+            self.state = TurnState(base=index.base, turns=index.turns)
+            self._durable_bytes = manifest.log_bytes
+            return
+        previous_generation = manifest.generation if manifest is not None else _stale_generation(self.paths)
+        self.rescan(reason or "metadata missing", previous_generation=previous_generation)
+
+    def _check_metadata(self) -> tuple[str | None, Manifest | None, TurnIndex | None]:
+        paths = self.paths
+        if safefs.refuse_symlink(paths.pending_rewrite) is not None:
+            return "a cap rewrite did not finish", _read_manifest(paths), None
+        manifest = _read_manifest(paths)
+        if manifest is None:
+            return "manifest missing or malformed", None, None
+        if manifest.session_id != paths.session_id:
+            return "manifest names another session", manifest, None
+        log_info = safefs.refuse_symlink(paths.events)
+        if log_info is None:
+            return "events.jsonl is missing", manifest, None
+        try:
+            index = TurnIndex.parse(safefs.read_private(paths.turns_index))
+        except FileNotFoundError:
+            index = None
+        if index is None:
+            return "turn index missing or malformed", manifest, None
+        reason = index_inconsistency(manifest, index, log_info.st_size)
+        if reason is None:
+            reason = self._spot_check(manifest, index)
+        return reason, manifest, index
+
+    def _spot_check(self, manifest: Manifest, index: TurnIndex) -> str | None:
+        """Check the lines the metadata points at, without reading the whole log."""
+        if manifest.log_bytes == 0:
+            return None if manifest.next_seq == 1 and manifest.event_count == 0 else "empty log, non-empty manifest"
+        fd = safefs.open_private(self.paths.events, os.O_RDONLY)
+        try:
+            last = _last_line(fd, manifest.log_bytes)
+            if last is None:
+                return "the log does not end with a complete line"
+            event = decode_event(last)
+            if event is None and manifest.malformed_lines == 0:
+                return "the last line is not a valid event"
+            if event is not None and event.seq != manifest.next_seq - 1:
+                return "the last event does not carry the manifest's sequence number"
+            for span in index.turns:
+                if not _line_is(fd, span.start_offset, LifecycleKind.STARTED, span.turn, span.start_seq):
+                    return f"turn {span.turn} does not start where the index says"
+                if span.end_offset is not None and not _line_is(
+                    fd, span.end_offset, LifecycleKind(f"turn.{span.status}"), span.turn, span.end_seq
+                ):
+                    return f"turn {span.turn} does not end where the index says"
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.paths.events}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
+        return None
+
+    def rescan(self, reason: str, *, previous_generation: int = 0) -> None:
+        """Rebuild turn state and manifest from ``events.jsonl`` alone.
+
+        Lines that do not decode, go backwards in sequence or break the turn lifecycle are
+        counted as malformed and skipped, so they can never open or close a turn. A torn last
+        line (no newline, from a killed writer) is closed with a newline when writable, so the
+        next append starts on a line of its own; no byte of the log is removed.
+        """
+        meta = Manifest(self.paths.session_id, self.meta.project, generation=previous_generation + 1)
+        state = TurnState()
+        offset = 0
+        torn = False
+        try:
+            with contextlib.closing(_open_log(self.paths.events)) as handle:
+                for line in handle:
+                    if not line.endswith(b"\n"):
+                        torn = True
+                        meta.malformed_lines += 1
+                        offset += len(line)
+                        break
+                    event = decode_event(line)
+                    if event is None or event.seq < meta.next_seq:
+                        meta.malformed_lines += 1
+                    else:
+                        try:
+                            apply_transition(meta, state, event, offset)
+                        except InvalidTransition:
+                            meta.malformed_lines += 1
+                        else:
+                            meta.event_count += 1
+                            meta.next_seq = event.seq + 1
+                            meta.updated = event.time
+                    offset += len(line)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.paths.events}: {exc.strerror or exc}") from exc
+        self.meta, self.state = meta, state
+        self._durable_bytes = offset
+        self.rescan_reason = reason
+        if not self.writable:
+            self._sync_meta()
+            return
+        if torn:
+            safefs.append_private(self.paths.events, b"\n")
+            self._durable_bytes += 1
+            self.torn_tail_repaired = True
+        elif not self.paths.events.exists():
+            os.close(safefs.open_private(self.paths.events, os.O_WRONLY | os.O_CREAT))
+        self.publish_metadata()
+        safefs.remove_private(self.paths.pending_rewrite)
+
+    # --- appending -------------------------------------------------------------------------
+    def append(self, event_type: str, payload: dict[str, Any] | None = None) -> Event:
+        """Buffer one event. Turn boundaries and session start/end flush before returning."""
+        self._require_writable()
+        kind = LifecycleKind.of(event_type)
+        if kind is LifecycleKind.STARTED:
+            turn: int | None = self.state.last_turn + 1
+        elif kind is not None:
+            turn = self.state.current_turn_number or 0
+        else:
+            turn = self.state.current_turn_number
+        event = Event(seq=self.meta.next_seq, time=self.clock(), turn=turn, type=event_type, payload=payload or {})
+        line = event.encode()
+        offset = self._durable_bytes + self._buffered_bytes
+        apply_transition(self.meta, self.state, event, offset)
+        self._buffer.append(line)
+        self._buffered_bytes += len(line)
+        self.meta.next_seq = event.seq + 1
+        self.meta.event_count += 1
+        self.meta.updated = event.time
+        if kind is not None or event_type in (SESSION_STARTED, SESSION_ENDED) or self._buffered_bytes >= FLUSH_BYTES:
+            self.flush()
+        return event
+
+    def flush(self) -> None:
+        """Append buffered events (fsync), then publish the turn index, then the manifest."""
+        if not self.writable:
+            return
+        if self._broken:
+            raise StorageError(self._broken)
+        if not self._buffer:
+            return
+        data = b"".join(self._buffer)
+        try:
+            safefs.append_private(self.paths.events, data)
+        except Exception as exc:
+            # The tail may be torn now: refuse further writes until a reopen rescans the log.
+            self._broken = f"session {self.paths.session_id} log write failed; reopen it ({exc})"
+            raise
+        self._buffer.clear()
+        self._buffered_bytes = 0
+        self._durable_bytes += len(data)
+        self.publish_metadata()
+
+    def publish_metadata(self) -> None:
+        self._sync_meta()
+        index = TurnIndex(
+            log_bytes=self.meta.log_bytes,
+            next_seq=self.meta.next_seq,
+            generation=self.meta.generation,
+            base=self.state.base,
+            turns=self.state.turns,
+        )
+        safefs.write_private(self.paths.turns_index, index.encode())
+        safefs.write_private(self.paths.manifest, self.meta.encode())
+
+    def _sync_meta(self) -> None:
+        self.meta.log_bytes = self._durable_bytes + self._buffered_bytes
+        self.meta.turn_base = self.state.base
+        self.meta.last_turn = self.state.last_turn
+        self.meta.open_turn = self.state.current_turn_number
+
+    def replace_log(self, data: bytes) -> None:
+        """Swap in a rewritten log (cap eviction): marker, atomic replace, rescan, unmark.
+
+        The pending-rewrite marker stays until the new turn index and manifest are durable,
+        so a crash anywhere in between makes the next open rescan.
+        """
+        self._require_writable()
+        self.flush()
+        marker = f'{{"generation": {self.meta.generation}, "time": "{self.clock()}"}}\n'
+        safefs.write_private(self.paths.pending_rewrite, marker.encode("utf-8"))
+        safefs.write_private(self.paths.events, data)
+        self.rescan("cap rewrite", previous_generation=self.meta.generation)
+
+    def close(self) -> None:
+        try:
+            if self.writable and not self._broken:
+                self.flush()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise StorageError(f"session {self.paths.session_id} is open read-only")
+        if self._broken:
+            raise StorageError(self._broken)
+
+    # --- reading ---------------------------------------------------------------------------
+    @property
+    def turns(self) -> list[TurnSpan]:
+        return self.state.turns
+
+    @property
+    def size(self) -> int:
+        return self._durable_bytes + self._buffered_bytes
+
+    def iter_events(self, start: int = 0) -> Iterator[LoggedEvent]:
+        """Valid events from byte ``start`` to the end of the published log (flushes first)."""
+        self.flush()
+        end = self._durable_bytes
+        offset = start
+        try:
+            with contextlib.closing(_open_log(self.paths.events)) as handle:
+                handle.seek(start)
+                for line in handle:
+                    if offset + len(line) > end or not line.endswith(b"\n"):
+                        break
+                    event = decode_event(line)
+                    if event is not None:
+                        yield LoggedEvent(offset, event, len(line))
+                    offset += len(line)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.paths.events}: {exc.strerror or exc}") from exc
+
+    def read_bytes(self, start: int = 0) -> bytes:
+        self.flush()
+        return safefs.read_private_range(self.paths.events, start, self._durable_bytes - start)
+
+    def event_at(self, offset: int) -> Event | None:
+        self.flush()
+        fd = safefs.open_private(self.paths.events, os.O_RDONLY)
+        try:
+            line = _line_at(fd, offset)
+        finally:
+            os.close(fd)
+        return decode_event(line) if line else None
+
+    def tail(self, count: int) -> list[Event]:
+        """The last ``count`` valid events, read backwards from the end of the log."""
+        self.flush()
+        if count <= 0 or self._durable_bytes == 0:
+            return []
+        fd = safefs.open_private(self.paths.events, os.O_RDONLY)
+        try:
+            found: list[Event] = []
+            end = self._durable_bytes
+            while end > 0 and len(found) < count:
+                line = _last_line(fd, end)
+                if line is None:
+                    break
+                end -= len(line)
+                event = decode_event(line)
+                if event is not None:
+                    found.append(event)
+            return list(reversed(found))
+        finally:
+            os.close(fd)
+
+
+def _acquire(lock_path: Path) -> FileLock:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_path), timeout=LOCK_TIMEOUT_SECONDS)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise LockTimeout(f"session is in use by another process: {lock_path.stem}") from exc
+    return lock
+
+
+def _open_log(path: Path) -> Any:
+    fd = safefs.open_private(path, os.O_RDONLY)
+    return os.fdopen(fd, "rb", buffering=1024 * 1024)
+
+
+def _read_manifest(paths: SessionPaths) -> Manifest | None:
+    try:
+        return Manifest.parse(safefs.read_private(paths.manifest))
+    except FileNotFoundError:
+        return None
+
+
+def _stale_generation(paths: SessionPaths) -> int:
+    try:
+        index = TurnIndex.parse(safefs.read_private(paths.turns_index))
+    except (FileNotFoundError, StorageError):
+        return 0
+    return index.generation if index is not None else 0
+
+
+def _last_line(fd: int, end: int) -> bytes | None:
+    """The complete line that ends at byte ``end`` (which must follow a newline), or None."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        return None
+    block = _LINE_PROBE
+    while True:
+        start = max(0, end - block)
+        chunk = os.pread(fd, end - start, start)
+        cut = chunk.rfind(b"\n", 0, len(chunk) - 1)
+        if cut >= 0:
+            return chunk[cut + 1 :]
+        if start == 0:
+            return chunk
+        block *= 4
+
+
+def _line_at(fd: int, offset: int) -> bytes:
+    """The complete line that starts at ``offset``, or b"" when none does."""
+    if offset > 0 and os.pread(fd, 1, offset - 1) != b"\n":
+        return b""
+    block = _LINE_PROBE
+    while True:
+        chunk = os.pread(fd, block, offset)
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            return chunk[: cut + 1]
+        if len(chunk) < block:
+            return b""
+        block *= 4
+
+
+def _line_is(fd: int, offset: int, kind: LifecycleKind, turn: int, seq: int | None) -> bool:
+    event = decode_event(_line_at(fd, offset) or b"-")
+    return event is not None and event.type == kind.value and event.turn == turn and event.seq == seq
