@@ -27,7 +27,7 @@ _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 def read_record(path: Path) -> Record:
     """Read and parse one record file; InvalidRecord when it does not parse or validate."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # no newline translation: bodies stay byte-exact
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"not UTF-8 text: {path}") from exc
     except OSError as exc:

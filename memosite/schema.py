@@ -247,10 +247,14 @@ def _string_list(name: str, value: Any) -> list[str]:
 
 
 def _core_schema_resolvers(
-    resolvers: Mapping[str, list[tuple[str, re.Pattern[str]]]],
+    resolvers: Mapping[str, list[tuple[str, re.Pattern[str]]]], *, keep_yaml11: bool = False
 ) -> dict[str, list[tuple[str, re.Pattern[str]]]]:
-    """YAML 1.2-style implicit typing: ``yes``/``on``, ``10:00`` and timestamps stay strings."""
-    dropped = {
+    """YAML 1.2-style implicit typing: ``yes``/``on``, ``10:00`` and timestamps stay strings.
+
+    With ``keep_yaml11`` the 1.1 rules stay too: the dumper then quotes every string that either
+    a 1.1 reader or our own loader would read as something else.
+    """
+    dropped = set() if keep_yaml11 else {
         "tag:yaml.org,2002:bool",
         "tag:yaml.org,2002:int",
         "tag:yaml.org,2002:float",
@@ -296,15 +300,24 @@ def _int_from_core(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 _Loader.add_constructor("tag:yaml.org,2002:int", _int_from_core)
 
 
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    pass
+
+
+_Dumper.yaml_implicit_resolvers = _core_schema_resolvers(
+    yaml.SafeDumper.yaml_implicit_resolvers, keep_yaml11=True
+)
+
+
 def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader subclass
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
-    """Dump with the YAML 1.1 resolvers so any string a 1.1 reader would mistype gets quoted."""
+    """Dump so that any string a YAML 1.1 reader or our loader would mistype gets quoted."""
     return yaml.dump(
         dict(data),
-        Dumper=_BaseDumper,
+        Dumper=_Dumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,
