@@ -1,0 +1,7 @@
+"""``python -m memosite``."""
+
+from __future__ import annotations
+
+from memosite.cli import main
+
+main()

@@ -1,0 +1,163 @@
+"""The CLI contract for record commands: --json shapes, errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memosite.cli import cli, main
+
+MEMOSITE = [sys.executable, "-m", "memosite"]
+
+
+def run(*args: str, input: str | None = None) -> tuple[int, str, str]:
+    """Run the real entry point in-process (same code path as the console script)."""
+    runner = CliRunner()
+    result = runner.invoke(cli, list(args), input=input, catch_exceptions=False, standalone_mode=True)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def run_json(*args: str, input: str | None = None) -> tuple[int, dict]:
+    code, out, _ = run(*args, "--json", input=input)
+    return code, json.loads(out)
+
+
+def test_upsert_json_has_the_contract_fields() -> None:
+    code, data = run_json("upsert", "--kind", "trap", "--body", "Beware", "--title", "Beware", "--severity", "HIGH")
+    assert code == 0
+    assert set(data) == {"id", "kind", "project", "path", "status", "created", "updated", "expires_at",
+                         "recurrence", "superseded"}
+    assert data["path"] == "projects/demo/traps/beware.md" and data["expires_at"] is None
+
+
+def test_upsert_body_from_stdin_and_options_into_frontmatter() -> None:
+    code, data = run_json("upsert", "--kind", "spec", "--body-file", "-", "--slug", "s", "--tag", "a", "--tag", "b",
+                          "--ttl", "7d", "--frontmatter", '{"owner": "ana"}', input="spec body\n")
+    assert code == 0 and data["expires_at"] is not None
+    code, got = run_json("get", "--id", "s")
+    assert got["body"] == "spec body\n"
+    assert got["frontmatter"]["tags"] == ["a", "b"] and got["frontmatter"]["owner"] == "ana"
+    assert set(got) == {"id", "kind", "project", "path", "frontmatter", "body", "expired"}
+
+
+def test_get_by_kind_and_slug_and_human_output() -> None:
+    run("upsert", "--kind", "decision", "--body", "Use it", "--slug", "d1")
+    code, out, _ = run("get", "--kind", "decision", "--slug", "d1")
+    assert code == 0 and out.startswith("---\n") and "Use it" in out
+
+
+def test_append_json_shape() -> None:
+    code, data = run_json("append", "--event", "deployed", "--details", '{"v": 1}')
+    assert code == 0 and set(data) == {"id", "kind", "project", "path"} and data["kind"] == "log"
+
+
+def test_forget_and_restore_json_shape() -> None:
+    run("upsert", "--kind", "trap", "--body", "x", "--slug", "t")
+    code, data = run_json("forget", "--id", "t")
+    assert (code, data) == (0, {"id": "t", "kind": "trap", "status": "archived", "purged": False})
+    code, data = run_json("restore", "--id", "t")
+    assert code == 0 and data["status"] == "active"
+    code, data = run_json("forget", "--kind", "trap", "--slug", "t", "--purge")
+    assert data == {"id": "t", "kind": "trap", "status": "purged", "purged": True}
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["get", "--id", "missing"], "RECORD_NOT_FOUND"),
+        (["forget", "--id", "missing"], "RECORD_NOT_FOUND"),
+        (["get"], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "trap", "--body", " "], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "nope", "--body", "x"], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "trap", "--body", "x", "--severity", "urgent"], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "trap", "--body", "x", "--ttl", "soon"], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "trap", "--body", "x", "--slug", "../../etc"], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "trap", "--body", "x", "--frontmatter", "{bad"], "INVALID_ARGUMENTS"),
+        (["upsert", "--kind", "trap", "--body", "token ghp_" + "Zq7xK2mP9w" * 4], "SAFETY_VIOLATION"),
+        (["upsert", "--kind", "trap", "--body", "x", "--project", "../x"], "INVALID_ARGUMENTS"),
+    ],
+)
+def test_errors_are_json_with_stable_code_and_exit_1(args: list[str], code: str) -> None:
+    exit_code, out, err = run(*args, "--json")
+    assert exit_code == 1
+    assert json.loads(out)["error"]["code"] == code
+    assert "Traceback" not in out + err
+
+
+def test_errors_without_json_are_one_line_on_stderr() -> None:
+    exit_code, out, err = run("get", "--id", "missing")
+    assert exit_code == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("memosite: error: Record not found")
+
+
+def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["upsert", "--body", "x"])
+    assert info.value.code == 2
+    assert "Missing option '--kind'" in capsys.readouterr().err
+
+
+def test_usage_error_with_json_keeps_stdout_json(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["upsert", "--body", "x", "--json"])
+    assert info.value.code == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "USAGE_ERROR"
+
+
+def test_list_compile_and_reindex(vault_dir: Path) -> None:
+    run("upsert", "--kind", "trap", "--body", "x", "--slug", "t", "--severity", "low")
+    run("upsert", "--kind", "scratch", "--body", "y", "--slug", "s")
+    code, data = run_json("list", "--kind", "trap")
+    assert code == 0 and [r["id"] for r in data["records"]] == ["t"]
+    (vault_dir / "projects/demo/TRAPS.md").unlink()
+    code, data = run_json("compile")
+    assert code == 0 and (vault_dir / "projects/demo/TRAPS.md").exists()
+    for leftover in (vault_dir / ".memosite").glob("index.sqlite*"):
+        leftover.unlink()
+    code, data = run_json("reindex")
+    assert code == 0 and data["projects"] == {"demo": 2}
+
+
+def test_vault_and_project_options_override_environment(tmp_path: Path) -> None:
+    other = tmp_path / "other-vault"
+    code, data = run_json("upsert", "--vault", str(other), "--project", "p2", "--kind", "spec", "--body", "b", "--slug", "x")
+    assert code == 0 and (other / "projects/p2/specs/x.md").exists()
+
+
+def test_project_id_from_memosite_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo" / "sub"
+    repo.mkdir(parents=True)
+    (tmp_path / "repo" / ".memosite.toml").write_text('id = "stable-id"\nname = "Nice Name"\n', encoding="utf-8")
+    monkeypatch.delenv("MEMOSITE_PROJECT")
+    monkeypatch.chdir(repo)
+    code, data = run_json("upsert", "--kind", "spec", "--body", "b", "--slug", "x")
+    assert data["project"] == "stable-id"
+
+
+def test_console_script_runs_without_traceback_on_bad_input(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMOSITE_VAULT": str(tmp_path / "v")}
+    proc = subprocess.run(
+        [*MEMOSITE, "get", "--id", "nope", "--json"], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "RECORD_NOT_FOUND"
+    assert proc.stderr == ""
+
+
+def test_demo_writes_every_kind_and_compiles_views(tmp_path: Path) -> None:
+    target = tmp_path / "demo-vault"
+    code, data = run_json("demo", "--vault", str(target))
+    assert code == 0 and data["records"] >= 25
+    project = target / "projects" / data["project"]
+    for directory in ("traps", "decisions", "specs", "plans", "logs", "scratch", "reviews", "prompts", "sessions"):
+        assert any((project / directory).glob("*.md")), directory
+    traps = (project / "TRAPS.md").read_text(encoding="utf-8")
+    for severity in ("CRITICAL", "HIGH", "MEDIUM", "LOW"):
+        assert f"[{severity}]" in traps
+    decisions = (project / "DECISIONS.md").read_text(encoding="utf-8")
+    assert "## Superseded" in decisions and "## Proposed" in decisions

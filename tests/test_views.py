@@ -1,0 +1,145 @@
+"""Compiled views (seed 000, "Compiled views"): what each view shows and how it is ordered."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memosite.store import forget_record, upsert_record
+from memosite.vault import Vault
+from memosite.views import render_view, write_views
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def _view(vault: Vault, name: str) -> str:
+    return (vault.project_dir("demo") / name).read_text(encoding="utf-8")
+
+
+def test_traps_sorted_by_severity_then_updated_desc(vault: Vault) -> None:
+    for n, (severity, days) in enumerate([("low", 1), ("critical", 5), ("high", 3), ("critical", 1)]):
+        upsert_record(vault, "demo", kind="trap", body=f"trap body number {n} unique{n}", slug=f"t{n}",
+                      frontmatter={"title": f"T{n}", "severity": severity}, now=NOW - timedelta(days=days),
+                      allow_duplicate=True)
+    text = _view(vault, "TRAPS.md")
+    order = [text.index(f"] T{n}\n") for n in (3, 1, 2, 0)]
+    assert order == sorted(order)
+    assert "### [CRITICAL] T3" in text
+    assert "Layer: other · Occurrences: 1 · Hits: 0" in text
+
+
+def test_inactive_traps_are_listed_apart(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="alive", slug="alive", frontmatter={"title": "Alive"})
+    upsert_record(vault, "demo", kind="trap", body="gone", slug="gone", frontmatter={"title": "Gone"})
+    upsert_record(vault, "demo", kind="trap", body="old", slug="old", frontmatter={"title": "Old", "expires_at": "2020-01-01"})
+    forget_record(vault, "demo", record_id="gone")
+    text = _view(vault, "TRAPS.md")
+    active, inactive = text.split("## Inactive traps")
+    assert "Alive" in active and "Gone" not in active and "Old" not in active
+    assert "[Gone](traps/gone.md)" in inactive and "archived" in inactive
+    assert "[Old](traps/old.md)" in inactive and "expired" in inactive
+
+
+def test_flagged_stale_trap_is_marked_and_ranked_after_others(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="stale one", slug="s", allow_duplicate=True,
+                  frontmatter={"title": "Stale", "severity": "critical", "staleCount": 3, "helpfulCount": 1})
+    upsert_record(vault, "demo", kind="trap", body="fresh one", slug="f", allow_duplicate=True,
+                  frontmatter={"title": "Fresh", "severity": "low"})
+    text = _view(vault, "TRAPS.md")
+    assert text.index("Fresh") < text.index("Stale") and "Flagged stale" in text
+
+
+def test_decisions_summary_accepted_proposed_and_superseded_sections(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="decision", body="a", slug="a", frontmatter={"title": "A"})
+    upsert_record(vault, "demo", kind="decision", body="p", slug="p", frontmatter={"title": "P", "status": "paused"})
+    upsert_record(vault, "demo", kind="decision", body="s", slug="s", frontmatter={"title": "S", "status": "shipped"})
+    upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"title": "B", "supersedes": "a"})
+    text = _view(vault, "DECISIONS.md")
+    assert "| 2 | 1 | 1 | 0 | 4 |" in text
+    accepted = text.split("## Accepted")[1].split("## Proposed")[0]
+    assert "### S" in accepted and "### B" in accepted and "### A" not in accepted
+    assert "### P" in text.split("## Proposed")[1]
+    assert "- [A](decisions/a.md) → superseded by [B](decisions/b.md)" in text
+
+
+def test_index_counts_and_tables_for_durable_kinds_only(vault: Vault) -> None:
+    for kind in ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session", "state", "scratch"):
+        upsert_record(vault, "demo", kind=kind, body=f"{kind} body", slug=f"{kind}-1", frontmatter={"title": f"{kind} title"})
+    text = _view(vault, "INDEX.md")
+    for kind in ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session"):
+        assert f"| {kind} | 1 | " in text and f"{kind} title" in text
+    assert "state title" not in text and "scratch title" not in text
+    assert "| **total** | **8** |" in text
+
+
+def test_prompts_and_sessions_inventories(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="prompt", body="do x", frontmatter={"title": "Do X", "sessionId": "s1", "turn": 2})
+    upsert_record(vault, "demo", kind="session", body="worked", frontmatter={"title": "Work", "sessionId": "s1", "turns": 5,
+                                                                            "startTime": "2026-11-29T10:00:00Z"})
+    assert "| [prompt-s1-t2](prompts/prompt-s1-t2.md) | Do X | s1 | 2 |" in _view(vault, "PROMPTS.md")
+    assert "| [session-s1](sessions/session-s1.md) | Work | active | 2026-11-29 |  | 5 |" in _view(vault, "SESSIONS.md")
+
+
+def test_views_carry_a_last_compiled_stamp(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="x", slug="x")
+    text = render_view(vault, "demo", "INDEX.md", now=NOW)
+    assert "Last compiled: 2026-11-30T00:00:00.000Z" in text
+
+
+def test_table_cells_escape_pipes(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="spec", body="x", slug="pipe", frontmatter={"title": "a | b"})
+    assert "a \\| b" in _view(vault, "INDEX.md")
+
+
+def test_only_affected_views_are_rewritten(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="x", slug="x")
+    write_views(vault, "demo")
+    before = {name: (vault.project_dir("demo") / name).stat().st_mtime_ns for name in ("DECISIONS.md", "PROMPTS.md")}
+    upsert_record(vault, "demo", kind="trap", body="y", slug="y", allow_duplicate=True)
+    after = {name: (vault.project_dir("demo") / name).stat().st_mtime_ns for name in ("DECISIONS.md", "PROMPTS.md")}
+    assert before == after
+
+
+def test_vault_templates_override_the_shipped_ones(vault: Vault) -> None:
+    custom = vault.root / "templates" / "views"
+    custom.mkdir(parents=True)
+    (custom / "PROMPTS.md.j2").write_text("custom prompts for {{ project }}\n", encoding="utf-8")
+    from memosite.views import template_env
+
+    template_env.cache_clear()
+    upsert_record(vault, "demo", kind="prompt", body="x", slug="p")
+    assert _view(vault, "PROMPTS.md") == "custom prompts for demo\n"
+    template_env.cache_clear()
+
+
+def test_vault_git_commits_each_mutation_when_enabled(vault_dir: Path) -> None:
+    import subprocess
+
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, "atomic": True}}), encoding="utf-8")
+    vault = Vault.open(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="x", slug="x")
+    forget_record(vault, "demo", record_id="x")
+    log = subprocess.run(["git", "-C", str(vault_dir), "log", "--format=%s"], capture_output=True, text=True, check=True)
+    assert log.stdout.splitlines() == ["forget trap:x", "upsert trap:x"]
+    tracked = subprocess.run(["git", "-C", str(vault_dir), "ls-files"], capture_output=True, text=True, check=True).stdout
+    assert "projects/demo/traps/x.md" in tracked and "index.sqlite" not in tracked
+    vault.close()
+
+
+def test_vault_git_batched_mode_commits_on_flush(vault_dir: Path) -> None:
+    import subprocess
+
+    from memosite.gitsync import flush_pending
+
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, "atomic": False}}), encoding="utf-8")
+    vault = Vault.open(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="x", slug="x")
+    upsert_record(vault, "demo", kind="spec", body="y", slug="y")
+    assert not (vault_dir / ".git").exists()
+    assert flush_pending(vault) is True
+    log = subprocess.run(["git", "-C", str(vault_dir), "log", "--format=%B"], capture_output=True, text=True, check=True)
+    assert "upsert trap:x" in log.stdout and "upsert spec:y" in log.stdout
+    vault.close()
