@@ -262,7 +262,7 @@ class EventLog:
         safefs.remove_private(self.paths.pending_rewrite)
 
     # --- appending -------------------------------------------------------------------------
-    def append(self, event_type: str, payload: dict[str, Any] | None = None) -> Event:
+    def append(self, event_type: str, payload: dict[str, Any] | None = None) -> LoggedEvent:
         """Buffer one event. Turn boundaries and session start/end flush before returning."""
         self._require_writable()
         kind = LifecycleKind.of(event_type)
@@ -283,7 +283,7 @@ class EventLog:
         self.meta.updated = event.time
         if kind is not None or event_type in (SESSION_STARTED, SESSION_ENDED) or self._buffered_bytes >= FLUSH_BYTES:
             self.flush()
-        return event
+        return LoggedEvent(offset, event, len(line))
 
     def flush(self) -> None:
         """Append buffered events (fsync), then publish the turn index, then the manifest."""
@@ -392,11 +392,7 @@ class EventLog:
 
     def event_at(self, offset: int) -> Event | None:
         self.flush()
-        fd = safefs.open_private(self.paths.events, os.O_RDONLY)
-        try:
-            line = _line_at(fd, offset)
-        finally:
-            os.close(fd)
+        line = read_line_at(self.paths.events, offset)
         return decode_event(line) if line else None
 
     def tail(self, count: int) -> list[Event]:
@@ -480,6 +476,17 @@ def _line_at(fd: int, offset: int) -> bytes:
         if len(chunk) < block:
             return b""
         block *= 4
+
+
+def read_line_at(path: Path, offset: int) -> bytes:
+    """The complete line of a session file that starts at ``offset`` (b"" if there is none)."""
+    fd = safefs.open_private(path, os.O_RDONLY)
+    try:
+        return _line_at(fd, offset)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
 
 
 def _line_is(fd: int, offset: int, kind: LifecycleKind, turn: int, seq: int | None) -> bool:

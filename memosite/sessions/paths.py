@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memosite.errors import InvalidArguments
 from memosite.schema import utc_now, validate_slug
 from memosite.vault import Vault
 
@@ -18,9 +19,18 @@ INDEX_DIR = "index"
 DERIVED_DIR = "derived"
 
 
+MAX_SESSION_ID_LENGTH = 120
+
+
 def validate_session_id(session_id: str) -> str:
-    """A session id names one directory under ``sessions/``: never a path, ``..`` or NUL."""
-    return validate_slug(session_id, "session id")
+    """A session id names one directory under ``sessions/``: never a path, ``..`` or NUL.
+
+    It is also kept short enough for its record slug ``session-<id>`` to be a valid slug.
+    """
+    validate_slug(session_id, "session id")
+    if len(session_id) > MAX_SESSION_ID_LENGTH:
+        raise InvalidArguments(f"session id is longer than {MAX_SESSION_ID_LENGTH} characters")
+    return session_id
 
 
 def new_session_id(now: datetime | None = None) -> str:

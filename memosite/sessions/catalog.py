@@ -1,0 +1,92 @@
+"""Finding the sessions of a project: direct child directories that validate as sessions.
+
+A child counts as a session only if it is a real directory (not a symlink) with a valid id and
+either a manifest naming that id or a log whose first event is ``session.started``. Anything
+else under ``sessions/`` (the ``session-*.md`` records, stray directories, symlinks) is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from memosite.errors import InvalidArguments, MemositeError
+from memosite.sessions import safefs
+from memosite.sessions.events import SESSION_STARTED, decode_event
+from memosite.sessions.log import EventLog
+from memosite.sessions.metadata import Manifest
+from memosite.sessions.paths import EVENTS_FILE, MANIFEST_FILE, SessionPaths, validate_session_id
+
+
+@dataclass(frozen=True)
+class SessionEntry:
+    session_id: str
+    path: Path
+    manifest: Manifest
+
+    @property
+    def active(self) -> bool:
+        return self.manifest.status == "active"
+
+    @property
+    def last_activity(self) -> str:
+        return self.manifest.updated or self.manifest.end_time or self.manifest.start_time or ""
+
+
+def _first_event_is_start(path: Path) -> bool:
+    try:
+        fd = safefs.open_private(path, os.O_RDONLY)
+    except (FileNotFoundError, MemositeError):
+        return False
+    try:
+        head = os.pread(fd, 64 * 1024, 0)
+    finally:
+        os.close(fd)
+    line, newline, _ = head.partition(b"\n")
+    event = decode_event(line) if newline else None
+    return event is not None and event.type == SESSION_STARTED
+
+
+def validate_session_dir(root: Path, name: str, project: str) -> SessionEntry | None:
+    """The session in ``root/name``, or None when that entry is not a session directory."""
+    try:
+        validate_session_id(name)
+    except InvalidArguments:
+        return None
+    path = root / name
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None  # symlinks land here too: lstat does not follow them
+    try:
+        manifest = Manifest.parse(safefs.read_private(path / MANIFEST_FILE))
+    except (FileNotFoundError, MemositeError):
+        manifest = None
+    if manifest is not None and manifest.session_id == name:
+        return SessionEntry(name, path, manifest)
+    if not _first_event_is_start(path / EVENTS_FILE):
+        return None
+    try:
+        log = EventLog.open(SessionPaths(root, name), project, writable=False)
+    except MemositeError:
+        return None
+    return SessionEntry(name, path, log.meta)
+
+
+def iter_sessions(root: Path, project: str) -> Iterator[SessionEntry]:
+    """Valid sessions under ``root`` (a project's ``sessions/``), in name order."""
+    if safefs.refuse_symlink(root) is None:
+        return
+    try:
+        names = sorted(entry.name for entry in os.scandir(root))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for name in names:
+        entry = validate_session_dir(root, name, project)
+        if entry is not None:
+            yield entry

@@ -1,0 +1,237 @@
+"""Audit packs: ``audit-pack.json`` holds the SHA-256 of every file of a session directory.
+
+``pack`` hashes every regular file (except ``audit-pack.json`` itself and in-flight temp
+files) and refuses symlinks. ``verify`` recomputes: a changed or missing file fails, a file
+added after packing is reported as unaccounted without failing. Entry paths are validated
+before use — relative, normalised, no ``..`` — and opened component by component without
+following symlinks, so a pack can never make verification read outside its session.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from memosite.errors import StorageError
+from memosite.sessions import safefs
+from memosite.sessions.errors import InvalidPack, PackNotFound, SymlinkRefused
+from memosite.sessions.paths import AUDIT_PACK_FILE, SessionPaths
+from memosite.vault import Vault, is_temp_name
+
+PACK_VERSION = 1
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+@dataclass(frozen=True)
+class PackEntry:
+    path: str
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "size": self.size}
+
+
+@dataclass(frozen=True)
+class PackResult:
+    session_id: str
+    pack_path: Path
+    created: str
+    files: list[PackEntry]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "pack": str(self.pack_path),
+            "created": self.created,
+            "files": [entry.to_json() for entry in self.files],
+        }
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    session_id: str
+    created: str
+    checked: int
+    changed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unaccounted: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.changed and not self.missing
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "ok": self.ok,
+            "packCreated": self.created,
+            "checked": self.checked,
+            "changed": self.changed,
+            "missing": self.missing,
+            "unaccounted": self.unaccounted,
+        }
+
+
+def validate_entry_path(value: Any) -> tuple[str, ...]:
+    """The components of a pack entry path that stays inside the session directory."""
+    if not isinstance(value, str) or not value or "\x00" in value or "\\" in value:
+        raise InvalidPack(f"invalid pack entry path {value!r}")
+    pure = PurePosixPath(value)
+    parts = value.split("/")
+    if pure.is_absolute() or any(part in ("", ".", "..") for part in parts) or ":" in parts[0]:
+        raise InvalidPack(f"pack entry {value!r} points outside the session directory")
+    if value == AUDIT_PACK_FILE:
+        raise InvalidPack("a pack cannot list itself")
+    return tuple(parts)
+
+
+def _walk(directory: Path, *, refuse_links: bool) -> tuple[list[str], list[str]]:
+    """Regular files (relative posix paths) under ``directory``, and the symlinks found."""
+    files: list[str] = []
+    links: list[str] = []
+    for current, dirnames, filenames in os.walk(directory, followlinks=False):
+        base = Path(current)
+        for name in sorted(dirnames + filenames):
+            full = base / name
+            relative = full.relative_to(directory).as_posix()
+            info = os.lstat(full)
+            if stat.S_ISLNK(info.st_mode):
+                if refuse_links:
+                    raise SymlinkRefused(f"refusing to pack symlink {full}")
+                links.append(relative)
+            elif stat.S_ISREG(info.st_mode) and relative != AUDIT_PACK_FILE and not is_temp_name(name):
+                files.append(relative)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(base / d)]
+    return sorted(files), sorted(links)
+
+
+def _hash_inside(directory: Path, parts: tuple[str, ...]) -> tuple[str, int] | None:
+    """SHA-256 and size of ``directory/parts``, opened without following any symlink.
+
+    None when the file is missing or something on the way is not a plain directory/file.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+    except OSError as exc:
+        raise StorageError(f"cannot read {directory}: {exc.strerror or exc}") from exc
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        file_fd = os.open(parts[-1], os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None
+        raise StorageError(f"cannot read {directory / '/'.join(parts)}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    try:
+        if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+            return None
+        digest = hashlib.sha256()
+        size = 0
+        with os.fdopen(file_fd, "rb", closefd=False) as handle:
+            while block := handle.read(1024 * 1024):
+                digest.update(block)
+                size += len(block)
+        return digest.hexdigest(), size
+    finally:
+        os.close(file_fd)
+
+
+def write_pack(paths: SessionPaths, created: str) -> PackResult:
+    """Hash the session directory and write ``audit-pack.json`` (the caller holds the session)."""
+    if safefs.refuse_symlink(paths.dir) is None:
+        raise PackNotFound(f"no session {paths.session_id!r}")
+    files, _ = _walk(paths.dir, refuse_links=True)
+    entries = []
+    for relative in files:
+        hashed = _hash_inside(paths.dir, validate_entry_path(relative))
+        if hashed is None:
+            raise SymlinkRefused(f"{relative} changed while packing")
+        entries.append(PackEntry(relative, hashed[0], hashed[1]))
+    document = {
+        "version": PACK_VERSION,
+        "sessionId": paths.session_id,
+        "created": created,
+        "algorithm": "sha256",
+        "files": [entry.to_json() for entry in entries],
+    }
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    safefs.write_private(paths.audit_pack, text.encode("utf-8"))
+    return PackResult(paths.session_id, paths.audit_pack, created, entries)
+
+
+def read_pack(paths: SessionPaths) -> tuple[str, list[PackEntry]]:
+    """Parse and validate ``audit-pack.json``; InvalidPack for anything untrustworthy."""
+    try:
+        raw = safefs.read_private(paths.audit_pack)
+    except FileNotFoundError:
+        raise PackNotFound(f"session {paths.session_id} has no audit pack; run pack first") from None
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidPack(f"audit-pack.json is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict) or document.get("version") != PACK_VERSION:
+        raise InvalidPack("audit-pack.json has an unknown version")
+    if document.get("sessionId") != paths.session_id or document.get("algorithm") != "sha256":
+        raise InvalidPack("audit-pack.json belongs to another session or algorithm")
+    files = document.get("files")
+    if not isinstance(files, list):
+        raise InvalidPack("audit-pack.json has no file list")
+    entries: list[PackEntry] = []
+    seen: set[str] = set()
+    for item in files:
+        if not isinstance(item, dict):
+            raise InvalidPack("a pack entry is not an object")
+        path = item.get("path")
+        validate_entry_path(path)
+        digest, size = item.get("sha256"), item.get("size")
+        if not isinstance(digest, str) or len(digest) != 64 or not isinstance(size, int) or path in seen:
+            raise InvalidPack(f"pack entry {path!r} is malformed or repeated")
+        seen.add(path)
+        entries.append(PackEntry(path, digest.lower(), size))
+    return str(document.get("created", "")), entries
+
+
+def verify_pack(paths: SessionPaths) -> VerifyResult:
+    """Recompute every hash of the pack and look for files it does not account for."""
+    if safefs.refuse_symlink(paths.dir) is None:
+        raise PackNotFound(f"no session {paths.session_id!r}")
+    created, entries = read_pack(paths)
+    changed, missing = [], []
+    for entry in entries:
+        hashed = _hash_inside(paths.dir, validate_entry_path(entry.path))
+        if hashed is None:
+            if os.path.lexists(paths.dir / entry.path):
+                changed.append(entry.path)  # replaced by a symlink or a non-file
+            else:
+                missing.append(entry.path)
+        elif hashed != (entry.sha256, entry.size):
+            changed.append(entry.path)
+    files, links = _walk(paths.dir, refuse_links=False)
+    listed = {entry.path for entry in entries}
+    unaccounted = sorted(path for path in [*files, *links] if path not in listed)
+    return VerifyResult(paths.session_id, created, len(entries), changed, missing, unaccounted)
+
+
+def pack_session(vault: Vault, project: str, session_id: str) -> PackResult:
+    """Flush the session (holding its lock) and pack its directory."""
+    from memosite.sessions.session import Session
+
+    with Session.open(vault, project, session_id, sync_record=False) as session:
+        session.flush()
+        return write_pack(session.log.paths, session.log.clock())
+
+
+def verify_session(vault: Vault, project: str, session_id: str) -> VerifyResult:
+    return verify_pack(SessionPaths.for_session(vault, project, session_id))

@@ -1,0 +1,160 @@
+"""Retention: keep the newest N sessions and those younger than D days, remove the rest.
+
+Only direct child directories of ``sessions/`` that validate as sessions are candidates. An
+active session, a session another process holds open, a symlink and anything that is not a
+session are never removed, and the path removed is always ``sessions/<entry name>`` as listed —
+never a path read from a manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from memosite.errors import MemositeError, StorageError
+from memosite.schema import parse_datetime, utc_now
+from memosite.sessions import safefs
+from memosite.sessions.catalog import SessionEntry, iter_sessions, validate_session_dir
+from memosite.sessions.log import EventLog
+from memosite.sessions.paths import SessionPaths, sessions_root
+from memosite.sessions.session import session_lock_path
+from memosite.vault import TEMP_PREFIX, Vault
+
+
+@dataclass(frozen=True)
+class RetentionDecision:
+    session_id: str
+    remove: bool
+    reason: str
+    last_activity: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "action": "remove" if self.remove else "keep",
+            "reason": self.reason,
+            "lastActivity": self.last_activity,
+        }
+
+
+@dataclass
+class RetentionResult:
+    dry_run: bool
+    keep: int
+    max_age_days: float
+    decisions: list[RetentionDecision] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[RetentionDecision] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "keep": self.keep,
+            "maxAgeDays": self.max_age_days,
+            "removed": self.removed,
+            "decisions": [decision.to_json() for decision in self.decisions],
+            "skipped": [decision.to_json() for decision in self.skipped],
+        }
+
+
+def _age_days(entry: SessionEntry, now: datetime) -> float | None:
+    try:
+        return (now - parse_datetime(entry.last_activity)).total_seconds() / 86400.0
+    except ValueError:
+        return None
+
+
+def plan_retention(
+    entries: list[SessionEntry], *, keep: int, max_age_days: float, now: datetime
+) -> list[RetentionDecision]:
+    """Newest first; a session goes only if it is ended, outside the newest ``keep`` and old."""
+    ranked = sorted(entries, key=lambda e: (e.last_activity, e.session_id), reverse=True)
+    decisions = []
+    for rank, entry in enumerate(ranked):
+        age = _age_days(entry, now)
+        if entry.active:
+            remove, reason = False, "active"
+        elif rank < keep:
+            remove, reason = False, f"among the newest {keep}"
+        elif age is None:
+            remove, reason = False, "no readable activity time"
+        elif age < max_age_days:
+            remove, reason = False, f"younger than {max_age_days:g} days"
+        else:
+            remove, reason = True, f"older than {max_age_days:g} days and not among the newest {keep}"
+        decisions.append(RetentionDecision(entry.session_id, remove, reason, entry.last_activity))
+    return decisions
+
+
+def _confirm_removable(vault: Vault, project: str, name: str) -> str | None:
+    """Re-check a removal candidate from its log, not just its manifest; None means go ahead."""
+    root = sessions_root(vault, project)
+    if validate_session_dir(root, name, project) is None:
+        return "no longer a session directory"
+    try:
+        log = EventLog.open(SessionPaths(root, name), project, writable=False)
+    except MemositeError as exc:
+        return f"cannot be read ({exc.message})"
+    if log.meta.status == "active":
+        return "active according to its log"
+    return None
+
+
+def _remove_session_dir(vault: Vault, project: str, name: str) -> None:
+    root = sessions_root(vault, project)
+    path = root / name
+    info = safefs.refuse_symlink(path)
+    if info is None or not stat.S_ISDIR(info.st_mode):
+        raise StorageError(f"{path} is not a session directory")
+    if not shutil.rmtree.avoids_symlink_attacks:
+        raise StorageError("this platform cannot remove directories without following symlinks")
+    # Rename first so a crash half-way leaves a temp-prefixed directory, never a broken session.
+    retired = root / f"{TEMP_PREFIX}retired-{name}"
+    try:
+        os.rename(path, retired)
+        shutil.rmtree(retired)
+    except OSError as exc:
+        raise StorageError(f"cannot remove session {name}: {exc.strerror or exc}") from exc
+    safefs.fsync_dir(root)
+
+
+def apply_retention(
+    vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None
+) -> RetentionResult:
+    """Plan with the vault's ``sessions.keep`` / ``sessions.maxAgeDays`` and remove (unless dry run)."""
+    keep, max_age = vault.config.sessions_keep, vault.config.sessions_max_age_days
+    result = RetentionResult(dry_run=dry_run, keep=keep, max_age_days=max_age)
+    with vault.lock():
+        entries = list(iter_sessions(sessions_root(vault, project), project))
+        result.decisions = plan_retention(entries, keep=keep, max_age_days=max_age, now=now or utc_now())
+        for decision in result.decisions:
+            if not decision.remove:
+                continue
+            problem = _confirm_removable(vault, project, decision.session_id)
+            lock: FileLock | None = None
+            if problem is None:
+                lock_path = session_lock_path(vault, project, decision.session_id)
+                lock_path.parent.mkdir(parents=True, exist_ok=True)
+                lock = FileLock(str(lock_path), timeout=0)
+                try:
+                    lock.acquire()
+                except Timeout:
+                    lock, problem = None, "open in another process"
+            if problem is not None or lock is None:
+                result.skipped.append(
+                    RetentionDecision(decision.session_id, False, problem or "locked", decision.last_activity)
+                )
+                continue
+            try:
+                if not dry_run:
+                    _remove_session_dir(vault, project, decision.session_id)
+                result.removed.append(decision.session_id)
+            finally:
+                lock.release()
+    return result
