@@ -9,6 +9,7 @@ Layout: ``<vault>/projects/<p>/sessions/<session-id>/`` (0700) holding ``events.
 from __future__ import annotations
 
 from memosite.sessions.cap import CapLimits, CapResult, CapSummary, EvictionContext, default_summary_hook
+from memosite.sessions.catalog import SessionEntry, list_sessions
 from memosite.sessions.pack import PackResult, VerifyResult, pack_session, verify_session
 from memosite.sessions.retention import RetentionResult, apply_retention
 from memosite.sessions.search import SearchResults, search_sessions
@@ -23,11 +24,13 @@ __all__ = [
     "RetentionResult",
     "SearchResults",
     "Session",
+    "SessionEntry",
     "SessionSummary",
     "VerifyResult",
     "apply_retention",
     "default_summary_hook",
     "latest_handoff",
+    "list_sessions",
     "pack_session",
     "search_sessions",
     "verify_session",

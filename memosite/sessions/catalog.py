@@ -12,13 +12,15 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.sessions import safefs
 from memosite.sessions.events import SESSION_STARTED, decode_event
 from memosite.sessions.log import EventLog
 from memosite.sessions.metadata import Manifest
-from memosite.sessions.paths import EVENTS_FILE, MANIFEST_FILE, SessionPaths, validate_session_id
+from memosite.sessions.paths import EVENTS_FILE, MANIFEST_FILE, SessionPaths, sessions_root, validate_session_id
+from memosite.vault import Vault
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,18 @@ class SessionEntry:
     @property
     def last_activity(self) -> str:
         return self.manifest.updated or self.manifest.end_time or self.manifest.start_time or ""
+
+    def to_json(self) -> dict[str, Any]:
+        meta = self.manifest
+        return {
+            "sessionId": self.session_id,
+            "status": meta.status,
+            "startTime": meta.start_time,
+            "endTime": meta.end_time,
+            "updated": meta.updated,
+            "turns": meta.last_turn,
+            "events": meta.event_count,
+        }
 
 
 def _first_event_is_start(path: Path) -> bool:
@@ -90,3 +104,9 @@ def iter_sessions(root: Path, project: str) -> Iterator[SessionEntry]:
         entry = validate_session_dir(root, name, project)
         if entry is not None:
             yield entry
+
+
+def list_sessions(vault: Vault, project: str) -> list[SessionEntry]:
+    """The project's sessions, most recently active first."""
+    entries = list(iter_sessions(sessions_root(vault, project), project))
+    return sorted(entries, key=lambda entry: (entry.last_activity, entry.session_id), reverse=True)

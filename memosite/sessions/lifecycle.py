@@ -108,7 +108,7 @@ class TurnState:
                 raise InvalidTransition(f"turn {turn} out of order: next turn is {self.last_turn + 1}")
             return
         if open_span is None:
-            raise InvalidTransition(f"cannot end turn {turn}: no turn is open")
+            raise InvalidTransition("cannot end a turn: no turn is open")
         if turn != open_span.turn:
             raise InvalidTransition(f"cannot end turn {turn}: the open turn is {open_span.turn}")
 

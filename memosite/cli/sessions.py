@@ -1,0 +1,210 @@
+"""``memosite session ...``: per-session event logs. Every command calls ``memosite.sessions``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memosite.cli._common import App, parse_json_option, vault_options
+
+if TYPE_CHECKING:
+    from memosite.sessions import SearchResults, SessionSummary
+
+
+@click.group()
+def session() -> None:
+    """Agent session logs: start, append, turns, end, show, search, pack, verify, retain."""
+
+
+@session.command()
+@click.option("--id", "session_id", metavar="ID", help="Session id (default: UTC time plus a random suffix).")
+@click.option("--goal", "goals", multiple=True, metavar="TEXT", help="A goal for this session (repeatable).")
+@vault_options
+def start(app: App, session_id: str | None, goals: tuple[str, ...]) -> None:
+    """Start a session; prints its id and the previous session's handoff."""
+    from memosite.sessions import Session, latest_handoff
+
+    with Session.start(app.vault, app.project, session_id=session_id, goals=goals) as opened:
+        summary = opened.summary()
+    previous = latest_handoff(app.vault, app.project, exclude=summary.session_id)
+    data = {**summary.to_json(), "previousHandoff": previous}
+    text = f"started session {summary.session_id}"
+    if previous:
+        text += "\n\n" + previous
+    app.emit(data, text)
+
+
+@session.command()
+@click.option("--session", "session_id", required=True, metavar="ID")
+@click.option("--type", "event_type", required=True, metavar="T", help="Event type, e.g. message, tool, fact, goal.set.")
+@click.option("--text", metavar="TEXT", help="The event's text (payload.text).")
+@click.option("--data", "data_json", metavar="JSON", help="A JSON object merged into the payload.")
+@vault_options
+def append(app: App, session_id: str, event_type: str, text: str | None, data_json: str | None) -> None:
+    """Append one event to a session's log."""
+    from memosite.sessions import Session
+
+    data = parse_json_option("--data", data_json)
+    with Session.open(app.vault, app.project, session_id) as opened:
+        event = opened.append(event_type, text=text, data=data)
+    app.emit({"sessionId": session_id, "event": event.to_json()}, f"appended {event.type} #{event.seq} to {session_id}")
+
+
+@session.group()
+def turn() -> None:
+    """Start or end a turn."""
+
+
+@turn.command("start")
+@click.option("--session", "session_id", required=True, metavar="ID")
+@vault_options
+def turn_start(app: App, session_id: str) -> None:
+    """Start the next turn (fails while a turn is open)."""
+    from memosite.sessions import Session
+
+    with Session.open(app.vault, app.project, session_id) as opened:
+        event = opened.start_turn()
+    app.emit({"sessionId": session_id, "event": event.to_json()}, f"turn {event.turn} started in {session_id}")
+
+
+@turn.command("end")
+@click.option("--session", "session_id", required=True, metavar="ID")
+@click.option("--status", default="completed", show_default=True, help="completed, failed or aborted.")
+@vault_options
+def turn_end(app: App, session_id: str, status: str) -> None:
+    """End the open turn."""
+    from memosite.sessions import Session
+
+    with Session.open(app.vault, app.project, session_id) as opened:
+        event = opened.end_turn(status)
+        cap = opened.last_cap
+    data = {"sessionId": session_id, "event": event.to_json(), "cap": cap.to_json() if cap else None}
+    app.emit(data, f"turn {event.turn} {status} in {session_id}")
+
+
+@session.command()
+@click.option("--session", "session_id", required=True, metavar="ID")
+@vault_options
+def end(app: App, session_id: str) -> None:
+    """End a session (an open turn is aborted first)."""
+    from memosite.sessions import Session
+
+    with Session.open(app.vault, app.project, session_id) as opened:
+        opened.end()
+        summary = opened.summary()
+    app.emit(summary.to_json(), f"ended session {session_id}\n\n{summary.handoff}")
+
+
+def _describe(summary: SessionSummary) -> str:
+    lines = [
+        f"session {summary.session_id} ({summary.status})",
+        f"  started {summary.start_time or '-'}   ended {summary.end_time or '-'}",
+        f"  {summary.turns} turns   {summary.events} events   {summary.log_bytes} bytes"
+        + (f"   turn {summary.open_turn} open" if summary.open_turn else ""),
+    ]
+    if summary.rescan_reason:
+        lines.append(f"  metadata was rebuilt from the log: {summary.rescan_reason}")
+    if summary.malformed_lines:
+        lines.append(f"  {summary.malformed_lines} malformed line(s) skipped")
+    lines += ["", summary.handoff.rstrip()]
+    if summary.recent:
+        lines += ["", "Recent events:"]
+        for event in summary.recent:
+            text = event.text.replace("\n", " ")
+            lines.append(f"  #{event.seq} turn {event.turn or '-'} {event.type}" + (f": {text[:100]}" if text else ""))
+    return "\n".join(lines)
+
+
+@session.command()
+@click.argument("session_id", metavar="ID")
+@click.option("--events", "recent", default=10, show_default=True, help="How many recent events to show.")
+@vault_options
+def show(app: App, session_id: str, recent: int) -> None:
+    """Show a session: status, turns, goals, facts and recent events."""
+    from memosite.sessions import Session
+
+    with Session.open(app.vault, app.project, session_id, writable=False) as opened:
+        summary = opened.summary(recent=recent)
+    app.emit(summary.to_json(), _describe(summary))
+
+
+@session.command("list")
+@vault_options
+def list_(app: App) -> None:
+    """List the project's sessions."""
+    from memosite.sessions import list_sessions
+
+    entries = list_sessions(app.vault, app.project)
+    rows = [entry.to_json() for entry in entries]
+    text = "\n".join(
+        f"{row['sessionId']}  {row['status']:<6}  {row['turns']:>4} turns  {row['events']:>7} events  {row['updated'] or '-'}"
+        for row in rows
+    ) or "no sessions"
+    app.emit({"sessions": rows}, text)
+
+
+def _format_hits(results: SearchResults) -> str:
+    if not results.hits:
+        return f"no matches for {results.query!r}"
+    lines = []
+    for hit in results.hits:
+        lines.append(f"{hit.score:7.3f}  {hit.session_id}  turn {hit.turn or '-'}  #{hit.seq}  {hit.type}")
+        lines.append(f"         {hit.snippet}")
+    return "\n".join(lines)
+
+
+@session.command()
+@click.argument("query")
+@click.option("--session", "session_id", metavar="ID", help="Search only this session.")
+@click.option("--limit", default=10, show_default=True, type=int)
+@vault_options
+def search(app: App, query: str, session_id: str | None, limit: int) -> None:
+    """BM25 search over the event text of the project's sessions."""
+    from memosite.sessions import search_sessions
+
+    results = search_sessions(app.vault, app.project, query, session_id=session_id, limit=limit)
+    app.emit(results.to_json(), _format_hits(results))
+
+
+@session.command()
+@click.argument("session_id", metavar="ID")
+@vault_options
+def pack(app: App, session_id: str) -> None:
+    """Write audit-pack.json: the SHA-256 of every file of the session directory."""
+    from memosite.sessions import pack_session
+
+    result = pack_session(app.vault, app.project, session_id)
+    app.emit(result.to_json(), f"packed {len(result.files)} files of {session_id} → {result.pack_path}")
+
+
+@session.command()
+@click.argument("session_id", metavar="ID")
+@vault_options
+def verify(app: App, session_id: str) -> None:
+    """Check the session against its audit pack; exit 1 if a file changed or is missing."""
+    from memosite.sessions import verify_session
+
+    result = verify_session(app.vault, app.project, session_id)
+    lines = [f"{session_id}: {'ok' if result.ok else 'FAILED'} ({result.checked} files checked)"]
+    lines += [f"  changed: {path}" for path in result.changed]
+    lines += [f"  missing: {path}" for path in result.missing]
+    lines += [f"  unaccounted (added after packing): {path}" for path in result.unaccounted]
+    app.emit(result.to_json(), "\n".join(lines))
+    if not result.ok:
+        raise SystemExit(1)
+
+
+@session.command()
+@click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
+@vault_options
+def retain(app: App, dry_run: bool) -> None:
+    """Remove old ended sessions beyond sessions.keep / sessions.maxAgeDays (config.json)."""
+    from memosite.sessions import apply_retention
+
+    result = apply_retention(app.vault, app.project, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    lines: list[Any] = [f"{verb} {len(result.removed)} session(s); kept {len(result.decisions) - len(result.removed)}"]
+    lines += [f"  {verb}: {name}" for name in result.removed]
+    lines += [f"  skipped {item.session_id}: {item.reason}" for item in result.skipped]
+    app.emit(result.to_json(), "\n".join(lines))
