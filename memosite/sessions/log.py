@@ -196,6 +196,8 @@ class EventLog:
                 return "the last line is not a valid event"
             if event is not None and event.seq != manifest.next_seq - 1:
                 return "the last event does not carry the manifest's sequence number"
+            if (manifest.status == "ended") != (event is not None and event.type == SESSION_ENDED):
+                return "the manifest's status does not match the end of the log"
             for span in index.turns:
                 if not _line_is(fd, span.start_offset, LifecycleKind.STARTED, span.turn, span.start_seq):
                     return f"turn {span.turn} does not start where the index says"
@@ -358,6 +360,11 @@ class EventLog:
             raise StorageError(self._broken)
 
     # --- reading ---------------------------------------------------------------------------
+    @property
+    def broken(self) -> bool:
+        """True after a failed write: the tail may be torn, so only a reopen may continue."""
+        return self._broken is not None
+
     @property
     def turns(self) -> list[TurnSpan]:
         return self.state.turns

@@ -224,7 +224,7 @@ class Session:
 
     def close(self) -> None:
         try:
-            if self.log.writable:
+            if self.log.writable and not self.log.broken:
                 self.flush()
         finally:
             self.log.close()
