@@ -1,0 +1,60 @@
+"""``memosite mcp``: serve the vault to coding agents over MCP (stdio), or print client config."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+@click.command()
+@click.option("--vault", "vault_arg", metavar="DIR",
+              help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite).")
+@click.option("--project", "project_arg", metavar="ID",
+              help="Default project for tool calls (default: MEMOSITE_PROJECT, or derived from "
+                   "the directory the client starts the server in).")
+@click.option("--read-only", is_flag=True,
+              help="Offer only the read tools (get, search, bootstrap, rank); count no hits.")
+@click.option("--print-config", "client", type=click.Choice(["claude", "cursor", "vscode"]),
+              help="Print the snippet that adds this server to Claude Code, Claude Desktop/Cursor "
+                   "or VS Code, then exit.")
+def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client: str | None) -> None:
+    """Run memosite's MCP server on stdin/stdout.
+
+    Agents get the tools upsert, get, append, forget, restore, gc, search, bootstrap and rank.
+    Nothing but protocol goes to stdout; warnings and logs go to stderr. Several servers (one per
+    agent session) may share a vault.
+    """
+    from memosite.config import resolve_project, resolve_vault_root
+    from memosite.errors import MemositeError
+
+    env = dict(os.environ)
+    try:
+        root = resolve_vault_root(vault_arg, env)
+        if client is not None:
+            _print_config(client, root, project_arg, read_only)
+            return
+        from memosite.mcp_server import run_stdio
+        from memosite.vault import Vault
+
+        project = resolve_project(project_arg, env).id
+        run_stdio(Vault.open(root), project, read_only=read_only)
+    except MemositeError as exc:
+        sys.stderr.write(f"memosite: error: {exc.message}\n")
+        raise SystemExit(exc.exit_code) from None
+
+
+def _print_config(client: str, root: object, project: str | None, read_only: bool) -> None:
+    from pathlib import Path
+
+    from memosite.config import validate_project_id
+    from memosite.mcp_server.client_config import client_config, launch_command, memosite_executable
+
+    launch = launch_command(
+        memosite_executable(), Path(str(root)),
+        project=validate_project_id(project) if project else None, read_only=read_only,
+    )
+    config = client_config(client, launch)
+    sys.stdout.write(config.snippet)
+    sys.stderr.write(f"# {config.hint}\n")

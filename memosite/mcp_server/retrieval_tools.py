@@ -1,0 +1,154 @@
+"""The retrieval and upkeep tools: search, bootstrap, rank, gc.
+
+Like the record tools they only adapt arguments and call the core (``memosite.search``,
+``memosite.bootstrap``, ``memosite.salience``, ``memosite.curator``). A tool whose core module is
+not installed is not offered at all rather than offered and failing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Annotated, Any, Literal
+
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
+from memosite.mcp_server.store_tools import KindName, ProjectId, SessionId
+from memosite.schema import LAYERS, STATUSES
+from memosite.vault import Vault
+
+StatusName = Literal[STATUSES]  # type: ignore[valid-type]
+LayerName = Literal[LAYERS]  # type: ignore[valid-type]
+SortOrder = Literal["relevance", "occurrences", "updated", "hits"]
+
+# tool -> the core module it needs
+_CORE_MODULES = {
+    "search": "memosite.search",
+    "bootstrap": "memosite.bootstrap",
+    "rank": "memosite.salience",
+    "gc": "memosite.curator",
+}
+
+
+class RetrievalTools:
+    """Bound methods registered as MCP tools; their docstrings are the descriptions models read."""
+
+    def __init__(self, runtime: ToolRuntime) -> None:
+        self.runtime = runtime
+
+    @staticmethod
+    def available(name: str) -> bool:
+        return importlib.util.find_spec(_CORE_MODULES[name]) is not None
+
+    async def search(
+        self,
+        query: Annotated[str | None, Field(
+            description="Full-text query over titles, bodies and tags (words, \"phrases\", "
+                        "prefix*). Omit it to list records by the other filters.")] = None,
+        kinds: Annotated[list[KindName] | None, Field(
+            description="Only these kinds, e.g. [\"trap\", \"decision\"].")] = None,
+        status: Annotated[StatusName | None, Field(description="Only records with this status.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only records carrying all these tags.")] = None,
+        path: Annotated[str | None, Field(
+            description="A repository file path: only records whose pathPatterns match it.")] = None,
+        includeExpired: Annotated[bool, Field(
+            description="Also return expired records (marked expired: true).")] = False,
+        asOf: Annotated[str | None, Field(
+            description="A date (YYYY-MM-DD or RFC 3339): return what was active then.")] = None,
+        sort: Annotated[SortOrder, Field(
+            description="relevance (default), occurrences, updated (newest first) or hits.")] = "relevance",
+        limit: Annotated[int, Field(ge=1, le=200, description="Most hits to return.")] = 20,
+        hitIds: Annotated[list[str] | None, Field(
+            description="Ids of records from an earlier search that you actually used: each "
+                        "counts a hit, which ranks it higher next time.")] = None,
+        sessionId: SessionId = None,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """Search the project's memory. Expired records are left out unless includeExpired.
+
+        Search before you change code (pass its path) or when something looks familiar; each hit
+        has id, kind, title, status, path and a snippet; read one in full with get.
+        """
+        from memosite.search import search_records
+
+        counts_hits = bool(hitIds or sessionId) and not self.runtime.read_only
+
+        def run(vault: Vault, project: str) -> Any:
+            return search_records(
+                vault, project, query, kinds=kinds, status=status, tags=tags, path=path,
+                include_expired=includeExpired, as_of=asOf, sort=sort, limit=limit,
+                hit_ids=hitIds if counts_hits else None,
+                session_id=sessionId if counts_hits else None,
+            )
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits), name="search")
+
+    async def bootstrap(
+        self,
+        query: Annotated[str | None, Field(
+            description="What the session is about; pulls in the most relevant records.")] = None,
+        slug: Annotated[str | None, Field(
+            description="Slug of the spec, plan or state record the work follows.")] = None,
+        path: Annotated[str | None, Field(
+            description="A repository path the work touches; adds the traps recorded for it.")] = None,
+        maxBytes: Annotated[int | None, Field(
+            ge=256, description="Size budget of the brief in bytes (default from the vault's "
+                                "config, 8192).")] = None,
+        sessionId: SessionId = None,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """A budgeted brief to start a session with: the active traps (most severe first), the
+        accepted decisions and the current spec/plan/state, within maxBytes. Call it first."""
+        from memosite.bootstrap import build_bootstrap
+
+        counts_hits = bool(sessionId) and not self.runtime.read_only
+
+        def run(vault: Vault, project: str) -> Any:
+            return build_bootstrap(vault, project, query=query, slug=slug, path=path,
+                                   max_bytes=maxBytes,
+                                   session_id=sessionId if counts_hits else None)
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits),
+                                       name="bootstrap")
+
+    async def rank(
+        self,
+        layer: Annotated[LayerName | None, Field(description="Only traps of this layer.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many traps to return.")] = 10,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """The traps that matter most right now, ranked by severity, recurrence and how often they
+        helped; traps flagged stale by feedback sink to the bottom."""
+        from memosite.salience import rank_traps
+
+        def run(vault: Vault, project: str) -> Any:
+            return rank_traps(vault, project, layer=layer, limit=limit)
+
+        return await self.runtime.call(ToolCall(run, projectId), name="rank")
+
+    async def gc(
+        self,
+        dryRun: Annotated[bool, Field(
+            description="Only report what would change; nothing is written or deleted.")] = False,
+        purge: Annotated[bool, Field(
+            description="Delete expired traps, decisions and plans instead of archiving them.")] = False,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """Tidy the project's memory: archive expired traps/decisions/plans (or delete them with
+        purge), delete expired scratch and review notes, compact shipped plans and roll old logs
+        up by month. Try dryRun first; the result counts what was (or would be) changed."""
+        from memosite.curator import run_gc
+
+        def run(vault: Vault, project: str) -> Any:
+            return run_gc(vault, project, dry_run=dryRun, purge=purge)
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=not dryRun), name="gc")
+
+
+RETRIEVAL_TOOL_HINTS: dict[str, ToolAnnotations] = {
+    "search": tool_hints(read_only=True, idempotent=True, title="Search the project's memory"),
+    "bootstrap": tool_hints(read_only=True, idempotent=True, title="Brief for a new session"),
+    "rank": tool_hints(read_only=True, idempotent=True, title="Rank the traps that matter most"),
+    "gc": tool_hints(read_only=False, destructive=True, idempotent=True, title="Expire and compact memory"),
+}

@@ -1,0 +1,186 @@
+"""The record tools: upsert, get, append, forget, restore.
+
+Each tool is a thin adapter: it checks what the input schema cannot express, then hands one core
+call to the runtime. Parameter names are the wire names (``projectId``, ``allowDuplicate``): the SDK
+derives the input schema, and its lenient parsing of JSON-encoded arguments, from them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from memosite.errors import InvalidArguments
+from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
+from memosite.schema import KINDS
+from memosite.vault import Vault
+
+KindName = Literal[KINDS]  # type: ignore[valid-type]
+
+ProjectId = Annotated[
+    str | None,
+    Field(description="Project id. Omit it to use the project this server was started for."),
+]
+RecordId = Annotated[str | None, Field(description="The record id (give either id, or kind and slug).")]
+LookupKind = Annotated[KindName | None, Field(description="The record kind; use together with slug.")]
+LookupSlug = Annotated[
+    str | None, Field(description="The record's file name without .md; use together with kind.")
+]
+SessionId = Annotated[
+    str | None,
+    Field(description="Your agent session id. When given, the read counts as a hit for salience, "
+                      "at most once per session."),
+]
+
+_KIND_HELP = (
+    "What the record is: trap (a pitfall that bit you and will bite again), decision (a choice and "
+    "why), spec, plan, state (current working state), log (an event), scratch (throwaway notes, "
+    "expire after 7 days), review (expire after 14 days), prompt or session."
+)
+
+
+def lookup(record_id: str | None, kind: str | None, slug: str | None) -> dict[str, Any]:
+    """The record address of get/forget/restore: an id, or a kind with a slug — never both."""
+    if record_id and (kind or slug):
+        raise InvalidArguments("give either id, or kind and slug, not both")
+    if not record_id and not (kind and slug):
+        raise InvalidArguments("give an id, or both kind and slug")
+    return {"record_id": record_id, "kind": kind, "slug": slug}
+
+
+class StoreTools:
+    """Bound methods registered as MCP tools; their docstrings are the descriptions models read."""
+
+    def __init__(self, runtime: ToolRuntime) -> None:
+        self.runtime = runtime
+
+    async def upsert(
+        self,
+        kind: Annotated[KindName, Field(description=_KIND_HELP)],
+        body: Annotated[str, Field(description="The Markdown body. Must not be empty; never put "
+                                               "secrets (keys, tokens, passwords) in it.")],
+        slug: Annotated[str | None, Field(
+            description="File name without .md (letters, digits, '.', '_', '-'). Omit it to derive "
+                        "one from frontmatter.id or the title. An existing kind+slug is updated.")] = None,
+        frontmatter: Annotated[dict[str, Any] | None, Field(
+            description="Extra fields: title, status (active|paused|shipped|superseded|archived|"
+                        "completed), severity (low|medium|high|critical), layer (application|domain|"
+                        "web|infrastructure|tests|devops|other), module, tags (list), pathPatterns "
+                        "(list of globs), supersedes (id of the record this one replaces), ttl ('7d', "
+                        "'48h', '30m' or a date), expires_at (RFC 3339 or YYYY-MM-DD). Other keys "
+                        "are kept as given.")] = None,
+        path: Annotated[str | None, Field(
+            description="A repository file path the record is about; added to pathPatterns and "
+                        "linkedPaths and used to spot a recurring trap.")] = None,
+        projectId: ProjectId = None,
+        allowDuplicate: Annotated[bool, Field(
+            description="For traps: always create a new record. By default a trap with the same "
+                        "paths and a near-identical body bumps the existing one's occurrences.")] = False,
+    ) -> CallToolResult:
+        """Create or update one memory record (a Markdown file in the vault).
+
+        Use it to remember what the next session must know: a trap you hit, a decision and its
+        reasons, a spec, the plan or state of the work. Returns the record's id, path, status,
+        expires_at, and `recurrence: true` when a known trap was seen again instead of created.
+        """
+        from memosite.store import upsert_record
+
+        def run(vault: Vault, project: str) -> Any:
+            return upsert_record(vault, project, kind=kind, body=body, slug=slug,
+                                 frontmatter=frontmatter, path=path, allow_duplicate=allowDuplicate)
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=True), name="upsert")
+
+    async def get(
+        self,
+        id: RecordId = None,
+        kind: LookupKind = None,
+        slug: LookupSlug = None,
+        projectId: ProjectId = None,
+        sessionId: SessionId = None,
+    ) -> CallToolResult:
+        """Read one record in full: frontmatter and Markdown body.
+
+        Address it by id, or by kind and slug. Without projectId a record not found in this
+        project is looked up in sibling projects (never their scratch, state or review records).
+        An expired record is still returned, marked `expired: true`.
+        """
+        from memosite.store import get_record
+
+        count_hit = bool(sessionId) and not self.runtime.read_only
+
+        def run(vault: Vault, project: str) -> Any:
+            found = get_record(vault, project, **lookup(id, kind, slug),
+                               cross_project=projectId is None)
+            if count_hit:
+                from memosite.salience import record_hits
+
+                record_hits(vault, found.project, [found.id], session_id=sessionId)
+            return found
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=count_hit), name="get")
+
+    async def append(
+        self,
+        event: Annotated[str, Field(description="What happened, in a sentence or a short "
+                                                "Markdown paragraph. Must not be empty.")],
+        kind: Annotated[KindName, Field(description="The kind of the event record.")] = "log",
+        details: Annotated[Any, Field(description="Optional structured details (any JSON value), "
+                                                  "stored in the record's frontmatter.")] = None,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """Append an event to the project's log (a new record each time; earlier ones are never
+        rewritten). Use it for an audit trail: what was done, tried or decided, and when."""
+        from memosite.store import append_event
+
+        def run(vault: Vault, project: str) -> Any:
+            return append_event(vault, project, event=event, kind=kind, details=details)
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=True), name="append")
+
+    async def forget(
+        self,
+        id: RecordId = None,
+        kind: LookupKind = None,
+        slug: LookupSlug = None,
+        purge: Annotated[bool, Field(
+            description="Delete the file for good (a tombstone is kept for sync). By default the "
+                        "record is only archived: kept on disk, out of the active views.")] = False,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """Retire a record that is wrong or no longer useful: archive it (reversible with
+        restore), or purge it. Address it by id, or by kind and slug."""
+        from memosite.store import forget_record
+
+        def run(vault: Vault, project: str) -> Any:
+            return forget_record(vault, project, **lookup(id, kind, slug), purge=purge)
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=True), name="forget")
+
+    async def restore(
+        self,
+        id: RecordId = None,
+        kind: LookupKind = None,
+        slug: LookupSlug = None,
+        projectId: ProjectId = None,
+    ) -> CallToolResult:
+        """Bring an archived record back to active. Superseded records cannot be restored."""
+        from memosite.store import restore_record
+
+        def run(vault: Vault, project: str) -> Any:
+            return restore_record(vault, project, **lookup(id, kind, slug))
+
+        return await self.runtime.call(ToolCall(run, projectId, writes=True), name="restore")
+
+
+# name -> annotations; read-only tools are the ones a --read-only server exposes.
+STORE_TOOL_HINTS: dict[str, ToolAnnotations] = {
+    "get": tool_hints(read_only=True, idempotent=True, title="Read a memory record"),
+    "upsert": tool_hints(read_only=False, title="Remember (create or update) a record"),
+    "append": tool_hints(read_only=False, title="Append an event to the log"),
+    "forget": tool_hints(read_only=False, destructive=True, idempotent=True,
+                     title="Archive or purge a record"),
+    "restore": tool_hints(read_only=False, idempotent=True, title="Restore an archived record"),
+}
