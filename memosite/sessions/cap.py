@@ -24,6 +24,8 @@ from memosite.sessions.log import EventLog, LoggedEvent
 # After an eviction the log holds at most this share of its cap, so the next few turns do not
 # each trigger another rewrite.
 CAP_LOW_WATER = 0.75
+SUMMARY_RESERVE_BYTES = 8192
+MAX_SUMMARY_TEXT = 4000
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ def plan_cap_eviction(entries: Sequence[LoggedEvent], limits: CapLimits, log_siz
     a rewrite.
     """
     target_events = max(1, int(limits.max_events * CAP_LOW_WATER))
-    target_bytes = max(1, int(limits.max_bytes * CAP_LOW_WATER))
+    # Leave room for the summary line itself, or a byte cap would rewrite on every flush.
+    target_bytes = max(1, int(limits.max_bytes * CAP_LOW_WATER) - min(SUMMARY_RESERVE_BYTES, limits.max_bytes // 4))
     cuts = _clean_cuts(entries)
     if not cuts:
         return CapPlan(cut=0)
@@ -129,7 +132,10 @@ def default_summary_hook(context: EvictionContext, *, max_turns: int = 20) -> Ca
         lines.append("Earlier: " + prior.text.splitlines()[0][:200])
     if context.ledger.open_goals:
         lines.append("Open goals: " + "; ".join(f"{g.id}: {g.text}" for g in context.ledger.open_goals))
-    return CapSummary(text="\n".join(lines), data={"turnsSummarised": sorted(turns)})
+    text = "\n".join(lines)
+    if len(text) > MAX_SUMMARY_TEXT:
+        text = text[: MAX_SUMMARY_TEXT - 1] + "…"
+    return CapSummary(text=text, data={"turnsSummarised": sorted(turns)})
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,12 @@ def enforce_event_cap(log: EventLog, limits: CapLimits, hook: SummaryHook = defa
     except Exception as exc:
         raise SummaryHookFailed(f"cap summary failed; events.jsonl left unchanged: {exc}") from exc
     last = evicted[-1].event
+    first_seq = evicted[0].event.seq
+    if evicted[0].event.type == SESSION_SUMMARY:
+        # The range replaced so far starts where the earlier summary's range started.
+        earlier = evicted[0].event.payload.get("evicted")
+        if isinstance(earlier, dict) and isinstance(earlier.get("firstSeq"), int):
+            first_seq = earlier["firstSeq"]
     summary_event = Event(
         seq=last.seq,
         time=last.time,
@@ -197,7 +209,7 @@ def enforce_event_cap(log: EventLog, limits: CapLimits, hook: SummaryHook = defa
             "text": summary.text,
             "data": summary.data,
             "evicted": {
-                "firstSeq": evicted[0].event.seq,
+                "firstSeq": first_seq,
                 "lastSeq": last.seq,
                 "events": plan.evicted_events,
                 "bytes": plan.evicted_bytes,
