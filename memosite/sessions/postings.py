@@ -21,7 +21,7 @@ from typing import Any
 
 from memosite.errors import MemositeError
 from memosite.sessions import safefs
-from memosite.sessions.events import SESSION_SUMMARY, Event, event_text
+from memosite.sessions.events import LIFECYCLE_TYPES, RESERVED_TYPES, Event, event_text
 from memosite.sessions.log import EventLog, LoggedEvent
 from memosite.sessions.paths import SessionPaths
 from memosite.vault import warn
@@ -51,9 +51,16 @@ def token_spans(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
             yield token, match.span()
 
 
+_TEXT_ONLY_TYPES = RESERVED_TYPES | LIFECYCLE_TYPES
+
+
 def searchable_text(event: Event) -> str:
-    """What search sees of an event: its string payload values (a summary: only its text)."""
-    return event.text if event.type == SESSION_SUMMARY else event_text(event)
+    """What search sees of an event: every string in its payload.
+
+    Session bookkeeping (start, end, summary) and turn events contribute only their ``text``:
+    their other fields are ids, ledgers and counters, which would only add noise.
+    """
+    return event.text if event.type in _TEXT_ONLY_TYPES else event_text(event)
 
 
 @dataclass
