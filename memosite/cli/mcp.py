@@ -35,10 +35,10 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
         if client is not None:
             _print_config(client, root, project_arg, read_only)
             return
+        project = resolve_project(project_arg, env).id
         from memosite.mcp_server import run_stdio
         from memosite.vault import Vault
 
-        project = resolve_project(project_arg, env).id
         run_stdio(Vault.open(root), project, read_only=read_only)
     except MemositeError as exc:
         sys.stderr.write(f"memosite: error: {exc.message}\n")

@@ -48,7 +48,9 @@ class RetrievalTools:
                         "prefix*). Omit it to list records by the other filters.")] = None,
         kinds: Annotated[list[KindName] | None, Field(
             description="Only these kinds, e.g. [\"trap\", \"decision\"].")] = None,
-        status: Annotated[StatusName | None, Field(description="Only records with this status.")] = None,
+        status: Annotated[StatusName | list[StatusName] | None, Field(
+            description="Only records with this status (or any of these). By default active, "
+                        "paused, shipped and completed records are searched.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only records carrying all these tags.")] = None,
         path: Annotated[str | None, Field(
             description="A repository file path: only records whose pathPatterns match it.")] = None,
@@ -58,10 +60,10 @@ class RetrievalTools:
             description="A date (YYYY-MM-DD or RFC 3339): return what was active then.")] = None,
         sort: Annotated[SortOrder, Field(
             description="relevance (default), occurrences, updated (newest first) or hits.")] = "relevance",
-        limit: Annotated[int, Field(ge=1, le=200, description="Most hits to return.")] = 20,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most results to return.")] = 20,
         hitIds: Annotated[list[str] | None, Field(
-            description="Ids of records from an earlier search that you actually used: each "
-                        "counts a hit, which ranks it higher next time.")] = None,
+            description="Ids of records (from an earlier search) that you actually used: each "
+                        "counts a hit, at most once per sessionId, which ranks it higher later.")] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
@@ -72,7 +74,7 @@ class RetrievalTools:
         """
         from memosite.search import search_records
 
-        counts_hits = bool(hitIds or sessionId) and not self.runtime.read_only
+        counts_hits = bool(hitIds) and not self.runtime.read_only
 
         def run(vault: Vault, project: str) -> Any:
             return search_records(
@@ -118,8 +120,8 @@ class RetrievalTools:
         limit: Annotated[int, Field(ge=1, le=100, description="How many traps to return.")] = 10,
         projectId: ProjectId = None,
     ) -> CallToolResult:
-        """The traps that matter most right now, ranked by severity, recurrence and how often they
-        helped; traps flagged stale by feedback sink to the bottom."""
+        """The active traps that matter most: ranked by occurrences, then hits, then severity;
+        traps flagged stale by feedback come last. Use it to see what keeps biting this project."""
         from memosite.salience import rank_traps
 
         def run(vault: Vault, project: str) -> Any:
