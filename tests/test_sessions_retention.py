@@ -1,0 +1,151 @@
+"""Retention: newest N and younger than D days stay; only validated session directories go."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memosite.sessions import Session, apply_retention
+from memosite.sessions.catalog import SessionEntry
+from memosite.sessions.metadata import Manifest
+from memosite.sessions.paths import sessions_root
+from memosite.sessions.retention import plan_retention
+from memosite.vault import Vault
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def configured(vault_dir: Path, *, keep: int, days: float) -> Vault:
+    Vault.open(vault_dir)
+    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    config["sessions"].update(keep=keep, maxAgeDays=days)
+    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return Vault.open(vault_dir)
+
+
+def make(vault: Vault, session_id: str, day: str, *, ended: bool = True) -> Path:
+    moment = f"{day}T10:00:00.000Z"
+    with Session.start(vault, "demo", session_id=session_id, clock=lambda: moment, sync_record=False) as session:
+        if ended:
+            session.end()
+    return sessions_root(vault, "demo") / session_id
+
+
+def entry(session_id: str, updated: str, status: str = "ended") -> SessionEntry:
+    manifest = Manifest(session_id, "demo", status=status, updated=updated)
+    return SessionEntry(session_id, Path("/nowhere") / session_id, manifest)
+
+
+def test_plan_keeps_newest_n_and_young_sessions() -> None:
+    entries = [
+        entry("newest", "2026-02-28T00:00:00.000Z"),
+        entry("young", "2026-02-20T00:00:00.000Z"),
+        entry("old", "2025-12-01T00:00:00.000Z"),
+        entry("old-active", "2025-11-01T00:00:00.000Z", status="active"),
+        entry("no-time", ""),
+    ]
+    decisions = {d.session_id: d for d in plan_retention(entries, keep=1, max_age_days=30, now=NOW)}
+    assert not decisions["newest"].remove and "newest" in decisions["newest"].reason
+    assert not decisions["young"].remove and "younger" in decisions["young"].reason
+    assert decisions["old"].remove
+    assert not decisions["old-active"].remove and decisions["old-active"].reason == "active"
+    assert not decisions["no-time"].remove
+
+
+def test_old_ended_sessions_beyond_the_newest_n_are_removed(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=1, days=30)
+    newest = make(vault, "s-newest", "2026-02-27")
+    young = make(vault, "s-young", "2026-02-15")
+    old = make(vault, "s-old", "2025-12-01")
+    older = make(vault, "s-older", "2025-10-01")
+    result = apply_retention(vault, "demo", now=NOW)
+    assert sorted(result.removed) == ["s-old", "s-older"]
+    assert newest.is_dir() and young.is_dir()
+    assert not old.exists() and not older.exists()
+    assert [p.name for p in sessions_root(vault, "demo").iterdir() if p.name.startswith(".")] == []
+
+
+def test_dry_run_removes_nothing(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    old = make(vault, "s-old", "2025-12-01")
+    result = apply_retention(vault, "demo", dry_run=True, now=NOW)
+    assert result.removed == ["s-old"] and result.dry_run
+    assert old.is_dir()
+
+
+def test_active_sessions_are_never_removed(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    active = make(vault, "s-active", "2025-01-01", ended=False)
+    assert apply_retention(vault, "demo", now=NOW).removed == []
+    assert active.is_dir()
+
+
+def test_a_manifest_claiming_ended_does_not_outvote_the_log(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    active = make(vault, "s-active", "2025-01-01", ended=False)
+    manifest = json.loads((active / "manifest.json").read_text(encoding="utf-8"))
+    manifest["status"] = "ended"
+    (active / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = apply_retention(vault, "demo", now=NOW)
+    assert result.removed == []
+    assert [s.reason for s in result.skipped] == ["active according to its log"]
+    assert active.is_dir()
+
+
+def test_planted_symlink_and_non_session_directory_survive(vault_dir: Path, tmp_path: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    old = make(vault, "s-old", "2025-01-01")
+    root = sessions_root(vault, "demo")
+    # A real, old, ended session outside the vault, linked in under a valid session name.
+    outside_vault = configured(tmp_path / "other-vault", keep=0, days=1)
+    target = make(outside_vault, "s-target", "2025-01-01")
+    (root / "s-link").symlink_to(target, target_is_directory=True)
+    # A directory that is not a session, with an old-looking manifest that names elsewhere.
+    stray = root / "notes"
+    stray.mkdir()
+    (stray / "manifest.json").write_text(json.dumps({"sessionId": "s-target", "path": str(target)}), encoding="utf-8")
+    (stray / "keep.txt").write_text("mine", encoding="utf-8")
+    record = root / "session-s-old.md"
+    record.write_text("---\nid: session-s-old\n---\nbody\n", encoding="utf-8")
+
+    result = apply_retention(vault, "demo", now=NOW)
+
+    assert result.removed == ["s-old"]
+    assert not old.exists()
+    assert (root / "s-link").is_symlink() and target.is_dir() and (target / "events.jsonl").exists()
+    assert (stray / "keep.txt").read_text(encoding="utf-8") == "mine"
+    assert record.exists()
+
+
+def test_symlinks_inside_a_removed_session_are_not_followed(vault_dir: Path, tmp_path: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data.txt").write_text("do not delete", encoding="utf-8")
+    old = make(vault, "s-old", "2025-01-01")
+    (old / "derived" / "escape").symlink_to(precious, target_is_directory=True)
+    assert apply_retention(vault, "demo", now=NOW).removed == ["s-old"]
+    assert (precious / "data.txt").read_text(encoding="utf-8") == "do not delete"
+
+
+def test_a_session_held_open_by_a_writer_is_skipped(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    old = make(vault, "s-old", "2025-01-01")
+    with Session.open(vault, "demo", "s-old", sync_record=False):
+        result = apply_retention(vault, "demo", now=NOW)
+    assert result.removed == []
+    assert [s.reason for s in result.skipped] == ["open in another process"]
+    assert old.is_dir()
+
+
+@pytest.mark.parametrize("keep", [0, 2])
+def test_retention_reads_keep_and_age_from_config(vault_dir: Path, keep: int) -> None:
+    vault = configured(vault_dir, keep=keep, days=10)
+    for number in range(3):
+        make(vault, f"s{number}", f"2025-12-0{number + 1}")
+    result = apply_retention(vault, "demo", now=NOW)
+    assert (result.keep, result.max_age_days) == (keep, 10)
+    assert len(result.removed) == 3 - keep
