@@ -1,0 +1,1 @@
+"""The published site: build, serve and publish a vault with MkDocs Material."""

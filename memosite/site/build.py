@@ -1,0 +1,230 @@
+"""Building the site: the MkDocs configuration for a vault, one build, and a staged ``--out`` build.
+
+A build never touches the destination until it has succeeded: the site is built into a staging
+directory next to it, scanned for secrets (by the plugin), and only then swapped into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memosite.errors import BuildError, InvalidArguments
+from memosite.resources import data_path
+from memosite.vault import Vault
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+
+    from memosite.plugin import MemositePlugin
+
+PLUGIN_NAME = "memosite"
+
+
+@dataclass
+class BuildResult:
+    """What one build produced."""
+
+    site_dir: str
+    projects: list[str]
+    records: int
+    pages: int
+    bytes: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _collect_mkdocs_warnings() -> Iterator[list[str]]:
+    """MkDocs' warnings of this build, as a list (and not on stderr unless the caller says so)."""
+    handler = _Collect()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+
+
+def _failure(exc: BaseException, warnings: Sequence[str]) -> BuildError:
+    cause = exc.__context__ if exc.__context__ is not None else exc
+    message = str(cause).strip() or str(exc)
+    # mkdocs reports errors in its log and aborts with a generic line; the log says what broke.
+    if message.startswith("Aborted with") and warnings:
+        message = f"{message} {warnings[-1]}"
+    return BuildError(f"site build failed: {message}", details={"warnings": list(warnings)})
+
+
+def memosite_plugin(config: MkDocsConfig) -> MemositePlugin:
+    from memosite.plugin import MemositePlugin
+
+    plugin = config.plugins.get(PLUGIN_NAME)
+    if not isinstance(plugin, MemositePlugin):
+        raise BuildError(
+            f"{config.config_file_path or 'the MkDocs config'} does not use the memosite plugin;"
+            " add `- memosite` under `plugins:`"
+        )
+    return plugin
+
+
+def load_site_config(
+    vault: Vault,
+    *,
+    site_dir: Path,
+    config_file: str | Path | None = None,
+    strict: bool = False,
+    projects: Sequence[str] | None = None,
+    dev_addr: str | None = None,
+) -> MkDocsConfig:
+    """The MkDocs configuration that publishes ``vault`` into ``site_dir``.
+
+    Without ``config_file`` this is memosite's own site (the packaged ``mkdocs.yml`` with its
+    ``site_src``). The vault is always the one given here, whatever a config file says.
+    """
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    overrides: dict[str, Any] = {"site_dir": str(site_dir)}
+    if config_file is None:
+        path = data_path("mkdocs.yml")
+        overrides["docs_dir"] = str(data_path("site_src"))
+    else:
+        path = Path(config_file)
+        if not path.is_file():
+            raise InvalidArguments(f"no MkDocs config at {path}")
+    if strict:
+        overrides["strict"] = True
+    if dev_addr:
+        overrides["dev_addr"] = dev_addr
+    with _collect_mkdocs_warnings() as warnings:
+        try:
+            config = load_config(str(path), **overrides)
+        except (MkDocsException, SystemExit) as exc:
+            raise _failure(exc, warnings) from None
+    plugin = memosite_plugin(config)
+    plugin.config.vault = str(vault.root)
+    if projects:
+        plugin.config.projects = list(projects)
+    return config
+
+
+def run_build(config: MkDocsConfig, *, dirty: bool = False, serve_url: str | None = None) -> list[str]:
+    """One MkDocs build of ``config``; returns its warnings, raises BuildError when it fails."""
+    from mkdocs.commands.build import build
+    from mkdocs.exceptions import MkDocsException
+
+    with _collect_mkdocs_warnings() as warnings:
+        try:
+            build(config, dirty=dirty, serve_url=serve_url)
+        except (MkDocsException, SystemExit) as exc:
+            raise _failure(exc, warnings) from None
+    return list(warnings)
+
+
+def _site_size(site_dir: Path) -> tuple[int, int]:
+    pages = total = 0
+    for directory, _dirs, names in os.walk(site_dir):
+        for name in names:
+            total += os.path.getsize(os.path.join(directory, name))
+            pages += name.endswith(".html")
+    return pages, total
+
+
+def _check_destination(out_dir: Path, vault: Vault) -> None:
+    """Refuse to replace anything that is not a previously built site."""
+    if out_dir == vault.root or out_dir in vault.root.parents or vault.root in out_dir.parents:
+        raise InvalidArguments(f"refusing to build into {out_dir}: it overlaps the vault {vault.root}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidArguments(f"refusing to build into {out_dir}: it is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "index.html").is_file():
+        raise InvalidArguments(
+            f"refusing to replace {out_dir}: it is not empty and does not look like a built site"
+        )
+
+
+def build_site(
+    vault: Vault,
+    *,
+    out_dir: str | Path,
+    config_file: str | Path | None = None,
+    strict: bool = False,
+    projects: Sequence[str] | None = None,
+) -> BuildResult:
+    """Build the vault's site into ``out_dir``, replacing a previous build there only on success.
+
+    A failed build (MkDocs error, strict-mode warning, secret found in the output) leaves
+    ``out_dir`` exactly as it was.
+    """
+    out_dir = Path(out_dir).absolute()
+    _check_destination(out_dir, vault)
+    started = time.monotonic()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.memosite-build-", dir=out_dir.parent))
+    try:
+        os.chmod(staging, 0o755)
+        config = load_site_config(
+            vault, site_dir=staging, config_file=config_file, strict=strict, projects=projects
+        )
+        warnings = run_build(config)
+        plugin = memosite_plugin(config)
+        _swap_into_place(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    pages, size = _site_size(out_dir)
+    return BuildResult(
+        site_dir=str(out_dir),
+        projects=list(plugin.projects),
+        records=plugin.published_records,
+        pages=pages,
+        bytes=size,
+        seconds=round(time.monotonic() - started, 3),
+        warnings=warnings,
+    )
+
+
+def _swap_into_place(staging: Path, out_dir: Path) -> None:
+    if not out_dir.exists():
+        os.replace(staging, out_dir)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.memosite-old-", dir=out_dir.parent))
+    os.replace(out_dir, retired / out_dir.name)
+    try:
+        os.replace(staging, out_dir)
+    except OSError:
+        os.replace(retired / out_dir.name, out_dir)
+        raise
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def publish_to_dir(
+    vault: Vault,
+    *,
+    dest: str | Path,
+    config_file: str | Path | None = None,
+    strict: bool = False,
+    projects: Sequence[str] | None = None,
+) -> BuildResult:
+    """A finished static copy of the site in ``dest`` (built, scanned, then moved into place)."""
+    return build_site(vault, out_dir=dest, config_file=config_file, strict=strict, projects=projects)

@@ -1,0 +1,226 @@
+/* memosite: the Memory page's record table.
+ *
+ * Reads records.json and renders one row per record. Every value from the data goes into the
+ * page through textContent or an attribute, never as HTML. The script is loaded on every page
+ * and runs again on each of Material's instant navigations (document$), initialising any table
+ * that the new page holds.
+ */
+(function () {
+  "use strict";
+
+  var SEVERITY_ORDER = { critical: 4, high: 3, medium: 2, low: 1 };
+  var DAY_END = "T23:59:59.999Z";
+
+  function parseTime(value) {
+    if (!value) return null;
+    var time = Date.parse(value);
+    return isNaN(time) ? null : time;
+  }
+
+  /* Expired from the exact expiry instant on, as memosite's own rule says. */
+  function expiredAt(record, moment) {
+    var expires = parseTime(record.expires_at);
+    return expires !== null && moment >= expires;
+  }
+
+  /* As Of is a day: the records active at the end of that UTC day. */
+  function asOfMoment(value) {
+    return value ? parseTime(value + DAY_END) : null;
+  }
+
+  function visible(record, state, now) {
+    var reference = state.asOf !== null ? state.asOf : now;
+    if (state.asOf !== null) {
+      var created = parseTime(record.created);
+      if (created !== null && created > state.asOf) return false;
+    }
+    if (state.hideExpired && expiredAt(record, reference)) return false;
+    if (state.kind && record.kind !== state.kind) return false;
+    if (state.status && record.status !== state.status) return false;
+    if (state.severity && record.severity !== state.severity) return false;
+    if (state.query) {
+      var haystack = [record.title, record.id, record.project, record.kind]
+        .concat(record.tags || [])
+        .join(" ")
+        .toLowerCase();
+      var words = state.query.toLowerCase().split(/\s+/).filter(Boolean);
+      for (var i = 0; i < words.length; i++) {
+        if (haystack.indexOf(words[i]) === -1) return false;
+      }
+    }
+    return true;
+  }
+
+  function sortValue(record, key) {
+    if (key === "severity") return SEVERITY_ORDER[record.severity] || 0;
+    var value = record[key];
+    return value === null || value === undefined ? "" : String(value).toLowerCase();
+  }
+
+  function compare(key, direction) {
+    var sign = direction === "ascending" ? 1 : -1;
+    return function (a, b) {
+      var left = sortValue(a, key);
+      var right = sortValue(b, key);
+      if (left < right) return -sign;
+      if (left > right) return sign;
+      return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    };
+  }
+
+  function day(value) {
+    return value ? String(value).slice(0, 10) : "";
+  }
+
+  function cell(row, text, className) {
+    var td = document.createElement("td");
+    td.textContent = text === null || text === undefined ? "" : String(text);
+    if (className) td.className = className;
+    row.appendChild(td);
+    return td;
+  }
+
+  function chip(parent, text, modifier) {
+    var span = document.createElement("span");
+    span.className = "memosite-chip memosite-chip--" + modifier;
+    span.textContent = text;
+    parent.appendChild(document.createTextNode(" "));
+    parent.appendChild(span);
+  }
+
+  function renderRow(record, base, now) {
+    var row = document.createElement("tr");
+    row.dataset.id = record.id;
+    row.dataset.kind = record.kind;
+    var titleCell = document.createElement("td");
+    var link = document.createElement("a");
+    link.textContent = record.title || record.id;
+    try {
+      link.href = new URL(record.url, base).href;
+    } catch (error) {
+      link.removeAttribute("href");
+    }
+    titleCell.appendChild(link);
+    if (expiredAt(record, now)) {
+      row.classList.add("memosite-row--expired");
+      chip(titleCell, "expired", "expired");
+    }
+    row.appendChild(titleCell);
+    cell(row, record.kind);
+    cell(row, record.project);
+    cell(row, record.status, "memosite-status memosite-status--" + record.status);
+    var severity = cell(row, record.severity || "");
+    if (record.severity) severity.className = "memosite-severity memosite-severity--" + record.severity;
+    cell(row, day(record.updated));
+    cell(row, record.expires_at ? day(record.expires_at) : "never");
+    return row;
+  }
+
+  function fillOptions(select, values) {
+    values.forEach(function (value) {
+      var option = document.createElement("option");
+      option.value = value;
+      option.textContent = value;
+      select.appendChild(option);
+    });
+  }
+
+  function distinct(records, key, order) {
+    var seen = {};
+    records.forEach(function (record) {
+      if (record[key]) seen[record[key]] = true;
+    });
+    var values = Object.keys(seen);
+    return order ? values.sort(function (a, b) { return (order[b] || 0) - (order[a] || 0); }) : values.sort();
+  }
+
+  function readState(form, sort) {
+    return {
+      query: form.elements.q.value.trim(),
+      kind: form.elements.kind.value,
+      status: form.elements.status.value,
+      severity: form.elements.severity.value,
+      asOf: asOfMoment(form.elements.asOf.value),
+      hideExpired: form.elements.hideExpired.checked,
+      sortKey: sort.key,
+      sortDirection: sort.direction
+    };
+  }
+
+  function setup(container) {
+    container.dataset.memositeReady = "true";
+    var form = container.querySelector("form");
+    var body = container.querySelector("tbody");
+    var count = container.querySelector(".memosite-memory__count");
+    var headers = container.querySelectorAll("th[data-sort]");
+    var source = new URL(container.dataset.records || "records.json", window.location.href);
+    var sort = { key: "updated", direction: "descending" };
+    var records = [];
+
+    function render() {
+      var now = Date.now();
+      var state = readState(form, sort);
+      var shown = records.filter(function (record) { return visible(record, state, now); });
+      shown.sort(compare(state.sortKey, state.sortDirection));
+      var fragment = document.createDocumentFragment();
+      shown.forEach(function (record) { fragment.appendChild(renderRow(record, source, now)); });
+      body.replaceChildren(fragment);
+      count.textContent = "Showing " + shown.length + " of " + records.length + " records";
+      headers.forEach(function (th) {
+        if (th.dataset.sort === sort.key) th.setAttribute("aria-sort", sort.direction);
+        else th.removeAttribute("aria-sort");
+      });
+    }
+
+    headers.forEach(function (th) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "memosite-sort";
+      while (th.firstChild) button.appendChild(th.firstChild);
+      th.appendChild(button);
+      button.addEventListener("click", function () {
+        var key = th.dataset.sort;
+        if (sort.key === key) {
+          sort.direction = sort.direction === "ascending" ? "descending" : "ascending";
+        } else {
+          sort.key = key;
+          sort.direction = key === "updated" || key === "severity" ? "descending" : "ascending";
+        }
+        render();
+      });
+    });
+    form.addEventListener("submit", function (event) { event.preventDefault(); });
+    form.addEventListener("input", render);
+    form.addEventListener("change", render);
+
+    fetch(source.href, { cache: "no-cache" })
+      .then(function (response) {
+        if (!response.ok) throw new Error(response.status + " " + response.statusText);
+        return response.json();
+      })
+      .then(function (data) {
+        records = Array.isArray(data.records) ? data.records : [];
+        fillOptions(form.elements.kind, distinct(records, "kind"));
+        fillOptions(form.elements.status, distinct(records, "status"));
+        fillOptions(form.elements.severity, distinct(records, "severity", SEVERITY_ORDER));
+        container.dataset.memositeLoaded = "true";
+        render();
+      })
+      .catch(function (error) {
+        count.textContent = "Could not load the records (" + error.message + ").";
+      });
+  }
+
+  function init() {
+    var containers = document.querySelectorAll(".memosite-memory:not([data-memosite-ready])");
+    for (var i = 0; i < containers.length; i++) setup(containers[i]);
+  }
+
+  if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
+    window.document$.subscribe(init);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();
