@@ -16,7 +16,7 @@ from typing import Any
 
 from memosite.errors import StorageError
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "7"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -50,11 +50,36 @@ CREATE TABLE IF NOT EXISTS records (
     body TEXT NOT NULL DEFAULT '',
     frontmatter TEXT NOT NULL DEFAULT '{}',
     mtime_ns INTEGER NOT NULL DEFAULT 0,
-    size INTEGER NOT NULL DEFAULT 0,
-    row_view TEXT NOT NULL DEFAULT '',
-    row_index TEXT NOT NULL DEFAULT '',
-    row_line TEXT NOT NULL DEFAULT ''
+    size INTEGER NOT NULL DEFAULT 0
 );
+-- Rendered view fragments, clustered in view order so a view section is one ordered range scan.
+CREATE TABLE IF NOT EXISTS fragments (
+    project TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    stale_last INTEGER NOT NULL,
+    severity_weight INTEGER NOT NULL,
+    updated TEXT NOT NULL,
+    path TEXT NOT NULL,
+    status TEXT NOT NULL,
+    expires_at TEXT,
+    row_view TEXT NOT NULL,
+    row_index TEXT NOT NULL,
+    row_line TEXT NOT NULL,
+    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, updated DESC, path)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS fragments_path ON fragments(path);
+CREATE INDEX IF NOT EXISTS fragments_live ON fragments(project, kind, status, expires_at);
+-- Assembled view sections, dropped whenever a fragment of their kind changes; a section also
+-- goes stale on its own when one of its records reaches expires_at (valid_until).
+CREATE TABLE IF NOT EXISTS view_cache (
+    project TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    valid_until TEXT,
+    PRIMARY KEY (project, kind, name)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_project_kind ON records(project, kind, status);
 CREATE INDEX IF NOT EXISTS records_project_id ON records(project, id);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
@@ -80,8 +105,14 @@ COLUMNS = (
     "path", "project", "kind", "id", "slug", "title", "status", "severity", "severity_weight",
     "layer", "module", "tags", "tags_json", "path_patterns", "pattern_key", "created", "updated",
     "expires_at", "occurrences", "hits", "helpful", "stale", "last_hit", "supersedes",
-    "superseded_by", "body", "frontmatter", "mtime_ns", "size", "row_view", "row_index", "row_line",
+    "superseded_by", "body", "frontmatter", "mtime_ns", "size",
 )
+_FRAGMENT_COLUMNS = (
+    "project", "kind", "stale_last", "severity_weight", "updated", "path", "status", "expires_at",
+    "row_view", "row_index", "row_line",
+)
+# The fragments table's clustering order; views read ranges of it in this order.
+VIEW_ORDER = "stale_last, severity_weight DESC, updated DESC, path"
 
 
 @dataclass
@@ -128,8 +159,15 @@ class IndexEntry:
         values["frontmatter"] = json.dumps(self.frontmatter, default=str, ensure_ascii=False)
         return tuple(values[name] for name in COLUMNS)
 
+    def fragment_params(self) -> tuple[Any, ...]:
+        values = dict(self.__dict__)
+        values["stale_last"] = int(self.is_stale_flagged)
+        values["updated"] = self.updated or ""
+        return tuple(values[name] for name in _FRAGMENT_COLUMNS)
+
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexEntry:
+        """An entry from a ``records`` row (fragments are not loaded: views read them in SQL)."""
         data = {name: row[name] for name in COLUMNS if name != "tags_json"}
         data["tags"] = json.loads(row["tags_json"])
         data["path_patterns"] = json.loads(row["path_patterns"])
@@ -156,6 +194,9 @@ class Index:
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
+        # Views scan whole fragment ranges: map the file instead of copying pages through read().
+        self.conn.execute("PRAGMA mmap_size = 268435456")
+        self.conn.execute("PRAGMA cache_size = -32768")
         self.fresh = self._ensure_schema()
 
     def _ensure_schema(self) -> bool:
@@ -174,7 +215,8 @@ class Index:
             self.conn.executescript(
                 "DROP TRIGGER IF EXISTS records_ai; DROP TRIGGER IF EXISTS records_ad;"
                 "DROP TRIGGER IF EXISTS records_au; DROP TABLE IF EXISTS records_fts;"
-                "DROP TABLE IF EXISTS records;"
+                "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS fragments;"
+                "DROP TABLE IF EXISTS view_cache;"
             )
         self.conn.executescript(_SCHEMA)
         self.conn.execute(
@@ -198,20 +240,39 @@ class Index:
             f"ON CONFLICT(path) DO UPDATE SET {updates}",
             entry.as_params(),
         )
+        self._drop_fragment(entry.path)
+        if entry.row_index:
+            self._invalidate(entry.project, entry.kind)
+            self.conn.execute(
+                f"INSERT INTO fragments ({', '.join(_FRAGMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' for _ in _FRAGMENT_COLUMNS)})",
+                entry.fragment_params(),
+            )
 
     def upsert_many(self, entries: Iterable[IndexEntry]) -> None:
         with self.transaction():
             for entry in entries:
                 self.upsert(entry)
 
+    def _drop_fragment(self, path: str) -> None:
+        old = self.conn.execute("SELECT project, kind FROM fragments WHERE path = ?", (path,)).fetchone()
+        if old is not None:
+            self._invalidate(old[0], old[1])
+            self.conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
+
+    def _invalidate(self, project: str, kind: str) -> None:
+        self.conn.execute("DELETE FROM view_cache WHERE project = ? AND kind = ?", (project, kind))
+
     def delete_path(self, path: str) -> bool:
+        self._drop_fragment(path)
         return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
 
     def clear(self, project: str | None = None) -> None:
-        if project is None:
-            self.conn.execute("DELETE FROM records")
-        else:
-            self.conn.execute("DELETE FROM records WHERE project = ?", (project,))
+        for table in ("records", "fragments", "view_cache"):
+            if project is None:
+                self.conn.execute(f"DELETE FROM {table}")
+            else:
+                self.conn.execute(f"DELETE FROM {table} WHERE project = ?", (project,))
 
     # --- reads -------------------------------------------------------------------------------
     def _entries(self, sql: str, params: Sequence[Any] = ()) -> list[IndexEntry]:
@@ -258,6 +319,73 @@ class Index:
         clauses, params = _filters(project, kinds, None)
         return self.conn.execute(f"SELECT {', '.join(columns)} FROM records{clauses} ORDER BY {order_by}", params)
 
+    def joined(
+        self,
+        expression: str,
+        project: str,
+        kinds: Sequence[str],
+        *,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> tuple[int, str]:
+        """Count and concatenation of a fragment ``expression`` over matching rows in view order.
+
+        Views are assembled with this: one ordered range scan of the clustered fragments table and
+        no per-row Python work. ``expression`` and ``where`` come from our own code only.
+        """
+        clauses, values = _filters(project, kinds, None)
+        if where:
+            clauses += f" AND ({where})"
+            values.extend(params)
+        row = self.conn.execute(
+            f"SELECT count(*), coalesce(group_concat(piece, ''), '') FROM "
+            f"(SELECT {expression} AS piece FROM fragments{clauses} ORDER BY {VIEW_ORDER})",
+            values,
+        ).fetchone()
+        return int(row[0]), str(row[1])
+
+    def joined_cached(
+        self,
+        name: str,
+        expression: str,
+        project: str,
+        kind: str,
+        now_iso: str,
+        *,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> tuple[int, str]:
+        """:meth:`joined` for one kind, kept in ``view_cache`` under ``name`` until a fragment of
+        that kind changes or one of its records expires. ``name`` must identify expression+where."""
+        row = self.conn.execute(
+            "SELECT count, text, valid_until FROM view_cache WHERE project = ? AND kind = ? AND name = ?",
+            (project, kind, name),
+        ).fetchone()
+        if row is not None and (row[2] is None or now_iso < row[2]):
+            return int(row[0]), str(row[1])
+        count, text = self.joined(expression, project, (kind,), where=where, params=params)
+        valid_until = self.conn.execute(
+            "SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND expires_at > ?",
+            (project, kind, now_iso),
+        ).fetchone()[0]
+        self.conn.execute(
+            "INSERT OR REPLACE INTO view_cache (project, kind, name, count, text, valid_until)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (project, kind, name, count, text, valid_until),
+        )
+        return count, text
+
+    def live_counts(self, project: str, now_iso: str) -> dict[str, tuple[int, int]]:
+        """kind → (records, active and unexpired records) for a project's durable kinds."""
+        return {
+            row[0]: (int(row[1]), int(row[2] or 0))
+            for row in self.conn.execute(
+                "SELECT kind, count(*), sum(status = 'active' AND (expires_at IS NULL OR expires_at > ?))"
+                " FROM fragments WHERE project = ? GROUP BY kind",
+                (now_iso, project),
+            )
+        }
+
     def projects(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
 
@@ -268,6 +396,11 @@ class Index:
                 "SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,)
             )
         }
+
+    def count_kind(self, project: str, kind: str) -> int:
+        return int(self.conn.execute(
+            "SELECT count(*) FROM records WHERE project = ? AND kind = ?", (project, kind)
+        ).fetchone()[0])
 
     def count(self, project: str | None = None) -> int:
         clauses, params = _filters(project, None, None)

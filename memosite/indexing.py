@@ -187,6 +187,7 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
             refresh_project(vault, project, force=True)
             write_views(vault, project)
             counts[project] = vault.index().count(project)
+        vault.index().fresh = False
     return counts
 
 

@@ -76,9 +76,13 @@ def env_for(vault: Vault) -> jinja2.Environment:
     return template_env(vault.root / "templates")
 
 
+def link_for_path(path: str) -> str:
+    """A record's file relative to its project directory (where the views live)."""
+    return path.split("/", 2)[2] if path.startswith("projects/") else path
+
+
 def link_for(entry: IndexEntry) -> str:
-    """The record's file relative to its project directory (where the views live)."""
-    return entry.path.split("/", 2)[2] if entry.path.startswith("projects/") else entry.path
+    return link_for_path(entry.path)
 
 
 @dataclass
@@ -112,90 +116,81 @@ def views_for_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     return tuple(name for name in VIEW_FILES if name in names)
 
 
-def _is_live(status: str, expires_at: str | None, now_iso: str) -> bool:
-    return status == "active" and (expires_at is None or expires_at > now_iso)
+_LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > ?)"
 
 
 def _traps_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
-    rows = vault.index().column_rows(
-        ("row_view", "row_line", "status", "expires_at"),
-        project,
-        ("trap",),
-        "(stale > helpful), severity_weight DESC, updated DESC",
+    index = vault.index()
+    active_count, active = index.joined("row_view", project, ("trap",), where=_LIVE, params=(now_iso,))
+    inactive_count, inactive = index.joined(
+        "CASE WHEN status = 'active' THEN rtrim(row_line, char(10)) || ' · expired' || char(10)"
+        " ELSE row_line END",
+        project, ("trap",), where=f"NOT ({_LIVE})", params=(now_iso,),
     )
-    active: list[str] = []
-    inactive: list[str] = []
-    for row in rows:
-        if _is_live(row["status"], row["expires_at"], now_iso):
-            active.append(row["row_view"])
-        else:
-            expired = row["status"] == "active"
-            inactive.append(row["row_line"].rstrip("\n") + (" · expired\n" if expired else "\n"))
-    return {"active": active, "inactive": inactive}
+    return {"active": active, "active_count": active_count,
+            "inactive": inactive, "inactive_count": inactive_count}
 
 
 def _decisions_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
-    rows = list(
-        vault.index().column_rows(
-            ("id", "title", "path", "status", "row_view", "row_line", "superseded_by", "expires_at"),
-            project,
-            ("decision",),
-            "(stale > helpful), updated DESC",
-        )
+    index = vault.index()
+    not_expired = "(expires_at IS NULL OR expires_at > ?)"
+    accepted_count, accepted = index.joined(
+        "row_view", project, ("decision",), params=(now_iso,),
+        where=f"status IN ('active', 'shipped', 'completed') AND {not_expired}",
     )
-    by_id = {row["id"]: row for row in rows}
-    accepted, proposed, superseded, archived = [], [], [], []
-    for row in rows:
-        status = row["status"]
-        if status == "superseded":
-            successor = by_id.get(row["superseded_by"] or "")
-            superseded.append(
-                {
-                    "title": row["title"],
-                    "link": row["path"].split("/", 2)[2],
-                    "successor": row["superseded_by"],
-                    "successor_title": successor["title"] if successor else None,
-                    "successor_link": successor["path"].split("/", 2)[2] if successor else None,
-                }
-            )
-        elif status == "archived" or (row["expires_at"] and row["expires_at"] <= now_iso):
-            archived.append(row["row_line"])
-        elif status in ("active", "shipped", "completed"):
-            accepted.append(row["row_view"])
-        elif status == "paused":
-            proposed.append(row["row_view"])
+    proposed_count, proposed = index.joined(
+        "row_view", project, ("decision",), params=(now_iso,),
+        where=f"status = 'paused' AND {not_expired}",
+    )
+    archived_count, archived = index.joined(
+        "row_line", project, ("decision",), params=(now_iso,),
+        where=f"status != 'superseded' AND (status NOT IN ('paused', 'active', 'shipped', 'completed')"
+        f" OR NOT {not_expired})",
+    )
+    superseded = [
+        {
+            "title": row["title"],
+            "link": link_for_path(row["path"]),
+            "successor": row["superseded_by"],
+            "successor_title": row["successor_title"],
+            "successor_link": link_for_path(row["successor_path"]) if row["successor_path"] else None,
+        }
+        for row in index.conn.execute(
+            "SELECT d.title, d.path, d.superseded_by, s.title AS successor_title, s.path AS successor_path"
+            " FROM records d LEFT JOIN records s ON s.project = d.project AND s.id = d.superseded_by"
+            " WHERE d.project = ? AND d.kind = 'decision' AND d.status = 'superseded'"
+            " ORDER BY d.updated DESC",
+            (project,),
+        )
+    ]
+    total = index.count_kind(project, "decision")
     return {
-        "accepted": accepted,
-        "proposed": proposed,
-        "superseded": superseded,
-        "archived": archived,
-        "total": len(rows),
+        "accepted": accepted, "accepted_count": accepted_count,
+        "proposed": proposed, "proposed_count": proposed_count,
+        "archived": archived, "archived_count": archived_count,
+        "superseded": superseded, "total": total,
     }
 
 
 def _index_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
-    rows = vault.index().column_rows(
-        ("kind", "row_index", "status", "expires_at"), project, DURABLE_KINDS, "kind, updated DESC"
-    )
-    sections = {kind: {"kind": kind, "title": KIND_TITLES[kind], "count": 0, "active": 0, "rows": []}
-                for kind in DURABLE_KINDS}
-    for row in rows:
-        section = sections[row["kind"]]
-        section["count"] += 1
-        section["active"] += _is_live(row["status"], row["expires_at"], now_iso)
-        section["rows"].append(row["row_index"])
-    ordered = [sections[kind] for kind in DURABLE_KINDS]
+    index = vault.index()
+    counts = index.live_counts(project, now_iso)
+    sections = []
+    for kind in DURABLE_KINDS:
+        count, active = counts.get(kind, (0, 0))
+        rows = index.joined_cached("index_rows", "row_index", project, kind, now_iso)[1] if count else ""
+        sections.append({"kind": kind, "title": KIND_TITLES[kind], "count": count, "active": active, "rows": rows})
     return {
-        "sections": ordered,
-        "total": sum(s["count"] for s in ordered),
-        "total_active": sum(s["active"] for s in ordered),
+        "sections": sections,
+        "total": sum(s["count"] for s in sections),
+        "total_active": sum(s["active"] for s in sections),
     }
 
 
 def _inventory_context(kind: str) -> Any:
     def build(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
-        rows = vault.index().column_rows(("row_view",), project, (kind,), "updated DESC")
-        return {"rows": [row["row_view"] for row in rows]}
+        count, rows = vault.index().joined_cached("inventory", "row_view", project, kind, now_iso)
+        return {"rows": rows, "count": count}
 
     return build
 
