@@ -7,6 +7,7 @@ of them never expires.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -16,23 +17,35 @@ from memosite.config import VaultConfig
 from memosite.errors import InvalidArguments
 from memosite.schema import format_iso, parse_datetime
 
+# The seed's grammar. Digits are ASCII only (Python's ``\d`` would also take Arabic-Indic digits) and
+# the unit is case-insensitive, so ``7D`` reads like ``7d``.
 DURATION_RE = re.compile(
-    r"^(\d+(?:\.\d+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?$", re.IGNORECASE
+    r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?", re.IGNORECASE
 )
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ].+)?$")
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """``7d``, ``48h``, ``30m``, ``90s``, ``1.5 days``, ``3`` (days) → timedelta; else None."""
-    match = DURATION_RE.match(text.strip())
+    """``7d``, ``48h``, ``30m``, ``90s``, ``1.5 days``, ``3`` (days) → timedelta; None when ``text``
+    is not a duration. A duration too long to represent raises INVALID_ARGUMENTS."""
+    match = DURATION_RE.fullmatch(text.strip())
     if match is None:
         return None
     amount = float(match.group(1))
     unit = (match.group(2) or "d").lower()
     if unit.startswith("min"):
         unit = "m"
-    return timedelta(seconds=amount * _UNIT_SECONDS[unit[0]])
+    return _span(amount * _UNIT_SECONDS[unit[0]], text)
+
+
+def _span(seconds: float, original: Any) -> timedelta:
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError as exc:
+        raise InvalidArguments(
+            f'Invalid ttl duration or date: "{original}" (too long)', details={"value": str(original)}
+        ) from exc
 
 
 def parse_expires_at(value: Any) -> datetime | None:
@@ -51,8 +64,11 @@ def _invalid(value: Any) -> InvalidArguments:
 
 def validate_ttl_input(value: Any) -> None:
     """Raise INVALID_ARGUMENTS unless ``value`` is a duration or a date."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if math.isfinite(value) and value >= 0:
+            _span(float(value) * 86400.0, value)
+            return
+        raise _invalid(value)
     if isinstance(value, str) and (parse_duration(value) is not None or parse_expires_at(value)):
         return
     if not isinstance(value, str) and parse_expires_at(value) is not None:
@@ -61,13 +77,20 @@ def validate_ttl_input(value: Any) -> None:
 
 
 def compute_expires_at(created: Any, ttl: Any) -> datetime:
-    """``created + ttl`` for a duration; the date itself when ``ttl`` is a date."""
+    """``created + ttl`` for a duration (a bare number counts days); the date itself when ``ttl``
+    is a date. Raises INVALID_ARGUMENTS for anything else, or when the sum leaves the calendar."""
+    duration: timedelta | None = None
     if isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
-        return parse_datetime(created) + timedelta(days=float(ttl))
-    if isinstance(ttl, str):
+        if not math.isfinite(ttl) or ttl < 0:
+            raise _invalid(ttl)
+        duration = _span(float(ttl) * 86400.0, ttl)
+    elif isinstance(ttl, str):
         duration = parse_duration(ttl)
-        if duration is not None:
+    if duration is not None:
+        try:
             return parse_datetime(created) + duration
+        except OverflowError as exc:
+            raise _invalid(ttl) from exc
     moment = parse_expires_at(ttl)
     if moment is None:
         raise _invalid(ttl)
@@ -94,13 +117,13 @@ def resolve_expires_at(frontmatter: Mapping[str, Any], config: VaultConfig) -> d
     if ttl not in (None, "") and created:
         try:
             return compute_expires_at(created, ttl)
-        except (InvalidArguments, ValueError):
+        except (InvalidArguments, ValueError, OverflowError):
             pass
     days = default_ttl_days_for_kind(str(frontmatter.get("kind", "")), config)
     if days is not None and created:
         try:
             return parse_datetime(created) + timedelta(days=days)
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
     return None
 
@@ -115,14 +138,26 @@ def is_record_expired_at(frontmatter: Mapping[str, Any], now: datetime, config: 
 
 
 def is_active_at(created: datetime | None, expires_at: datetime | None, as_of: datetime) -> bool:
-    """Active on ``as_of``: ``created <= as_of`` and not yet expired then."""
+    """Active on ``as_of``: ``created <= as_of`` and not yet expired then (``as_of < expires_at``)."""
     if created is not None and created > as_of:
         return False
     return expires_at is None or as_of < expires_at
 
 
-def parse_as_of(value: str) -> datetime:
-    """An ``--as-of`` date: RFC 3339, or ``YYYY-MM-DD`` meaning the end of that UTC day."""
+def is_record_active_at(frontmatter: Mapping[str, Any], as_of: datetime, config: VaultConfig) -> bool:
+    """The active-at test applied to a record's frontmatter (unparseable ``created`` counts as absent)."""
+    try:
+        created = parse_datetime(frontmatter["created"]) if frontmatter.get("created") else None
+    except ValueError:
+        created = None
+    return is_active_at(created, resolve_expires_at(frontmatter, config), as_of)
+
+
+def parse_as_of(value: str | datetime) -> datetime:
+    """An ``--as-of`` moment: RFC 3339, or ``YYYY-MM-DD`` meaning the end of that UTC day (so a
+    record created during that day counts, and one expiring during it does not)."""
+    if isinstance(value, datetime):
+        return parse_datetime(value)
     moment = parse_expires_at(value)
     if moment is None:
         raise InvalidArguments(f'invalid --as-of date: "{value}" (use YYYY-MM-DD or RFC 3339)')
