@@ -1,0 +1,188 @@
+"""Curator and retrieval commands: gc, search, bootstrap, rank, feedback."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memosite.cli._common import App, vault_options
+
+if TYPE_CHECKING:
+    from memosite.bootstrap import BootstrapResult
+    from memosite.curator import GcProgress, GcResult
+    from memosite.salience import RankResult
+    from memosite.search import SearchResult
+
+LARGE_VAULT_RECORDS = 500
+
+
+class _ProgressBar:
+    """A bar on stderr, only when stderr is a terminal and the project is large."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.shown = 0
+
+    def __call__(self, step: GcProgress) -> None:
+        if self.bar is None:
+            if step.records <= LARGE_VAULT_RECORDS or not sys.stderr.isatty() or not step.total:
+                return
+            self.bar = click.progressbar(length=step.total, label="gc", file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(step.done - self.shown)
+        self.shown = step.done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _gc_summary(result: GcResult) -> str:
+    verb = "would" if result.dry_run else "did"
+    lines = [f"gc {result.project_id}{' (dry run: nothing changed)' if result.dry_run else ''}"]
+    counts = [
+        ("archived traps", result.traps_archived_count),
+        ("archived decisions", result.decisions_archived_count),
+        ("archived plans", result.plans_archived_count),
+        ("purged scratch", result.purged_scratch_count),
+        ("purged reviews", result.purged_review_count),
+        ("purged files in all", len(result.purged_files)),
+        ("compacted plans", result.compacted_plans_count),
+        ("log events rolled up", result.compacted_logs_count),
+        ("stale temp files removed", len(result.removed_temp_files)),
+    ]
+    lines += [f"  {label:26} {count}" for label, count in counts]
+    for title, paths in (("archived", result.archived_files), ("purged", result.purged_files),
+                         ("compacted", result.compacted_plans), ("rolled up into", result.rollup_files)):
+        lines += [f"  {title}: {path}" for path in paths]
+    if not result.dry_run:
+        lines.append(f"  index and views rebuilt: {'yes' if result.rebuilt_fts and result.rebuilt_views else 'no'}")
+    elif not any(count for _, count in counts):
+        lines.append(f"  nothing {verb} change")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Report what would change; write and delete nothing.")
+@click.option("--purge", is_flag=True, help="Unlink expired traps, decisions and plans instead of archiving them.")
+@vault_options
+def gc(app: App, dry_run: bool, purge: bool) -> None:
+    """Sweep expired records, compact shipped plans and roll logs up by month."""
+    from memosite.curator import run_gc
+
+    bar = _ProgressBar()
+    try:
+        result = run_gc(app.vault, app.project, dry_run=dry_run, purge=purge, progress=bar)
+    finally:
+        bar.close()
+    app.emit(result.to_json(), lambda: _gc_summary(result))
+
+
+def _search_text(result: SearchResult) -> str:
+    if not result.results:
+        return "no matches"
+    lines = []
+    for hit in result.results:
+        flags = "".join(f" [{flag}]" for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale)) if on)
+        severity = f" {hit.severity}" if hit.severity else ""
+        lines.append(f"{hit.kind:8} {hit.id}  {hit.status}{severity}{flags}  {hit.title}")
+        if hit.snippet:
+            lines.append(f"         {hit.snippet}")
+    shown = len(result.results)
+    if result.total > shown:
+        lines.append(f"({shown} of {result.total} shown; raise --limit for more)")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("query", nargs=-1)
+@click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
+@click.option("--status", help="Only this status (archived and superseded are hidden unless asked for).")
+@click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable: all must match).")
+@click.option("--path", help="Only records whose path patterns cover this file or directory.")
+@click.option("--include-expired", is_flag=True, help="Include expired records, marked expired.")
+@click.option("--as-of", help="Records active at this date (YYYY-MM-DD = end of that UTC day, or RFC 3339).")
+@click.option("--sort", type=click.Choice(["relevance", "occurrences", "updated", "hits"]), default="relevance",
+              show_default=True)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--hit-ids", help="Comma-separated ids the agent used: each counts a hit.")
+@click.option("--session-id", help="Count each hit at most once per agent session.")
+@click.option("--all-projects", is_flag=True, help="Search every project of the vault.")
+@vault_options
+def search(app: App, query: tuple[str, ...], kinds: tuple[str, ...], status: str | None,
+           tags: tuple[str, ...], path: str | None, include_expired: bool, as_of: str | None, sort: str,
+           limit: int, hit_ids: str | None, session_id: str | None, all_projects: bool) -> None:
+    """Full-text search (FTS5, bm25) over titles, bodies and tags.
+
+    QUERY may use FTS5 syntax (phrases, OR, NOT, prefix*); anything SQLite rejects is searched
+    as plain words.
+    """
+    from memosite.search import search_records
+
+    result = search_records(
+        app.vault, None if all_projects else app.project, " ".join(query) or None,
+        kinds=kinds or None, status=status, tags=tags or None, path=path,
+        include_expired=include_expired, as_of=as_of, sort=sort, limit=limit,
+        hit_ids=[i for i in (hit_ids or "").split(",") if i.strip()] or None, session_id=session_id,
+    )
+    app.emit(result.to_json(), lambda: _search_text(result))
+
+
+@click.command()
+@click.option("--query", help="Keywords of the task: matching traps and decisions come first.")
+@click.option("--slug", help="The spec/plan/state slug being worked on.")
+@click.option("--path", help="The file or directory being worked on: traps covering it come first.")
+@click.option("--max-bytes", type=int, help="UTF-8 byte budget (default: bootstrap.maxBytes, 8192).")
+@click.option("--session-id", help="Count each included record's hit at most once per session.")
+@vault_options
+def bootstrap(app: App, query: str | None, slug: str | None, path: str | None, max_bytes: int | None,
+              session_id: str | None) -> None:
+    """Print the session brief: current work, active traps and accepted decisions."""
+    from memosite.bootstrap import build_bootstrap
+
+    result: BootstrapResult = build_bootstrap(
+        app.vault, app.project, query=query, slug=slug, path=path, max_bytes=max_bytes, session_id=session_id,
+    )
+    app.emit(result.to_json(), result.markdown)
+
+
+def _rank_text(result: RankResult) -> str:
+    if not result.traps:
+        return f"no active traps in {result.project}"
+    lines = []
+    for position, trap in enumerate(result.traps, 1):
+        stale = " [stale]" if trap.flagged_stale else ""
+        lines.append(f"{position:3}. {trap.occurrences:3}× {trap.hits:4} hits  "
+                     f"{(trap.severity or '-'):8} {trap.id}{stale}  {trap.title}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--layer", help="Only traps of this layer.")
+@click.option("--limit", type=int, default=10, show_default=True)
+@vault_options
+def rank(app: App, layer: str | None, limit: int) -> None:
+    """Active traps ranked by occurrences, then hits (flagged-stale traps last)."""
+    from memosite.salience import rank_traps
+
+    result = rank_traps(app.vault, app.project, layer=layer, limit=limit)
+    app.emit(result.to_json(), lambda: _rank_text(result))
+
+
+@click.command()
+@click.argument("record_id", metavar="ID")
+@click.option("--helpful/--stale", "helpful", default=None, help="Was the record helpful, or out of date?")
+@vault_options
+def feedback(app: App, record_id: str, helpful: bool | None) -> None:
+    """Vote a record helpful or stale (stale outweighing helpful flags it)."""
+    from memosite.errors import InvalidArguments
+    from memosite.salience import record_feedback
+
+    if helpful is None:
+        raise InvalidArguments("say --helpful or --stale")
+    result = record_feedback(app.vault, app.project, record_id, helpful=helpful)
+    flag = " (flagged stale)" if result.flagged_stale else ""
+    app.emit(result.to_json(),
+             f"{result.id}: {result.helpful_count} helpful, {result.stale_count} stale{flag}")

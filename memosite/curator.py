@@ -1,0 +1,586 @@
+"""Curator gc: sweep expired records, compact shipped plans, roll daily logs up into months.
+
+One pass (:func:`run_gc`) runs under the vault lock. It brings the index in step with the files,
+computes a :class:`GcPlan` from it, and then either reports the plan (dry run) or applies it —
+re-reading every file it touches and re-checking the rule against the file itself — before it
+rebuilds the project's index and views and requests a vault commit. Both kinds of run count from
+the same plan, so a dry run reports what the real run would do.
+
+Only files inside the vault are touched: a path that resolves outside it (a symlinked kind
+directory, say) is skipped. Temp files left by interrupted writes go once they are a minute old.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memosite import gitsync
+from memosite.errors import InvalidRecord, StorageError
+from memosite.expiration import is_expired_at, resolve_expires_at
+from memosite.indexing import ensure_index, index_record, read_record, record_title, refresh_project, unindex_path
+from memosite.schema import Record, format_iso, parse_datetime, serialize_record, utc_now, validate_frontmatter
+from memosite.vault import Vault, atomic_write_text, is_record_name, is_temp_name, warn
+
+SWEEP_DIRS = ("traps", "decisions", "plans", "scratch", "reviews")  # plans/ also holds state records
+ARCHIVE_ON_EXPIRE_KINDS = frozenset({"trap", "decision", "plan"})
+LOG_MIN_AGE_DAYS = 30
+TEMP_FILE_MIN_AGE_SECONDS = 60.0
+ROLLUP_PREFIX = "log-rollup-"
+_EVENT_HEADING_RE = re.compile(r"^## \S+ · `([^`]+)`[ \t]*$", re.MULTILINE)
+_EVENT_KEYS = {"id", "kind", "project", "created", "updated", "status", "source", "title", "details"}
+
+
+# --- plan and result -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: Path
+    relative: str
+    kind: str
+    id: str
+
+
+@dataclass
+class RollupPlan:
+    month: str
+    target: Path
+    events: list[PlannedFile]
+
+
+@dataclass
+class GcPlan:
+    """What one gc pass will do; computed without touching a file."""
+
+    project: str
+    purge: bool
+    archive: list[PlannedFile] = field(default_factory=list)
+    remove: list[PlannedFile] = field(default_factory=list)
+    unparseable_scratch: list[PlannedFile] = field(default_factory=list)
+    compact_plans: list[PlannedFile] = field(default_factory=list)
+    rollups: list[RollupPlan] = field(default_factory=list)
+    temp_files: list[Path] = field(default_factory=list)
+    records: int = 0
+
+    @property
+    def steps(self) -> int:
+        return (len(self.archive) + len(self.remove) + len(self.unparseable_scratch)
+                + len(self.compact_plans) + sum(len(r.events) for r in self.rollups) + len(self.temp_files))
+
+
+@dataclass(frozen=True)
+class GcProgress:
+    """Progress of the apply phase: ``done`` of ``total`` steps in a project of ``records`` files."""
+
+    done: int
+    total: int
+    records: int
+
+
+@dataclass
+class GcResult:
+    project_id: str
+    dry_run: bool
+    purged_scratch_count: int = 0
+    purged_review_count: int = 0
+    traps_archived_count: int = 0
+    decisions_archived_count: int = 0
+    plans_archived_count: int = 0
+    compacted_plans_count: int = 0
+    compacted_logs_count: int = 0
+    rebuilt_fts: bool = False
+    rebuilt_views: bool = False
+    purged_files: list[str] = field(default_factory=list)
+    compacted_plans: list[str] = field(default_factory=list)
+    compacted_logs: list[str] = field(default_factory=list)
+    archived_files: list[str] = field(default_factory=list)
+    rollup_files: list[str] = field(default_factory=list)
+    removed_temp_files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed's GcResult contract, field for field."""
+        return {
+            "projectId": self.project_id,
+            "purgedScratchCount": self.purged_scratch_count,
+            "purgedReviewCount": self.purged_review_count,
+            "trapsArchivedCount": self.traps_archived_count,
+            "decisionsArchivedCount": self.decisions_archived_count,
+            "plansArchivedCount": self.plans_archived_count,
+            "compactedPlansCount": self.compacted_plans_count,
+            "compactedLogsCount": self.compacted_logs_count,
+            "rebuiltFts": self.rebuilt_fts,
+            "rebuiltViews": self.rebuilt_views,
+            "dryRun": self.dry_run,
+            "details": {
+                "purgedFiles": self.purged_files,
+                "compactedPlans": self.compacted_plans,
+                "compactedLogs": self.compacted_logs,
+            },
+        }
+
+    def count_archived(self, kind: str) -> None:
+        if kind == "trap":
+            self.traps_archived_count += 1
+        elif kind == "decision":
+            self.decisions_archived_count += 1
+        elif kind == "plan":
+            self.plans_archived_count += 1
+
+    def count_purged(self, kind: str, relative: str) -> None:
+        self.purged_files.append(relative)
+        if kind == "scratch":
+            self.purged_scratch_count += 1
+        elif kind == "review":
+            self.purged_review_count += 1
+
+
+ProgressCallback = Callable[[GcProgress], None]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _inside_vault(vault: Vault, path: Path) -> bool:
+    """True when ``path`` is a regular file (not a symlink) that really lives inside the vault."""
+    try:
+        if path.is_symlink():
+            return False
+        path.resolve(strict=True).relative_to(vault.root.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _is_true(value: Any) -> bool:
+    """A frontmatter flag; the index's ``json_extract`` reports JSON ``true`` as ``1``."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True or (type(value) is int and value == 1)
+
+
+def _write(vault: Vault, path: Path, record: Record) -> None:
+    atomic_write_text(path, serialize_record(record))
+    index_record(vault, record, path)
+
+
+def _remove(vault: Vault, project: str, item: PlannedFile, reason: str) -> None:
+    vault.record_tombstone(project, item.kind, item.id, item.path, reason)
+    item.path.unlink()
+    unindex_path(vault, item.path)
+
+
+# --- planning --------------------------------------------------------------------------------
+
+
+def _index_rows(vault: Vault, project: str) -> list[Any]:
+    return vault.index().conn.execute(
+        "SELECT path, kind, id, status, created, json_extract(frontmatter, '$.ttl') AS ttl, "
+        "json_extract(frontmatter, '$.expires_at') AS expires_at, "
+        "json_extract(frontmatter, '$.compacted') AS compacted FROM records WHERE project = ?",
+        (project,),
+    ).fetchall()
+
+
+def _is_expired(frontmatter: dict[str, Any], vault: Vault, now: datetime) -> bool:
+    return is_expired_at(resolve_expires_at(frontmatter, vault.config), now)
+
+
+def _sweepable(fm: dict[str, Any], purge: bool) -> bool:
+    """Already archived or compacted records are skipped; superseded is terminal, so it is only
+    ever purged, never rewritten to archived."""
+    status = fm.get("status")
+    if status == "archived" or _is_true(fm.get("compacted")):
+        return False
+    return purge or status != "superseded" or fm.get("kind") not in ARCHIVE_ON_EXPIRE_KINDS
+
+
+def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | None = None) -> GcPlan:
+    """Decide what a gc pass does, from the (freshly refreshed) index. Writes no record."""
+    now = now or utc_now()
+    plan = GcPlan(project=project, purge=purge)
+    rows = _index_rows(vault, project)
+    plan.records = len(rows)
+    known: set[str] = set()
+    logs: list[tuple[str, PlannedFile]] = []
+    for row in rows:
+        relative = row["path"]
+        known.add(relative)
+        subdir = relative.split("/")[2] if relative.count("/") >= 3 else ""
+        item = PlannedFile(vault.root / relative, relative, row["kind"], row["id"])
+        fm = {"kind": row["kind"], "status": row["status"], "created": row["created"], "ttl": row["ttl"],
+              "expires_at": row["expires_at"], "compacted": row["compacted"]}
+        if subdir in SWEEP_DIRS and _sweepable(fm, purge) and _is_expired(fm, vault, now):
+            if row["kind"] in ARCHIVE_ON_EXPIRE_KINDS and not purge:
+                plan.archive.append(item)
+            else:
+                plan.remove.append(item)
+        elif subdir == "plans" and row["kind"] == "plan" and row["status"] == "shipped" \
+                and not _is_true(row["compacted"]):
+            plan.compact_plans.append(item)
+        elif subdir == "logs" and not _is_true(row["compacted"]) and not row["id"].startswith(ROLLUP_PREFIX):
+            if row["created"] and _log_is_eligible(row["created"], now):
+                logs.append((row["created"], item))
+    plan.unparseable_scratch = _plan_unparseable_scratch(vault, project, known, now)
+    plan.rollups = _plan_rollups(vault, project, logs)
+    plan.temp_files = _plan_temp_files(vault, project)
+    return plan
+
+
+def _log_is_eligible(created: str, now: datetime, min_age_days: int = LOG_MIN_AGE_DAYS) -> bool:
+    """Logs of an earlier month than ``now``'s, or at least ``min_age_days`` old."""
+    return created[:7] < format_iso(now)[:7] or parse_datetime(created) <= now - timedelta(days=min_age_days)
+
+
+def _plan_unparseable_scratch(vault: Vault, project: str, known: set[str], now: datetime) -> list[PlannedFile]:
+    """Scratch files the index could not take fall back to their mtime against ``scratchDays``."""
+    cutoff = (now - timedelta(days=vault.config.scratch_days)).timestamp()
+    found = []
+    for path in vault.iter_record_files(project, ("scratch",)):
+        relative = vault.relative(path)
+        if relative in known:
+            continue
+        try:
+            read_record(path)
+            continue  # it parses after all (written since the refresh): not ours to judge by mtime
+        except (InvalidRecord, StorageError):
+            pass
+        try:
+            if path.stat().st_mtime < cutoff:
+                found.append(PlannedFile(path, relative, "scratch", path.stem))
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def _plan_rollups(vault: Vault, project: str, logs: list[tuple[str, PlannedFile]]) -> list[RollupPlan]:
+    by_month: dict[str, list[tuple[str, PlannedFile]]] = {}
+    for created, item in logs:
+        by_month.setdefault(created[:7], []).append((created, item))
+    plans = []
+    for month in sorted(by_month):
+        target = vault.kind_dir(project, "log") / f"{ROLLUP_PREFIX}{month}.md"
+        if target.exists():
+            try:
+                read_record(target)
+            except (InvalidRecord, StorageError) as exc:
+                # Never append to (or rebuild over) a roll-up a person has to repair first.
+                warn(f"skipping log roll-up for {month}: {exc.message}")
+                continue
+        events = [item for _, item in sorted(by_month[month], key=lambda pair: (pair[0], pair[1].id))]
+        plans.append(RollupPlan(month=month, target=target, events=events))
+    return plans
+
+
+def _plan_temp_files(vault: Vault, project: str) -> list[Path]:
+    """Temp files of interrupted writes, a minute old by the wall clock (not ``now``: a writer
+    outside the lock may be mid-write), in the vault root and anywhere in the project's tree."""
+    cutoff = time.time() - TEMP_FILE_MIN_AGE_SECONDS
+    directories = [vault.root]
+    project_dir = vault.project_dir(project)
+    if project_dir.is_dir() and not project_dir.is_symlink():
+        for directory, subdirs, _ in os.walk(project_dir):
+            subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
+            directories.append(Path(directory))
+    found = []
+    for directory in directories:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if not is_temp_name(entry.name) or not entry.is_file(follow_symlinks=False):
+                    continue
+                try:
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        found.append(Path(entry.path))
+                except FileNotFoundError:
+                    continue
+    return found
+
+
+# --- the three passes ------------------------------------------------------------------------
+
+
+def compact_plan_record(record: Record, now: datetime) -> Record:
+    """A shipped plan reduced to its summary: ``compacted: true``, ``updated: now``, and a body with
+    Status, Outcome, Completion Date and — when known — Verified Commit and Related Slug. The title
+    is kept in the frontmatter so it survives the new body."""
+    fm = dict(record.frontmatter)
+    title = record_title(record)
+    outcome = fm.get("outcome") or _first_paragraph(record.body) or "Shipped."
+    completed = next((fm[k] for k in ("completedAt", "shippedAt", "endTime") if fm.get(k)), fm.get("updated"))
+    lines = [f"# {title}", "", "- **Status:** Shipped", f"- **Outcome:** {' '.join(str(outcome).split())}",
+             f"- **Completion Date:** {str(completed)[:10]}"]
+    sha = fm.get("verifiedAtSha") or fm.get("commit")
+    if sha:
+        lines.append(f"- **Verified Commit:** `{sha}`")
+    related = fm.get("relatedSlug") or fm.get("slug")
+    if related:
+        lines.append(f"- **Related Slug:** `{related}`")
+    fm.setdefault("title", title)
+    fm["compacted"] = True
+    fm["updated"] = format_iso(now)
+    return Record(frontmatter=validate_frontmatter(fm), body="\n".join(lines) + "\n", path=record.path,
+                  source=record.source)
+
+
+def _first_paragraph(body: str, limit: int = 280) -> str:
+    for block in re.split(r"\n\s*\n", body):
+        text = " ".join(line.strip() for line in block.strip().splitlines() if not line.lstrip().startswith("#"))
+        if text:
+            return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return ""
+
+
+def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]) -> None:
+    for item in [*plan.archive, *plan.remove]:
+        step()
+        if not _inside_vault(vault, item.path):
+            warn(f"gc skipped {item.relative}: it resolves outside the vault")
+            continue
+        try:
+            record = read_record(item.path)
+        except (InvalidRecord, StorageError) as exc:
+            warn(f"gc skipped {item.relative}: {exc.message}")
+            continue
+        fm = record.frontmatter
+        if not (_sweepable(fm, plan.purge) and _is_expired(fm, vault, now)):
+            continue
+        if record.kind in ARCHIVE_ON_EXPIRE_KINDS and not plan.purge:
+            fm.update(status="archived", archivedReason="expired", updated=format_iso(now))
+            _write(vault, item.path, record)
+            result.count_archived(record.kind)
+            result.archived_files.append(item.relative)
+        else:
+            _remove(vault, plan.project, PlannedFile(item.path, item.relative, record.kind, record.id),
+                    "gc-expired")
+            result.count_purged(record.kind, item.relative)
+    for item in plan.unparseable_scratch:
+        step()
+        if _inside_vault(vault, item.path):
+            _remove(vault, plan.project, item, "gc-expired-unparseable")
+            result.count_purged("scratch", item.relative)
+
+
+def _apply_plan_compaction(vault: Vault, plan: GcPlan, result: GcResult, now: datetime,
+                           step: Callable[[], None]) -> None:
+    for item in plan.compact_plans:
+        step()
+        if not _inside_vault(vault, item.path):
+            continue
+        try:
+            record = read_record(item.path)
+        except (InvalidRecord, StorageError) as exc:
+            warn(f"gc skipped {item.relative}: {exc.message}")
+            continue
+        if record.kind != "plan" or record.status != "shipped" or _is_true(record.frontmatter.get("compacted")):
+            continue
+        _write(vault, item.path, compact_plan_record(record, now))
+        result.compacted_plans_count += 1
+        result.compacted_plans.append(item.relative)
+
+
+def _event_section(record: Record) -> str:
+    fm = record.frontmatter
+    parts = [f"## {fm.get('created')} · `{record.id}`", ""]
+    title = fm.get("title")
+    body = record.body.strip("\n")
+    if isinstance(title, str) and title.strip() and not " ".join(body.split()).startswith(" ".join(title.split())):
+        parts += [f"**{' '.join(title.split())}**", ""]
+    parts += [body or "_(no text)_", ""]
+    if fm.get("details") is not None:
+        parts += ["Details:", "", "```json", json.dumps(fm["details"], ensure_ascii=False, default=str), "```", ""]
+    extra = {k: v for k, v in fm.items() if k not in _EVENT_KEYS}
+    if extra:
+        parts += ["Fields:", "", "```json", json.dumps(extra, ensure_ascii=False, default=str), "```", ""]
+    return "\n".join(parts) + "\n"
+
+
+def _apply_rollup(vault: Vault, plan: GcPlan, rollup: RollupPlan, result: GcResult, now: datetime,
+                  step: Callable[[], None]) -> None:
+    """Append the month's events to its roll-up, write it, and only then remove the event files."""
+    events: list[tuple[PlannedFile, Record]] = []
+    for item in rollup.events:
+        if not _inside_vault(vault, item.path):
+            continue
+        try:
+            events.append((item, read_record(item.path)))
+        except (InvalidRecord, StorageError) as exc:
+            warn(f"gc left {item.relative} out of the roll-up: {exc.message}")
+    if not events or not _inside_vault(vault, rollup.target.parent):
+        return
+    if rollup.target.exists() and not _inside_vault(vault, rollup.target):
+        warn(f"gc skipped the roll-up {vault.relative(rollup.target)}: it resolves outside the vault")
+        return
+    now_iso = format_iso(now)
+    existing = read_record(rollup.target) if rollup.target.exists() else None
+    merged = set(_EVENT_HEADING_RE.findall(existing.body)) if existing else set()
+    fresh = [(item, record) for item, record in events if record.id not in merged]
+    earliest = min(str(record.frontmatter["created"]) for _, record in events)
+    if existing is not None:
+        fm = existing.frontmatter
+        body = existing.body if existing.body.endswith("\n") else existing.body + "\n"
+        fm["created"] = min(str(fm.get("created") or earliest), earliest)
+        fm["eventCount"] = int(fm.get("eventCount") or len(merged)) + len(fresh)
+    else:
+        fm = {"id": f"{ROLLUP_PREFIX}{rollup.month}", "kind": "log", "project": plan.project,
+              "status": "active", "source": "agent", "title": f"Log roll-up {rollup.month}",
+              "created": earliest, "compacted": True, "tags": ["rollup", "monthly-log", rollup.month],
+              "eventCount": len(fresh)}
+        body = f"# Log roll-up {rollup.month}\n\nEvents of {rollup.month}, merged by gc; oldest first.\n\n"
+    fm["updated"] = now_iso
+    body += "".join(_event_section(record) for _, record in fresh)
+    roll = Record(frontmatter=validate_frontmatter(fm), body=body, path=rollup.target,
+                  source=existing.source if existing else None)
+    _write(vault, rollup.target, roll)
+    result.rollup_files.append(vault.relative(rollup.target))
+    for item, record in events:
+        step()
+        _remove(vault, plan.project, PlannedFile(item.path, item.relative, record.kind, record.id), "gc-rollup")
+        result.compacted_logs_count += 1
+        result.compacted_logs.append(item.relative)
+
+
+def _apply_temp_cleanup(vault: Vault, plan: GcPlan, result: GcResult, step: Callable[[], None]) -> None:
+    for path in plan.temp_files:
+        step()
+        if _inside_vault(vault, path):
+            try:
+                path.unlink()
+                result.removed_temp_files.append(vault.relative(path))
+            except FileNotFoundError:
+                continue
+
+
+def _result_from_plan(vault: Vault, plan: GcPlan) -> GcResult:
+    """The counts a real run reaches when every planned file is still as the index saw it."""
+    result = GcResult(project_id=plan.project, dry_run=True)
+    for item in plan.archive:
+        result.count_archived(item.kind)
+        result.archived_files.append(item.relative)
+    for item in [*plan.remove, *plan.unparseable_scratch]:
+        result.count_purged(item.kind, item.relative)
+    result.compacted_plans = [item.relative for item in plan.compact_plans]
+    result.compacted_plans_count = len(plan.compact_plans)
+    for rollup in plan.rollups:
+        result.rollup_files.append(vault.relative(rollup.target))
+        result.compacted_logs += [item.relative for item in rollup.events]
+    result.compacted_logs_count = len(result.compacted_logs)
+    result.removed_temp_files = [vault.relative(p) for p in plan.temp_files]
+    return result
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+
+def _prepare(vault: Vault, project: str) -> bool:
+    """Bring the index in step with the files; False when the project does not exist."""
+    ensure_index(vault)
+    project_dir = vault.project_dir(project)
+    if not project_dir.is_dir():
+        return False
+    refresh_project(vault, project)
+    return True
+
+
+def _finish(vault: Vault, project: str, result: GcResult, now: datetime, what: str) -> None:
+    """Index and views in step with the files again, then one vault commit for the pass."""
+    from memosite.views import write_views
+
+    refresh_project(vault, project)
+    # Many deletions leave FTS5 segments fragmented; merging them keeps searches fast.
+    vault.index().conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
+    result.rebuilt_fts = True
+    write_views(vault, project, now=now)
+    result.rebuilt_views = True
+    gitsync.request_commit(vault, f"{what} {project}")
+    gitsync.flush_pending(vault)
+
+
+def _stepper(plan: GcPlan, progress: ProgressCallback | None) -> Callable[[], None]:
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(GcProgress(done=min(done, plan.steps), total=plan.steps, records=plan.records))
+
+    if progress is not None:
+        progress(GcProgress(done=0, total=plan.steps, records=plan.records))
+    return step
+
+
+def run_gc(
+    vault: Vault,
+    project: str,
+    *,
+    dry_run: bool = False,
+    purge: bool = False,
+    now: datetime | None = None,
+    progress: ProgressCallback | None = None,
+) -> GcResult:
+    """One gc pass over ``project``: sweep expired records (archive trap/decision/plan, or purge
+    them with ``purge``; every other swept kind is tombstoned and unlinked), compact shipped plans,
+    roll logs up by month, remove stale temp files, then rebuild the project's index and views and
+    commit the vault. ``dry_run`` writes and deletes nothing and reports the same counts."""
+    from memosite.salience import prune_session_seen_sets
+
+    now = now or utc_now()
+    with vault.lock():
+        if not _prepare(vault, project):
+            return GcResult(project_id=project, dry_run=dry_run)
+        plan = plan_gc(vault, project, purge=purge, now=now)
+        if dry_run:
+            return _result_from_plan(vault, plan)
+        result = GcResult(project_id=project, dry_run=False)
+        step = _stepper(plan, progress)
+        _apply_temp_cleanup(vault, plan, result, step)
+        _apply_sweep(vault, plan, result, now, step)
+        _apply_plan_compaction(vault, plan, result, now, step)
+        for rollup in plan.rollups:
+            _apply_rollup(vault, plan, rollup, result, now, step)
+        prune_session_seen_sets(vault, now)
+        _finish(vault, project, result, now, "gc")
+    return result
+
+
+def sweep_expired_records(
+    vault: Vault, project: str, *, purge: bool = False, dry_run: bool = False, now: datetime | None = None
+) -> GcResult:
+    """Only the sweep of a gc pass (see :func:`run_gc`); index and views are rebuilt after it."""
+    now = now or utc_now()
+    with vault.lock():
+        if not _prepare(vault, project):
+            return GcResult(project_id=project, dry_run=dry_run)
+        full = plan_gc(vault, project, purge=purge, now=now)
+        plan = GcPlan(project=project, purge=purge, archive=full.archive, remove=full.remove,
+                      unparseable_scratch=full.unparseable_scratch, records=full.records)
+        if dry_run:
+            return _result_from_plan(vault, plan)
+        result = GcResult(project_id=project, dry_run=False)
+        _apply_sweep(vault, plan, result, now, lambda: None)
+        _finish(vault, project, result, now, "gc sweep")
+    return result
+
+
+def compact_monthly_logs(vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None) -> GcResult:
+    """Only the monthly log roll-up of a gc pass (see :func:`run_gc`)."""
+    now = now or utc_now()
+    with vault.lock():
+        if not _prepare(vault, project):
+            return GcResult(project_id=project, dry_run=dry_run)
+        full = plan_gc(vault, project, now=now)
+        plan = GcPlan(project=project, purge=False, rollups=full.rollups, records=full.records)
+        if dry_run:
+            return _result_from_plan(vault, plan)
+        result = GcResult(project_id=project, dry_run=False)
+        for rollup in plan.rollups:
+            _apply_rollup(vault, plan, rollup, result, now, lambda: None)
+        _finish(vault, project, result, now, "gc logs")
+    return result
