@@ -1,0 +1,258 @@
+"""MCP round-trip latency of ``upsert`` and ``search`` on a 10,000-record vault.
+
+Builds the vault by writing Markdown files directly and indexing them once, starts
+``memosite mcp`` as a subprocess, and times each call through the SDK's stdio client: JSON-RPC
+encoding, the pipe, the server's validation and worker thread, the core call, and the way back.
+
+Target (issue 4): p50 ≤ 50 ms for either tool. ``get`` by id is timed as well: its core work is
+a single file read, so its latency is roughly the protocol's own cost.
+Run: .venv/bin/python benchmarks/bench_mcp.py [--records 10000] [--calls 200] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from memosite.indexing import reindex
+from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
+from memosite.vault import Vault
+
+PROJECT = "bench"
+TARGET_P50_MS = 50.0
+
+AREAS = {
+    "payments": ["src/payments/client.py", "src/payments/refunds.py", "src/payments/webhooks.py"],
+    "checkout": ["src/web/checkout.ts", "src/web/cart.ts", "src/web/session.ts"],
+    "search": ["src/catalogue/search.py", "src/catalogue/index.py"],
+    "orders": ["src/orders/models.py", "migrations/0042_orders.py", "src/orders/export.py"],
+    "auth": ["src/auth/tokens.py", "src/auth/login.py", "src/web/middleware.ts"],
+    "infra": ["deploy/helm/values.yaml", "docker/Dockerfile", ".github/workflows/ci.yml"],
+    "tests": ["tests/conftest.py", "tests/e2e/checkout.spec.ts", "tests/test_orders.py"],
+}
+SYMPTOMS = [
+    "double-charges customers when the gateway times out",
+    "drops the session cookie behind the CDN",
+    "locks the table for minutes on production data",
+    "returns stale results until the nightly rebuild",
+    "fails at random when tests run in parallel",
+    "rounds refunds to the wrong cent",
+    "leaks a database connection per request",
+    "retries forever when the queue is full",
+    "sends the webhook twice after a deploy",
+    "times out on accounts with more than 10k orders",
+]
+FIXES = [
+    "Pass an idempotency key derived from the order id.",
+    "Set `SameSite=Lax` explicitly and test through the CDN.",
+    "Add the column nullable, backfill in batches, then add the constraint.",
+    "Invalidate the cache entry in the same transaction as the write.",
+    "Give each worker its own database in `tmp_path`.",
+    "Keep money as integer cents end to end.",
+    "Close the connection in a `finally` block or use the pool's context manager.",
+    "Cap retries at 5 with exponential backoff and jitter.",
+    "Deduplicate on the event id before acting.",
+    "Paginate with a keyset cursor instead of OFFSET.",
+]
+DECISIONS = [
+    ("Use Postgres advisory locks for the nightly export", "Redis locks expired mid-run."),
+    ("Keep the catalogue search in SQLite FTS5", "Elasticsearch costs more than it saves at our size."),
+    ("Feature flags live in the config service", "Environment variables needed a redeploy."),
+    ("All money is integer cents", "Floats lost cents on refunds."),
+    ("Run e2e tests against a seeded container", "Shared staging data made tests flaky."),
+]
+KIND_MIX = ["trap"] * 30 + ["decision"] * 15 + ["log"] * 30 + ["spec"] * 8 + ["plan"] * 7 + \
+    ["review"] * 4 + ["prompt"] * 3 + ["session"] * 2 + ["scratch"] * 1
+QUERIES = [
+    "idempotency key", "session cookie CDN", "migration lock", "cache invalidation", "parallel tests",
+    "refund cents", "connection leak", "retry backoff", "webhook twice", "pagination cursor",
+    "postgres advisory", "feature flags", "checkout", "payments gateway timeout", "deploy",
+]
+
+
+def _record(rng: random.Random, n: int, now: datetime) -> tuple[str, dict[str, Any], str]:
+    kind = rng.choice(KIND_MIX)
+    area = rng.choice(list(AREAS))
+    path = rng.choice(AREAS[area])
+    created = now - timedelta(days=rng.uniform(0, 180), minutes=rng.uniform(0, 600))
+    fm: dict[str, Any] = {"kind": kind, "project": PROJECT, "created": format_iso(created),
+                          "updated": format_iso(created + timedelta(hours=rng.uniform(0, 72))),
+                          "tags": [area]}
+    if kind == "trap":
+        i = rng.randrange(len(SYMPTOMS))
+        fm.update(title=f"{path.rsplit('/', 1)[-1]} {SYMPTOMS[i]}",
+                  severity=rng.choice(["low", "medium", "high", "critical"]),
+                  occurrences=rng.randint(1, 6), pathPatterns=[path], hits=rng.randint(0, 20))
+        body = (f"`{path}` {SYMPTOMS[i]} (seen in incident #{rng.randint(100, 999)}).\n\n"
+                f"{FIXES[i]}\n\n```python\n# {area}: check before merging\n"
+                f"assert order.total_cents == sum(line.cents for line in order.lines)\n```\n")
+    elif kind == "decision":
+        title, why = rng.choice(DECISIONS)
+        fm.update(title=f"{title} ({area} #{n})",
+                  status=rng.choice(["active"] * 8 + ["paused", "superseded"]))
+        body = f"## Context\n\n{why}\n\n## Decision\n\n{title}.\n\n## Consequences\n\n" \
+               f"The {area} team owns the follow-up; revisit in {rng.randint(1, 12)} months.\n"
+    elif kind == "log":
+        fm["title"] = f"Deployed {area} v{rng.randint(1, 40)}.{rng.randint(0, 20)}"
+        body = f"{fm['title']}; {rng.choice(SYMPTOMS)} was checked and is fixed.\n"
+    else:
+        fm["title"] = f"{kind.capitalize()}: {area} {rng.choice(['rework', 'cleanup', 'rollout', 'audit'])} {n}"
+        if kind in ("scratch", "review") and rng.random() < 0.5:
+            fm["ttl"] = f"{rng.randint(1, 30)}d"
+        body = "\n".join(f"- {rng.choice(FIXES)}" for _ in range(rng.randint(2, 8))) + "\n"
+    slug = f"{kind}-{n:05d}"
+    fm["id"] = slug
+    return slug, fm, body
+
+
+def build_vault(root: Path, count: int, seed: int = 4) -> None:
+    """``count`` varied records in one project, written as files, then indexed and compiled."""
+    rng = random.Random(seed)
+    now = datetime.now(UTC)
+    vault = Vault.open(root)
+    try:
+        for n in range(count):
+            slug, fm, body = _record(rng, n, now)
+            target = vault.record_path(PROJECT, fm["kind"], slug)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            text = serialize_record(Record(frontmatter=validate_frontmatter(fm), body=body))
+            target.write_text(text, encoding="utf-8")
+        reindex(vault, [PROJECT])
+    finally:
+        vault.close()
+
+
+def _server(root: Path) -> StdioServerParameters:
+    script = Path(sys.executable).parent / "memosite"
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "memosite"]
+    return StdioServerParameters(command=command[0],
+                                 args=[*command[1:], "mcp", "--vault", str(root), "--project", PROJECT])
+
+
+def _upsert_args(rng: random.Random, n: int) -> dict[str, Any]:
+    area = rng.choice(list(AREAS))
+    i = rng.randrange(len(SYMPTOMS))
+    if n % 3 == 0:
+        return {"kind": "decision", "body": f"## Decision\n\n{rng.choice(DECISIONS)[0]} for {area}.\n",
+                "frontmatter": {"title": f"Bench decision {n} for {area}", "tags": [area]}}
+    path = rng.choice(AREAS[area])
+    return {"kind": "trap", "path": path,
+            "body": f"Bench run {n}: `{path}` {SYMPTOMS[i]}.\n\n{FIXES[i]}\n",
+            "frontmatter": {"title": f"Bench trap {n} in {area}",
+                            "severity": rng.choice(["medium", "high"])},
+            "allowDuplicate": n % 2 == 0}
+
+
+def _search_args(rng: random.Random, n: int) -> dict[str, Any]:
+    args: dict[str, Any] = {"query": rng.choice(QUERIES), "limit": 10}
+    if n % 4 == 1:
+        args["kinds"] = ["trap"]
+    if n % 4 == 2:
+        area = rng.choice(list(AREAS))
+        args["path"] = rng.choice(AREAS[area])
+    if n % 4 == 3:
+        args["sort"] = "occurrences"
+    return args
+
+
+async def measure(root: Path, calls: int) -> dict[str, list[float]]:
+    rng = random.Random(11)
+    # get by id is the baseline: its core work is one file read, so it shows the protocol's cost.
+    timings: dict[str, list[float]] = {"upsert": [], "search": [], "get": []}
+    async with stdio_client(_server(root)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        for kind in ("trap", "decision"):
+            await session.call_tool("upsert", {"kind": kind, "slug": f"{kind}-probe",
+                                               "body": f"Probe {kind} for get timings.\n"})
+        for warm in range(5):  # first calls pay for imports and the SQLite page cache
+            await session.call_tool("upsert", _upsert_args(rng, -1 - warm))
+            if "search" in names:
+                await session.call_tool("search", _search_args(rng, warm))
+        for n in range(calls):
+            steps = (("upsert", _upsert_args(rng, n)), ("search", _search_args(rng, n)),
+                     ("get", {"id": f"{rng.choice(['trap', 'decision'])}-probe"}))
+            for tool, args in steps:
+                if tool not in names:
+                    continue
+                started = time.perf_counter()
+                result = await session.call_tool(tool, args)
+                timings[tool].append((time.perf_counter() - started) * 1000)
+                if result.is_error:
+                    raise SystemExit(f"{tool} failed: {result.content[0].text}")  # type: ignore[union-attr]
+    return timings
+
+
+def profile_upsert(root: Path, calls: int) -> None:
+    """Where an upsert spends its time in the core, without the protocol around it."""
+    from memosite.store import upsert_record
+
+    rng = random.Random(5)
+    vault = Vault.open(root)
+    profiler = cProfile.Profile()
+    try:
+        for n in range(calls):
+            args = _upsert_args(rng, 10_000 + n)
+            profiler.enable()
+            upsert_record(vault, PROJECT, kind=args["kind"], body=args["body"],
+                          frontmatter=args["frontmatter"], path=args.get("path"),
+                          allow_duplicate=args.get("allowDuplicate", False))
+            profiler.disable()
+    finally:
+        vault.close()
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--profile", action="store_true", help="also profile upsert in-process")
+    parser.add_argument("--keep", action="store_true", help="keep the vault and print its path")
+    options = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="memosite-bench-mcp-")) / "vault"
+    try:
+        started = time.perf_counter()
+        build_vault(root, options.records)
+        print(f"vault: {options.records} records written and indexed in "
+              f"{time.perf_counter() - started:.1f} s")
+        timings = anyio.run(measure, root, options.calls)
+        print(f"{'tool':8} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}  target p50 ≤ {TARGET_P50_MS:.0f} ms")
+        for tool, values in timings.items():
+            if not values:
+                print(f"{tool:8} not offered by this server (core module missing)")
+                continue
+            p50 = statistics.median(values)
+            verdict = "baseline" if tool == "get" else "ok" if p50 <= TARGET_P50_MS else "MISSED"
+            print(f"{tool:8} {len(values):>5} {p50:>8.1f} {_percentile(values, 0.95):>8.1f} "
+                  f"{statistics.fmean(values):>8.1f}  {verdict}")
+        if options.profile:
+            profile_upsert(root, min(options.calls, 100))
+    finally:
+        if options.keep:
+            print(f"vault kept at {root}")
+        else:
+            shutil.rmtree(root.parent, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
