@@ -40,6 +40,7 @@ MAX_LIMIT = 1000
 BM25_WEIGHTS = (4.0, 1.0, 2.0)
 _BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)})"
 _WORD_RE = re.compile(r"\w+")
+_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 _RESULT_COLUMNS = (
     "rowid", "id", "kind", "project", "title", "status", "path", "severity", "layer", "tags_json",
     "path_patterns", "created", "updated", "expires_at", "occurrences", "hits", "helpful", "stale",
@@ -217,8 +218,12 @@ def _register_functions(conn: sqlite3.Connection) -> None:
 
 
 def plain_words_query(text: str, *, any_word: bool = False) -> str | None:
-    """The words of ``text`` as quoted FTS5 terms (all required, or any with ``any_word``)."""
-    words = _WORD_RE.findall(text)
+    """The words of ``text`` as quoted FTS5 terms (all required, or any with ``any_word``).
+
+    FTS5's operator words (``AND``, ``OR``, ``NOT``, ``NEAR``) are dropped: in a query SQLite
+    rejected they were meant as operators, not as words to find.
+    """
+    words = [word for word in _WORD_RE.findall(text) if word not in _OPERATORS]
     if not words:
         return None
     return (" OR " if any_word else " ").join(f'"{word}"' for word in words)
