@@ -7,9 +7,12 @@ not installed is not offered at all rather than offered and failing.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from typing import Annotated, Any, Literal
 
+import anyio.from_thread
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -95,13 +98,16 @@ class RetrievalTools:
         path: Annotated[str | None, Field(
             description="A repository path the work touches; adds the traps recorded for it.")] = None,
         maxBytes: Annotated[int | None, Field(
-            ge=256, description="Size budget of the brief in bytes (default from the vault's "
+            ge=512, description="Size budget of the brief in bytes (default from the vault's "
                                 "config, 8192).")] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
-        """A budgeted brief to start a session with: the active traps (most severe first), the
-        accepted decisions and the current spec/plan/state, within maxBytes. Call it first."""
+        """A budgeted brief to start a session with: the current spec/plan/state, the active
+        traps that matter most and the accepted decisions, within maxBytes. Call it first.
+
+        The text block is the brief as Markdown; the structured content has its sections too.
+        """
         from memosite.bootstrap import build_bootstrap
 
         counts_hits = bool(sessionId) and not self.runtime.read_only
@@ -111,8 +117,8 @@ class RetrievalTools:
                                    max_bytes=maxBytes,
                                    session_id=sessionId if counts_hits else None)
 
-        return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits),
-                                       name="bootstrap")
+        work = ToolCall(run, projectId, writes=counts_hits, text=lambda data: data["markdown"])
+        return await self.runtime.call(work, name="bootstrap")
 
     async def rank(
         self,
@@ -136,14 +142,22 @@ class RetrievalTools:
         purge: Annotated[bool, Field(
             description="Delete expired traps, decisions and plans instead of archiving them.")] = False,
         projectId: ProjectId = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Tidy the project's memory: archive expired traps/decisions/plans (or delete them with
         purge), delete expired scratch and review notes, compact shipped plans and roll old logs
         up by month. Try dryRun first; the result counts what was (or would be) changed."""
         from memosite.curator import run_gc
 
+        def progress(step: Any) -> None:
+            # Called on the worker thread; a client that asked for progress sees each step.
+            if ctx is not None:
+                with contextlib.suppress(Exception):
+                    anyio.from_thread.run(ctx.report_progress, step.done, step.total,
+                                          f"gc: {step.done}/{step.total} steps")
+
         def run(vault: Vault, project: str) -> Any:
-            return run_gc(vault, project, dry_run=dryRun, purge=purge)
+            return run_gc(vault, project, dry_run=dryRun, purge=purge, progress=progress)
 
         return await self.runtime.call(ToolCall(run, projectId, writes=not dryRun), name="gc")
 

@@ -36,11 +36,16 @@ class JsonResult(Protocol):
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One unit of work: ``run(vault, project)`` on the resolved project, and whether it writes."""
+    """One unit of work: ``run(vault, project)`` on the resolved project, and whether it writes.
+
+    ``text`` picks the text block from the result's JSON when plain JSON would serve a model
+    badly (the bootstrap brief is Markdown meant to be read as it is).
+    """
 
     run: Callable[[Vault, str], JsonResult | dict[str, Any]]
     project_id: str | None = None
     writes: bool = False
+    text: Callable[[dict[str, Any]], str] | None = None
 
 
 def tool_hints(*, title: str, read_only: bool, destructive: bool = False,
@@ -110,7 +115,7 @@ class ToolRuntime:
         except Exception as exc:  # noqa: BLE001 - a crash in one call must not end the session
             logger.exception("tool %s raised unexpectedly", name)
             return error_result(MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
-        return success_result(data)
+        return success_result(data, work.text(data) if work.text is not None else None)
 
     async def _in_thread(self, work: ToolCall) -> dict[str, Any]:
         def run() -> dict[str, Any]:
