@@ -258,6 +258,33 @@ def test_structured_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
     assert results["append"]["id"].startswith("log-")
 
 
+@needs_core("search", "bootstrap", "rank", "gc")
+def test_retrieval_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
+    cli_json("upsert", "--kind", "trap", "--body", "Queues stall on deploy.\n", "--severity", "high",
+             "--path", "src/queue.py")
+    via_cli = {
+        "search": cli_json("search", "queues"),
+        "bootstrap": cli_json("bootstrap", "--query", "queues"),
+        "rank": cli_json("rank"),
+        "gc": cli_json("gc", "--dry-run"),
+    }
+    results: dict[str, dict[str, Any]] = {}
+
+    async def scenario() -> None:
+        async with connect(vault_dir) as session:
+            results["search"] = await call_ok(session, "search", query="queues")
+            brief = await session.call_tool("bootstrap", {"query": "queues"})
+            results["bootstrap"] = brief.structured_content or {}
+            results["rank"] = await call_ok(session, "rank")
+            results["gc"] = await call_ok(session, "gc", dryRun=True)
+
+    run(scenario)
+    for tool, data in results.items():
+        assert set(data) == set(via_cli[tool]), tool
+    assert set(results["search"]["results"][0]) == set(via_cli["search"]["results"][0])
+    assert "Queues stall on deploy" in results["bootstrap"]["markdown"]
+
+
 def test_project_id_argument_targets_another_project(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
