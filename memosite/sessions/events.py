@@ -34,6 +34,7 @@ FACT = "fact"
 RESERVED_TYPES = frozenset({SESSION_STARTED, SESSION_ENDED, SESSION_SUMMARY})
 LIFECYCLE_TYPES = frozenset({TURN_STARTED, TURN_COMPLETED, TURN_FAILED, TURN_ABORTED})
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _TYPE_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 _TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 
@@ -69,9 +70,7 @@ class Event:
     def encode(self) -> bytes:
         """One line of ``events.jsonl``; raises InvalidArguments for payloads JSON cannot hold."""
         try:
-            text = json.dumps(
-                self.to_json(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            )
+            text = _ENCODER.encode(self.to_json())
         except (TypeError, ValueError) as exc:
             raise InvalidArguments(f"event payload is not JSON-serialisable: {exc}") from exc
         line = text.encode("utf-8") + b"\n"

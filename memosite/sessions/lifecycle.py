@@ -23,10 +23,7 @@ class LifecycleKind(Enum):
 
     @classmethod
     def of(cls, event_type: str) -> LifecycleKind | None:
-        try:
-            return cls(event_type)
-        except ValueError:
-            return None
+        return _KIND_BY_TYPE.get(event_type)
 
     @property
     def ends_turn(self) -> bool:
@@ -37,6 +34,8 @@ class LifecycleKind(Enum):
         return self.value.split(".", 1)[1]
 
 
+# A dict lookup: this runs on every append, and Enum(value) raising ValueError is slow.
+_KIND_BY_TYPE = {kind.value: kind for kind in LifecycleKind}
 END_STATUSES = ("completed", "failed", "aborted")
 
 

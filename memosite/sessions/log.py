@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
 from memosite.errors import InvalidTransition, LockTimeout, StorageError
-from memosite.schema import format_iso, utc_now
 from memosite.sessions import safefs
 from memosite.sessions.errors import SessionEnded, SessionExists, SessionNotFound
 from memosite.sessions.events import (
@@ -38,8 +39,23 @@ LOCK_TIMEOUT_SECONDS = 30.0
 _LINE_PROBE = 4096
 
 
-def default_clock() -> str:
-    return format_iso(utc_now())
+class UtcClock:
+    """Event times as ``format_iso`` writes them, formatting the date part once per second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        return f"{self._prefix}{int((now - second) * 1000):03d}Z"
+
+
+default_clock: Clock = UtcClock()
 
 
 @dataclass(frozen=True)

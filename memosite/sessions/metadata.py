@@ -136,7 +136,8 @@ class TurnIndex:
         }
 
     def encode(self) -> bytes:
-        return _dump(self.to_json())
+        # Compact: this file is rewritten at every turn boundary and grows with the turns.
+        return (json.dumps(self.to_json(), separators=(",", ":")) + "\n").encode("utf-8")
 
     @classmethod
     def parse(cls, data: bytes) -> TurnIndex | None:

@@ -79,6 +79,7 @@ class SessionIndex:
     delta_chunks: int = 0
     total_length: int = 0
     newest_time: float = 0.0
+    norm_cache: tuple[float, list[float]] | None = field(default=None, repr=False)
 
     @property
     def chunk_count(self) -> int:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import compress, repeat
+from operator import add, mul, truediv
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,28 +118,47 @@ def _snippet(text: str, terms: set[str], part: int) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
 
 
+def _norms(index: SessionIndex, average_length: float) -> list[float]:
+    """``k1 * (1 - b + b * length / avgdl)`` per chunk, cached on the index for this avgdl."""
+    cached = index.norm_cache
+    if cached is None or cached[0] != average_length:
+        flat, slope = K1 * (1.0 - B), K1 * B / average_length
+        cached = (average_length, [flat + slope * length for length in index.chunks["length"]])
+        index.norm_cache = cached
+    return cached[1]
+
+
 def score_chunks(indexes: list[SessionIndex], terms: list[str]) -> tuple[dict[int, float], int]:
     """Raw BM25 per matching chunk, keyed ``session position << 32 | chunk number``."""
     chunk_total = sum(index.chunk_count for index in indexes)
     if chunk_total == 0:
         return {}, 0
     average_length = sum(index.total_length for index in indexes) / chunk_total
-    flat = K1 * (1.0 - B)
-    slope = K1 * B / average_length
-    scores: dict[int, float] = {}
+    per_term: list[dict[int, float]] = []
     for term in terms:
         df = sum(index.document_frequency(term) for index in indexes)
         if df == 0:
             continue
         weight = bm25_idf(chunk_total, df) * (K1 + 1.0)
+        contributions: dict[int, float] = {}
         for position, index in enumerate(indexes):
-            lengths = index.chunks["length"]
+            norms = _norms(index, average_length)
             base = position << 32
-            get = scores.get
             for chunks, tfs in index.postings(term):
-                for chunk, tf in zip(chunks, tfs, strict=True):
-                    key = base | chunk
-                    scores[key] = get(key, 0.0) + weight * tf / (tf + flat + slope * lengths[chunk])
+                # weight * tf / (tf + norm), evaluated by C-level map/zip: the hot loop of search.
+                keys = chunks if base == 0 else map(base.__or__, chunks)
+                denominators = map(add, tfs, map(norms.__getitem__, chunks))
+                contributions.update(zip(keys, map(truediv, map(mul, repeat(weight), tfs), denominators)))
+        per_term.append(contributions)
+    if not per_term:
+        return {}, chunk_total
+    # Fold the smaller maps into the largest: the work follows the rarer terms. The order is
+    # fixed per query, so equal chunks always get bit-identical sums (ties stay ties).
+    per_term.sort(key=len, reverse=True)
+    scores = per_term[0]
+    for contributions in per_term[1:]:
+        sums = list(map(add, map(scores.get, contributions, repeat(0.0)), contributions.values()))
+        scores.update(zip(contributions, sums))
     return scores, chunk_total
 
 
@@ -150,9 +171,7 @@ def rank(indexes: list[SessionIndex], scores: dict[int, float], limit: int) -> l
     # No chunk below kth / (1 + weight) can overtake the limit chunks already at >= kth.
     floor = kth / (1.0 + RECENCY_WEIGHT)
     ranked = []
-    for key, raw in scores.items():
-        if raw < floor:
-            continue
+    for key, raw in compress(scores.items(), map(floor.__le__, scores.values())):
         index = indexes[key >> 32]
         chunk = key & 0xFFFFFFFF
         multiplier = recency_multiplier((newest - index.chunks["time"][chunk]) / _SECONDS_PER_DAY)
