@@ -30,13 +30,13 @@ from memosite.sessions.events import (
     decode_event,
 )
 from memosite.sessions.lifecycle import LifecycleKind, TurnSpan, TurnState
+from memosite.sessions.lines import last_line, line_is, read_line_at
 from memosite.sessions.metadata import Manifest, TurnIndex, index_inconsistency
 from memosite.sessions.paths import SessionPaths
 
 Clock = Callable[[], str]
 FLUSH_BYTES = 1024 * 1024
 LOCK_TIMEOUT_SECONDS = 30.0
-_LINE_PROBE = 4096
 
 
 class UtcClock:
@@ -204,7 +204,7 @@ class EventLog:
             return None if manifest.next_seq == 1 and manifest.event_count == 0 else "empty log, non-empty manifest"
         fd = safefs.open_private(self.paths.events, os.O_RDONLY)
         try:
-            last = _last_line(fd, manifest.log_bytes)
+            last = last_line(fd, manifest.log_bytes)
             if last is None:
                 return "the log does not end with a complete line"
             event = decode_event(last)
@@ -215,9 +215,9 @@ class EventLog:
             if (manifest.status == "ended") != (event is not None and event.type == SESSION_ENDED):
                 return "the manifest's status does not match the end of the log"
             for span in index.turns:
-                if not _line_is(fd, span.start_offset, LifecycleKind.STARTED, span.turn, span.start_seq):
+                if not line_is(fd, span.start_offset, LifecycleKind.STARTED, span.turn, span.start_seq):
                     return f"turn {span.turn} does not start where the index says"
-                if span.end_offset is not None and not _line_is(
+                if span.end_offset is not None and not line_is(
                     fd, span.end_offset, LifecycleKind(f"turn.{span.status}"), span.turn, span.end_seq
                 ):
                     return f"turn {span.turn} does not end where the index says"
@@ -428,7 +428,7 @@ class EventLog:
             found: list[Event] = []
             end = self._durable_bytes
             while end > 0 and len(found) < count:
-                line = _last_line(fd, end)
+                line = last_line(fd, end)
                 if line is None:
                     break
                 end -= len(line)
@@ -468,50 +468,3 @@ def _stale_generation(paths: SessionPaths) -> int:
     except (FileNotFoundError, StorageError):
         return 0
     return index.generation if index is not None else 0
-
-
-def _last_line(fd: int, end: int) -> bytes | None:
-    """The complete line that ends at byte ``end`` (which must follow a newline), or None."""
-    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
-        return None
-    block = _LINE_PROBE
-    while True:
-        start = max(0, end - block)
-        chunk = os.pread(fd, end - start, start)
-        cut = chunk.rfind(b"\n", 0, len(chunk) - 1)
-        if cut >= 0:
-            return chunk[cut + 1 :]
-        if start == 0:
-            return chunk
-        block *= 4
-
-
-def _line_at(fd: int, offset: int) -> bytes:
-    """The complete line that starts at ``offset``, or b"" when none does."""
-    if offset > 0 and os.pread(fd, 1, offset - 1) != b"\n":
-        return b""
-    block = _LINE_PROBE
-    while True:
-        chunk = os.pread(fd, block, offset)
-        cut = chunk.find(b"\n")
-        if cut >= 0:
-            return chunk[: cut + 1]
-        if len(chunk) < block:
-            return b""
-        block *= 4
-
-
-def read_line_at(path: Path, offset: int) -> bytes:
-    """The complete line of a session file that starts at ``offset`` (b"" if there is none)."""
-    fd = safefs.open_private(path, os.O_RDONLY)
-    try:
-        return _line_at(fd, offset)
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-
-
-def _line_is(fd: int, offset: int, kind: LifecycleKind, turn: int, seq: int | None) -> bool:
-    event = decode_event(_line_at(fd, offset) or b"-")
-    return event is not None and event.type == kind.value and event.turn == turn and event.seq == seq

@@ -23,7 +23,7 @@ from typing import Any
 from memosite.errors import InvalidArguments, StorageError
 from memosite.sessions.catalog import iter_sessions
 from memosite.sessions.events import decode_event
-from memosite.sessions.log import read_line_at
+from memosite.sessions.lines import read_line_at
 from memosite.sessions.paths import SessionPaths, sessions_root
 from memosite.sessions.postings import (
     CHUNK_TOKENS,

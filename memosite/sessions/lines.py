@@ -1,0 +1,64 @@
+"""Reading single lines of a session file by byte offset, without reading the whole file.
+
+Used by the reopen spot checks (does the line at a turn index offset hold that turn's event?),
+by ``tail`` and by search snippets.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memosite.errors import StorageError
+from memosite.sessions import safefs
+from memosite.sessions.events import decode_event
+from memosite.sessions.lifecycle import LifecycleKind
+
+_LINE_PROBE = 4096
+
+
+def last_line(fd: int, end: int) -> bytes | None:
+    """The complete line that ends at byte ``end`` (which must follow a newline), or None."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        return None
+    block = _LINE_PROBE
+    while True:
+        start = max(0, end - block)
+        chunk = os.pread(fd, end - start, start)
+        cut = chunk.rfind(b"\n", 0, len(chunk) - 1)
+        if cut >= 0:
+            return chunk[cut + 1 :]
+        if start == 0:
+            return chunk
+        block *= 4
+
+
+def line_at(fd: int, offset: int) -> bytes:
+    """The complete line that starts at ``offset``, or b"" when none does."""
+    if offset > 0 and os.pread(fd, 1, offset - 1) != b"\n":
+        return b""
+    block = _LINE_PROBE
+    while True:
+        chunk = os.pread(fd, block, offset)
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            return chunk[: cut + 1]
+        if len(chunk) < block:
+            return b""
+        block *= 4
+
+
+def read_line_at(path: Path, offset: int) -> bytes:
+    """The complete line of a session file that starts at ``offset`` (b"" if there is none)."""
+    fd = safefs.open_private(path, os.O_RDONLY)
+    try:
+        return line_at(fd, offset)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def line_is(fd: int, offset: int, kind: LifecycleKind, turn: int, seq: int | None) -> bool:
+    event = decode_event(line_at(fd, offset) or b"-")
+    return event is not None and event.type == kind.value and event.turn == turn and event.seq == seq
