@@ -552,3 +552,35 @@ def test_derived_views_catch_up_from_their_stamp(vault: Vault) -> None:
     paths(vault).progress.write_bytes(stale[1])
     with reopen(vault, writable=False) as session:
         assert [fact.text for fact in session.derived.facts] == ["fact 1", "fact 2", "late fact"]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from memosite.vault import Vault
+    from memosite.sessions import Session
+
+    vault = Vault.open(sys.argv[1])
+    for number in range(15):
+        with Session.open(vault, "demo", "s1", sync_record=False) as session:
+            session.append("message", text=f"writer {sys.argv[2]} event {number}")
+    """
+)
+
+
+def test_concurrent_writers_are_serialised_by_the_session_lock(vault: Vault) -> None:
+    start(vault).close()
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(vault.root), str(n)], stderr=subprocess.PIPE)
+        for n in range(3)
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+    lines = log_lines(vault)
+    assert [line["seq"] for line in lines] == list(range(1, 47))
+    for n in range(3):
+        mine = [line["payload"]["text"] for line in lines if line["payload"].get("text", "").startswith(f"writer {n} ")]
+        assert mine == [f"writer {n} event {i}" for i in range(15)]
+    with reopen(vault) as session:
+        assert session.log.rescan_reason is None and session.log.meta.event_count == 46
