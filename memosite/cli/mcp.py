@@ -39,7 +39,14 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
         from memosite.mcp_server import run_stdio
         from memosite.vault import Vault
 
-        run_stdio(Vault.open(root), project, read_only=read_only)
+        vault = Vault.open(root)
+        if sys.stdin.isatty():
+            sys.stderr.write(
+                f"memosite: serving MCP on stdin/stdout (vault {root}, project {project}); "
+                "a client starts this for you, see `memosite mcp --print-config claude`. "
+                "Ctrl-C to stop.\n"
+            )
+        run_stdio(vault, project, read_only=read_only)
     except MemositeError as exc:
         sys.stderr.write(f"memosite: error: {exc.message}\n")
         raise SystemExit(exc.exit_code) from None
