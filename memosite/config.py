@@ -100,7 +100,27 @@ def load_config(vault_root: Path) -> VaultConfig:
         raise InvalidArguments(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidArguments(f"{path} must hold a JSON object")
-    return VaultConfig(raw=_deep_merge(DEFAULT_CONFIG, data))
+    config = VaultConfig(raw=_deep_merge(DEFAULT_CONFIG, data))
+    _check_types(config, path)
+    return config
+
+
+_NUMERIC_SETTINGS = (
+    ("ttl", "scratchDays"), ("ttl", "reviewDays"), ("bootstrap", "maxBytes"), ("sessions", "keep"),
+    ("sessions", "maxAgeDays"), ("sessions", "capEvents"), ("sessions", "capBytes"),
+)
+
+
+def _check_types(config: VaultConfig, path: Path) -> None:
+    """Bad settings fail here, with the key named, not deep inside a command."""
+    for section, key in _NUMERIC_SETTINGS:
+        holder = config.raw.get(section)
+        value = holder.get(key) if isinstance(holder, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise InvalidArguments(f"{path}: {section}.{key} must be a non-negative number, got {value!r}")
+    git = config.raw.get("vaultGit")
+    if not isinstance(git, dict) or not all(isinstance(git.get(k), bool) for k in ("enabled", "atomic")):
+        raise InvalidArguments(f"{path}: vaultGit.enabled and vaultGit.atomic must be true or false")
 
 
 def default_vault_root(env: Mapping[str, str]) -> Path:

@@ -161,3 +161,11 @@ def test_demo_writes_every_kind_and_compiles_views(tmp_path: Path) -> None:
         assert f"[{severity}]" in traps
     decisions = (project / "DECISIONS.md").read_text(encoding="utf-8")
     assert "## Superseded" in decisions and "## Proposed" in decisions
+
+
+def test_bad_config_value_is_one_clear_line(vault_dir: Path) -> None:
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text('{"ttl": {"scratchDays": "soon"}}', encoding="utf-8")
+    exit_code, out, err = run("list")
+    assert exit_code == 1 and "ttl.scratchDays must be a non-negative number" in err
+    assert err.count("\n") == 1

@@ -375,16 +375,17 @@ def test_wrong_argument_types_are_tool_errors_not_crashes(vault_dir: Path) -> No
 
 
 def test_unexpected_exception_is_internal_error_and_server_keeps_serving(vault_dir: Path) -> None:
-    # A config value of the wrong type fails deep in the core with a plain ValueError: the kind of
-    # crash no error code anticipates.
-    vault_dir.mkdir(parents=True)
-    (vault_dir / "config.json").write_text('{"ttl": {"scratchDays": "soon"}}', encoding="utf-8")
+    # A vault template override with a syntax error fails deep in the view compiler with a plain
+    # Jinja exception: the kind of crash no error code anticipates.
+    broken = vault_dir / "templates" / "views"
+    broken.mkdir(parents=True)
+    (broken / "SESSIONS.md.j2").write_text("{% for x in %}\n", encoding="utf-8")
 
     async def scenario() -> None:
         async with connect(vault_dir) as session:
-            code, message = await call_error(session, "upsert", kind="scratch", body="note\n")
+            code, message = await call_error(session, "upsert", kind="session", body="note\n")
             assert code == "INTERNAL_ERROR"
-            assert "ValueError" in message
+            assert "TemplateSyntaxError" in message
             await call_ok(session, "upsert", kind="spec", body="Fine.\n", slug="fine")
 
     run(scenario)
