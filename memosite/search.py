@@ -399,7 +399,7 @@ def _run(
         params: list[Any] = [*filters.params]
     else:
         source = (
-            f"SELECT {columns}, {_BM25} AS rank FROM records_fts JOIN records AS r "
+            f"SELECT {columns}, {_BM25} AS rank FROM records_fts CROSS JOIN records AS r "
             f"ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? AND {filters.sql()}"
         )
         params = [fts_query, *filters.params]
@@ -492,7 +492,7 @@ def keyword_ranks(
         return {}
     marks = ", ".join("?" for _ in kinds)
     rows = vault.index().conn.execute(
-        f"SELECT r.path, {_BM25} AS rank FROM records_fts JOIN records AS r "
+        f"SELECT r.path, {_BM25} AS rank FROM records_fts CROSS JOIN records AS r "
         f"ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? AND r.project = ? "
         f"AND r.kind IN ({marks})",
         [fts_query, project, *kinds],
