@@ -69,7 +69,7 @@ def upsert(app: App, kind: str, body: str | None, body_file: str | None, slug: s
 @click.option("--id", "record_id")
 @click.option("--kind")
 @click.option("--slug")
-@click.option("--session-id", help="Count the hit at most once per agent session.")
+@click.option("--session-id", help="Agent session id: the fetch counts as a hit, once per session.")
 @vault_options
 def get(app: App, record_id: str | None, kind: str | None, slug: str | None, session_id: str | None) -> None:
     """Print one record (annotated `expired` when past its expiry)."""
@@ -91,10 +91,11 @@ def get(app: App, record_id: str | None, kind: str | None, slug: str | None, ses
 
 
 def _count_hit(app: App, found: Any, session_id: str | None) -> None:
-    try:
-        from memosite.salience import record_hits
-    except ImportError:
+    """An agent's fetch is a hit (once per session); a person reading a record is not."""
+    if not session_id:
         return
+    from memosite.salience import record_hits
+
     record_hits(app.vault, found.project, [found.id], session_id=session_id)
 
 
