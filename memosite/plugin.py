@@ -46,6 +46,8 @@ from memosite.errors import MemositeError
 
 log = logging.getLogger("mkdocs.plugins.memosite")
 
+# Below this many pages a helper process costs more than it saves.
+PARALLEL_SCAN_PAGES = 200
 ASSETS = ("assets/memosite/memory.css", "assets/memosite/memory.js")
 
 
@@ -94,6 +96,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._content: Any = None
         self._files: Files | None = None
         self._started_ns = 0
+        self._scanner: Any = None
 
     @property
     def published_records(self) -> int:
@@ -132,19 +135,20 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
     # --- pages -------------------------------------------------------------------------------
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
-        from memosite.indexing import ensure_index, refresh_project
+        from memosite.indexing import ensure_index
         from memosite.resources import data_path
         from memosite.site.pages import collect_site_content
         from memosite.vault import Vault
+        from memosite.watch import recompile_projects
 
         assert self.vault_root is not None
         try:
             vault = Vault.open(self.vault_root, create=False)
             try:
                 ensure_index(vault)
-                with vault.lock():
-                    for project in self.projects:
-                        refresh_project(vault, project)
+                # Files first: edits made by hand since the last compile reach the index and the
+                # vault's own views before the site is made from them.
+                recompile_projects(vault, self.projects)
                 content = collect_site_content(vault, prefix=self.prefix, projects=self.projects)
             finally:
                 vault.close()
@@ -194,20 +198,45 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         _sanitize_toc(page.toc, sanitize_html)
         return sanitize_html(html_text)
 
+    def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
+        from memosite.site.output import OutputScanner
+
+        to_write = sum(1 for f in files.documentation_pages() if f.page is not None and f.page.content is not None)
+        parallel = to_write >= PARALLEL_SCAN_PAGES and (os.cpu_count() or 1) > 1
+        self._scanner = OutputScanner(Path(config.site_dir), parallel=parallel)
+        return env
+
+    @event_priority(-100)  # scan what is written, after every other plugin had its say
+    def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str:
+        if self._scanner is not None:
+            self._scanner.submit(page.file.abs_dest_path, output)
+        return output
+
     # --- serving -----------------------------------------------------------------------------
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
-        if self.watch_vault_on_serve and self.vault_root is not None:
-            server.watch(str(self.vault_root / "projects"))
+        if not self.watch_vault_on_serve or self.vault_root is None:
+            return server
+        # Record directories only: the views this plugin compiles live at each project's root,
+        # and watching them would rebuild once more after every rebuild.
+        from memosite.vault import RECORD_DIRS
+
+        projects_dir = self.vault_root / "projects"
+        server.watch(str(projects_dir), recursive=False)
+        for project in self.projects:
+            for subdir in RECORD_DIRS:
+                directory = projects_dir / project / subdir
+                if directory.is_dir():
+                    server.watch(str(directory))
         return server
 
     # --- after the build ---------------------------------------------------------------------
     @event_priority(-100)  # after the search plugin has written its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         from memosite.site.output import (
+            OutputScanner,
             clean_site_dir,
             complete_search_index,
             remove_outputs,
-            scan_site_for_secrets,
         )
 
         assert self._files is not None
@@ -227,7 +256,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if incremental:
             remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in generated])
         since = self._started_ns - 1_000_000_000 if incremental else None
-        findings = scan_site_for_secrets(site_dir, modified_since_ns=since)
+        scanner = self._scanner or OutputScanner(site_dir, parallel=False)
+        self._scanner = None
+        findings = scanner.finish(modified_since_ns=since)
         if findings:
             clean_site_dir(site_dir)
             self._memory = _BuildMemory(key=self._memory.key)
@@ -245,6 +276,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def on_build_error(self, *, error: Exception) -> None:
         # A failed build may leave a half-written site: the next one must rebuild every page.
         self._memory = _BuildMemory(key=self._memory.key)
+        if self._scanner is not None:
+            self._scanner.close()
+            self._scanner = None
 
 
 def _nav_mentions(nav: Any, prefix: str) -> bool:

@@ -6,9 +6,12 @@ directory, not MkDocs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,82 @@ def scan_site_for_secrets(site_dir: Path, *, modified_since_ns: int | None = Non
         text = path.read_text(encoding="utf-8", errors="replace")
         findings.extend(scan_text(text, where=path.relative_to(site_dir).as_posix()))
     return findings
+
+
+class OutputScanner:
+    """Scans pages as the build writes them, in a helper process when the build is large.
+
+    MkDocs renders on one core, and scanning a thousand pages costs a fifth as much again; a
+    big build streams its pages to ``python -m memosite.site.scanworker`` on another core
+    instead. :meth:`finish` then reads every output file nobody handed in (search index,
+    sitemap, ...). If the helper cannot run, everything is scanned here.
+    """
+
+    def __init__(self, site_dir: Path, *, parallel: bool) -> None:
+        self.site_dir = site_dir
+        self._scanned: set[str] = set()
+        self._findings: list[SecretFinding] = []
+        self._worker: subprocess.Popen[str] | None = None
+        if parallel:
+            try:
+                self._worker = subprocess.Popen(
+                    [sys.executable, "-m", "memosite.site.scanworker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    encoding="utf-8",
+                )
+            except OSError:
+                self._worker = None
+
+    def submit(self, path: str | Path, text: str) -> None:
+        """Scan ``text``, the content written to ``path`` (inside the site directory)."""
+        absolute = Path(path).absolute()
+        self._scanned.add(str(absolute))
+        where = absolute.relative_to(self.site_dir.absolute()).as_posix()
+        if self._worker is not None and self._worker.stdin is not None:
+            try:
+                self._worker.stdin.write(json.dumps({"where": where, "text": text}) + "\n")
+                return
+            except OSError:
+                self._abandon_worker()
+        self._findings.extend(scan_text(text, where=where))
+
+    def _abandon_worker(self) -> None:
+        # Whatever the helper was given is scanned again from disk by finish().
+        self.close()
+        self._scanned.clear()
+
+    def finish(self, *, modified_since_ns: int | None = None) -> list[SecretFinding]:
+        """Every finding: pages handed in, plus every other output file (written since then)."""
+        for path in _scanned_files(self.site_dir, modified_since_ns):
+            if str(path.absolute()) not in self._scanned:
+                self.submit(path, path.read_text(encoding="utf-8", errors="replace"))
+        if self._worker is not None:
+            try:
+                output, _ = self._worker.communicate(timeout=600)
+            except (OSError, subprocess.TimeoutExpired):
+                output = None
+            if self._worker.returncode != 0 or output is None:
+                self._abandon_worker()
+                return scan_site_for_secrets(self.site_dir, modified_since_ns=modified_since_ns)
+            self._findings.extend(
+                SecretFinding(**json.loads(line)) for line in output.splitlines() if line.strip()
+            )
+            self._worker = None
+        return sorted(self._findings, key=lambda f: (f.where, f.line))
+
+    def close(self) -> None:
+        """Stop the helper (a failed build does not wait for its scan)."""
+        if self._worker is not None:
+            with contextlib.suppress(OSError):
+                self._worker.kill()
+            self._worker.wait()
+            for stream in (self._worker.stdin, self._worker.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._worker = None
 
 
 def clean_site_dir(site_dir: Path) -> None:

@@ -1,0 +1,185 @@
+"""``memosite build``, ``serve``, ``watch`` and ``publish``: the vault as a site."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memosite.cli._common import App, vault_options
+
+if TYPE_CHECKING:
+    from memosite.site.build import BuildResult
+    from memosite.watch import WatchBatch
+
+
+class _Quiet(logging.Filter):
+    """Drops MkDocs' notice on every dirty rebuild: serving rebuilds that way on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "'dirty' build is being performed" not in record.getMessage()
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
+    handler.addFilter(_Quiet())
+    for name in ("mkdocs", "memosite"):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    # Per-page chatter of a build stays out of a serving terminal.
+    logging.getLogger("mkdocs.commands.build").setLevel(logging.WARNING)
+
+
+def _projects(app: App) -> list[str] | None:
+    return [app.project] if app.project_arg else None
+
+
+def _summary(result: BuildResult, verb: str = "built") -> str:
+    megabytes = result.bytes / 1_000_000
+    projects = ", ".join(result.projects) or "no projects"
+    return (
+        f"{verb} {result.records} records of {projects} into {result.site_dir}"
+        f" ({result.pages} pages, {megabytes:.1f} MB, {result.seconds:.1f} s)"
+    )
+
+
+def _report_warnings(warnings: list[str]) -> None:
+    for message in warnings:
+        if "'dirty' build" not in message:
+            sys.stderr.write(f"memosite: warning: {message}\n")
+
+
+_config_option = click.option(
+    "--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+    help="An MkDocs config that uses the memosite plugin (default: memosite's own site).",
+)
+_strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs warning (broken links, ...).")
+
+
+@click.command()
+@click.option("--out", "out_dir", default="site", show_default=True, metavar="DIR",
+              help="Where the site goes, relative to the current directory. A previous build there "
+                   "is replaced only when the new one succeeds.")
+@_config_option
+@_strict_option
+@vault_options
+def build(app: App, out_dir: str, config_file: str | None, strict: bool) -> None:
+    """Build the vault's static site (MkDocs Material) into ./site.
+
+    Publishes every project of the vault (only the --project one if you name it). The build
+    fails, and publishes nothing, if its output holds anything that looks like a secret.
+    """
+    from memosite.site.build import build_site
+
+    result = build_site(app.vault, out_dir=out_dir, config_file=config_file, strict=strict,
+                        projects=_projects(app))
+    _report_warnings(result.warnings)
+    app.emit(result.to_json(), _summary(result))
+
+
+@click.command()
+@click.option("--dev-addr", default="127.0.0.1:8000", show_default=True, metavar="HOST:PORT",
+              help="Where to listen. Stays on this machine unless you choose another address.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
+@_config_option
+@vault_options
+def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None) -> None:
+    """Serve the vault's site with live reload until Ctrl-C.
+
+    Runs the watch loop too: a record saved in an editor updates the index, the vault's views
+    and the open browser pages, without a restart.
+    """
+    from memosite.site.server import serve as serve_site
+
+    _log_to_stderr()
+    serve_site(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser,
+               livereload=True)
+
+
+@click.command()
+@click.option("--quiet-seconds", default=0.25, show_default=True, type=click.FloatRange(0.01, 60),
+              help="How long the files must stay unchanged before a burst of edits is compiled.")
+@vault_options
+def watch(app: App, quiet_seconds: float) -> None:
+    """Keep the index and compiled views in step with edits made outside memosite.
+
+    Watches the vault's projects until Ctrl-C. Each burst of changes (create, edit, delete,
+    save-by-rename) is compiled once; files that do not parse are reported and skipped.
+    With --json, prints one JSON object per compile.
+    """
+    import threading
+
+    from memosite.watch import VaultWatcher
+
+    root = app.vault.root
+
+    def report(batch: WatchBatch) -> None:
+        if batch.touched:
+            app.emit(batch.to_json(), lambda: _describe(batch))
+            sys.stdout.flush()
+
+    stop = threading.Event()
+    watcher = VaultWatcher(root, on_change=report, quiet=quiet_seconds)
+    watcher.start()
+    sys.stderr.write(f"memosite: watching {root / 'projects'} (Ctrl-C to stop)\n")
+    try:
+        while not stop.wait(3600):
+            pass
+    finally:
+        watcher.stop()
+
+
+def _describe(batch: WatchBatch) -> str:
+    lines = []
+    for change in batch.projects:
+        if not change.touched:
+            continue
+        parts = [f"{len(change.changed)} changed", f"{len(change.added)} added", f"{len(change.removed)} removed"]
+        views = f"; views: {', '.join(change.views)}" if change.views else ""
+        lines.append(f"{change.project}: {', '.join(parts)}{views}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--to", "dest", metavar="DIR", help="Write a finished static copy of the site to DIR.")
+@click.option("--gh-pages", "gh_pages", is_flag=True, help="Commit the site to a branch of a git remote.")
+@click.option("--remote", default="origin", show_default=True,
+              help="With --gh-pages: a remote of the current repository, or a URL or path.")
+@click.option("--branch", default="gh-pages", show_default=True, help="With --gh-pages: the branch to commit to.")
+@click.option("--message", "-m", metavar="TEXT", help="With --gh-pages: the commit message.")
+@_config_option
+@_strict_option
+@vault_options
+def publish(app: App, dest: str | None, gh_pages: bool, remote: str, branch: str, message: str | None,
+            config_file: str | None, strict: bool) -> None:
+    """Publish the site: a static copy (--to DIR) or a git branch (--gh-pages).
+
+    The site is built and checked for secrets first; nothing is published if that fails.
+    --gh-pages commits on top of the branch's history and pushes, like `mkdocs gh-deploy`,
+    without touching your working tree.
+    """
+    from memosite.errors import InvalidArguments
+
+    if bool(dest) == gh_pages:
+        raise InvalidArguments("choose one destination: --to DIR or --gh-pages")
+    common: dict[str, Any] = {"config_file": config_file, "strict": strict, "projects": _projects(app)}
+    if dest:
+        from memosite.site.build import publish_to_dir
+
+        result = publish_to_dir(app.vault, dest=dest, **common)
+        _report_warnings(result.warnings)
+        app.emit(result.to_json(), _summary(result, "published"))
+        return
+    from memosite.site.ghpages import publish_gh_pages
+
+    pushed = publish_gh_pages(app.vault, remote=remote, branch=branch, message=message, **common)
+    _report_warnings(pushed.build.warnings)
+    app.emit(
+        pushed.to_json(),
+        f"published {pushed.build.records} records to {pushed.remote} branch {pushed.branch}"
+        f" (commit {pushed.commit[:12]})",
+    )

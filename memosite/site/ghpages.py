@@ -1,0 +1,132 @@
+"""Publishing the built site to a branch of a git remote, as ``mkdocs gh-deploy`` does.
+
+The site is built (and scanned) first; only a successful build is committed. The commit is made
+in a throwaway repository whose work tree is the built site, on top of the branch's current head
+(so the branch keeps its history and the push is a fast-forward), then pushed. The user's own
+repository and working tree are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memosite.errors import InvalidArguments, StorageError
+from memosite.schema import format_iso, utc_now
+from memosite.site.build import BuildResult, build_site
+from memosite.vault import Vault
+
+_FALLBACK_IDENTITY = {
+    "GIT_AUTHOR_NAME": "memosite",
+    "GIT_AUTHOR_EMAIL": "memosite@localhost",
+    "GIT_COMMITTER_NAME": "memosite",
+    "GIT_COMMITTER_EMAIL": "memosite@localhost",
+}
+
+
+@dataclass
+class GhPagesResult:
+    remote: str
+    branch: str
+    commit: str
+    parent: str | None
+    build: BuildResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "branch": self.branch,
+            "commit": self.commit,
+            "parent": self.parent,
+            "build": self.build.to_json(),
+        }
+
+
+def _git(args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+         check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", check=False
+        )
+    except FileNotFoundError as exc:
+        raise StorageError("git is not installed (needed for --gh-pages)") from exc
+    if check and done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise StorageError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
+    return done
+
+
+def _looks_like_location(remote: str) -> bool:
+    return "://" in remote or remote.startswith(("git@", "/", "./", "../", "~")) or Path(remote).exists()
+
+
+def resolve_remote(remote: str, search: Sequence[Path]) -> str:
+    """A remote URL or path as given, or the URL of a named remote of the first repository in
+    ``search`` (the working directory, then the vault) that has it."""
+    if _looks_like_location(remote):
+        return str(Path(remote).expanduser()) if remote.startswith("~") else remote
+    for directory in search:
+        if not directory.is_dir():
+            continue
+        found = _git(["remote", "get-url", remote], cwd=directory, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    places = ", ".join(str(d) for d in search)
+    raise InvalidArguments(f"no git remote named {remote!r} in {places}; pass a URL or path with --remote")
+
+
+def _identity_env() -> dict[str, str]:
+    env = dict(os.environ)
+    configured = _git(["config", "--get", "user.email"], check=False).stdout.strip()
+    if not configured:
+        for key, value in _FALLBACK_IDENTITY.items():
+            env.setdefault(key, value)
+    return env
+
+
+def publish_gh_pages(
+    vault: Vault,
+    *,
+    remote: str = "origin",
+    branch: str = "gh-pages",
+    message: str | None = None,
+    config_file: str | Path | None = None,
+    strict: bool = False,
+    projects: Sequence[str] | None = None,
+    cwd: Path | None = None,
+) -> GhPagesResult:
+    """Build the site and commit it as the new head of ``branch`` on ``remote``, then push."""
+    if _git(["check-ref-format", "--branch", branch], check=False).returncode != 0:
+        raise InvalidArguments(f"invalid branch name {branch!r}")
+    url = resolve_remote(remote, [cwd or Path.cwd(), vault.root])
+    heads = _git(["ls-remote", "--heads", url, f"refs/heads/{branch}"], check=False)
+    if heads.returncode != 0:
+        detail = heads.stderr.strip().splitlines()
+        raise StorageError(f"cannot reach git remote {remote!r}: {detail[-1] if detail else 'unknown error'}")
+    parent = heads.stdout.split()[0] if heads.stdout.strip() else None
+    with tempfile.TemporaryDirectory(prefix="memosite-ghpages-") as tmp:
+        site = Path(tmp) / "site"
+        result = build_site(vault, out_dir=site, config_file=config_file, strict=strict, projects=projects)
+        (site / ".nojekyll").touch()  # GitHub Pages would otherwise drop paths starting with "_"
+        git_dir = Path(tmp) / "repo.git"
+        _git(["init", "--quiet", "--bare", str(git_dir)])
+        scoped = ["--git-dir", str(git_dir), "--work-tree", str(site)]
+        if parent is not None:
+            _git([*scoped, "fetch", "--quiet", "--depth=1", url, f"refs/heads/{branch}"])
+        _git([*scoped, "add", "--all", "--force", "."])
+        tree = _git([*scoped, "write-tree"]).stdout.strip()
+        text = message or (
+            f"memosite: publish {result.records} records of {', '.join(result.projects) or 'no project'}"
+            f" ({format_iso(utc_now())})"
+        )
+        commit_args = [*scoped, "commit-tree", tree, "-m", text]
+        if parent is not None:
+            commit_args += ["-p", parent]
+        commit = _git(commit_args, env=_identity_env()).stdout.strip()
+        _git([*scoped, "push", "--quiet", url, f"{commit}:refs/heads/{branch}"])
+    return GhPagesResult(remote=url, branch=branch, commit=commit, parent=parent, build=result)

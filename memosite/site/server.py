@@ -1,0 +1,238 @@
+"""``memosite serve``: the site with live reload, kept current by the vault watcher.
+
+The first build is a full one. After that a record edit goes: watcher (debounced) -> index and
+views recompiled -> a dirty MkDocs build that re-renders only pages whose Markdown changed
+(the plugin completes the search index and ``records.json``) -> browsers reload. An edit of the
+site's own sources or its mkdocs.yml gets a full build.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memosite.errors import BuildError, InvalidArguments
+from memosite.site.build import load_site_config, memosite_plugin, run_build
+from memosite.vault import Vault
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.livereload import LiveReloadServer
+
+    from memosite.watch import WatchBatch
+
+log = logging.getLogger("memosite.serve")
+
+
+def parse_dev_addr(dev_addr: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port)."""
+    host, sep, port_text = dev_addr.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) < 65536:
+        raise InvalidArguments(f"invalid --dev-addr {dev_addr!r}: expected HOST:PORT, e.g. 127.0.0.1:8000")
+    return host, int(port_text)
+
+
+def _reload_server_class() -> type[LiveReloadServer]:
+    from mkdocs.livereload import LiveReloadServer
+
+    class _ReloadServer(LiveReloadServer):
+        _bound = False
+        _active = False
+
+        # serve() binds and listens itself; memosite does it first, to fail fast on a busy port
+        # and to queue early requests during the first build instead of refusing them.
+        def server_bind(self) -> None:
+            if not self._bound:
+                super().server_bind()
+                self._bound = True
+
+        def server_activate(self) -> None:
+            if not self._active:
+                super().server_activate()
+                self._active = True
+
+        def request_rebuild(self) -> None:
+            """Ask for a rebuild, exactly as the server's own file watcher does.
+
+            The vault has its own watcher (debounced, ignoring memosite's writes); this is how
+            it hands the rebuild to the server's build loop, which also reloads the browsers.
+            """
+            with self._rebuild_cond:
+                self._want_rebuild = True
+                self._rebuild_cond.notify_all()
+
+    return _ReloadServer
+
+
+def _sources_stamp(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    stamp: list[tuple[str, int, int]] = []
+    for base in paths:
+        if base.is_file():
+            info = base.stat()
+            stamp.append((str(base), info.st_mtime_ns, info.st_size))
+            continue
+        for directory, _dirs, names in os.walk(base):
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    info = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                stamp.append((path, info.st_mtime_ns, info.st_size))
+    return tuple(sorted(stamp))
+
+
+class SiteServer:
+    """A live site for one vault on ``dev_addr`` (loopback by default)."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        dev_addr: str = "127.0.0.1:8000",
+        config_file: str | Path | None = None,
+        livereload: bool = True,
+        open_browser: bool = False,
+    ) -> None:
+        self.vault_root = vault.root
+        self.host, self.port = parse_dev_addr(dev_addr)
+        self.dev_addr = dev_addr
+        self.config_file = config_file
+        self.livereload = livereload
+        self.open_browser = open_browser
+        self.builds = 0
+        self.site_dir = Path(tempfile.mkdtemp(prefix="memosite-serve-"))
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self._server: LiveReloadServer | None = None
+        self._sources: list[Path] = []
+        self._stamp: tuple[tuple[str, int, int], ...] = ()
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def _config(self) -> MkDocsConfig:
+        vault = Vault.open(self.vault_root, create=False)
+        try:
+            config = load_site_config(
+                vault, site_dir=self.site_dir, config_file=self.config_file, dev_addr=self.dev_addr
+            )
+        finally:
+            vault.close()
+        memosite_plugin(config).watch_vault_on_serve = False
+        config.site_url = self.url
+        return config
+
+    def build(self) -> None:
+        """Build the site: dirty when only the vault changed since the last build, else full."""
+        with self._lock:
+            config = self._config()
+            sources = [Path(config.docs_dir)]
+            if config.config_file_path:
+                sources.append(Path(config.config_file_path))
+            stamp = _sources_stamp(sources)
+            dirty = self.builds > 0 and stamp == self._stamp
+            try:
+                run_build(config, dirty=dirty, serve_url=self.url)
+            except BuildError as exc:
+                log.error("%s", exc.message)
+                raise
+            self._sources, self._stamp = sources, stamp
+            self.builds += 1
+
+    def _vault_changed(self, batch: WatchBatch) -> None:
+        if self._server is not None:
+            self._server.request_rebuild()  # type: ignore[attr-defined]
+
+    def _rebuild(self) -> None:
+        from mkdocs.exceptions import Abort
+
+        try:
+            self.build()
+        except BuildError as exc:
+            # Abort is what the server's build loop reports as one line (and keeps serving).
+            raise Abort(exc.message) from None
+
+    def _listen(self) -> LiveReloadServer:
+        server = _reload_server_class()(
+            builder=self._rebuild, host=self.host, port=self.port, root=str(self.site_dir)
+        )
+        try:
+            server.server_bind()
+            server.server_activate()
+        except OSError as exc:
+            server.server_close()
+            raise InvalidArguments(f"cannot listen on {self.dev_addr}: {exc.strerror or exc}") from exc
+        self.port = int(server.server_address[1])
+        server.url = self.url  # it computed its URL from the requested port, which may be 0
+        server.error_handler = self._error_page
+        return server
+
+    def serve_forever(self) -> None:
+        """Build, then serve until :meth:`stop` (or Ctrl-C); cleans up its temporary site."""
+        from memosite.watch import VaultWatcher
+
+        watcher: VaultWatcher | None = None
+        server: LiveReloadServer | None = None
+        try:
+            server = self._listen()
+            self.build()
+            self._server = server
+            if self.livereload:
+                for source in self._sources:
+                    server.watch(str(source))
+                watcher = VaultWatcher(self.vault_root, on_change=self._vault_changed)
+                watcher.start()
+                watcher.wait_ready(timeout=60)
+            if self._stopped.is_set():
+                return
+            self._ready.set()
+            log.info("Serving %s on %s", self.vault_root, self.url)
+            try:
+                server.serve(open_in_browser=self.open_browser)
+            except KeyboardInterrupt:
+                log.info("Shutting down...")
+        finally:
+            self._ready.set()
+            if watcher is not None:
+                watcher.stop()
+            if server is not None:
+                server.shutdown()
+            shutil.rmtree(self.site_dir, ignore_errors=True)
+
+    def _error_page(self, code: int) -> bytes | None:
+        page = self.site_dir / f"{code}.html"
+        return page.read_bytes() if code in (404, 500) and page.is_file() else None
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """True once the first build is done and the server is about to accept requests."""
+        return self._ready.wait(timeout)
+
+    def stop(self) -> None:
+        """Stop serving (from another thread)."""
+        self._stopped.set()
+        if self._server is not None:
+            self._server.shutdown()
+
+
+def serve(
+    vault: Vault,
+    *,
+    dev_addr: str = "127.0.0.1:8000",
+    config_file: str | Path | None = None,
+    open_browser: bool = False,
+    livereload: bool = True,
+) -> None:
+    """Serve the vault's site with live reload until interrupted (blocks)."""
+    SiteServer(
+        vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=livereload
+    ).serve_forever()

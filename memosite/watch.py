@@ -1,0 +1,331 @@
+"""The watch loop: keeps the index and the compiled views in step with edits made outside memosite.
+
+An editor saving a record, ``git pull``, ``rm``: each burst of file events becomes one
+recompile of the projects it touched. What counts as a change is decided by pure functions
+(:func:`record_project`, :func:`projects_changed`, :class:`Debouncer`) over plain
+:class:`FileEvent` values; :class:`VaultWatcher` only feeds them real watchdog events.
+
+Ignored, so that the loop never feeds itself: the views memosite writes at a project's root,
+everything under ``.memosite/`` (index, lock), temp files of atomic writes and conflict
+sidecars. File reads (watchdog's ``opened`` / ``closed_no_write``) are not changes either.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memosite.config import validate_project_id
+from memosite.errors import InvalidArguments, MemositeError
+from memosite.vault import RECORD_DIRS, Vault, is_record_name, warn
+
+CHANGE_EVENTS = frozenset({"created", "modified", "deleted", "moved"})
+DEFAULT_QUIET_SECONDS = 0.25
+DEFAULT_MAX_DELAY_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class FileEvent:
+    """A file system event, reduced to what the watcher decides on."""
+
+    event_type: str
+    src_path: str
+    dest_path: str = ""
+    is_directory: bool = False
+
+    @classmethod
+    def from_watchdog(cls, event: Any) -> FileEvent:
+        dest = getattr(event, "dest_path", "") or ""
+        return cls(
+            event_type=str(event.event_type),
+            src_path=_text(event.src_path),
+            dest_path=_text(dest),
+            is_directory=bool(event.is_directory),
+        )
+
+
+def _text(path: str | bytes) -> str:
+    return path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else str(path)
+
+
+def _project_parts(projects_dir: Path, path: str) -> tuple[str, ...] | None:
+    try:
+        parts = Path(path).relative_to(projects_dir).parts
+    except ValueError:
+        return None
+    if not parts or parts[0].startswith("."):
+        return None
+    try:
+        validate_project_id(parts[0])
+    except InvalidArguments:
+        return None
+    return parts
+
+
+def record_project(projects_dir: Path, path: str) -> str | None:
+    """The project whose record file ``path`` is, or None when the path is not a record.
+
+    A record is ``<projects>/<project>/<kind dir>/<name>.md``; views at the project root, temp
+    files, sidecars and anything deeper or elsewhere are not.
+    """
+    parts = _project_parts(projects_dir, path)
+    if parts is None or len(parts) != 3:
+        return None
+    project, subdir, name = parts
+    if subdir not in RECORD_DIRS or not is_record_name(name):
+        return None
+    return project
+
+
+def _directory_project(projects_dir: Path, path: str) -> str | None:
+    """A project whose record directories a directory event may have changed wholesale."""
+    parts = _project_parts(projects_dir, path)
+    if parts is None or len(parts) > 2 or (len(parts) == 2 and parts[1] not in RECORD_DIRS):
+        return None
+    return parts[0]
+
+
+def projects_changed(projects_dir: Path, events: Iterable[FileEvent]) -> set[str]:
+    """The projects whose records these events may have created, changed, moved or removed.
+
+    A move counts for both ends: saving by rename (temp file -> ``x.md``) changes ``x.md``;
+    renaming ``x.md`` away removes it. Moving or deleting a whole kind directory or project
+    counts too (inotify reports the directory only, not the files inside it).
+    """
+    touched: set[str] = set()
+    for event in events:
+        if event.event_type not in CHANGE_EVENTS:
+            continue
+        for path in (event.src_path, event.dest_path):
+            if not path:
+                continue
+            if event.is_directory:
+                project = _directory_project(projects_dir, path) if event.event_type != "modified" else None
+            else:
+                project = record_project(projects_dir, path)
+            if project is not None:
+                touched.add(project)
+    return touched
+
+
+@dataclass
+class Debouncer:
+    """Groups a burst of events: due once events stop for ``quiet`` seconds, or after ``max_delay``
+    since the burst began, whichever comes first (so a steady trickle cannot starve the loop)."""
+
+    quiet: float = DEFAULT_QUIET_SECONDS
+    max_delay: float = DEFAULT_MAX_DELAY_SECONDS
+    first: float | None = None
+    last: float | None = None
+
+    def note(self, now: float) -> None:
+        if self.first is None:
+            self.first = now
+        self.last = now
+
+    @property
+    def pending(self) -> bool:
+        return self.first is not None
+
+    def due(self, now: float) -> bool:
+        if self.first is None or self.last is None:
+            return False
+        return now - self.last >= self.quiet or now - self.first >= self.max_delay
+
+    def wait_time(self, now: float) -> float:
+        """Seconds until :meth:`due` can next be true (0 when it already is)."""
+        if self.first is None or self.last is None:
+            return self.quiet
+        return max(0.0, min(self.last + self.quiet, self.first + self.max_delay) - now)
+
+    def reset(self) -> None:
+        self.first = self.last = None
+
+
+@dataclass
+class ProjectChange:
+    """What one recompile did to one project."""
+
+    project: str
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    views: list[str] = field(default_factory=list)
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class WatchBatch:
+    """One recompile: the projects a burst of events touched and what changed in each."""
+
+    projects: list[ProjectChange]
+
+    @property
+    def touched(self) -> bool:
+        return any(change.touched for change in self.projects)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"projects": [change.to_json() for change in self.projects]}
+
+
+def recompile_projects(vault: Vault, projects: Iterable[str]) -> WatchBatch:
+    """Bring the index and views of ``projects`` in step with their files, under the vault lock.
+
+    Only views that records of a changed kind appear in are rewritten. A project whose directory
+    is gone loses its index rows and gets no views (so a deleted project stays deleted).
+    """
+    from memosite.indexing import rebuild_views, refresh_project
+
+    batch = WatchBatch(projects=[])
+    with vault.lock():
+        for project in sorted(projects):
+            change = ProjectChange(project)
+            if not vault.project_dir(project).is_dir():
+                index = vault.index()
+                change.removed = sorted(index.file_stats(project))
+                index.clear(project)
+                batch.projects.append(change)
+                continue
+            result = refresh_project(vault, project)
+            change.added, change.changed = result.added, result.changed
+            change.removed, change.invalid = result.removed, result.invalid
+            if result.touched:
+                change.views = [path.name for path in rebuild_views(vault, project, result.kinds)]
+            batch.projects.append(change)
+    return batch
+
+
+class VaultWatcher:
+    """Watches ``<vault>/projects`` and recompiles once per burst of record changes.
+
+    ``on_change`` (the builder, e.g. the site server) is called after each recompile with the
+    :class:`WatchBatch`, from the watcher's own thread. Errors are reported and the loop goes on.
+    """
+
+    def __init__(
+        self,
+        vault_root: Path,
+        *,
+        on_change: Callable[[WatchBatch], None] | None = None,
+        quiet: float = DEFAULT_QUIET_SECONDS,
+        max_delay: float = DEFAULT_MAX_DELAY_SECONDS,
+        catch_up: bool = True,
+    ) -> None:
+        self.vault_root = Path(vault_root).absolute()
+        self.projects_dir = self.vault_root / "projects"
+        self.on_change = on_change
+        self.catch_up = catch_up
+        self.recompiles = 0
+        self._debouncer = Debouncer(quiet=quiet, max_delay=max_delay)
+        self._pending: set[str] = set()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._observer: Any = None
+        self._ready = threading.Event()
+
+    # --- events (observer thread) ------------------------------------------------------------
+    def dispatch(self, event: FileEvent) -> None:
+        """Take one event; relevant ones start or extend the current burst."""
+        projects = projects_changed(self.projects_dir, [event])
+        if not projects:
+            return
+        with self._cond:
+            self._pending |= projects
+            self._debouncer.note(time.monotonic())
+            self._cond.notify_all()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> VaultWatcher:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        watcher = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                watcher.dispatch(FileEvent.from_watchdog(event))
+
+        self.projects_dir.mkdir(parents=True, exist_ok=True)
+        self._observer = Observer()
+        self._observer.schedule(_Handler(), str(self.projects_dir), recursive=True)
+        self._observer.start()
+        self._thread = threading.Thread(target=self._run, name="memosite-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """True once the catch-up recompile is done and events are being handled."""
+        return self._ready.wait(timeout)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def __enter__(self) -> VaultWatcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- the loop (watcher thread) -----------------------------------------------------------
+    def _next_burst(self) -> set[str] | None:
+        with self._cond:
+            while not self._stopping:
+                now = time.monotonic()
+                if self._debouncer.due(now):
+                    projects, self._pending = self._pending, set()
+                    self._debouncer.reset()
+                    return projects
+                self._cond.wait(self._debouncer.wait_time(now) if self._debouncer.pending else None)
+            return None
+
+    def _run(self) -> None:
+        # The vault (and its SQLite connection) belongs to this thread alone.
+        vault = Vault.open(self.vault_root, create=False)
+        try:
+            if self.catch_up:
+                self._recompile(vault, vault.projects(), quiet_unless_touched=True)
+            self._ready.set()
+            while (projects := self._next_burst()) is not None:
+                self._recompile(vault, projects)
+        finally:
+            self._ready.set()
+            vault.close()
+
+    def _recompile(self, vault: Vault, projects: Iterable[str], *, quiet_unless_touched: bool = False) -> None:
+        projects = list(projects)
+        if not projects:
+            return
+        try:
+            batch = recompile_projects(vault, projects)
+        except (MemositeError, OSError) as exc:
+            warn(f"watch: recompiling {', '.join(sorted(projects))} failed: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 - the loop outlives any one bad burst
+            warn(f"watch: unexpected {type(exc).__name__}: {exc}")
+            return
+        self.recompiles += 1
+        if self.on_change is None or (quiet_unless_touched and not batch.touched):
+            return
+        try:
+            self.on_change(batch)
+        except Exception as exc:  # noqa: BLE001 - a failing builder must not stop the watcher
+            warn(f"watch: rebuilding after the change failed: {exc}")
