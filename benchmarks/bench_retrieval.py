@@ -34,19 +34,30 @@ PROJECT = "bench"
 NOW = datetime.now(UTC)
 MEMOSITE = Path(sys.executable).with_name("memosite")
 
-VOCABULARY = (
-    "cache retry payment checkout session cookie migration index query timeout deploy rollback queue "
-    "worker lock race schema column token auth login invoice rounding currency search redis postgres "
-    "latency memory leak thread async fixture flaky docker image cdn header proxy webhook signature "
-    "idempotency order stock inventory email template render component reducer hook route gateway "
-    "limit backoff jitter tenant billing export import csv parser encoding locale timezone cron "
-    "scheduler feature flag rollout canary metrics tracing alert pager dashboard oauth refresh"
-).split()
+_VOCABULARY_TEXT = """
+cache retry payment checkout session cookie migration index query timeout deploy rollback queue
+worker lock race schema column token auth login invoice rounding currency search redis postgres
+latency memory leak thread async fixture flaky docker image cdn header proxy webhook signature
+idempotency order stock inventory email template render component reducer hook route gateway
+limit backoff jitter tenant billing export import csv parser encoding locale timezone cron
+scheduler feature flag rollout canary metrics tracing alert pager dashboard oauth refresh
+"""
+VOCABULARY = _VOCABULARY_TEXT.split()
 LAYERS = ("application", "domain", "web", "infrastructure", "tests", "devops", "other")
 AREAS = ("payments", "auth", "web", "billing", "search", "orders", "jobs", "api", "infra", "tests")
 # kind → share of the vault, roughly what a busy project accumulates
-KIND_MIX = {"trap": 22, "decision": 12, "spec": 6, "plan": 8, "state": 2, "log": 32, "scratch": 6,
-            "review": 6, "prompt": 4, "session": 2}
+KIND_MIX = {
+    "trap": 22,
+    "decision": 12,
+    "spec": 6,
+    "plan": 8,
+    "state": 2,
+    "log": 32,
+    "scratch": 6,
+    "review": 6,
+    "prompt": 4,
+    "session": 2,
+}
 
 QUERIES: list[tuple[str | None, dict[str, Any]]] = [
     ("payment", {}),
@@ -68,14 +79,20 @@ QUERIES: list[tuple[str | None, dict[str, Any]]] = [
 ]
 
 
-FILLER = "the a to of and in is for on with when it that not be by from this".split()
+_FILLER_TEXT = "the a to of and in is for on with when it that not be by from this"
+FILLER = tuple(_FILLER_TEXT.split())
+
+
+_SYLLABLES = "ka lo mi ne ru sa to vi be do fa gu ha ji ko lu ma no pe qu ri se ti wa xe yo zu"
 
 
 def _identifiers(count: int, seed: int = 5) -> list[str]:
     """Made-up but word-like names (modules, functions, error codes) for a realistic long tail."""
     rng = random.Random(seed)
-    syllables = "ka lo mi ne ru sa to vi be do fa gu ha ji ko lu ma no pe qu ri se ti wa xe yo zu".split()
-    names = {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(count * 2)}
+    syllables = _SYLLABLES.split()
+    names = {
+        "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(count * 2)
+    }
     return sorted(names)[:count]
 
 
@@ -93,16 +110,33 @@ def _frontmatter(rng: random.Random, kind: str, number: int) -> dict[str, Any]:
     created = NOW - timedelta(days=rng.uniform(0, 150), minutes=rng.uniform(0, 600))
     area = rng.choice(AREAS)
     fm: dict[str, Any] = {
-        "id": f"{kind}-{number:06d}", "kind": kind, "project": PROJECT,
+        "id": f"{kind}-{number:06d}",
+        "kind": kind,
+        "project": PROJECT,
         "title": _sentence(rng, rng.randint(3, 8)).capitalize(),
-        "created": format_iso(created), "updated": format_iso(created + timedelta(hours=rng.uniform(0, 72))),
-        "tags": rng.sample(["tests", "security", "performance", "concurrency", area, "ops"], rng.randint(0, 3)),
+        "created": format_iso(created),
+        "updated": format_iso(created + timedelta(hours=rng.uniform(0, 72))),
+        "tags": rng.sample(
+            ["tests", "security", "performance", "concurrency", area, "ops"], rng.randint(0, 3)
+        ),
     }
     if kind == "trap":
-        fm.update(severity=rng.choice(("low", "medium", "high", "critical")), layer=rng.choice(LAYERS),
-                  occurrences=rng.randint(1, 12), hits=rng.randint(0, 40),
-                  pathPatterns=[rng.choice((f"src/{area}/**/*.py", f"src/{area}/{rng.choice(VOCABULARY)}.py",
-                                            f"src/{area}", "**/conftest.py"))])
+        fm.update(
+            severity=rng.choice(("low", "medium", "high", "critical")),
+            layer=rng.choice(LAYERS),
+            occurrences=rng.randint(1, 12),
+            hits=rng.randint(0, 40),
+            pathPatterns=[
+                rng.choice(
+                    (
+                        f"src/{area}/**/*.py",
+                        f"src/{area}/{rng.choice(VOCABULARY)}.py",
+                        f"src/{area}",
+                        "**/conftest.py",
+                    )
+                )
+            ],
+        )
         if rng.random() < 0.05:
             fm.update(staleCount=3, helpfulCount=1)
     elif kind == "decision":
@@ -110,7 +144,9 @@ def _frontmatter(rng: random.Random, kind: str, number: int) -> dict[str, Any]:
     elif kind == "plan":
         fm["status"] = rng.choices(("active", "shipped", "paused"), (50, 40, 10))[0]
         if fm["status"] == "shipped":
-            fm.update(outcome=_sentence(rng, 12) + ".", verifiedAtSha=f"{rng.getrandbits(160):040x}")
+            fm.update(
+                outcome=_sentence(rng, 12) + ".", verifiedAtSha=f"{rng.getrandbits(160):040x}"
+            )
     elif kind == "log":
         fm["details"] = {"step": number, "area": area}
     if kind in ("trap", "decision", "plan", "spec") and rng.random() < 0.08:
@@ -127,9 +163,13 @@ def build_vault(root: Path, count: int, seed: int = 3) -> Vault:
     for number in range(count):
         kind = rng.choices(kinds, weights)[0]
         fm = _frontmatter(rng, kind, number)
-        paragraphs = [_sentence(rng, rng.randint(15, 70)).capitalize() + "." for _ in range(rng.randint(1, 4))]
+        paragraphs = [
+            _sentence(rng, rng.randint(15, 70)).capitalize() + "." for _ in range(rng.randint(1, 4))
+        ]
         if kind in ("trap", "decision") and rng.random() < 0.3:
-            paragraphs.append(f"```python\n{rng.choice(VOCABULARY)}({rng.choice(VOCABULARY)}=True)\n```")
+            paragraphs.append(
+                f"```python\n{rng.choice(VOCABULARY)}({rng.choice(VOCABULARY)}=True)\n```"
+            )
         path = vault.record_path(PROJECT, kind, fm["id"])
         path.parent.mkdir(parents=True, exist_ok=True)
         record = Record(validate_frontmatter(fm), "\n\n".join(paragraphs) + "\n")
@@ -174,17 +214,24 @@ def measure(size: int, rounds: int, cli_runs: int) -> dict[str, float]:
         root = Path(tmp) / "vault"
         started = time.perf_counter()
         vault = build_vault(root, size)
-        figures = {"build_s": time.perf_counter() - started, "records": float(vault.index().count(PROJECT))}
+        figures = {
+            "build_s": time.perf_counter() - started,
+            "records": float(vault.index().count(PROJECT)),
+        }
         figures["p50_ms"], figures["p95_ms"], figures["max_ms"] = bench_search(vault, rounds)
         figures["cli_ms"] = bench_cli(root, cli_runs)
         started = time.perf_counter()
-        build_bootstrap(vault, PROJECT, query="payment retry", path="src/payments/client.py", now=NOW)
+        build_bootstrap(
+            vault, PROJECT, query="payment retry", path="src/payments/client.py", now=NOW
+        )
         figures["bootstrap_ms"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         result = run_gc(vault, PROJECT, now=NOW)
         figures["gc_s"] = time.perf_counter() - started
         figures["gc_changed"] = float(
-            len(result.purged_files) + len(result.archived_files) + result.compacted_plans_count
+            len(result.purged_files)
+            + len(result.archived_files)
+            + result.compacted_plans_count
             + result.compacted_logs_count
         )
         started = time.perf_counter()
@@ -201,14 +248,18 @@ def main() -> None:
     parser.add_argument("--cli-runs", type=int, default=7)
     args = parser.parse_args()
     print(f"{len(QUERIES)} queries x {args.rounds} rounds; CLI: median of {args.cli_runs} runs")
-    header = (f"{'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cli ms':>7} "
-              f"{'brief ms':>8} {'gc s':>6} {'changed':>8} {'gc again s':>10}")
+    header = (
+        f"{'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cli ms':>7} "
+        f"{'brief ms':>8} {'gc s':>6} {'changed':>8} {'gc again s':>10}"
+    )
     print(header)
     for size in (int(s) for s in args.sizes.split(",")):
         f = measure(size, args.rounds, args.cli_runs)
-        print(f"{int(f['records']):>8} {f['build_s']:>8.2f} {f['p50_ms']:>7.2f} {f['p95_ms']:>7.2f} "
-              f"{f['max_ms']:>7.2f} {f['cli_ms']:>7.0f} {f['bootstrap_ms']:>8.1f} {f['gc_s']:>6.2f} "
-              f"{int(f['gc_changed']):>8} {f['gc_again_s']:>10.2f}")
+        print(
+            f"{int(f['records']):>8} {f['build_s']:>8.2f} {f['p50_ms']:>7.2f} {f['p95_ms']:>7.2f} "
+            f"{f['max_ms']:>7.2f} {f['cli_ms']:>7.0f} {f['bootstrap_ms']:>8.1f} {f['gc_s']:>6.2f} "
+            f"{int(f['gc_changed']):>8} {f['gc_again_s']:>10.2f}"
+        )
 
 
 if __name__ == "__main__":

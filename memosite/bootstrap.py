@@ -88,7 +88,11 @@ class BriefItem:
     def meta(self) -> str:
         parts = [f"`{self.id}`", self.status]
         if self.section == "traps":
-            parts += [f"layer {self.layer or 'other'}", f"occurrences {self.occurrences or 1}", f"hits {self.hits}"]
+            parts += [
+                f"layer {self.layer or 'other'}",
+                f"occurrences {self.occurrences or 1}",
+                f"hits {self.hits}",
+            ]
             if self.path_patterns:
                 parts.append("paths " + ", ".join(f"`{p}`" for p in self.path_patterns))
         elif self.updated:
@@ -151,7 +155,7 @@ def _size(text: str) -> int:
 
 
 def _cut(text: str, budget: int) -> str:
-    """``text`` cut to at most ``budget`` UTF-8 bytes (never inside a character), marked with ``…``."""
+    """``text`` cut to at most ``budget`` UTF-8 bytes, never inside a character, marked ``…``."""
     if _size(text) <= budget:
         return text
     room = max(budget - _size(" …"), 0)
@@ -195,32 +199,53 @@ def _mark_matches(items: list[BriefItem], path: str | None, keywords: dict[str, 
             item.matched.append("keyword")
 
 
-def _ranked_traps(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
+def _ranked_traps(
+    vault: Vault, project: str, path: str | None, query: str | None, now_iso: str
+) -> list[BriefItem]:
     marks = ", ".join("?" for _ in TRAP_SEVERITIES)
-    rows = vault.index().conn.execute(
-        f"SELECT {_COLUMNS}, severity_weight FROM records WHERE project = ? AND kind = 'trap' "
-        f"AND status = 'active' AND severity IN ({marks}) AND (expires_at IS NULL OR expires_at > ?)",
-        (project, *TRAP_SEVERITIES, now_iso),
-    ).fetchall()
+    rows = (
+        vault.index()
+        .conn.execute(
+            f"SELECT {_COLUMNS}, severity_weight FROM records WHERE project = ? AND kind = 'trap' "
+            f"AND status = 'active' AND severity IN ({marks}) "
+            "AND (expires_at IS NULL OR expires_at > ?)",
+            (project, *TRAP_SEVERITIES, now_iso),
+        )
+        .fetchall()
+    )
     weights = {row["path"]: row["severity_weight"] for row in rows}
     items = [_item("traps", row, now_iso) for row in rows]
     keywords = keyword_ranks(vault, project, ("trap",), query) if query else {}
     _mark_matches(items, path, keywords)
-    items.sort(key=lambda i: (i.updated or ""), reverse=True)
-    items.sort(key=lambda i: (
-        "path" not in i.matched, "keyword" not in i.matched, i.flagged_stale, -weights[i.path],
-        -i.occurrences, -i.hits, -keywords.get(i.path, 0.0),
-    ))
+    items.sort(key=lambda i: i.updated or "", reverse=True)
+    items.sort(
+        key=lambda i: (
+            "path" not in i.matched,
+            "keyword" not in i.matched,
+            i.flagged_stale,
+            -weights[i.path],
+            -i.occurrences,
+            -i.hits,
+            -keywords.get(i.path, 0.0),
+        )
+    )
     return items[:MAX_TRAPS]
 
 
-def _ranked_decisions(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
+def _ranked_decisions(
+    vault: Vault, project: str, path: str | None, query: str | None, now_iso: str
+) -> list[BriefItem]:
     marks = ", ".join("?" for _ in ACCEPTED_STATUSES)
-    rows = vault.index().conn.execute(
-        f"SELECT {_COLUMNS} FROM records WHERE project = ? AND kind = 'decision' AND status IN ({marks}) "
-        "AND (expires_at IS NULL OR expires_at > ?) ORDER BY updated DESC, path",
-        (project, *ACCEPTED_STATUSES, now_iso),
-    ).fetchall()
+    rows = (
+        vault.index()
+        .conn.execute(
+            f"SELECT {_COLUMNS} FROM records WHERE project = ? AND kind = 'decision' "
+            f"AND status IN ({marks}) "
+            "AND (expires_at IS NULL OR expires_at > ?) ORDER BY updated DESC, path",
+            (project, *ACCEPTED_STATUSES, now_iso),
+        )
+        .fetchall()
+    )
     items = [_item("decisions", row, now_iso) for row in rows]
     keywords = keyword_ranks(vault, project, ("decision",), query) if query else {}
     _mark_matches(items, path, keywords)
@@ -246,16 +271,25 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
             exact.append(found.path)
     escaped = slug.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     marks = ", ".join("?" for _ in CONTEXT_KINDS)
-    related = vault.index().conn.execute(
-        f"SELECT path FROM records WHERE project = ? AND kind IN ({marks}) "
-        "AND status NOT IN ('archived', 'superseded') "
-        "AND (slug LIKE ? ESCAPE '\\' OR json_extract(frontmatter, '$.relatedSlug') = ?) "
-        "ORDER BY CASE kind WHEN 'spec' THEN 0 WHEN 'plan' THEN 1 ELSE 2 END, updated DESC, path",
-        (project, *CONTEXT_KINDS, f"{escaped}-%", slug),
-    ).fetchall()
+    related = (
+        vault.index()
+        .conn.execute(
+            f"SELECT path FROM records WHERE project = ? AND kind IN ({marks}) "
+            "AND status NOT IN ('archived', 'superseded') "
+            "AND (slug LIKE ? ESCAPE '\\' OR json_extract(frontmatter, '$.relatedSlug') = ?) "
+            "ORDER BY CASE kind WHEN 'spec' THEN 0 WHEN 'plan' THEN 1 ELSE 2 END, "
+            "updated DESC, path",
+            (project, *CONTEXT_KINDS, f"{escaped}-%", slug),
+        )
+        .fetchall()
+    )
     paths = exact + [row["path"] for row in related if row["path"] not in seen]
     for relative in paths:
-        row = vault.index().conn.execute(f"SELECT {_COLUMNS} FROM records WHERE path = ?", (relative,)).fetchone()
+        row = (
+            vault.index()
+            .conn.execute(f"SELECT {_COLUMNS} FROM records WHERE path = ?", (relative,))
+            .fetchone()
+        )
         if row is not None:
             items.append(_item("context", row, now_iso))
     return items
@@ -264,10 +298,15 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
 # --- budget ----------------------------------------------------------------------------------
 
 
-def _header(project: str, query: str | None, slug: str | None, path: str | None, now_iso: str) -> str:
+def _header(
+    project: str, query: str | None, slug: str | None, path: str | None, now_iso: str
+) -> str:
     lines = [f"# Session brief: {project}", "", f"Compiled {now_iso}"]
-    focus = [f"slug `{slug}`" if slug else "", f"path `{path}`" if path else "",
-             f"query “{' '.join(query.split())}”" if query else ""]
+    focus = [
+        f"slug `{slug}`" if slug else "",
+        f"path `{path}`" if path else "",
+        f"query “{' '.join(query.split())}”" if query else "",
+    ]
     if any(focus):
         lines[-1] += " for " + ", ".join(part for part in focus if part)
     return "\n".join(lines) + ".\n\n"
@@ -289,10 +328,15 @@ def _footer(omitted: int, max_bytes: int) -> str:
     if not omitted:
         return ""
     noun = "record" if omitted == 1 else "records"
-    return f"_{omitted} lower-ranked {noun} left out to stay within {max_bytes} bytes; `memosite search` finds them._\n"
+    return (
+        f"_{omitted} lower-ranked {noun} left out to stay within {max_bytes} bytes; "
+        "`memosite search` finds them._\n"
+    )
 
 
-def _fit(header: str, ranked: list[BriefItem], max_bytes: int) -> tuple[list[tuple[BriefItem, str]], str]:
+def _fit(
+    header: str, ranked: list[BriefItem], max_bytes: int
+) -> tuple[list[tuple[BriefItem, str]], str]:
     """Greedy in rank order; stop at the first record that fits neither whole nor cut short."""
     whole = [(item, item.render()) for item in ranked]
     markdown = _assemble(header, whole, "")
@@ -303,7 +347,9 @@ def _fit(header: str, ranked: list[BriefItem], max_bytes: int) -> tuple[list[tup
     sections: set[str] = set()
     chosen: list[tuple[BriefItem, str]] = []
     for item, text in whole:
-        heading = 0 if item.section in sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
+        heading = (
+            0 if item.section in sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
+        )
         if used + heading + _size(text) <= max_bytes:
             chosen.append((item, text))
             used += heading + _size(text)
@@ -344,7 +390,9 @@ def build_bootstrap(
     now_iso = format_iso(now)
     budget = vault.config.bootstrap_max_bytes if max_bytes is None else max_bytes
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_MAX_BYTES:
-        raise InvalidArguments(f"invalid max bytes {budget!r}: expected an integer of at least {MIN_MAX_BYTES}")
+        raise InvalidArguments(
+            f"invalid max bytes {budget!r}: expected an integer of at least {MIN_MAX_BYTES}"
+        )
     query = query.strip() if isinstance(query, str) and query.strip() else None
     slug = validate_slug(slug.strip()) if isinstance(slug, str) and slug.strip() else None
     path = normalize_path(path) if path is not None else None
@@ -359,7 +407,9 @@ def build_bootstrap(
     included = [item for item, _ in chosen]
     kept = {id(item) for item in included}
     omitted = [item.id for item in ranked if id(item) not in kept]
-    recorded = record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
+    recorded = record_hits(
+        vault, project, [item.id for item in included], session_id=session_id, now=now
+    )
     return BootstrapResult(
         project=project,
         query=query,

@@ -25,17 +25,34 @@ from typing import Any
 from memosite import gitsync
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
-from memosite.indexing import ensure_index, index_record, read_record, record_title, refresh_project, unindex_path
-from memosite.schema import Record, format_iso, parse_datetime, serialize_record, utc_now, validate_frontmatter
-from memosite.vault import Vault, atomic_write_text, is_record_name, is_temp_name, warn
+from memosite.indexing import (
+    ensure_index,
+    index_record,
+    read_record,
+    record_title,
+    refresh_project,
+    unindex_path,
+)
+from memosite.schema import (
+    Record,
+    format_iso,
+    parse_datetime,
+    serialize_record,
+    utc_now,
+    validate_frontmatter,
+)
+from memosite.vault import Vault, atomic_write_text, is_temp_name, warn
 
-SWEEP_DIRS = ("traps", "decisions", "plans", "scratch", "reviews")  # plans/ also holds state records
+# plans/ also holds the state records.
+SWEEP_DIRS = ("traps", "decisions", "plans", "scratch", "reviews")
 ARCHIVE_ON_EXPIRE_KINDS = frozenset({"trap", "decision", "plan"})
 LOG_MIN_AGE_DAYS = 30
 TEMP_FILE_MIN_AGE_SECONDS = 60.0
 ROLLUP_PREFIX = "log-rollup-"
 _EVENT_HEADING_RE = re.compile(r"^## \S+ · `([^`]+)`[ \t]*$", re.MULTILINE)
-_EVENT_KEYS = {"id", "kind", "project", "created", "updated", "status", "source", "title", "details"}
+_EVENT_KEYS = frozenset(
+    {"id", "kind", "project", "created", "updated", "status", "source", "title", "details"}
+)
 
 
 # --- plan and result -------------------------------------------------------------------------
@@ -72,13 +89,19 @@ class GcPlan:
 
     @property
     def steps(self) -> int:
-        return (len(self.archive) + len(self.remove) + len(self.unparseable_scratch)
-                + len(self.compact_plans) + sum(len(r.events) for r in self.rollups) + len(self.temp_files))
+        return (
+            len(self.archive)
+            + len(self.remove)
+            + len(self.unparseable_scratch)
+            + len(self.compact_plans)
+            + sum(len(r.events) for r in self.rollups)
+            + len(self.temp_files)
+        )
 
 
 @dataclass(frozen=True)
 class GcProgress:
-    """Progress of the apply phase: ``done`` of ``total`` steps in a project of ``records`` files."""
+    """Progress of the apply phase: ``done`` of ``total`` steps, in a project of ``records``."""
 
     done: int
     total: int
@@ -181,12 +204,16 @@ def _remove(vault: Vault, project: str, item: PlannedFile, reason: str) -> None:
 
 
 def _index_rows(vault: Vault, project: str) -> list[Any]:
-    return vault.index().conn.execute(
-        "SELECT path, kind, id, status, created, json_extract(frontmatter, '$.ttl') AS ttl, "
-        "json_extract(frontmatter, '$.expires_at') AS expires_at, "
-        "json_extract(frontmatter, '$.compacted') AS compacted FROM records WHERE project = ?",
-        (project,),
-    ).fetchall()
+    return (
+        vault.index()
+        .conn.execute(
+            "SELECT path, kind, id, status, created, json_extract(frontmatter, '$.ttl') AS ttl, "
+            "json_extract(frontmatter, '$.expires_at') AS expires_at, "
+            "json_extract(frontmatter, '$.compacted') AS compacted FROM records WHERE project = ?",
+            (project,),
+        )
+        .fetchall()
+    )
 
 
 def _is_expired(frontmatter: dict[str, Any], vault: Vault, now: datetime) -> bool:
@@ -202,7 +229,9 @@ def _sweepable(fm: dict[str, Any], purge: bool) -> bool:
     return purge or status != "superseded" or fm.get("kind") not in ARCHIVE_ON_EXPIRE_KINDS
 
 
-def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | None = None) -> GcPlan:
+def plan_gc(
+    vault: Vault, project: str, *, purge: bool = False, now: datetime | None = None
+) -> GcPlan:
     """Decide what a gc pass does, from the (freshly refreshed) index. Writes no record."""
     now = now or utc_now()
     plan = GcPlan(project=project, purge=purge)
@@ -215,19 +244,34 @@ def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | 
         known.add(relative)
         subdir = relative.split("/")[2] if relative.count("/") >= 3 else ""
         item = PlannedFile(vault.root / relative, relative, row["kind"], row["id"])
-        fm = {"kind": row["kind"], "status": row["status"], "created": row["created"], "ttl": row["ttl"],
-              "expires_at": row["expires_at"], "compacted": row["compacted"]}
+        fm = {
+            "kind": row["kind"],
+            "status": row["status"],
+            "created": row["created"],
+            "ttl": row["ttl"],
+            "expires_at": row["expires_at"],
+            "compacted": row["compacted"],
+        }
         if subdir in SWEEP_DIRS and _sweepable(fm, purge) and _is_expired(fm, vault, now):
             if row["kind"] in ARCHIVE_ON_EXPIRE_KINDS and not purge:
                 plan.archive.append(item)
             else:
                 plan.remove.append(item)
-        elif subdir == "plans" and row["kind"] == "plan" and row["status"] == "shipped" \
-                and not _is_true(row["compacted"]):
+        elif (
+            subdir == "plans"
+            and row["kind"] == "plan"
+            and row["status"] == "shipped"
+            and not _is_true(row["compacted"])
+        ):
             plan.compact_plans.append(item)
-        elif subdir == "logs" and not _is_true(row["compacted"]) and not row["id"].startswith(ROLLUP_PREFIX):
-            if row["created"] and _log_is_eligible(row["created"], now):
-                logs.append((row["created"], item))
+        elif (
+            subdir == "logs"
+            and not _is_true(row["compacted"])
+            and not row["id"].startswith(ROLLUP_PREFIX)
+            and row["created"]
+            and _log_is_eligible(row["created"], now)
+        ):
+            logs.append((row["created"], item))
     plan.unparseable_scratch = _plan_unparseable_scratch(vault, project, known, now)
     plan.rollups = _plan_rollups(vault, project, logs)
     plan.temp_files = _plan_temp_files(vault, project)
@@ -236,10 +280,14 @@ def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | 
 
 def _log_is_eligible(created: str, now: datetime, min_age_days: int = LOG_MIN_AGE_DAYS) -> bool:
     """Logs of an earlier month than ``now``'s, or at least ``min_age_days`` old."""
-    return created[:7] < format_iso(now)[:7] or parse_datetime(created) <= now - timedelta(days=min_age_days)
+    return created[:7] < format_iso(now)[:7] or parse_datetime(created) <= now - timedelta(
+        days=min_age_days
+    )
 
 
-def _plan_unparseable_scratch(vault: Vault, project: str, known: set[str], now: datetime) -> list[PlannedFile]:
+def _plan_unparseable_scratch(
+    vault: Vault, project: str, known: set[str], now: datetime
+) -> list[PlannedFile]:
     """Scratch files the index could not take fall back to their mtime against ``scratchDays``."""
     cutoff = (now - timedelta(days=vault.config.scratch_days)).timestamp()
     found = []
@@ -260,7 +308,9 @@ def _plan_unparseable_scratch(vault: Vault, project: str, known: set[str], now: 
     return found
 
 
-def _plan_rollups(vault: Vault, project: str, logs: list[tuple[str, PlannedFile]]) -> list[RollupPlan]:
+def _plan_rollups(
+    vault: Vault, project: str, logs: list[tuple[str, PlannedFile]]
+) -> list[RollupPlan]:
     by_month: dict[str, list[tuple[str, PlannedFile]]] = {}
     for created, item in logs:
         by_month.setdefault(created[:7], []).append((created, item))
@@ -274,7 +324,9 @@ def _plan_rollups(vault: Vault, project: str, logs: list[tuple[str, PlannedFile]
                 # Never append to (or rebuild over) a roll-up a person has to repair first.
                 warn(f"skipping log roll-up for {month}: {exc.message}")
                 continue
-        events = [item for _, item in sorted(by_month[month], key=lambda pair: (pair[0], pair[1].id))]
+        events = [
+            item for _, item in sorted(by_month[month], key=lambda pair: (pair[0], pair[1].id))
+        ]
         plans.append(RollupPlan(month=month, target=target, events=events))
     return plans
 
@@ -286,9 +338,9 @@ def _plan_temp_files(vault: Vault, project: str) -> list[Path]:
     directories = [vault.root]
     project_dir = vault.project_dir(project)
     if project_dir.is_dir() and not project_dir.is_symlink():
-        for directory, subdirs, _ in os.walk(project_dir):
-            subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
-            directories.append(Path(directory))
+        for walked, subdirs, _ in os.walk(project_dir):
+            subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(walked, d))]
+            directories.append(Path(walked))
     found = []
     for directory in directories:
         with os.scandir(directory) as entries:
@@ -313,9 +365,16 @@ def compact_plan_record(record: Record, now: datetime) -> Record:
     fm = dict(record.frontmatter)
     title = record_title(record)
     outcome = fm.get("outcome") or _first_paragraph(record.body) or "Shipped."
-    completed = next((fm[k] for k in ("completedAt", "shippedAt", "endTime") if fm.get(k)), fm.get("updated"))
-    lines = [f"# {title}", "", "- **Status:** Shipped", f"- **Outcome:** {' '.join(str(outcome).split())}",
-             f"- **Completion Date:** {str(completed)[:10]}"]
+    completed = next(
+        (fm[k] for k in ("completedAt", "shippedAt", "endTime") if fm.get(k)), fm.get("updated")
+    )
+    lines = [
+        f"# {title}",
+        "",
+        "- **Status:** Shipped",
+        f"- **Outcome:** {' '.join(str(outcome).split())}",
+        f"- **Completion Date:** {str(completed)[:10]}",
+    ]
     sha = fm.get("verifiedAtSha") or fm.get("commit")
     if sha:
         lines.append(f"- **Verified Commit:** `{sha}`")
@@ -325,19 +384,27 @@ def compact_plan_record(record: Record, now: datetime) -> Record:
     fm.setdefault("title", title)
     fm["compacted"] = True
     fm["updated"] = format_iso(now)
-    return Record(frontmatter=validate_frontmatter(fm), body="\n".join(lines) + "\n", path=record.path,
-                  source=record.source)
+    return Record(
+        frontmatter=validate_frontmatter(fm),
+        body="\n".join(lines) + "\n",
+        path=record.path,
+        source=record.source,
+    )
 
 
 def _first_paragraph(body: str, limit: int = 280) -> str:
     for block in re.split(r"\n\s*\n", body):
-        text = " ".join(line.strip() for line in block.strip().splitlines() if not line.lstrip().startswith("#"))
+        text = " ".join(
+            line.strip() for line in block.strip().splitlines() if not line.lstrip().startswith("#")
+        )
         if text:
             return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
     return ""
 
 
-def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]) -> None:
+def _apply_sweep(
+    vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]
+) -> None:
     for item in [*plan.archive, *plan.remove]:
         step()
         if not _inside_vault(vault, item.path):
@@ -357,8 +424,12 @@ def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, st
             result.count_archived(record.kind)
             result.archived_files.append(item.relative)
         else:
-            _remove(vault, plan.project, PlannedFile(item.path, item.relative, record.kind, record.id),
-                    "gc-expired")
+            _remove(
+                vault,
+                plan.project,
+                PlannedFile(item.path, item.relative, record.kind, record.id),
+                "gc-expired",
+            )
             result.count_purged(record.kind, item.relative)
     for item in plan.unparseable_scratch:
         step()
@@ -367,8 +438,9 @@ def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, st
             result.count_purged("scratch", item.relative)
 
 
-def _apply_plan_compaction(vault: Vault, plan: GcPlan, result: GcResult, now: datetime,
-                           step: Callable[[], None]) -> None:
+def _apply_plan_compaction(
+    vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]
+) -> None:
     for item in plan.compact_plans:
         step()
         if not _inside_vault(vault, item.path):
@@ -378,7 +450,11 @@ def _apply_plan_compaction(vault: Vault, plan: GcPlan, result: GcResult, now: da
         except (InvalidRecord, StorageError) as exc:
             warn(f"gc skipped {item.relative}: {exc.message}")
             continue
-        if record.kind != "plan" or record.status != "shipped" or _is_true(record.frontmatter.get("compacted")):
+        if (
+            record.kind != "plan"
+            or record.status != "shipped"
+            or _is_true(record.frontmatter.get("compacted"))
+        ):
             continue
         _write(vault, item.path, compact_plan_record(record, now))
         result.compacted_plans_count += 1
@@ -390,19 +466,43 @@ def _event_section(record: Record) -> str:
     parts = [f"## {fm.get('created')} · `{record.id}`", ""]
     title = fm.get("title")
     body = record.body.strip("\n")
-    if isinstance(title, str) and title.strip() and not " ".join(body.split()).startswith(" ".join(title.split())):
+    if (
+        isinstance(title, str)
+        and title.strip()
+        and not " ".join(body.split()).startswith(" ".join(title.split()))
+    ):
         parts += [f"**{' '.join(title.split())}**", ""]
     parts += [body or "_(no text)_", ""]
     if fm.get("details") is not None:
-        parts += ["Details:", "", "```json", json.dumps(fm["details"], ensure_ascii=False, default=str), "```", ""]
+        parts += [
+            "Details:",
+            "",
+            "```json",
+            json.dumps(fm["details"], ensure_ascii=False, default=str),
+            "```",
+            "",
+        ]
     extra = {k: v for k, v in fm.items() if k not in _EVENT_KEYS}
     if extra:
-        parts += ["Fields:", "", "```json", json.dumps(extra, ensure_ascii=False, default=str), "```", ""]
+        parts += [
+            "Fields:",
+            "",
+            "```json",
+            json.dumps(extra, ensure_ascii=False, default=str),
+            "```",
+            "",
+        ]
     return "\n".join(parts) + "\n"
 
 
-def _apply_rollup(vault: Vault, plan: GcPlan, rollup: RollupPlan, result: GcResult, now: datetime,
-                  step: Callable[[], None]) -> None:
+def _apply_rollup(
+    vault: Vault,
+    plan: GcPlan,
+    rollup: RollupPlan,
+    result: GcResult,
+    now: datetime,
+    step: Callable[[], None],
+) -> None:
     """Append the month's events to its roll-up, write it, and only then remove the event files."""
     events: list[tuple[PlannedFile, Record]] = []
     for item in rollup.events:
@@ -415,7 +515,9 @@ def _apply_rollup(vault: Vault, plan: GcPlan, rollup: RollupPlan, result: GcResu
     if not events or not _inside_vault(vault, rollup.target.parent):
         return
     if rollup.target.exists() and not _inside_vault(vault, rollup.target):
-        warn(f"gc skipped the roll-up {vault.relative(rollup.target)}: it resolves outside the vault")
+        warn(
+            f"gc skipped the roll-up {vault.relative(rollup.target)}: it resolves outside the vault"
+        )
         return
     now_iso = format_iso(now)
     existing = read_record(rollup.target) if rollup.target.exists() else None
@@ -428,25 +530,47 @@ def _apply_rollup(vault: Vault, plan: GcPlan, rollup: RollupPlan, result: GcResu
         fm["created"] = min(str(fm.get("created") or earliest), earliest)
         fm["eventCount"] = int(fm.get("eventCount") or len(merged)) + len(fresh)
     else:
-        fm = {"id": f"{ROLLUP_PREFIX}{rollup.month}", "kind": "log", "project": plan.project,
-              "status": "active", "source": "agent", "title": f"Log roll-up {rollup.month}",
-              "created": earliest, "compacted": True, "tags": ["rollup", "monthly-log", rollup.month],
-              "eventCount": len(fresh)}
-        body = f"# Log roll-up {rollup.month}\n\nEvents of {rollup.month}, merged by gc; oldest first.\n\n"
+        fm = {
+            "id": f"{ROLLUP_PREFIX}{rollup.month}",
+            "kind": "log",
+            "project": plan.project,
+            "status": "active",
+            "source": "agent",
+            "title": f"Log roll-up {rollup.month}",
+            "created": earliest,
+            "compacted": True,
+            "tags": ["rollup", "monthly-log", rollup.month],
+            "eventCount": len(fresh),
+        }
+        body = (
+            f"# Log roll-up {rollup.month}\n\n"
+            f"Events of {rollup.month}, merged by gc; oldest first.\n\n"
+        )
     fm["updated"] = now_iso
     body += "".join(_event_section(record) for _, record in fresh)
-    roll = Record(frontmatter=validate_frontmatter(fm), body=body, path=rollup.target,
-                  source=existing.source if existing else None)
+    roll = Record(
+        frontmatter=validate_frontmatter(fm),
+        body=body,
+        path=rollup.target,
+        source=existing.source if existing else None,
+    )
     _write(vault, rollup.target, roll)
     result.rollup_files.append(vault.relative(rollup.target))
     for item, record in events:
         step()
-        _remove(vault, plan.project, PlannedFile(item.path, item.relative, record.kind, record.id), "gc-rollup")
+        _remove(
+            vault,
+            plan.project,
+            PlannedFile(item.path, item.relative, record.kind, record.id),
+            "gc-rollup",
+        )
         result.compacted_logs_count += 1
         result.compacted_logs.append(item.relative)
 
 
-def _apply_temp_cleanup(vault: Vault, plan: GcPlan, result: GcResult, step: Callable[[], None]) -> None:
+def _apply_temp_cleanup(
+    vault: Vault, plan: GcPlan, result: GcResult, step: Callable[[], None]
+) -> None:
     for path in plan.temp_files:
         step()
         if _inside_vault(vault, path):
@@ -516,6 +640,52 @@ def _stepper(plan: GcPlan, progress: ProgressCallback | None) -> Callable[[], No
     return step
 
 
+def _execute(
+    vault: Vault,
+    project: str,
+    *,
+    parts: frozenset[str],
+    dry_run: bool,
+    purge: bool,
+    now: datetime | None,
+    progress: ProgressCallback | None,
+    what: str,
+) -> GcResult:
+    """Plan under the lock, keep the planned ``parts``, then report (dry run) or apply them."""
+    now = now or utc_now()
+    with vault.lock():
+        if not _prepare(vault, project):
+            return GcResult(project_id=project, dry_run=dry_run)
+        full = plan_gc(vault, project, purge=purge, now=now)
+        sweep = "sweep" in parts
+        plan = GcPlan(
+            project=project,
+            purge=purge,
+            records=full.records,
+            archive=full.archive if sweep else [],
+            remove=full.remove if sweep else [],
+            unparseable_scratch=full.unparseable_scratch if sweep else [],
+            compact_plans=full.compact_plans if "plans" in parts else [],
+            rollups=full.rollups if "logs" in parts else [],
+            temp_files=full.temp_files if "temp" in parts else [],
+        )
+        if dry_run:
+            return _result_from_plan(vault, plan)
+        result = GcResult(project_id=project, dry_run=False)
+        step = _stepper(plan, progress)
+        _apply_temp_cleanup(vault, plan, result, step)
+        _apply_sweep(vault, plan, result, now, step)
+        _apply_plan_compaction(vault, plan, result, now, step)
+        for rollup in plan.rollups:
+            _apply_rollup(vault, plan, rollup, result, now, step)
+        if "temp" in parts:
+            from memosite.salience import prune_session_seen_sets
+
+            prune_session_seen_sets(vault, now)
+        _finish(vault, project, result, now, what)
+    return result
+
+
 def run_gc(
     vault: Vault,
     project: str,
@@ -528,59 +698,53 @@ def run_gc(
     """One gc pass over ``project``: sweep expired records (archive trap/decision/plan, or purge
     them with ``purge``; every other swept kind is tombstoned and unlinked), compact shipped plans,
     roll logs up by month, remove stale temp files, then rebuild the project's index and views and
-    commit the vault. ``dry_run`` writes and deletes nothing and reports the same counts."""
-    from memosite.salience import prune_session_seen_sets
-
-    now = now or utc_now()
-    with vault.lock():
-        if not _prepare(vault, project):
-            return GcResult(project_id=project, dry_run=dry_run)
-        plan = plan_gc(vault, project, purge=purge, now=now)
-        if dry_run:
-            return _result_from_plan(vault, plan)
-        result = GcResult(project_id=project, dry_run=False)
-        step = _stepper(plan, progress)
-        _apply_temp_cleanup(vault, plan, result, step)
-        _apply_sweep(vault, plan, result, now, step)
-        _apply_plan_compaction(vault, plan, result, now, step)
-        for rollup in plan.rollups:
-            _apply_rollup(vault, plan, rollup, result, now, step)
-        prune_session_seen_sets(vault, now)
-        _finish(vault, project, result, now, "gc")
-    return result
+    commit the vault. ``dry_run`` writes and deletes nothing and reports the same counts.
+    ``progress`` is called with a :class:`GcProgress` as the apply phase advances."""
+    return _execute(
+        vault,
+        project,
+        parts=frozenset({"temp", "sweep", "plans", "logs"}),
+        dry_run=dry_run,
+        purge=purge,
+        now=now,
+        progress=progress,
+        what="gc",
+    )
 
 
 def sweep_expired_records(
-    vault: Vault, project: str, *, purge: bool = False, dry_run: bool = False, now: datetime | None = None
+    vault: Vault,
+    project: str,
+    *,
+    purge: bool = False,
+    dry_run: bool = False,
+    now: datetime | None = None,
 ) -> GcResult:
-    """Only the sweep of a gc pass (see :func:`run_gc`); index and views are rebuilt after it."""
-    now = now or utc_now()
-    with vault.lock():
-        if not _prepare(vault, project):
-            return GcResult(project_id=project, dry_run=dry_run)
-        full = plan_gc(vault, project, purge=purge, now=now)
-        plan = GcPlan(project=project, purge=purge, archive=full.archive, remove=full.remove,
-                      unparseable_scratch=full.unparseable_scratch, records=full.records)
-        if dry_run:
-            return _result_from_plan(vault, plan)
-        result = GcResult(project_id=project, dry_run=False)
-        _apply_sweep(vault, plan, result, now, lambda: None)
-        _finish(vault, project, result, now, "gc sweep")
-    return result
+    """Only the expiry sweep of a gc pass (see :func:`run_gc`); index and views rebuilt after it."""
+    return _execute(
+        vault,
+        project,
+        parts=frozenset({"sweep"}),
+        dry_run=dry_run,
+        purge=purge,
+        now=now,
+        progress=None,
+        what="gc sweep",
+    )
 
 
-def compact_monthly_logs(vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None) -> GcResult:
-    """Only the monthly log roll-up of a gc pass (see :func:`run_gc`)."""
-    now = now or utc_now()
-    with vault.lock():
-        if not _prepare(vault, project):
-            return GcResult(project_id=project, dry_run=dry_run)
-        full = plan_gc(vault, project, now=now)
-        plan = GcPlan(project=project, purge=False, rollups=full.rollups, records=full.records)
-        if dry_run:
-            return _result_from_plan(vault, plan)
-        result = GcResult(project_id=project, dry_run=False)
-        for rollup in plan.rollups:
-            _apply_rollup(vault, plan, rollup, result, now, lambda: None)
-        _finish(vault, project, result, now, "gc logs")
-    return result
+def compact_monthly_logs(
+    vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None
+) -> GcResult:
+    """Only the monthly log roll-up of a gc pass (see :func:`run_gc`); index and views are
+    rebuilt after it."""
+    return _execute(
+        vault,
+        project,
+        parts=frozenset({"logs"}),
+        dry_run=dry_run,
+        purge=False,
+        now=now,
+        progress=None,
+        what="gc logs",
+    )

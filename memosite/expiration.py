@@ -1,8 +1,8 @@
-"""Record TTL: duration parsing, ``expires_at`` resolution, expired and active-at tests. UTC throughout.
+"""Record TTL: duration parsing, ``expires_at`` resolution, expired and active-at tests (UTC).
 
-Precedence: an explicit ``expires_at`` beats ``created + ttl``, which beats the kind's default TTL
-(``scratch`` 7 days and ``review`` 14 days unless ``config.json`` says otherwise). A record with none
-of them never expires.
+Precedence: an explicit ``expires_at`` beats ``created + ttl``, which beats the kind's default
+TTL (``scratch`` 7 days and ``review`` 14 days unless ``config.json`` says otherwise). A record
+with none of them never expires.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from memosite.config import VaultConfig
 from memosite.errors import InvalidArguments
 from memosite.schema import format_iso, parse_datetime
 
-# The seed's grammar. Digits are ASCII only (Python's ``\d`` would also take Arabic-Indic digits) and
-# the unit is case-insensitive, so ``7D`` reads like ``7d``.
+# The seed's grammar. Digits are ASCII only (Python's ``\d`` would also take Arabic-Indic
+# digits) and the unit is case-insensitive, so ``7D`` reads like ``7d``.
 DURATION_RE = re.compile(
     r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?", re.IGNORECASE
 )
@@ -44,7 +44,8 @@ def _span(seconds: float, original: Any) -> timedelta:
         return timedelta(seconds=seconds)
     except OverflowError as exc:
         raise InvalidArguments(
-            f'Invalid ttl duration or date: "{original}" (too long)', details={"value": str(original)}
+            f'Invalid ttl duration or date: "{original}" (too long)',
+            details={"value": str(original)},
         ) from exc
 
 
@@ -59,7 +60,9 @@ def parse_expires_at(value: Any) -> datetime | None:
 
 
 def _invalid(value: Any) -> InvalidArguments:
-    return InvalidArguments(f'Invalid ttl duration or date: "{value}"', details={"value": str(value)})
+    return InvalidArguments(
+        f'Invalid ttl duration or date: "{value}"', details={"value": str(value)}
+    )
 
 
 def validate_ttl_input(value: Any) -> None:
@@ -133,19 +136,23 @@ def is_expired_at(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and now >= expires_at
 
 
-def is_record_expired_at(frontmatter: Mapping[str, Any], now: datetime, config: VaultConfig) -> bool:
+def is_record_expired_at(
+    frontmatter: Mapping[str, Any], now: datetime, config: VaultConfig
+) -> bool:
     return is_expired_at(resolve_expires_at(frontmatter, config), now)
 
 
 def is_active_at(created: datetime | None, expires_at: datetime | None, as_of: datetime) -> bool:
-    """Active on ``as_of``: ``created <= as_of`` and not yet expired then (``as_of < expires_at``)."""
+    """Active on ``as_of``: ``created <= as_of`` and not yet expired (``as_of < expires_at``)."""
     if created is not None and created > as_of:
         return False
     return expires_at is None or as_of < expires_at
 
 
-def is_record_active_at(frontmatter: Mapping[str, Any], as_of: datetime, config: VaultConfig) -> bool:
-    """The active-at test applied to a record's frontmatter (unparseable ``created`` counts as absent)."""
+def is_record_active_at(
+    frontmatter: Mapping[str, Any], as_of: datetime, config: VaultConfig
+) -> bool:
+    """The active-at test on a record's frontmatter (a bad ``created`` counts as absent)."""
     try:
         created = parse_datetime(frontmatter["created"]) if frontmatter.get("created") else None
     except ValueError:

@@ -124,7 +124,9 @@ def _remember_seen(path: Path, keys: Sequence[str]) -> None:
         handle.write("".join(f"{key}\n" for key in keys))
 
 
-def prune_session_seen_sets(vault: Vault, now: datetime | None = None, *, dry_run: bool = False) -> int:
+def prune_session_seen_sets(
+    vault: Vault, now: datetime | None = None, *, dry_run: bool = False
+) -> int:
     """Forget seen-sets of sessions untouched for 30 days; returns how many (would be) removed."""
     now = now or utc_now()
     cutoff = (now - SESSION_SEEN_MAX_AGE).timestamp()
@@ -242,7 +244,9 @@ def record_feedback(
         fm["lastFeedback"] = now_iso
         _rewrite(vault, record, path)
         rebuild_views(vault, project, {record.kind})
-        gitsync.request_commit(vault, f"feedback {record.kind}:{record.id} {'helpful' if helpful else 'stale'}")
+        gitsync.request_commit(
+            vault, f"feedback {record.kind}:{record.id} {'helpful' if helpful else 'stale'}"
+        )
     return FeedbackResult(
         id=record.id,
         kind=record.kind,

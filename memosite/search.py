@@ -42,10 +42,28 @@ _BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)})"
 _WORD_RE = re.compile(r"\w+")
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 _RESULT_COLUMNS = (
-    "rowid", "id", "kind", "project", "title", "status", "path", "severity", "layer", "tags_json",
-    "path_patterns", "created", "updated", "expires_at", "occurrences", "hits", "helpful", "stale",
+    "rowid",
+    "id",
+    "kind",
+    "project",
+    "title",
+    "status",
+    "path",
+    "severity",
+    "layer",
+    "tags_json",
+    "path_patterns",
+    "created",
+    "updated",
+    "expires_at",
+    "occurrences",
+    "hits",
+    "helpful",
+    "stale",
 )
-_EXPIRED_ARCHIVE = "(r.status = 'archived' AND json_extract(r.frontmatter, '$.archivedReason') = 'expired')"
+_EXPIRED_ARCHIVE = (
+    "(r.status = 'archived' AND json_extract(r.frontmatter, '$.archivedReason') = 'expired')"
+)
 # Orderings over the matched rows (``m`` below); flagged-stale records sink in the ranking sorts.
 _ORDER = {
     "relevance": "flagged, rank, updated DESC, path",
@@ -131,7 +149,7 @@ class SearchResult:
 
 
 def normalize_path(path: str) -> str:
-    """A path as patterns are stored: forward slashes, no leading ``./`` or ``/``, no trailing ``/``."""
+    """A path as patterns are stored: forward slashes, no leading ``./``, no ``/`` at the ends."""
     if not isinstance(path, str) or "\x00" in path:
         raise InvalidArguments(f"invalid path {path!r}")
     cleaned = path.strip().replace("\\", "/")
@@ -303,10 +321,13 @@ def _build_filters(
         # Asking for archived records means asking for those gc archived because they expired too.
         filters.add("(r.expires_at IS NULL OR r.expires_at > ? OR r.status = 'archived')", now_iso)
     elif not include_expired:
-        filters.add(f"(r.expires_at IS NULL OR r.expires_at > ?) AND NOT {_EXPIRED_ARCHIVE}", now_iso)
+        filters.add(
+            f"(r.expires_at IS NULL OR r.expires_at > ?) AND NOT {_EXPIRED_ARCHIVE}", now_iso
+        )
     for tag in tags:
         filters.add(
-            "EXISTS (SELECT 1 FROM json_each(r.tags_json) AS t WHERE lower(t.value) = lower(?))", tag
+            "EXISTS (SELECT 1 FROM json_each(r.tags_json) AS t WHERE lower(t.value) = lower(?))",
+            tag,
         )
     if path is not None:
         filters.add("memosite_path_match(r.path_patterns, ?)", path)
@@ -370,14 +391,20 @@ def search_records(
         except sqlite3.OperationalError:
             # Not valid FTS5 syntax (a stray quote, ``AND(``, ``-``, ``col:``): search the words.
             fts_query = plain_words_query(text)
-            ranked, total = ([], 0) if fts_query is None else _run_checked(conn, fts_query, filters, sort, limit)
+            ranked, total = (
+                ([], 0)
+                if fts_query is None
+                else _run_checked(conn, fts_query, filters, sort, limit)
+            )
     hits = _load_hits(conn, ranked, fts_query, now)
     recorded: list[str] = []
     if hit_ids and project is not None:
         from memosite.salience import record_hits
 
         recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
-    return SearchResult(results=hits, total=total, query=text, fts_query=fts_query, hits_recorded=recorded)
+    return SearchResult(
+        results=hits, total=total, query=text, fts_query=fts_query, hits_recorded=recorded
+    )
 
 
 def _ensure_index(vault: Vault) -> None:
@@ -393,7 +420,9 @@ def _run(
 ) -> tuple[list[tuple[int, float | None]], int]:
     """Rowids and bm25 ranks of the first ``limit`` matches, in order, and the total count."""
     # bm25() cannot share a SELECT with a window function, so the matches are collected first.
-    columns = "r.rowid AS rid, (r.stale > r.helpful) AS flagged, r.occurrences, r.hits, r.updated, r.path"
+    columns = (
+        "r.rowid AS rid, (r.stale > r.helpful) AS flagged, r.occurrences, r.hits, r.updated, r.path"
+    )
     if fts_query is None:
         source = f"SELECT {columns}, NULL AS rank FROM records AS r WHERE {filters.sql()}"
         params: list[Any] = [*filters.params]
@@ -422,7 +451,10 @@ def _run_checked(
 
 
 def _load_hits(
-    conn: sqlite3.Connection, ranked: list[tuple[int, float | None]], fts_query: str | None, now: datetime
+    conn: sqlite3.Connection,
+    ranked: list[tuple[int, float | None]],
+    fts_query: str | None,
+    now: datetime,
 ) -> list[SearchHit]:
     if not ranked:
         return []
@@ -483,10 +515,8 @@ def _load_hits(
     return hits
 
 
-def keyword_ranks(
-    vault: Vault, project: str, kinds: Sequence[str], text: str
-) -> dict[str, float]:
-    """Paths of ``project`` records of ``kinds`` that contain any word of ``text``, with ``-bm25``."""
+def keyword_ranks(vault: Vault, project: str, kinds: Sequence[str], text: str) -> dict[str, float]:
+    """Paths of ``project`` records of ``kinds`` holding any word of ``text``, with ``-bm25``."""
     fts_query = plain_words_query(text, any_word=True)
     if fts_query is None:
         return {}

@@ -19,9 +19,19 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 P = "demo"
 
 
-def put(vault: Vault, kind: str, slug: str, body: str | None = None, *, age: float = 2, **fm: object) -> None:
-    upsert_record(vault, P, kind=kind, slug=slug, body=body or f"What to know about {slug}.\n",
-                  frontmatter={"title": slug, **fm}, allow_duplicate=True, now=NOW - timedelta(days=age))
+def put(
+    vault: Vault, kind: str, slug: str, body: str | None = None, *, age: float = 2, **fm: object
+) -> None:
+    upsert_record(
+        vault,
+        P,
+        kind=kind,
+        slug=slug,
+        body=body or f"What to know about {slug}.\n",
+        frontmatter={"title": slug, **fm},
+        allow_duplicate=True,
+        now=NOW - timedelta(days=age),
+    )
 
 
 def trap_ids(result) -> list[str]:  # type: ignore[no-untyped-def]
@@ -72,7 +82,11 @@ def test_only_accepted_decisions(vault: Vault) -> None:
     put(vault, "decision", "replaced", age=5)
     put(vault, "decision", "replacement", age=1, supersedes="replaced")
     result = build_bootstrap(vault, P, now=NOW)
-    assert sorted(item.id for item in result.decisions) == ["active-one", "replacement", "shipped-one"]
+    assert sorted(item.id for item in result.decisions) == [
+        "active-one",
+        "replacement",
+        "shipped-one",
+    ]
 
 
 def test_slug_context_is_annotated_expired_not_omitted(vault: Vault) -> None:
@@ -82,7 +96,9 @@ def test_slug_context_is_annotated_expired_not_omitted(vault: Vault) -> None:
     put(vault, "plan", "unrelated")
     result = build_bootstrap(vault, P, slug="checkout", now=NOW)
     assert [(i.kind, i.id, i.expired) for i in result.context] == [
-        ("spec", "checkout", True), ("plan", "checkout-rollout", False), ("state", "checkout-state", False),
+        ("spec", "checkout", True),
+        ("plan", "checkout-rollout", False),
+        ("state", "checkout-state", False),
     ]
     assert "### Spec: checkout (expired)" in result.markdown
     assert result.markdown.index("## Current work") < result.markdown.index("One page.")
@@ -90,7 +106,14 @@ def test_slug_context_is_annotated_expired_not_omitted(vault: Vault) -> None:
 
 def test_budget_drops_lowest_ranked_first_and_sets_truncated(vault: Vault) -> None:
     for number in range(6):
-        put(vault, "trap", f"trap-{number}", "Trap text. " * 20, severity="high", occurrences=10 - number)
+        put(
+            vault,
+            "trap",
+            f"trap-{number}",
+            "Trap text. " * 20,
+            severity="high",
+            occurrences=10 - number,
+        )
     for number in range(6):
         put(vault, "decision", f"decision-{number}", "Decision text. " * 20, age=number + 1)
     full = build_bootstrap(vault, P, max_bytes=100_000, now=NOW)
@@ -115,7 +138,9 @@ def test_budget_counts_utf8_bytes_not_characters(vault: Vault) -> None:
 
 def test_default_budget_comes_from_config(vault_dir) -> None:  # type: ignore[no-untyped-def]
     vault_dir.mkdir(parents=True)
-    (vault_dir / "config.json").write_text(json.dumps({"bootstrap": {"maxBytes": 900}}), encoding="utf-8")
+    (vault_dir / "config.json").write_text(
+        json.dumps({"bootstrap": {"maxBytes": 900}}), encoding="utf-8"
+    )
     vault = Vault.open(vault_dir)
     for number in range(5):
         put(vault, "trap", f"trap-{number}", "Long trap text. " * 30, severity="high")
@@ -143,10 +168,17 @@ def test_empty_project_gets_a_short_brief(vault: Vault) -> None:
 
 
 def test_cli_bootstrap_json_shape_and_markdown(vault: Vault) -> None:
-    upsert_record(vault, P, kind="trap", body="Never run migrations at peak.\n",
-                  frontmatter={"title": "Peak migrations", "severity": "high"})
+    upsert_record(
+        vault,
+        P,
+        kind="trap",
+        body="Never run migrations at peak.\n",
+        frontmatter={"title": "Peak migrations", "severity": "high"},
+    )
     runner = CliRunner()
-    result = runner.invoke(cli, ["bootstrap", "--json", "--max-bytes", "4096", "--query", "migrations"])
+    result = runner.invoke(
+        cli, ["bootstrap", "--json", "--max-bytes", "4096", "--query", "migrations"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data["sections"]) == {"context", "traps", "decisions"}

@@ -1,4 +1,4 @@
-"""Curator gc rules of seed 001: sweep scope, archive vs purge, plan compaction, log roll-up, dry run."""
+"""Curator gc rules of seed 001: sweep, archive vs purge, plan compaction, log roll-up, dry run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from memosite.cli import cli
-from memosite.curator import compact_plan_record, compact_monthly_logs, run_gc, sweep_expired_records
+from memosite.curator import (
+    compact_monthly_logs,
+    compact_plan_record,
+    run_gc,
+    sweep_expired_records,
+)
 from memosite.indexing import read_record
 from memosite.schema import Record, format_iso, parse_record
 from memosite.search import search_records
@@ -30,11 +35,18 @@ def days_ago(days: float) -> datetime:
     return NOW - timedelta(days=days)
 
 
-def put(vault: Vault, kind: str, slug: str, *, age: float = 1, body: str | None = None, **fm: Any) -> Path:
+def put(
+    vault: Vault, kind: str, slug: str, *, age: float = 1, body: str | None = None, **fm: Any
+) -> Path:
     """Write a record through the store as if it had been written ``age`` days before NOW."""
     result = upsert_record(
-        vault, P, kind=kind, slug=slug, body=body or f"Body of {slug}: something worth remembering.\n",
-        frontmatter={"title": slug.replace("-", " ").capitalize(), **fm}, allow_duplicate=True,
+        vault,
+        P,
+        kind=kind,
+        slug=slug,
+        body=body or f"Body of {slug}: something worth remembering.\n",
+        frontmatter={"title": slug.replace("-", " ").capitalize(), **fm},
+        allow_duplicate=True,
         now=days_ago(age),
     )
     return vault.root / result.path
@@ -56,15 +68,28 @@ def mixed(vault: Vault) -> Vault:
     put(vault, "trap", "live-trap", age=10, ttl="30d", severity="high")
     put(vault, "decision", "expired-decision", age=10, expires_at=format_iso(days_ago(1)))
     put(vault, "plan", "expired-plan", age=20, ttl="14d")
-    put(vault, "plan", "shipped-plan", age=5, status="shipped", outcome="Checkout is one page.",
-        verifiedAtSha="4f2a9c1", relatedSlug="checkout-v2")
+    put(
+        vault,
+        "plan",
+        "shipped-plan",
+        age=5,
+        status="shipped",
+        outcome="Checkout is one page.",
+        verifiedAtSha="4f2a9c1",
+        relatedSlug="checkout-v2",
+    )
     put(vault, "state", "old-state", age=3, ttl="1d")
     put(vault, "scratch", "old-scratch", age=8)
     put(vault, "scratch", "new-scratch", age=2)
     put(vault, "review", "old-review", age=15)
     put(vault, "review", "new-review", age=13)
     put(vault, "spec", "expired-spec", age=10, ttl="1d")  # specs/ is outside the sweep scope
-    for days, text in ((70, "Deployed v1.0"), (65, "Rolled back v1.0"), (40, "Deployed v1.1"), (1, "Tests pass")):
+    for days, text in (
+        (70, "Deployed v1.0"),
+        (65, "Rolled back v1.0"),
+        (40, "Deployed v1.1"),
+        (1, "Tests pass"),
+    ):
         append_event(vault, P, event=text, details={"n": days}, now=days_ago(days))
     return vault
 
@@ -72,8 +97,16 @@ def mixed(vault: Vault) -> Vault:
 def test_expired_trap_decision_plan_archived_with_reason_content_kept(mixed: Vault) -> None:
     before = read_record(mixed.record_path(P, "trap", "expired-trap"))
     result = run_gc(mixed, P, now=NOW)
-    assert (result.traps_archived_count, result.decisions_archived_count, result.plans_archived_count) == (1, 1, 1)
-    for kind, slug in (("trap", "expired-trap"), ("decision", "expired-decision"), ("plan", "expired-plan")):
+    assert (
+        result.traps_archived_count,
+        result.decisions_archived_count,
+        result.plans_archived_count,
+    ) == (1, 1, 1)
+    for kind, slug in (
+        ("trap", "expired-trap"),
+        ("decision", "expired-decision"),
+        ("plan", "expired-plan"),
+    ):
         record = read_record(mixed.record_path(P, kind, slug))
         assert record.status == "archived"
         assert record.frontmatter["archivedReason"] == "expired"
@@ -83,7 +116,9 @@ def test_expired_trap_decision_plan_archived_with_reason_content_kept(mixed: Vau
     assert after.frontmatter["created"] == before.frontmatter["created"]
     assert read_record(mixed.record_path(P, "trap", "live-trap")).status == "active"
     tombstoned = {entry["path"] for entry in mixed.read_tombstones()}
-    assert not any("expired-trap" in path for path in tombstoned)  # archiving keeps the file: no tombstone
+    assert not any(
+        "expired-trap" in path for path in tombstoned
+    )  # archiving keeps the file: no tombstone
 
 
 def test_expired_scratch_review_state_purged_tombstoned_and_unindexed(mixed: Vault) -> None:
@@ -108,12 +143,22 @@ def test_records_outside_the_sweep_directories_are_not_swept(mixed: Vault) -> No
 
 def test_purge_unlinks_expired_trap_decision_plan_instead_of_archiving(mixed: Vault) -> None:
     result = run_gc(mixed, P, now=NOW, purge=True)
-    assert (result.traps_archived_count, result.decisions_archived_count, result.plans_archived_count) == (0, 0, 0)
-    for kind, slug in (("trap", "expired-trap"), ("decision", "expired-decision"), ("plan", "expired-plan")):
+    assert (
+        result.traps_archived_count,
+        result.decisions_archived_count,
+        result.plans_archived_count,
+    ) == (0, 0, 0)
+    for kind, slug in (
+        ("trap", "expired-trap"),
+        ("decision", "expired-decision"),
+        ("plan", "expired-plan"),
+    ):
         path = mixed.record_path(P, kind, slug)
         assert not path.exists()
         assert mixed.relative(path) in result.purged_files
-    assert {e["reason"] for e in mixed.read_tombstones() if "expired-trap" in e["path"]} == {"gc-expired"}
+    assert {e["reason"] for e in mixed.read_tombstones() if "expired-trap" in e["path"]} == {
+        "gc-expired"
+    }
 
 
 def test_already_archived_or_compacted_records_are_skipped(vault: Vault) -> None:
@@ -180,16 +225,23 @@ def test_shipped_plan_compacted_in_place_with_summary(mixed: Vault) -> None:
     assert record.frontmatter["compacted"] is True
     assert record.frontmatter["updated"] == format_iso(NOW)
     assert record.status == "shipped"
-    for line in ("**Status:** Shipped", "**Outcome:** Checkout is one page.",
-                 f"**Completion Date:** {completed}", "**Verified Commit:** `4f2a9c1`",
-                 "**Related Slug:** `checkout-v2`"):
+    for line in (
+        "**Status:** Shipped",
+        "**Outcome:** Checkout is one page.",
+        f"**Completion Date:** {completed}",
+        "**Verified Commit:** `4f2a9c1`",
+        "**Related Slug:** `checkout-v2`",
+    ):
         assert line in record.body
     assert run_gc(mixed, P, now=NOW).compacted_plans_count == 0  # compacted once
 
 
 def test_compact_plan_record_without_optional_fields_uses_first_paragraph() -> None:
-    text = ("---\nid: p\nkind: plan\nproject: demo\nstatus: shipped\ncreated: 2026-10-01T00:00:00.000Z\n"
-            "updated: 2026-10-05T00:00:00.000Z\n---\n# Rollout\n\nMoved images to the CDN.\n\nMore detail.\n")
+    text = (
+        "---\nid: p\nkind: plan\nproject: demo\nstatus: shipped\n"
+        "created: 2026-10-01T00:00:00.000Z\nupdated: 2026-10-05T00:00:00.000Z\n---\n"
+        "# Rollout\n\nMoved images to the CDN.\n\nMore detail.\n"
+    )
     record: Record = compact_plan_record(parse_record(text), NOW)
     assert "**Outcome:** Moved images to the CDN." in record.body
     assert "**Completion Date:** 2026-10-05" in record.body
@@ -238,19 +290,31 @@ def test_log_thirty_days_old_in_current_month_is_eligible(vault: Vault) -> None:
 
 
 def test_rollup_extended_by_second_gc_without_losing_text(vault: Vault) -> None:
-    append_event(vault, P, event="early october", details={"step": 1}, now=datetime(2026, 10, 2, tzinfo=UTC))
+    append_event(
+        vault, P, event="early october", details={"step": 1}, now=datetime(2026, 10, 2, tzinfo=UTC)
+    )
     run_gc(vault, P, now=datetime(2026, 11, 1, tzinfo=UTC))
     rollup = vault.kind_dir(P, "log") / "log-rollup-2026-10.md"
     first_body = read_record(rollup).body
     # An October event that arrives late (synced from another machine, say) is merged next time.
-    append_event(vault, P, event="late october\n\nwith a second paragraph", details={"step": 2},
-                 now=datetime(2026, 9, 30, 23, 0, tzinfo=UTC) + timedelta(days=20))
+    append_event(
+        vault,
+        P,
+        event="late october\n\nwith a second paragraph",
+        details={"step": 2},
+        now=datetime(2026, 9, 30, 23, 0, tzinfo=UTC) + timedelta(days=20),
+    )
     append_event(vault, P, event="even earlier", now=datetime(2026, 10, 1, 0, 0, tzinfo=UTC))
     result = run_gc(vault, P, now=NOW)
     assert result.compacted_logs_count == 2
     record = read_record(rollup)
     assert record.body.startswith(first_body)  # extended, not replaced
-    for text in ("early october", "late october\n\nwith a second paragraph", '{"step": 2}', "even earlier"):
+    for text in (
+        "early october",
+        "late october\n\nwith a second paragraph",
+        '{"step": 2}',
+        "even earlier",
+    ):
         assert text in record.body
     assert record.frontmatter["created"] == "2026-10-01T00:00:00.000Z"
     assert record.frontmatter["eventCount"] == 3
@@ -271,8 +335,18 @@ def test_dry_run_reports_same_counts_as_real_run_and_changes_nothing(mixed: Vaul
         k: v for k, v in real.to_json().items() if k not in strip
     }
     assert dry.removed_temp_files == real.removed_temp_files == [mixed.relative(temp)]
-    assert sum([real.purged_scratch_count, real.purged_review_count, real.traps_archived_count,
-                real.compacted_plans_count, real.compacted_logs_count]) > 0
+    assert (
+        sum(
+            [
+                real.purged_scratch_count,
+                real.purged_review_count,
+                real.traps_archived_count,
+                real.compacted_plans_count,
+                real.compacted_logs_count,
+            ]
+        )
+        > 0
+    )
 
 
 def test_gc_removes_temp_files_older_than_a_minute_only(vault: Vault) -> None:
@@ -287,15 +361,20 @@ def test_gc_removes_temp_files_older_than_a_minute_only(vault: Vault) -> None:
     result = run_gc(vault, P, now=NOW)
     assert not old_temp.exists() and not root_temp.exists()
     assert new_temp.exists()
-    assert sorted(result.removed_temp_files) == sorted([vault.relative(old_temp), vault.relative(root_temp)])
+    assert sorted(result.removed_temp_files) == sorted(
+        [vault.relative(old_temp), vault.relative(root_temp)]
+    )
 
 
 def test_gc_never_touches_files_outside_the_vault(vault: Vault, tmp_path: Path) -> None:
     outside = tmp_path / "product-repo"
     outside.mkdir()
     note = outside / "note.md"
-    note.write_text("---\nid: note\nkind: scratch\nproject: demo\ncreated: 2020-01-01T00:00:00.000Z\n"
-                    "updated: 2020-01-01T00:00:00.000Z\n---\nnot vault data\n", encoding="utf-8")
+    note.write_text(
+        "---\nid: note\nkind: scratch\nproject: demo\ncreated: 2020-01-01T00:00:00.000Z\n"
+        "updated: 2020-01-01T00:00:00.000Z\n---\nnot vault data\n",
+        encoding="utf-8",
+    )
     garbled = outside / "garbled.md"
     garbled.write_text("garbage", encoding="utf-8")
     temp = outside / f"{TEMP_PREFIX}x"
@@ -326,16 +405,25 @@ def test_gc_requests_a_vault_commit(vault_dir: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     vault_dir.mkdir(parents=True)
-    (vault_dir / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, "atomic": False}}),
-                                           encoding="utf-8")
+    (vault_dir / "config.json").write_text(
+        json.dumps({"vaultGit": {"enabled": True, "atomic": False}}), encoding="utf-8"
+    )
     vault = Vault.open(vault_dir)
     put(vault, "scratch", "old", age=30)
     run_gc(vault, P, now=NOW)
-    log = subprocess.run(["git", "-C", str(vault_dir), "log", "--format=%B"], capture_output=True,
-                         text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "-C", str(vault_dir), "log", "--format=%B"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert f"gc {P}" in log
-    status = subprocess.run(["git", "-C", str(vault_dir), "status", "--porcelain"], capture_output=True,
-                            text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "-C", str(vault_dir), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status == ""
 
 
@@ -349,19 +437,39 @@ def test_sweep_and_log_compaction_run_on_their_own(mixed: Vault) -> None:
 
 def test_gc_of_a_project_without_records_reports_zero(vault: Vault) -> None:
     result = run_gc(vault, "nothing-here", now=NOW)
-    assert result.to_json()["details"] == {"purgedFiles": [], "compactedPlans": [], "compactedLogs": []}
+    assert result.to_json()["details"] == {
+        "purgedFiles": [],
+        "compactedPlans": [],
+        "compactedLogs": [],
+    }
     assert not vault.project_dir("nothing-here").exists()
 
 
 GC_KEYS = {
-    "projectId", "purgedScratchCount", "purgedReviewCount", "trapsArchivedCount", "decisionsArchivedCount",
-    "plansArchivedCount", "compactedPlansCount", "compactedLogsCount", "rebuiltFts", "rebuiltViews", "dryRun",
+    "projectId",
+    "purgedScratchCount",
+    "purgedReviewCount",
+    "trapsArchivedCount",
+    "decisionsArchivedCount",
+    "plansArchivedCount",
+    "compactedPlansCount",
+    "compactedLogsCount",
+    "rebuiltFts",
+    "rebuiltViews",
+    "dryRun",
     "details",
 }
 
 
 def test_cli_gc_json_has_exactly_the_seed_fields(vault: Vault) -> None:
-    upsert_record(vault, P, kind="scratch", body="old\n", slug="old", now=datetime.now(UTC) - timedelta(days=9))
+    upsert_record(
+        vault,
+        P,
+        kind="scratch",
+        body="old\n",
+        slug="old",
+        now=datetime.now(UTC) - timedelta(days=9),
+    )
     runner = CliRunner()
     dry = runner.invoke(cli, ["gc", "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
@@ -374,8 +482,15 @@ def test_cli_gc_json_has_exactly_the_seed_fields(vault: Vault) -> None:
 
 
 def test_cli_gc_prints_a_readable_summary_without_progress_bar_off_terminal(vault: Vault) -> None:
-    upsert_record(vault, P, kind="review", body="old review\n", slug="r", now=datetime.now(UTC) - timedelta(days=20))
+    upsert_record(
+        vault,
+        P,
+        kind="review",
+        body="old review\n",
+        slug="r",
+        now=datetime.now(UTC) - timedelta(days=20),
+    )
     result = CliRunner().invoke(cli, ["gc"])
     assert result.exit_code == 0, result.output
-    assert "purged reviews" in result.stdout and f"reviews/r.md" in result.stdout
+    assert "purged reviews" in result.stdout and "reviews/r.md" in result.stdout
     assert result.stderr == ""

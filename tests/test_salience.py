@@ -25,9 +25,16 @@ MEMOSITE = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "memosite"
 
 
 def trap(vault: Vault, slug: str, **fm: object) -> Path:
-    result = upsert_record(vault, P, kind="trap", slug=slug, body=f"{slug} bites when you forget it.\n",
-                           frontmatter={"title": slug, "severity": "high", **fm}, allow_duplicate=True,
-                           now=NOW - timedelta(days=2))
+    result = upsert_record(
+        vault,
+        P,
+        kind="trap",
+        slug=slug,
+        body=f"{slug} bites when you forget it.\n",
+        frontmatter={"title": slug, "severity": "high", **fm},
+        allow_duplicate=True,
+        now=NOW - timedelta(days=2),
+    )
     return vault.root / result.path
 
 
@@ -57,7 +64,9 @@ def test_hit_is_not_an_edit_updated_unchanged(vault: Vault) -> None:
 
 def test_hit_keeps_untouched_frontmatter_text(vault: Vault) -> None:
     path = trap(vault, "t1")
-    text = path.read_text(encoding="utf-8").replace("---\n", "---\nwindow: 10:00  # deploy window\n", 1)
+    text = path.read_text(encoding="utf-8").replace(
+        "---\n", "---\nwindow: 10:00  # deploy window\n", 1
+    )
     path.write_text(text, encoding="utf-8")
     record_hits(vault, P, ["t1"], now=NOW)
     assert "window: 10:00  # deploy window\n" in path.read_text(encoding="utf-8")
@@ -78,8 +87,14 @@ def test_hit_updates_index_and_trap_view(vault: Vault) -> None:
 def test_get_counts_hit_once_per_session_across_processes(vault: Vault) -> None:
     path = trap(vault, "t1")
     for session in ("agent-a", "agent-a", "agent-b"):
-        done = subprocess.run([str(MEMOSITE), "get", "--id", "t1", "--session-id", session, "--json"],
-                              capture_output=True, text=True, check=False, timeout=60, env=os.environ.copy())
+        done = subprocess.run(
+            [str(MEMOSITE), "get", "--id", "t1", "--session-id", session, "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            env=os.environ.copy(),
+        )
         assert done.returncode == 0, done.stderr
     assert read_record(path).frontmatter["hits"] == 2
 
@@ -149,8 +164,13 @@ def test_cli_feedback_and_rank_json(vault: Vault) -> None:
     voted = runner.invoke(cli, ["feedback", "t1", "--stale", "--json"])
     assert voted.exit_code == 0, voted.output
     assert json.loads(voted.stdout) == {
-        "id": "t1", "kind": "trap", "project": P, "helpfulCount": 0, "staleCount": 1,
-        "lastFeedback": json.loads(voted.stdout)["lastFeedback"], "flaggedStale": True,
+        "id": "t1",
+        "kind": "trap",
+        "project": P,
+        "helpfulCount": 0,
+        "staleCount": 1,
+        "lastFeedback": json.loads(voted.stdout)["lastFeedback"],
+        "flaggedStale": True,
     }
     ranked = json.loads(runner.invoke(cli, ["rank", "--json"]).stdout)
     assert ranked["traps"][0]["id"] == "t1" and ranked["traps"][0]["flaggedStale"] is True

@@ -1,4 +1,4 @@
-"""Search rules: bm25 over title/body/tags, filters, expiry and as-of, FTS syntax errors, path globs."""
+"""Search rules: bm25 over title/body/tags, filters, expiry, as-of, FTS syntax errors, globs."""
 
 from __future__ import annotations
 
@@ -23,9 +23,19 @@ P = "demo"
 MEMOSITE = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "memosite"
 
 
-def put(vault: Vault, kind: str, slug: str, body: str, *, age: float = 1, project: str = P, **fm: object) -> None:
-    upsert_record(vault, project, kind=kind, slug=slug, body=body, frontmatter={"title": fm.pop("title", slug), **fm},
-                  allow_duplicate=True, now=NOW - timedelta(days=age))
+def put(
+    vault: Vault, kind: str, slug: str, body: str, *, age: float = 1, project: str = P, **fm: object
+) -> None:
+    upsert_record(
+        vault,
+        project,
+        kind=kind,
+        slug=slug,
+        body=body,
+        frontmatter={"title": fm.pop("title", slug), **fm},
+        allow_duplicate=True,
+        now=NOW - timedelta(days=age),
+    )
 
 
 def ids(vault: Vault, query: str | None = None, **kwargs: object) -> list[str]:
@@ -34,15 +44,48 @@ def ids(vault: Vault, query: str | None = None, **kwargs: object) -> list[str]:
 
 @pytest.fixture
 def filled(vault: Vault) -> Vault:
-    put(vault, "trap", "token-refresh", "The OAuth token refresh races with logout.\n", title="Auth token refresh race",
-        severity="high", tags=["auth", "identity"], pathPatterns=["src/auth/**/*.py"], occurrences=4)
-    put(vault, "trap", "cookie", "Session cookie loses SameSite; token is dropped by the browser.\n",
-        title="Session cookie", severity="medium", tags=["web"], pathPatterns=["src/web/session.ts"], hits=9)
-    put(vault, "decision", "auth-provider", "We use the hosted auth provider, not our own token service.\n",
-        title="Hosted auth provider")
+    put(
+        vault,
+        "trap",
+        "token-refresh",
+        "The OAuth token refresh races with logout.\n",
+        title="Auth token refresh race",
+        severity="high",
+        tags=["auth", "identity"],
+        pathPatterns=["src/auth/**/*.py"],
+        occurrences=4,
+    )
+    put(
+        vault,
+        "trap",
+        "cookie",
+        "Session cookie loses SameSite; token is dropped by the browser.\n",
+        title="Session cookie",
+        severity="medium",
+        tags=["web"],
+        pathPatterns=["src/web/session.ts"],
+        hits=9,
+    )
+    put(
+        vault,
+        "decision",
+        "auth-provider",
+        "We use the hosted auth provider, not our own token service.\n",
+        title="Hosted auth provider",
+    )
     put(vault, "decision", "old-auth", "Roll our own auth.\n", title="Own auth", status="archived")
-    put(vault, "scratch", "auth-idea", "Maybe cache the auth token.\n", age=10)  # expired: scratch TTL is 7 days
-    put(vault, "trap", "temp-rule", "Auth freeze during the migration.\n", title="Auth freeze", age=10, ttl="7d")
+    put(
+        vault, "scratch", "auth-idea", "Maybe cache the auth token.\n", age=10
+    )  # expired: scratch TTL is 7 days
+    put(
+        vault,
+        "trap",
+        "temp-rule",
+        "Auth freeze during the migration.\n",
+        title="Auth freeze",
+        age=10,
+        ttl="7d",
+    )
     put(vault, "spec", "billing", "Invoices round half up.\n", title="Billing rules", age=30)
     return vault
 
@@ -71,7 +114,9 @@ def test_expired_records_excluded_by_default(filled: Vault) -> None:
 
 
 def test_include_expired_stamps_expired_true(filled: Vault) -> None:
-    hits = {h.id: h for h in search_records(filled, P, "auth", include_expired=True, now=NOW).results}
+    hits = {
+        h.id: h for h in search_records(filled, P, "auth", include_expired=True, now=NOW).results
+    }
     assert hits["auth-idea"].expired and hits["temp-rule"].expired
     assert not hits["token-refresh"].expired
 
@@ -84,7 +129,9 @@ def test_as_of_returns_records_active_on_that_date(filled: Vault) -> None:
 
 
 def test_as_of_date_only_counts_the_whole_day(vault: Vault) -> None:
-    put(vault, "trap", "late", "created late in the day\n", age=0)  # created at NOW = 12:00 on the 30th
+    put(
+        vault, "trap", "late", "created late in the day\n", age=0
+    )  # created at NOW = 12:00 on the 30th
     assert ids(vault, None, as_of="2026-11-30") == ["late"]
     assert ids(vault, None, as_of="2026-11-29") == []
 
@@ -117,7 +164,10 @@ def test_archived_and_superseded_hidden_unless_status_asks(vault: Vault) -> None
         ("token AND(", ["token-refresh", "cookie", "auth-provider"]),
         ("-token", ["token-refresh", "cookie", "auth-provider"]),
         ("auth:token", ["token-refresh", "auth-provider"]),
-        ("token OR", ["token-refresh", "cookie", "auth-provider"]),  # a dangling operator is dropped
+        (
+            "token OR",
+            ["token-refresh", "cookie", "auth-provider"],
+        ),  # a dangling operator is dropped
         ("(auth", ["token-refresh", "auth-provider"]),
         ('title:"refresh', []),  # "title" becomes a word too
         ("token - refresh", ["token-refresh"]),
@@ -128,7 +178,9 @@ def test_archived_and_superseded_hidden_unless_status_asks(vault: Vault) -> None
         ("{", []),
     ],
 )
-def test_fts_syntax_errors_are_searched_as_plain_words(filled: Vault, query: str, expected: list[str]) -> None:
+def test_fts_syntax_errors_are_searched_as_plain_words(
+    filled: Vault, query: str, expected: list[str]
+) -> None:
     result = search_records(filled, P, query, now=NOW)
     assert sorted(h.id for h in result.results) == sorted(expected)
     assert result.total == len(expected)
@@ -184,8 +236,15 @@ def test_limit_caps_results_and_total_counts_all(filled: Vault) -> None:
 
 
 def test_flagged_stale_record_ranked_lower(filled: Vault) -> None:
-    put(filled, "trap", "stale-one", "Token token token everywhere.\n", title="Token token", staleCount=3,
-        helpfulCount=1)
+    put(
+        filled,
+        "trap",
+        "stale-one",
+        "Token token token everywhere.\n",
+        title="Token token",
+        staleCount=3,
+        helpfulCount=1,
+    )
     found = ids(filled, "token")
     assert found[-1] == "stale-one"
 
@@ -207,37 +266,76 @@ def test_search_rebuilds_a_missing_index(filled: Vault) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"sort": "random"}, "invalid sort"), ({"limit": 0}, "invalid limit"), ({"kinds": ["bug"]}, "invalid kind"),
-     ({"status": "done"}, "invalid status"), ({"as_of": "yesterday"}, "as-of"), ({"path": "  "}, "path")],
+    [
+        ({"sort": "random"}, "invalid sort"),
+        ({"limit": 0}, "invalid limit"),
+        ({"kinds": ["bug"]}, "invalid kind"),
+        ({"status": "done"}, "invalid status"),
+        ({"as_of": "yesterday"}, "as-of"),
+        ({"path": "  "}, "path"),
+    ],
 )
-def test_bad_arguments_are_invalid_arguments(filled: Vault, kwargs: dict[str, object], message: str) -> None:
+def test_bad_arguments_are_invalid_arguments(
+    filled: Vault, kwargs: dict[str, object], message: str
+) -> None:
     with pytest.raises(InvalidArguments, match=message):
         search_records(filled, P, "x", now=NOW, **kwargs)  # type: ignore[arg-type]
 
 
 def test_hit_ids_acknowledge_hits_once_per_session(filled: Vault) -> None:
-    first = search_records(filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW)
+    first = search_records(
+        filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW
+    )
     again = search_records(filled, P, "token", hit_ids=["token-refresh"], session_id="s1", now=NOW)
     assert first.hits_recorded == ["token-refresh"] and again.hits_recorded == []
     assert search_records(filled, P, "token", now=NOW).results[0].hits == 1
 
 
-RESULT_KEYS = {"id", "kind", "project", "title", "status", "path", "score", "expired", "severity", "tags",
-               "updated", "snippet"}
+RESULT_KEYS = {
+    "id",
+    "kind",
+    "project",
+    "title",
+    "status",
+    "path",
+    "score",
+    "expired",
+    "severity",
+    "tags",
+    "updated",
+    "snippet",
+}
 
 
 def test_cli_search_json_shape(vault: Vault) -> None:
-    upsert_record(vault, P, kind="trap", body="Retry storms take the gateway down.\n",
-                  frontmatter={"title": "Retry storms", "severity": "high"})
-    upsert_record(vault, P, kind="scratch", body="retry idea\n", slug="old",
-                  now=datetime.now(UTC) - timedelta(days=8))
+    upsert_record(
+        vault,
+        P,
+        kind="trap",
+        body="Retry storms take the gateway down.\n",
+        frontmatter={"title": "Retry storms", "severity": "high"},
+    )
+    upsert_record(
+        vault,
+        P,
+        kind="scratch",
+        body="retry idea\n",
+        slug="old",
+        now=datetime.now(UTC) - timedelta(days=8),
+    )
     result = CliRunner().invoke(cli, ["search", "retry", "--json", "--include-expired"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) >= {"results", "total"} and data["total"] == 2
-    assert all(RESULT_KEYS <= set(hit) for hit in data["results"])
-    assert {hit["id"]: hit["expired"] for hit in data["results"]} == {"retry-storms": False, "old": True}
-    assert "**Retry**" in data["results"][0]["snippet"] or "**retry**" in data["results"][0]["snippet"].lower()
+    assert all(set(hit) >= RESULT_KEYS for hit in data["results"])
+    assert {hit["id"]: hit["expired"] for hit in data["results"]} == {
+        "retry-storms": False,
+        "old": True,
+    }
+    assert (
+        "**Retry**" in data["results"][0]["snippet"]
+        or "**retry**" in data["results"][0]["snippet"].lower()
+    )
 
 
 def test_cli_search_bad_input_is_one_line_error(vault: Vault) -> None:
@@ -251,16 +349,33 @@ def test_cli_search_bad_input_is_one_line_error(vault: Vault) -> None:
 
 
 def test_cli_get_returns_expired_record_annotated(vault: Vault) -> None:
-    upsert_record(vault, P, kind="scratch", body="old\n", slug="old", now=datetime.now(UTC) - timedelta(days=8))
+    upsert_record(
+        vault,
+        P,
+        kind="scratch",
+        body="old\n",
+        slug="old",
+        now=datetime.now(UTC) - timedelta(days=8),
+    )
     result = CliRunner().invoke(cli, ["get", "--kind", "scratch", "--slug", "old", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["expired"] is True
 
 
 def test_cli_search_subprocess_end_to_end(vault: Vault) -> None:
-    upsert_record(vault, P, kind="decision", body="Use PostgreSQL full-text search.\n",
-                  frontmatter={"title": "Full-text search"})
-    done = subprocess.run([str(MEMOSITE), "search", "postgresql", "--json"], capture_output=True, text=True,
-                          check=False, timeout=60)
+    upsert_record(
+        vault,
+        P,
+        kind="decision",
+        body="Use PostgreSQL full-text search.\n",
+        frontmatter={"title": "Full-text search"},
+    )
+    done = subprocess.run(
+        [str(MEMOSITE), "search", "postgresql", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert [hit["id"] for hit in json.loads(done.stdout)["results"]] == ["full-text-search"]

@@ -54,11 +54,18 @@ def _gc_summary(result: GcResult) -> str:
         ("stale temp files removed", len(result.removed_temp_files)),
     ]
     lines += [f"  {label:26} {count}" for label, count in counts]
-    for title, paths in (("archived", result.archived_files), ("purged", result.purged_files),
-                         ("compacted", result.compacted_plans), ("rolled up into", result.rollup_files)):
+    for title, paths in (
+        ("archived", result.archived_files),
+        ("purged", result.purged_files),
+        ("compacted", result.compacted_plans),
+        ("rolled up into", result.rollup_files),
+    ):
         lines += [f"  {title}: {path}" for path in paths]
     if not result.dry_run:
-        lines.append(f"  index and views rebuilt: {'yes' if result.rebuilt_fts and result.rebuilt_views else 'no'}")
+        lines.append(
+            "  index and views rebuilt: "
+            + ("yes" if result.rebuilt_fts and result.rebuilt_views else "no")
+        )
     elif not any(count for _, count in counts):
         lines.append(f"  nothing {verb} change")
     return "\n".join(lines)
@@ -66,7 +73,11 @@ def _gc_summary(result: GcResult) -> str:
 
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Report what would change; write and delete nothing.")
-@click.option("--purge", is_flag=True, help="Unlink expired traps, decisions and plans instead of archiving them.")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Unlink expired traps, decisions and plans instead of archiving them.",
+)
 @vault_options
 def gc(app: App, dry_run: bool, purge: bool) -> None:
     """Sweep expired records, compact shipped plans and roll logs up by month."""
@@ -85,7 +96,11 @@ def _search_text(result: SearchResult) -> str:
         return "no matches"
     lines = []
     for hit in result.results:
-        flags = "".join(f" [{flag}]" for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale)) if on)
+        flags = "".join(
+            f" [{flag}]"
+            for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale))
+            if on
+        )
         severity = f" {hit.severity}" if hit.severity else ""
         lines.append(f"{hit.kind:8} {hit.id}  {hit.status}{severity}{flags}  {hit.title}")
         if hit.snippet:
@@ -99,21 +114,43 @@ def _search_text(result: SearchResult) -> str:
 @click.command()
 @click.argument("query", nargs=-1)
 @click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
-@click.option("--status", help="Only this status (archived and superseded are hidden unless asked for).")
-@click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable: all must match).")
+@click.option(
+    "--status", help="Only this status (archived and superseded are hidden unless asked for)."
+)
+@click.option(
+    "--tag", "tags", multiple=True, help="Only records with this tag (repeatable: all must match)."
+)
 @click.option("--path", help="Only records whose path patterns cover this file or directory.")
 @click.option("--include-expired", is_flag=True, help="Include expired records, marked expired.")
-@click.option("--as-of", help="Records active at this date (YYYY-MM-DD = end of that UTC day, or RFC 3339).")
-@click.option("--sort", type=click.Choice(["relevance", "occurrences", "updated", "hits"]), default="relevance",
-              show_default=True)
+@click.option(
+    "--as-of", help="Records active at this date (YYYY-MM-DD = end of that UTC day, or RFC 3339)."
+)
+@click.option(
+    "--sort",
+    type=click.Choice(["relevance", "occurrences", "updated", "hits"]),
+    default="relevance",
+    show_default=True,
+)
 @click.option("--limit", type=int, default=20, show_default=True)
 @click.option("--hit-ids", help="Comma-separated ids the agent used: each counts a hit.")
 @click.option("--session-id", help="Count each hit at most once per agent session.")
 @click.option("--all-projects", is_flag=True, help="Search every project of the vault.")
 @vault_options
-def search(app: App, query: tuple[str, ...], kinds: tuple[str, ...], status: str | None,
-           tags: tuple[str, ...], path: str | None, include_expired: bool, as_of: str | None, sort: str,
-           limit: int, hit_ids: str | None, session_id: str | None, all_projects: bool) -> None:
+def search(
+    app: App,
+    query: tuple[str, ...],
+    kinds: tuple[str, ...],
+    status: str | None,
+    tags: tuple[str, ...],
+    path: str | None,
+    include_expired: bool,
+    as_of: str | None,
+    sort: str,
+    limit: int,
+    hit_ids: str | None,
+    session_id: str | None,
+    all_projects: bool,
+) -> None:
     """Full-text search (FTS5, bm25) over titles, bodies and tags.
 
     QUERY may use FTS5 syntax (phrases, OR, NOT, prefix*); anything SQLite rejects is searched
@@ -122,10 +159,19 @@ def search(app: App, query: tuple[str, ...], kinds: tuple[str, ...], status: str
     from memosite.search import search_records
 
     result = search_records(
-        app.vault, None if all_projects else app.project, " ".join(query) or None,
-        kinds=kinds or None, status=status, tags=tags or None, path=path,
-        include_expired=include_expired, as_of=as_of, sort=sort, limit=limit,
-        hit_ids=[i for i in (hit_ids or "").split(",") if i.strip()] or None, session_id=session_id,
+        app.vault,
+        None if all_projects else app.project,
+        " ".join(query) or None,
+        kinds=kinds or None,
+        status=status,
+        tags=tags or None,
+        path=path,
+        include_expired=include_expired,
+        as_of=as_of,
+        sort=sort,
+        limit=limit,
+        hit_ids=[i for i in (hit_ids or "").split(",") if i.strip()] or None,
+        session_id=session_id,
     )
     app.emit(result.to_json(), lambda: _search_text(result))
 
@@ -134,16 +180,30 @@ def search(app: App, query: tuple[str, ...], kinds: tuple[str, ...], status: str
 @click.option("--query", help="Keywords of the task: matching traps and decisions come first.")
 @click.option("--slug", help="The spec/plan/state slug being worked on.")
 @click.option("--path", help="The file or directory being worked on: traps covering it come first.")
-@click.option("--max-bytes", type=int, help="UTF-8 byte budget (default: bootstrap.maxBytes, 8192).")
+@click.option(
+    "--max-bytes", type=int, help="UTF-8 byte budget (default: bootstrap.maxBytes, 8192)."
+)
 @click.option("--session-id", help="Count each included record's hit at most once per session.")
 @vault_options
-def bootstrap(app: App, query: str | None, slug: str | None, path: str | None, max_bytes: int | None,
-              session_id: str | None) -> None:
+def bootstrap(
+    app: App,
+    query: str | None,
+    slug: str | None,
+    path: str | None,
+    max_bytes: int | None,
+    session_id: str | None,
+) -> None:
     """Print the session brief: current work, active traps and accepted decisions."""
     from memosite.bootstrap import build_bootstrap
 
     result: BootstrapResult = build_bootstrap(
-        app.vault, app.project, query=query, slug=slug, path=path, max_bytes=max_bytes, session_id=session_id,
+        app.vault,
+        app.project,
+        query=query,
+        slug=slug,
+        path=path,
+        max_bytes=max_bytes,
+        session_id=session_id,
     )
     app.emit(result.to_json(), result.markdown)
 
@@ -154,8 +214,10 @@ def _rank_text(result: RankResult) -> str:
     lines = []
     for position, trap in enumerate(result.traps, 1):
         stale = " [stale]" if trap.flagged_stale else ""
-        lines.append(f"{position:3}. {trap.occurrences:3}× {trap.hits:4} hits  "
-                     f"{(trap.severity or '-'):8} {trap.id}{stale}  {trap.title}")
+        lines.append(
+            f"{position:3}. {trap.occurrences:3}× {trap.hits:4} hits  "
+            f"{(trap.severity or '-'):8} {trap.id}{stale}  {trap.title}"
+        )
     return "\n".join(lines)
 
 
@@ -173,7 +235,9 @@ def rank(app: App, layer: str | None, limit: int) -> None:
 
 @click.command()
 @click.argument("record_id", metavar="ID")
-@click.option("--helpful/--stale", "helpful", default=None, help="Was the record helpful, or out of date?")
+@click.option(
+    "--helpful/--stale", "helpful", default=None, help="Was the record helpful, or out of date?"
+)
 @vault_options
 def feedback(app: App, record_id: str, helpful: bool | None) -> None:
     """Vote a record helpful or stale (stale outweighing helpful flags it)."""
@@ -184,5 +248,7 @@ def feedback(app: App, record_id: str, helpful: bool | None) -> None:
         raise InvalidArguments("say --helpful or --stale")
     result = record_feedback(app.vault, app.project, record_id, helpful=helpful)
     flag = " (flagged stale)" if result.flagged_stale else ""
-    app.emit(result.to_json(),
-             f"{result.id}: {result.helpful_count} helpful, {result.stale_count} stale{flag}")
+    app.emit(
+        result.to_json(),
+        f"{result.id}: {result.helpful_count} helpful, {result.stale_count} stale{flag}",
+    )
