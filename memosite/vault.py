@@ -7,8 +7,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,17 @@ def warn(message: str) -> None:
     sys.stderr.write(f"memosite: warning: {message}\n")
 
 
+@dataclass(frozen=True)
+class Tombstone:
+    """The record of one physically removed record file."""
+
+    project: str
+    kind: str
+    id: str
+    path: Path
+    reason: str
+
+
 @dataclass
 class Vault:
     """One vault root. Open it with :meth:`Vault.open`; all paths are derived from here."""
@@ -150,8 +162,12 @@ class Vault:
     def iter_record_files(self, project: str, subdirs: tuple[str, ...] = RECORD_DIRS) -> Iterator[Path]:
         """Record files of a project in directory order, skipping temp files and sidecars."""
         base = self.project_dir(project)
+        if base.is_symlink():
+            return
         for subdir in subdirs:
             directory = base / subdir
+            if directory.is_symlink():
+                continue  # never read records from outside the vault
             try:
                 entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
             except (FileNotFoundError, NotADirectoryError):
@@ -163,17 +179,27 @@ class Vault:
     # --- tombstones --------------------------------------------------------------------------
     def record_tombstone(self, project: str, kind: str, record_id: str, path: Path, reason: str) -> None:
         """Remember a physically removed record (for sync); appended, never rewritten."""
-        entry = {
-            "project": project,
-            "kind": kind,
-            "id": record_id,
-            "path": self.relative(path),
-            "reason": reason,
-            "deletedAt": format_iso(utc_now()),
-        }
+        self.record_tombstones([Tombstone(project, kind, record_id, path, reason)])
+
+    def record_tombstones(self, tombstones: Sequence[Tombstone], now: datetime | None = None) -> None:
+        """Append several tombstones with one fsync (gc removes thousands of files at once).
+
+        Call it before unlinking the files, so a crash never loses the record of a deletion.
+        """
+        if not tombstones:
+            return
+        stamp = format_iso(now or utc_now())
+        lines = "".join(
+            json.dumps(
+                {"project": t.project, "kind": t.kind, "id": t.id, "path": self.relative(t.path),
+                 "reason": t.reason, "deletedAt": stamp},
+                sort_keys=True,
+            ) + "\n"
+            for t in tombstones
+        )
         self.internal_dir.mkdir(parents=True, exist_ok=True)
         with open(self.tombstones_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+            handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
 

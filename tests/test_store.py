@@ -432,3 +432,28 @@ def test_parse_of_written_file_round_trips(vault: Vault) -> None:
     result = upsert_record(vault, "demo", kind="trap", body="b\n", slug="rt", frontmatter={"when": "10:00"})
     text = _file(vault, result.path).read_text(encoding="utf-8")
     assert parse_record(text).frontmatter["when"] == "10:00"
+
+
+def test_a_symlinked_kind_directory_is_never_read(vault: Vault, tmp_path: Path) -> None:
+    from memosite.indexing import reindex
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text(
+        "---\nid: x\nkind: trap\nproject: demo\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\nout\n",
+        encoding="utf-8",
+    )
+    vault.project_dir("demo").mkdir(parents=True)
+    (vault.project_dir("demo") / "traps").symlink_to(outside)
+    reindex(vault, ["demo"])
+    assert list_records(vault, "demo") == []
+
+
+def test_tombstones_batch_shares_one_stamp(vault: Vault) -> None:
+    from memosite.vault import Tombstone
+
+    paths = [vault.record_path("demo", "log", f"l{n}") for n in range(3)]
+    vault.record_tombstones([Tombstone("demo", "log", f"l{n}", p, "gc") for n, p in enumerate(paths)], now=NOW)
+    entries = vault.read_tombstones()
+    assert [e["id"] for e in entries] == ["l0", "l1", "l2"]
+    assert {e["deletedAt"] for e in entries} == {"2026-11-30T12:00:00.000Z"}
