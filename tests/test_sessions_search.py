@@ -192,3 +192,31 @@ def test_a_cap_rewrite_invalidates_the_index(vault_dir: Path) -> None:
     # Only the cap summary still mentions the evicted walrus events.
     assert [hit.type for hit in search_sessions(vault, "demo", "walrus", limit=1000).hits] == ["session.summary"]
     assert len(search_sessions(vault, "demo", "otter", limit=100).hits) == 10
+
+
+@pytest.mark.parametrize("whole_term_factor", [0, 10**9], ids=["bisect-lookups", "whole-term"])
+def test_pruned_ranking_equals_exhaustive_ranking(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, whole_term_factor: int
+) -> None:
+    import random
+
+    from memosite.sessions import search as search_module
+
+    monkeypatch.setattr(search_module, "WHOLE_TERM_FACTOR", whole_term_factor)
+
+    from memosite.sessions.paths import SessionPaths
+    from memosite.sessions.postings import session_index
+    from memosite.sessions.search import Corpus, rank, score_chunks
+
+    rng = random.Random(3)
+    words = [f"w{n}" for n in range(60)]
+    weights = [1 / (n + 1) for n in range(60)]
+    for number, day in enumerate((1, 5, 9)):
+        texts = [" ".join(rng.choices(words, weights, k=rng.randint(3, 25))) for _ in range(150)]
+        make_session(vault, f"s{number}", texts, fixed(f"2026-01-{day:02d}T00:00:00.000Z"))
+    corpus = Corpus([session_index(SessionPaths.for_session(vault, "demo", f"s{n}"), "demo") for n in range(3)])
+    for query in (["w0", "w1", "w40"], ["w55", "w0"], ["w2"], ["w3", "w4", "w5", "w59"]):
+        exhaustive = score_chunks(corpus, query, limit=10**9)
+        pruned = score_chunks(corpus, query, limit=10)
+        assert rank(corpus, pruned, 10) == rank(corpus, exhaustive, 10)
+    assert len(score_chunks(corpus, ["w50", "w0", "w1"], limit=5)) < len(score_chunks(corpus, ["w50", "w0", "w1"], limit=10**9))

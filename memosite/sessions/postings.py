@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from array import array
+from bisect import bisect_left
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class SessionIndex:
     total_length: int = 0
     newest_time: float = 0.0
     norm_cache: tuple[float, list[float]] | None = field(default=None, repr=False)
+    recency_cache: tuple[float, list[float]] | None = field(default=None, repr=False)
 
     @property
     def chunk_count(self) -> int:
@@ -95,6 +97,21 @@ class SessionIndex:
         if term in self.delta:
             found.append(self.delta[term])
         return found
+
+    def term_frequency(self, term: str, chunk: int) -> int:
+        """How often ``term`` occurs in ``chunk`` (postings are sorted by chunk: a bisect)."""
+        number = self.terms.get(term)
+        if number is not None:
+            lo, hi = self.starts[number], self.starts[number + 1]
+            at = bisect_left(self.post_chunk, chunk, lo, hi)
+            if at < hi and self.post_chunk[at] == chunk:
+                return int(self.post_tf[at])
+        tail = self.delta.get(term)
+        if tail is not None:
+            at = bisect_left(tail[0], chunk)
+            if at < len(tail[0]) and tail[0][at] == chunk:
+                return tail[1][at]
+        return 0
 
     def document_frequency(self, term: str) -> int:
         return sum(len(chunks) for chunks, _ in self.postings(term))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from itertools import compress, repeat
 from operator import add, mul, truediv
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ B = 0.75
 RECENCY_WEIGHT = 0.1
 RECENCY_HALF_LIFE_DAYS = 7.0
 SNIPPET_CHARS = 160
+# Past this many postings per contender, a pruned term is scored whole rather than by bisect.
+WHOLE_TERM_FACTOR = 16
 _SECONDS_PER_DAY = 86400.0
 
 
@@ -91,7 +94,7 @@ class SearchResults:
     terms: list[str]
     sessions: list[str]
     chunks: int
-    matches: int
+    scored: int  # chunks scored; MaxScore pruning leaves out those that cannot reach the top
     hits: list[SearchHit] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -100,7 +103,7 @@ class SearchResults:
             "terms": self.terms,
             "sessions": self.sessions,
             "chunks": self.chunks,
-            "matches": self.matches,
+            "scored": self.scored,
             "hits": [hit.to_json() for hit in self.hits],
         }
 
@@ -128,57 +131,130 @@ def _norms(index: SessionIndex, average_length: float) -> list[float]:
     return cached[1]
 
 
-def score_chunks(indexes: list[SessionIndex], terms: list[str]) -> tuple[dict[int, float], int]:
-    """Raw BM25 per matching chunk, keyed ``session position << 32 | chunk number``."""
-    chunk_total = sum(index.chunk_count for index in indexes)
-    if chunk_total == 0:
-        return {}, 0
-    average_length = sum(index.total_length for index in indexes) / chunk_total
-    per_term: list[dict[int, float]] = []
+def _multipliers(index: SessionIndex, newest: float) -> list[float]:
+    """The recency multiplier of every chunk, cached on the index for this newest time."""
+    cached = index.recency_cache
+    if cached is None or cached[0] != newest:
+        cached = (newest, [recency_multiplier((newest - when) / _SECONDS_PER_DAY) for when in index.chunks["time"]])
+        index.recency_cache = cached
+    return cached[1]
+
+
+class Corpus:
+    """The indexes searched together. A chunk's key is its session's offset plus its number."""
+
+    def __init__(self, indexes: list[SessionIndex]) -> None:
+        self.indexes = indexes
+        self.offsets: list[int] = []
+        total = 0
+        for index in indexes:
+            self.offsets.append(total)
+            total += index.chunk_count
+        self.chunk_total = total
+
+    def locate(self, key: int) -> tuple[int, int]:
+        """(position of the session in the corpus, chunk number in its index)."""
+        position = bisect_right(self.offsets, key) - 1
+        return position, key - self.offsets[position]
+
+    def chunk_id(self, key: int) -> str:
+        position, chunk = self.locate(key)
+        index = self.indexes[position]
+        return chunk_id(index.session_id, index.chunks["seq"][chunk], index.chunks["part"][chunk])
+
+
+def _term_scores(corpus: Corpus, term: str, weight: float, average_length: float) -> dict[int, float]:
+    """``weight * tf / (tf + norm)`` for every chunk holding ``term``, by C-level map/zip."""
+    contributions: dict[int, float] = {}
+    for base, index in zip(corpus.offsets, corpus.indexes, strict=True):
+        norms = _norms(index, average_length)
+        for chunks, tfs in index.postings(term):
+            keys = chunks if base == 0 else map(base.__add__, chunks)
+            denominators = map(add, tfs, map(norms.__getitem__, chunks))
+            contributions.update(zip(keys, map(truediv, map(mul, repeat(weight), tfs), denominators)))
+    return contributions
+
+
+def score_chunks(corpus: Corpus, terms: list[str], limit: int = 10) -> dict[int, float]:
+    """Raw BM25 of the chunks that can still reach the top ``limit``, keyed by corpus key.
+
+    Terms are added rarest first, each to a running sum, so every chunk's score is summed in
+    the same order (equal chunks get bit-identical scores, and ties stay ties). Once the terms
+    left could not lift a chunk into the top ``limit`` even at full weight (``weight`` bounds a
+    term's contribution, recency at most x1.1), they are only looked up for the chunks still in
+    contention (MaxScore pruning); chunks that cannot make it are dropped. The ranking is exact.
+    """
+    if corpus.chunk_total == 0:
+        return {}
+    average_length = sum(index.total_length for index in corpus.indexes) / corpus.chunk_total
+    weighted = []
     for term in terms:
-        df = sum(index.document_frequency(term) for index in indexes)
-        if df == 0:
+        df = sum(index.document_frequency(term) for index in corpus.indexes)
+        if df:
+            weighted.append((df, term, bm25_idf(corpus.chunk_total, df) * (K1 + 1.0)))
+    weighted.sort()
+    scores: dict[int, float] = {}
+    for position, (_, term, weight) in enumerate(weighted):
+        remaining = sum(w for _, _, w in weighted[position:])
+        if len(scores) >= limit:
+            kth = heapq.nlargest(limit, scores.values())[-1]
+            if remaining * (1.0 + RECENCY_WEIGHT) < kth:
+                return _finish_pruned(corpus, scores, weighted[position:], kth, remaining, average_length)
+        contributions = _term_scores(corpus, term, weight, average_length)
+        if not scores:
+            scores = contributions
             continue
-        weight = bm25_idf(chunk_total, df) * (K1 + 1.0)
-        contributions: dict[int, float] = {}
-        for position, index in enumerate(indexes):
-            norms = _norms(index, average_length)
-            base = position << 32
-            for chunks, tfs in index.postings(term):
-                # weight * tf / (tf + norm), evaluated by C-level map/zip: the hot loop of search.
-                keys = chunks if base == 0 else map(base.__or__, chunks)
-                denominators = map(add, tfs, map(norms.__getitem__, chunks))
-                contributions.update(zip(keys, map(truediv, map(mul, repeat(weight), tfs), denominators)))
-        per_term.append(contributions)
-    if not per_term:
-        return {}, chunk_total
-    # Fold the smaller maps into the largest: the work follows the rarer terms. The order is
-    # fixed per query, so equal chunks always get bit-identical sums (ties stay ties).
-    per_term.sort(key=len, reverse=True)
-    scores = per_term[0]
-    for contributions in per_term[1:]:
-        sums = list(map(add, map(scores.get, contributions, repeat(0.0)), contributions.values()))
-        scores.update(zip(contributions, sums))
-    return scores, chunk_total
+        # Iterate the smaller map; a + b == b + a exactly, so either way the sum is the same.
+        small, large = (scores, contributions) if len(scores) < len(contributions) else (contributions, scores)
+        sums = list(map(add, map(large.get, small, repeat(0.0)), small.values()))
+        large.update(zip(small, sums))
+        scores = large
+    return scores
 
 
-def rank(indexes: list[SessionIndex], scores: dict[int, float], limit: int) -> list[tuple[int, float, float]]:
+def _finish_pruned(
+    corpus: Corpus,
+    scores: dict[int, float],
+    rest: list[tuple[int, str, float]],
+    kth: float,
+    remaining: float,
+    average_length: float,
+) -> dict[int, float]:
+    """Add the remaining terms to the chunks still in contention, one term at a time."""
+    floor = kth / (1.0 + RECENCY_WEIGHT) - remaining
+    keys = list(compress(scores, map(floor.__le__, scores.values())))
+    totals = [scores[key] for key in keys]
+    located = [corpus.locate(key) for key in keys]
+    for df, term, weight in rest:
+        if len(keys) * WHOLE_TERM_FACTOR > df:
+            # Many contenders: scoring the whole term at C speed beats one bisect per chunk.
+            contributions = _term_scores(corpus, term, weight, average_length)
+            totals = list(map(add, totals, map(contributions.get, keys, repeat(0.0))))
+            continue
+        for slot, (position, chunk) in enumerate(located):
+            index = corpus.indexes[position]
+            tf = index.term_frequency(term, chunk)
+            if tf:
+                totals[slot] = totals[slot] + weight * tf / (tf + _norms(index, average_length)[chunk])
+    return dict(zip(keys, totals, strict=True))
+
+
+def rank(corpus: Corpus, scores: dict[int, float], limit: int) -> list[tuple[int, float, float]]:
     """Top ``limit`` (key, final score, multiplier) by final score, ties by chunk id."""
     if not scores or limit <= 0:
         return []
-    newest = max(index.newest_time for index in indexes)
-    kth = heapq.nlargest(limit, scores.values())[-1]
-    # No chunk below kth / (1 + weight) can overtake the limit chunks already at >= kth.
-    floor = kth / (1.0 + RECENCY_WEIGHT)
-    ranked = []
-    for key, raw in compress(scores.items(), map(floor.__le__, scores.values())):
-        index = indexes[key >> 32]
-        chunk = key & 0xFFFFFFFF
-        multiplier = recency_multiplier((newest - index.chunks["time"][chunk]) / _SECONDS_PER_DAY)
-        ident = chunk_id(index.session_id, index.chunks["seq"][chunk], index.chunks["part"][chunk])
-        ranked.append((-raw * multiplier, ident, key, multiplier))
-    ranked.sort()
-    return [(key, -negative, multiplier) for negative, _, key, multiplier in ranked[:limit]]
+    newest = max(index.newest_time for index in corpus.indexes)
+    multipliers: list[float] = []
+    for index in corpus.indexes:
+        multipliers += _multipliers(index, newest)
+    # No chunk below kth / (1 + weight) can overtake the `limit` chunks already at >= kth.
+    floor = heapq.nlargest(limit, scores.values())[-1] / (1.0 + RECENCY_WEIGHT)
+    keys = list(compress(scores, map(floor.__le__, scores.values())))
+    finals = list(map(mul, map(scores.__getitem__, keys), map(multipliers.__getitem__, keys)))
+    cutoff = heapq.nlargest(limit, finals)[-1]
+    winners = compress(zip(finals, keys), map(cutoff.__le__, finals))
+    top = sorted((-final, corpus.chunk_id(key), key) for final, key in winners)
+    return [(key, -negative, multipliers[key]) for negative, _, key in top[:limit]]
 
 
 def search_sessions(
@@ -195,13 +271,13 @@ def search_sessions(
         all_paths = [SessionPaths.for_session(vault, project, session_id)]
     else:
         all_paths = [SessionPaths(root, entry.session_id) for entry in iter_sessions(root, project)]
-    indexes = [session_index(paths, project) for paths in all_paths]
-    scores, chunk_total = score_chunks(indexes, terms)
+    corpus = Corpus([session_index(paths, project) for paths in all_paths])
+    scores = score_chunks(corpus, terms, limit)
     hits = []
     wanted = set(terms)
-    for key, final, multiplier in rank(indexes, scores, limit):
-        index, paths = indexes[key >> 32], all_paths[key >> 32]
-        chunk = key & 0xFFFFFFFF
+    for key, final, multiplier in rank(corpus, scores, limit):
+        position, chunk = corpus.locate(key)
+        index, paths = corpus.indexes[position], all_paths[position]
         seq, part = index.chunks["seq"][chunk], index.chunks["part"][chunk]
         event = decode_event(read_line_at(paths.events, index.chunks["offset"][chunk]) or b"-")
         if event is None or event.seq != seq:
@@ -224,8 +300,8 @@ def search_sessions(
     return SearchResults(
         query=query,
         terms=terms,
-        sessions=[index.session_id for index in indexes],
-        chunks=chunk_total,
-        matches=len(scores),
+        sessions=[index.session_id for index in corpus.indexes],
+        chunks=corpus.chunk_total,
+        scored=len(scores),
         hits=hits,
     )
