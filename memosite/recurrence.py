@@ -26,12 +26,16 @@ _LAYER_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
      ("invariant", "business rule", "domain model", "aggregate")),
     ("application", ("src/", "lib/", "app/", "services/", "api/", "cmd/"), ()),
 )
-_SECURITY_WORDS = ("security", "auth", "xss", "csrf", "injection", "secret", "credential", "password",
-                   "token", "permission", "vulnerab", "cve-", "sanitiz", "privilege")
-_TAG_WORDS = {
-    "performance": ("slow", "latency", "performance", "n+1", "timeout", "memory leak"),
-    "concurrency": ("race", "deadlock", "lock", "concurren", "thread", "async"),
-    "data-loss": ("data loss", "corrupt", "lost write", "truncat"),
+# Whole words only: "tokens" in a lexer or "author" in a changelog are not security topics.
+_SECURITY_RE = re.compile(
+    r"\b(?:security|auth[nz]?|authenticat\w*|authori[sz]\w*|xss|csrf|sql injection|injection|secrets?"
+    r"|credentials?|passwords?|(?:access|auth|api|bearer|csrf|refresh|session) tokens?|jwt|permissions?"
+    r"|vulnerab\w*|cve-\d+|sanitiz\w*|sanitis\w*|privilege\w*)\b"
+)
+_TAG_RES = {
+    "performance": re.compile(r"\b(?:slow\w*|latency|performance|n\+1|timeouts?|memory leaks?)"),
+    "concurrency": re.compile(r"\b(?:race conditions?|races?|deadlocks?|locks?|locking|concurren\w*|threads?|async)\b"),
+    "data-loss": re.compile(r"\b(?:data loss|corrupt\w*|lost writes?|truncat\w*)"),
 }
 _GENERIC_SEGMENTS = {"src", "lib", "app", "apps", "packages", "pkg", "internal", "tests", "test", "**", "*"}
 
@@ -80,10 +84,10 @@ def classify_tags(frontmatter: Mapping[str, Any], body: str) -> list[str]:
     tags = [str(tag) for tag in frontmatter.get("tags") or []]
     haystack = f"{frontmatter.get('title', '')} {body}".lower()
     labels = {str(frontmatter.get(key, "")).strip().lower() for key in ("label", "category", "type")}
-    if frontmatter.get("security") is True or "security" in labels or any(w in haystack for w in _SECURITY_WORDS):
+    if frontmatter.get("security") is True or "security" in labels or _SECURITY_RE.search(haystack):
         tags.append("security")
-    for tag, words in _TAG_WORDS.items():
-        if any(word in haystack for word in words):
+    for tag, pattern in _TAG_RES.items():
+        if pattern.search(haystack):
             tags.append(tag)
     return list(dict.fromkeys(tags))
 
