@@ -262,12 +262,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if findings:
             clean_site_dir(site_dir)
             self._memory = _BuildMemory(key=self._memory.key)
-            first = findings[0]
-            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-            raise PluginError(
-                f"memosite: refusing to publish: {first.kind} in {first.where}"
-                f"{f' line {first.line}' if first.line else ''}{more}; nothing was published"
-            )
+            places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in findings[:3])
+            more = f"; and {len(findings) - 3} more" if len(findings) > 3 else ""
+            raise PluginError(f"memosite: refusing to publish: {places}{more}. Nothing was published.")
         self._memory.fingerprints = {
             page.src_uri: _digest(page.fingerprint) for page in self._content.pages if page.src_uri in generated
         }

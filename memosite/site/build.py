@@ -69,6 +69,7 @@ def _collect_mkdocs_warnings() -> Iterator[list[str]]:
 def _failure(exc: BaseException, warnings: Sequence[str]) -> BuildError:
     cause = exc.__context__ if exc.__context__ is not None else exc
     message = str(cause).strip() or str(exc)
+    message = message.removeprefix("memosite: ")
     # mkdocs reports errors in its log and aborts with a generic line; the log says what broke.
     if message.startswith("Aborted with") and warnings:
         message = f"{message} {warnings[-1]}"
