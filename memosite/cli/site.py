@@ -34,6 +34,16 @@ def _log_to_stderr() -> None:
     logging.getLogger("mkdocs.commands.build").setLevel(logging.WARNING)
 
 
+def _stop_on_sigterm() -> None:
+    """Let a service manager's SIGTERM end the loop like Ctrl-C, so cleanup runs."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def _projects(app: App) -> list[str] | None:
     return [app.project] if app.project_arg else None
 
@@ -96,6 +106,7 @@ def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None) 
     from memosite.site.server import serve as serve_site
 
     _log_to_stderr()
+    _stop_on_sigterm()
     serve_site(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser,
                livereload=True)
 
@@ -123,12 +134,16 @@ def watch(app: App, quiet_seconds: float) -> None:
             sys.stdout.flush()
 
     stop = threading.Event()
+    _stop_on_sigterm()
     watcher = VaultWatcher(root, on_change=report, quiet=quiet_seconds)
     watcher.start()
     sys.stderr.write(f"memosite: watching {root / 'projects'} (Ctrl-C to stop)\n")
+    sys.stderr.flush()
     try:
         while not stop.wait(3600):
             pass
+    except KeyboardInterrupt:
+        pass
     finally:
         watcher.stop()
 
