@@ -1,0 +1,157 @@
+"""``memosite serve`` on loopback: changes on disk reach the served site without a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memosite.errors import InvalidArguments
+from memosite.site.server import SiteServer, parse_dev_addr
+from memosite.store import upsert_record
+from memosite.vault import Vault
+
+PROJECT = "shop"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode("utf-8")
+
+
+def _eventually(url: str, predicate, timeout: float = 20.0) -> str:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        try:
+            text = _get(url)
+        except (urllib.error.URLError, OSError):
+            text = ""
+        if predicate(text):
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not change within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SiteServer, Vault]]:
+    vault = Vault.open(tmp_path_factory.mktemp("serve") / "vault")
+    for title, body in (("Cookie loses SameSite", "Behind the CDN the cookie loses SameSite."),
+                        ("Retry storm", "Clients retry in lockstep after a deploy."),
+                        ("Locale dates", "Dates print in the server locale.")):
+        upsert_record(vault, PROJECT, kind="trap", body=body, frontmatter={"title": title},
+                      allow_duplicate=True)
+    server = SiteServer(vault, dev_addr=f"127.0.0.1:{_free_port()}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    assert server.wait_ready(60)
+    yield server, vault
+    server.stop()
+    thread.join(30)
+    vault.close()
+    assert not thread.is_alive()
+    assert not server.site_dir.exists()  # the temporary site is cleaned up
+
+
+def _record(vault: Vault, slug: str) -> Path:
+    return vault.record_path(PROJECT, "trap", slug)
+
+
+def test_served_page_shows_a_record_changed_on_disk(served: tuple[SiteServer, Vault]) -> None:
+    server, vault = served
+    page = f"{server.url}memory/{PROJECT}/traps/cookie-loses-samesite/"
+    assert "Behind the CDN" in _get(page)
+    path = _record(vault, "cookie-loses-samesite")
+    path.write_text(path.read_text(encoding="utf-8").replace("Behind the CDN", "Behind the edge proxy"),
+                    encoding="utf-8")
+    assert "Behind the edge proxy" in _eventually(page, lambda text: "edge proxy" in text)
+    # The vault's own compiled view followed the edit as well (the watch loop runs inside serve).
+    assert "edge proxy" in (vault.project_dir(PROJECT) / "TRAPS.md").read_text(encoding="utf-8")
+
+
+def test_search_index_and_records_json_stay_whole_after_a_change(served: tuple[SiteServer, Vault]) -> None:
+    server, vault = served
+    before = json.loads(_get(f"{server.url}search/search_index.json"))["docs"]
+    pages = {doc["location"].split("#")[0] for doc in before}
+    path = _record(vault, "retry-storm")
+    path.write_text(path.read_text(encoding="utf-8").replace("lockstep", "unison"), encoding="utf-8")
+    _eventually(f"{server.url}search/search_index.json", lambda text: "unison" in text)
+    after = json.loads(_get(f"{server.url}search/search_index.json"))["docs"]
+    assert {doc["location"].split("#")[0] for doc in after} == pages
+    records = json.loads(_get(f"{server.url}memory/records.json"))["records"]
+    assert len(records) >= 3
+
+
+def test_new_record_file_is_served_and_listed(served: tuple[SiteServer, Vault]) -> None:
+    server, vault = served
+    fresh = _record(vault, "cron-drift")
+    fresh.write_text(
+        "---\nid: cron-drift\nkind: trap\nproject: shop\ncreated: 2026-01-01\nupdated: 2026-01-01\n"
+        "title: Cron drifts across DST\n---\nSchedule jobs in UTC.\n",
+        encoding="utf-8",
+    )
+    _eventually(f"{server.url}memory/records.json", lambda text: "Cron drifts across DST" in text)
+    assert "Schedule jobs in UTC." in _get(f"{server.url}memory/{PROJECT}/traps/cron-drift/")
+
+
+def test_served_pages_carry_the_live_reload_script(served: tuple[SiteServer, Vault]) -> None:
+    server, _ = served
+    assert "livereload(" in _get(server.url)
+
+
+def test_serve_binds_loopback_by_default(vault: Vault) -> None:
+    server = SiteServer(vault)
+    assert (server.host, server.port) == ("127.0.0.1", 8000)
+    assert server.url == "http://127.0.0.1:8000/"
+
+
+@pytest.mark.parametrize("bad", ["8000", "localhost", "127.0.0.1:http", ":8000", "127.0.0.1:70000"])
+def test_invalid_dev_addr_is_rejected(bad: str) -> None:
+    with pytest.raises(InvalidArguments):
+        parse_dev_addr(bad)
+
+
+def test_busy_port_is_a_clear_error(vault: Vault) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = SiteServer(vault, dev_addr=f"127.0.0.1:{port}")
+        with pytest.raises(InvalidArguments, match="cannot listen"):
+            server.serve_forever()
+    assert not server.site_dir.exists()
+
+
+def test_serve_command_serves_until_terminated(vault: Vault) -> None:
+    upsert_record(vault, PROJECT, kind="trap", body="Workers share one database file.",
+                  frontmatter={"title": "Shared test database"})
+    port = _free_port()
+    command = [str(Path(sys.executable).with_name("memosite")), "serve", "--vault", str(vault.root),
+               "--dev-addr", f"127.0.0.1:{port}"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          encoding="utf-8", env=dict(os.environ)) as process:
+        try:
+            page = _eventually(f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/shared-test-database/",
+                               lambda text: "Workers share one database file." in text, timeout=60)
+            assert "Shared test database" in page
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
