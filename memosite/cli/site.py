@@ -67,6 +67,11 @@ _config_option = click.option(
     "--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
     help="An MkDocs config that uses the memosite plugin (default: memosite's own site).",
 )
+_site_url_option = click.option(
+    "--site-url", metavar="URL",
+    help="Where the site will be served, e.g. https://team.example.org/memory/. Material's instant "
+         "navigation and sitemap.xml need it (--gh-pages works it out for GitHub remotes).",
+)
 _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs warning (broken links, ...).")
 
 
@@ -75,9 +80,10 @@ _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs
               help="Where the site goes, relative to the current directory. A previous build there "
                    "is replaced only when the new one succeeds.")
 @_config_option
+@_site_url_option
 @_strict_option
 @vault_options
-def build(app: App, out_dir: str, config_file: str | None, strict: bool) -> None:
+def build(app: App, out_dir: str, config_file: str | None, site_url: str | None, strict: bool) -> None:
     """Build the vault's static site (MkDocs Material) into ./site.
 
     Publishes every project of the vault (only the --project one if you name it). The build
@@ -86,7 +92,7 @@ def build(app: App, out_dir: str, config_file: str | None, strict: bool) -> None
     from memosite.site.build import build_site
 
     result = build_site(app.vault, out_dir=out_dir, config_file=config_file, strict=strict,
-                        projects=_projects(app))
+                        projects=_projects(app), site_url=site_url)
     _report_warnings(result.warnings)
     app.emit(result.to_json(), _summary(result))
 
@@ -167,10 +173,11 @@ def _describe(batch: WatchBatch) -> str:
 @click.option("--branch", default="gh-pages", show_default=True, help="With --gh-pages: the branch to commit to.")
 @click.option("--message", "-m", metavar="TEXT", help="With --gh-pages: the commit message.")
 @_config_option
+@_site_url_option
 @_strict_option
 @vault_options
 def publish(app: App, dest: str | None, gh_pages: bool, remote: str, branch: str, message: str | None,
-            config_file: str | None, strict: bool) -> None:
+            config_file: str | None, site_url: str | None, strict: bool) -> None:
     """Publish the site: a static copy (--to DIR) or a git branch (--gh-pages).
 
     The site is built and checked for secrets first; nothing is published if that fails.
@@ -181,7 +188,8 @@ def publish(app: App, dest: str | None, gh_pages: bool, remote: str, branch: str
 
     if bool(dest) == gh_pages:
         raise InvalidArguments("choose one destination: --to DIR or --gh-pages")
-    common: dict[str, Any] = {"config_file": config_file, "strict": strict, "projects": _projects(app)}
+    common: dict[str, Any] = {"config_file": config_file, "strict": strict, "projects": _projects(app),
+                              "site_url": site_url}
     if dest:
         from memosite.site.build import publish_to_dir
 

@@ -96,11 +96,15 @@ def load_site_config(
     strict: bool = False,
     projects: Sequence[str] | None = None,
     dev_addr: str | None = None,
+    site_url: str | None = None,
+    fallback_site_url: str | None = None,
 ) -> MkDocsConfig:
     """The MkDocs configuration that publishes ``vault`` into ``site_dir``.
 
     Without ``config_file`` this is memosite's own site (the packaged ``mkdocs.yml`` with its
     ``site_src``). The vault is always the one given here, whatever a config file says.
+    ``site_url`` (where the site will be served) overrides the config's; Material's instant
+    navigation and ``sitemap.xml`` need one; ``fallback_site_url`` is used when neither gives one.
     """
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
@@ -117,11 +121,15 @@ def load_site_config(
         overrides["strict"] = True
     if dev_addr:
         overrides["dev_addr"] = dev_addr
+    if site_url:
+        overrides["site_url"] = site_url
     with _collect_mkdocs_warnings() as warnings:
         try:
             config = load_config(str(path), **overrides)
         except (MkDocsException, SystemExit) as exc:
             raise _failure(exc, warnings) from None
+    if not config.site_url and fallback_site_url:
+        config.site_url = fallback_site_url.rstrip("/") + "/"
     plugin = memosite_plugin(config)
     plugin.config.vault = str(vault.root)
     if projects:
@@ -170,6 +178,8 @@ def build_site(
     config_file: str | Path | None = None,
     strict: bool = False,
     projects: Sequence[str] | None = None,
+    site_url: str | None = None,
+    fallback_site_url: str | None = None,
 ) -> BuildResult:
     """Build the vault's site into ``out_dir``, replacing a previous build there only on success.
 
@@ -184,7 +194,8 @@ def build_site(
     try:
         os.chmod(staging, 0o755)
         config = load_site_config(
-            vault, site_dir=staging, config_file=config_file, strict=strict, projects=projects
+            vault, site_dir=staging, config_file=config_file, strict=strict, projects=projects,
+            site_url=site_url, fallback_site_url=fallback_site_url,
         )
         warnings = run_build(config)
         plugin = memosite_plugin(config)
@@ -226,6 +237,8 @@ def publish_to_dir(
     config_file: str | Path | None = None,
     strict: bool = False,
     projects: Sequence[str] | None = None,
+    site_url: str | None = None,
 ) -> BuildResult:
     """A finished static copy of the site in ``dest`` (built, scanned, then moved into place)."""
-    return build_site(vault, out_dir=dest, config_file=config_file, strict=strict, projects=projects)
+    return build_site(vault, out_dir=dest, config_file=config_file, strict=strict, projects=projects,
+                      site_url=site_url)

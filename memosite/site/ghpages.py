@@ -9,6 +9,7 @@ repository and working tree are never touched.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -80,6 +81,20 @@ def resolve_remote(remote: str, search: Sequence[Path]) -> str:
     raise InvalidArguments(f"no git remote named {remote!r} in {places}; pass a URL or path with --remote")
 
 
+_GITHUB_REMOTE = re.compile(r"github\.com[:/](?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?/?$")
+
+
+def github_pages_url(remote_url: str) -> str | None:
+    """Where GitHub Pages serves a repository's site, or None for a non-GitHub remote."""
+    match = _GITHUB_REMOTE.search(remote_url)
+    if match is None:
+        return None
+    owner, repo = match["owner"], match["repo"]
+    if repo.lower() == f"{owner.lower()}.github.io":
+        return f"https://{repo.lower()}/"
+    return f"https://{owner.lower()}.github.io/{repo}/"
+
+
 def _identity_env() -> dict[str, str]:
     env = dict(os.environ)
     configured = _git(["config", "--get", "user.email"], check=False).stdout.strip()
@@ -98,9 +113,13 @@ def publish_gh_pages(
     config_file: str | Path | None = None,
     strict: bool = False,
     projects: Sequence[str] | None = None,
+    site_url: str | None = None,
     cwd: Path | None = None,
 ) -> GhPagesResult:
-    """Build the site and commit it as the new head of ``branch`` on ``remote``, then push."""
+    """Build the site and commit it as the new head of ``branch`` on ``remote``, then push.
+
+    Without ``site_url``, a GitHub remote's Pages address is used (if the config has none).
+    """
     if _git(["check-ref-format", "--branch", branch], check=False).returncode != 0:
         raise InvalidArguments(f"invalid branch name {branch!r}")
     url = resolve_remote(remote, [cwd or Path.cwd(), vault.root])
@@ -111,7 +130,8 @@ def publish_gh_pages(
     parent = heads.stdout.split()[0] if heads.stdout.strip() else None
     with tempfile.TemporaryDirectory(prefix="memosite-ghpages-") as tmp:
         site = Path(tmp) / "site"
-        result = build_site(vault, out_dir=site, config_file=config_file, strict=strict, projects=projects)
+        result = build_site(vault, out_dir=site, config_file=config_file, strict=strict, projects=projects,
+                            site_url=site_url, fallback_site_url=github_pages_url(url))
         (site / ".nojekyll").touch()  # GitHub Pages would otherwise drop paths starting with "_"
         git_dir = Path(tmp) / "repo.git"
         _git(["init", "--quiet", "--bare", str(git_dir)])
