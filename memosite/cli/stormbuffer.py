@@ -1,0 +1,284 @@
+"""``memosite stormbuffer``: Stormbuffer-format stores (TOML ``+++`` records in ``.sbuf/``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memosite.cli._common import App, read_body, vault_options
+
+if TYPE_CHECKING:
+    from memosite.stormbuffer.model import Source
+    from memosite.stormbuffer.store import Store, StoredStormRecord
+
+_STORE_HELP = "The store directory (default: .sbuf found upward from the working directory)."
+
+
+def _store_option(func: Any) -> Any:
+    return click.option("--store", "store_dir", metavar="DIR", help=_STORE_HELP)(func)
+
+
+def _open(store_dir: str | None) -> Store:
+    from memosite.stormbuffer.store import Store, resolve_store_dir
+
+    return Store.open(resolve_store_dir(store_dir, Path.cwd()))
+
+
+def _line(item: StoredStormRecord) -> str:
+    record = item.record
+    return f"{record.id}  {record.status:<10} {record.kind:<10} {record.title}"
+
+
+def _changed(app: App, verb: str, item: StoredStormRecord) -> None:
+    app.emit(item.to_json(body=False), f"{verb} {item.record.id} → {item.record.status}")
+
+
+@click.group()
+def stormbuffer() -> None:
+    """Read and write Stormbuffer-format stores (.sbuf/: store.toml + TOML-frontmatter records).
+
+    Records are fact, decision, procedure or checkpoint; their lifecycle is candidate → active
+    → superseded, with active ⇄ archived. `import` and `export` move records between a store
+    and the current memosite project.
+    """
+
+
+@stormbuffer.command()
+@click.option("--store", "store_dir", metavar="DIR", help="Where to create the store (default: ./.sbuf).")
+@click.option("--name", help="Display name (default: the name of the directory holding the store).")
+@vault_options
+def init(app: App, store_dir: str | None, name: str | None) -> None:
+    """Create a store with a new stable project id (an existing store is left as it is)."""
+    from memosite.stormbuffer.store import STORE_DIR_NAME, Store, resolve_store_dir
+
+    path = resolve_store_dir(store_dir, Path.cwd()) if store_dir else Path.cwd() / STORE_DIR_NAME
+    info = Store.init(path, name=name).info
+    verb = "created" if info.created else "already initialised:"
+    app.emit(info.to_json(), f"{verb} {info.path} (project {info.name!r}, id {info.project_id})")
+
+
+@stormbuffer.command()
+@click.argument("name")
+@_store_option
+@vault_options
+def rename(app: App, name: str, store_dir: str | None) -> None:
+    """Change the store's display name; its project id (and every scope) stays."""
+    info = _open(store_dir).rename(name)
+    app.emit(info.to_json(), f"renamed to {info.name!r} (id {info.project_id} unchanged)")
+
+
+def _sources(kinds: tuple[str, ...], refs: tuple[str, ...], extras: dict[str, tuple[str, ...]]) -> list[Source]:
+    from memosite.errors import InvalidArguments
+    from memosite.stormbuffer.model import source_from_json
+
+    if len(kinds) != len(refs):
+        raise InvalidArguments("give --source-kind and --source-ref in pairs, once per source")
+    for option, values in extras.items():
+        if values and len(values) != len(kinds):
+            raise InvalidArguments(f"--source-{option.replace('_', '-')} must be given once per source")
+    sources = []
+    for position, (kind, ref) in enumerate(zip(kinds, refs, strict=True)):
+        data = {"kind": kind, "reference": ref}
+        data.update({name: values[position] for name, values in extras.items() if values})
+        sources.append(source_from_json(data, position))
+    return sources
+
+
+@stormbuffer.command()
+@click.option("--kind", required=True, help="fact, decision, procedure or checkpoint.")
+@click.option("--title", required=True)
+@click.option("--body", help="The Markdown body.")
+@click.option("--body-file", help="Read the body from a file, or '-' for stdin.")
+@click.option("--scope", help="'global' or 'project:<project-id>' (default: this store's project).")
+@click.option("--access", default="agent", show_default=True,
+              help="Who writes it: agent (starts as candidate) or human (may start active).")
+@click.option("--status", help="candidate or active (default: candidate for agents, active for humans).")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--alias", "aliases", multiple=True, help="Another name to find it by (repeatable).")
+@click.option("--source-kind", "source_kinds", multiple=True, help="conversation, document, issue or url (repeatable).")
+@click.option("--source-ref", "source_refs", multiple=True, help="The source reference, paired with --source-kind.")
+@click.option("--source-actor", "source_actor", multiple=True, help="Who the source is from (one per source).")
+@click.option("--source-observed-at", "source_observed_at", multiple=True, help="RFC 3339 time it was observed.")
+@click.option("--source-revision", "source_revision", multiple=True, help="e.g. a Git revision (one per source).")
+@click.option("--source-hash", "source_hash", multiple=True, help="A stable content hash (one per source).")
+@click.option("--supersedes", help="Id of an active record this one replaces.")
+@_store_option
+@vault_options
+def add(app: App, store_dir: str | None, body: str | None, body_file: str | None,
+        source_kinds: tuple[str, ...], source_refs: tuple[str, ...], source_actor: tuple[str, ...],
+        source_observed_at: tuple[str, ...], source_revision: tuple[str, ...],
+        source_hash: tuple[str, ...], **fields: Any) -> None:
+    """Add a record."""
+    sources = _sources(source_kinds, source_refs, {
+        "actor": source_actor, "observed_at": source_observed_at, "revision": source_revision,
+        "content_hash": source_hash,
+    })
+    item = _open(store_dir).add(body=read_body(body, body_file), sources=sources, **fields)
+    app.emit(item.to_json(body=False), f"added {item.record.kind} {item.record.id} ({item.record.status})")
+
+
+@stormbuffer.command()
+@click.argument("record_id", metavar="ID")
+@_store_option
+@vault_options
+def show(app: App, record_id: str, store_dir: str | None) -> None:
+    """Print one record (an unambiguous id prefix of 4+ characters is enough)."""
+    from memosite.stormbuffer.codec import render_record
+
+    item = _open(store_dir).get(record_id)
+    app.emit(item.to_json(), lambda: render_record(item.record))
+
+
+@stormbuffer.command(name="list")
+@click.option("--all", "include_all", is_flag=True, help="Include superseded and archived records.")
+@click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
+@_store_option
+@vault_options
+def list_(app: App, include_all: bool, kinds: tuple[str, ...], store_dir: str | None) -> None:
+    """List candidate and active records (history too with --all), oldest first."""
+    store = _open(store_dir)
+    items = store.list(include_all=include_all, kinds=kinds or None)
+    data = {"store": str(store.path), "project_id": store.info.project_id, "count": len(items),
+            "records": [item.to_json(body=False) for item in items]}
+    app.emit(data, lambda: "\n".join(_line(item) for item in items) or "(no records)")
+
+
+@stormbuffer.command()
+@click.argument("record_id", metavar="ID")
+@_store_option
+@vault_options
+def promote(app: App, record_id: str, store_dir: str | None) -> None:
+    """candidate → active."""
+    _changed(app, "promoted", _open(store_dir).promote(record_id))
+
+
+@stormbuffer.command()
+@click.argument("record_id", metavar="ID")
+@_store_option
+@vault_options
+def archive(app: App, record_id: str, store_dir: str | None) -> None:
+    """active → archived (kept as history; `restore` brings it back)."""
+    _changed(app, "archived", _open(store_dir).archive(record_id))
+
+
+@stormbuffer.command()
+@click.argument("record_id", metavar="ID")
+@_store_option
+@vault_options
+def restore(app: App, record_id: str, store_dir: str | None) -> None:
+    """archived → active."""
+    _changed(app, "restored", _open(store_dir).restore(record_id))
+
+
+@stormbuffer.command()
+@click.argument("old_id", metavar="OLD_ID")
+@click.option("--by", "new_id", required=True, metavar="NEW_ID", help="The record that replaces it.")
+@_store_option
+@vault_options
+def supersede(app: App, old_id: str, new_id: str, store_dir: str | None) -> None:
+    """Mark OLD_ID superseded by NEW_ID (the old record's text is kept as history)."""
+    old, new = _open(store_dir).supersede(old_id, by=new_id)
+    app.emit({"superseded": old.to_json(body=False), "by": new.to_json(body=False)},
+             f"{old.record.id} superseded by {new.record.id}")
+
+
+@stormbuffer.command()
+@click.argument("record_id", metavar="ID")
+@click.option("--destroy", is_flag=True, help="Required: delete the record file permanently.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (required when not interactive).")
+@_store_option
+@vault_options
+def forget(app: App, record_id: str, destroy: bool, yes: bool, store_dir: str | None) -> None:
+    """Delete a record permanently (needs --destroy; --yes too when not interactive)."""
+    from memosite.errors import InvalidArguments
+
+    store = _open(store_dir)
+    if not destroy:
+        store.forget(record_id, destroy=False)  # raises: explains --destroy and archive
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidArguments("refusing to destroy a record without --yes in non-interactive use")
+        target = store.get(record_id).record
+        if not click.confirm(f"Permanently delete {target.id} ({target.title!r})?", err=True):
+            raise InvalidArguments("not confirmed; nothing was deleted")
+    outcome = store.forget(record_id, destroy=True)
+    app.emit(outcome.to_json(), f"destroyed {outcome.id} ({outcome.path})")
+
+
+@stormbuffer.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@_store_option
+@vault_options
+def validate(app: App, paths: tuple[Path, ...], store_dir: str | None) -> None:
+    """Check record files strictly (default: store.toml and every record of the store).
+
+    Prints one line per problem (file: field: message) and exits 1 if there is any.
+    """
+    from memosite.errors import InvalidRecord
+    from memosite.stormbuffer.store import Store, find_store, resolve_store_dir
+    from memosite.stormbuffer.validation import validate_files, validate_store
+
+    if paths:
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise InvalidRecord(f"no such file: {', '.join(missing)}", details={"field": "file"})
+        found = resolve_store_dir(store_dir, Path.cwd()) if store_dir else find_store(Path.cwd())
+        report = validate_files(list(paths), Store.open(found) if found else None)
+    else:
+        report = validate_store(resolve_store_dir(store_dir, Path.cwd()))
+    if report.valid:
+        app.emit(report.to_json(), f"{report.checked} file(s) checked: all valid")
+        return
+    if not app.as_json:
+        app.emit(None, "\n".join(problem.describe() for problem in report.problems))
+    files = report.to_json()["files_with_problems"]
+    raise InvalidRecord(
+        f"{len(report.problems)} problem(s) in {files} of {report.checked} file(s)",
+        details=report.to_json(),
+    )
+
+
+@stormbuffer.command(name="import")
+@_store_option
+@vault_options
+def import_(app: App, store_dir: str | None) -> None:
+    """Import every record of the store into the memosite project (history included)."""
+    from memosite.stormbuffer.bridge import import_store
+
+    result = import_store(app.vault, app.project, _open(store_dir))
+    app.emit(result.to_json(), lambda: _bridge_text(result.to_json()))
+
+
+@stormbuffer.command()
+@click.option("--store", "store_dir", required=True, metavar="DIR", help="The store to write (created if missing).")
+@click.option("--name", help="Display name for a new store (default: the memosite project).")
+@vault_options
+def export(app: App, store_dir: str, name: str | None) -> None:
+    """Export the project's decisions, specs, traps, plans and state to a Stormbuffer store."""
+    from memosite.stormbuffer.bridge import export_project
+    from memosite.stormbuffer.store import STORE_DIR_NAME, STORE_FILE
+
+    path = Path(store_dir).expanduser().absolute()
+    if not (path / STORE_FILE).exists() and (path / STORE_DIR_NAME / STORE_FILE).exists():
+        path = path / STORE_DIR_NAME
+    if name is None and not (path / STORE_FILE).exists():
+        name = app.project
+    result = export_project(app.vault, app.project, path, name=name)
+    app.emit(result.to_json(), lambda: _bridge_text(result.to_json()))
+
+
+def _bridge_text(data: dict[str, Any]) -> str:
+    verb = "imported" if data["direction"] == "import" else "exported"
+    lines = [f"{verb} {data['count']} record(s) ({data['unchanged']} unchanged) "
+             f"{'from' if verb == 'imported' else 'to'} {data['store']}"]
+    lines += [f"  {r['id']}  {r['storm_kind']} ↔ {r['memosite_kind']}  {r['status']}" for r in data["records"]]
+    skipped: dict[str, int] = {}
+    for item in data["skipped"]:
+        skipped[item["kind"]] = skipped.get(item["kind"], 0) + 1
+    if skipped:
+        counts = ", ".join(f"{count} {kind}" for kind, count in sorted(skipped.items()))
+        lines.append(f"  skipped {len(data['skipped'])} with no counterpart kind or no body: {counts}")
+    return "\n".join(lines)
