@@ -4,7 +4,8 @@ One pass (:func:`run_gc`) runs under the vault lock. It brings the index in step
 computes a :class:`GcPlan` from it, and then either reports the plan (dry run) or applies it —
 re-reading every file it touches and re-checking the rule against the file itself — before it
 rebuilds the project's index and views and requests a vault commit. Both kinds of run count from
-the same plan, so a dry run reports what the real run would do.
+the same plan, so a dry run reports what the real run would do. The monthly log roll-up's rules
+live in :mod:`memosite.rollup`. Files are removed in batches, each batch's tombstones first.
 
 Only files inside the vault are touched: a path that resolves outside it (a symlinked kind
 directory, say) is skipped. Temp files left by interrupted writes go once they are a minute old.
@@ -12,11 +13,12 @@ directory, say) is skipped. Temp files left by interrupted writes go once they a
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import re
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -25,34 +27,18 @@ from typing import Any
 from memosite import gitsync
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
-from memosite.indexing import (
-    ensure_index,
-    index_record,
-    read_record,
-    record_title,
-    refresh_project,
-    unindex_path,
-)
-from memosite.schema import (
-    Record,
-    format_iso,
-    parse_datetime,
-    serialize_record,
-    utc_now,
-    validate_frontmatter,
-)
-from memosite.vault import Vault, atomic_write_text, is_temp_name, warn
+from memosite.indexing import ensure_index, index_record, read_record, record_title, refresh_project
+from memosite.rollup import RollupPlan, apply_rollup, log_is_eligible, plan_rollups
+
+# Re-exported: tests and callers import it from here, next to the other gc entry points.
+from memosite.rollup import compact_monthly_logs as compact_monthly_logs
+from memosite.schema import Record, format_iso, serialize_record, utc_now, validate_frontmatter
+from memosite.vault import Tombstone, Vault, atomic_write_text, is_temp_name, warn
 
 # plans/ also holds the state records.
 SWEEP_DIRS = ("traps", "decisions", "plans", "scratch", "reviews")
 ARCHIVE_ON_EXPIRE_KINDS = frozenset({"trap", "decision", "plan"})
-LOG_MIN_AGE_DAYS = 30
 TEMP_FILE_MIN_AGE_SECONDS = 60.0
-ROLLUP_PREFIX = "log-rollup-"
-_EVENT_HEADING_RE = re.compile(r"^## \S+ · `([^`]+)`[ \t]*$", re.MULTILINE)
-_EVENT_KEYS = frozenset(
-    {"id", "kind", "project", "created", "updated", "status", "source", "title", "details"}
-)
 
 
 # --- plan and result -------------------------------------------------------------------------
@@ -64,13 +50,6 @@ class PlannedFile:
     relative: str
     kind: str
     id: str
-
-
-@dataclass
-class RollupPlan:
-    month: str
-    target: Path
-    events: list[PlannedFile]
 
 
 @dataclass
@@ -171,7 +150,7 @@ ProgressCallback = Callable[[GcProgress], None]
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _inside_vault(vault: Vault, path: Path) -> bool:
+def inside_vault(vault: Vault, path: Path) -> bool:
     """True when ``path`` is a regular file (not a symlink) that really lives inside the vault."""
     try:
         if path.is_symlink():
@@ -194,10 +173,24 @@ def _write(vault: Vault, path: Path, record: Record) -> None:
     index_record(vault, record, path)
 
 
-def _remove(vault: Vault, project: str, item: PlannedFile, reason: str) -> None:
-    vault.record_tombstone(project, item.kind, item.id, item.path, reason)
-    item.path.unlink()
-    unindex_path(vault, item.path)
+def remove_record_files(vault: Vault, tombstones: Sequence[Tombstone]) -> None:
+    """Physically remove the files of ``tombstones``: append all their tombstones with one fsync
+    (so a crash never loses the record of a deletion), then unlink the files, then drop their index
+    rows in one transaction."""
+    if not tombstones:
+        return
+    vault.record_tombstones(tombstones)
+    for tombstone in tombstones:
+        # Gone already (removed outside the lock since gc read it): its tombstone still holds.
+        with contextlib.suppress(FileNotFoundError):
+            tombstone.path.unlink()
+    index = vault.index()
+    try:
+        with index.transaction():
+            for tombstone in tombstones:
+                index.delete_path(vault.relative(tombstone.path))
+    except sqlite3.Error as exc:
+        warn(f"index delete failed: {exc} (run `memosite reindex`)")
 
 
 # --- planning --------------------------------------------------------------------------------
@@ -264,25 +257,14 @@ def plan_gc(
             and not _is_true(row["compacted"])
         ):
             plan.compact_plans.append(item)
-        elif (
-            subdir == "logs"
-            and not _is_true(row["compacted"])
-            and not row["id"].startswith(ROLLUP_PREFIX)
-            and row["created"]
-            and _log_is_eligible(row["created"], now)
+        elif subdir == "logs" and log_is_eligible(
+            row["id"], row["created"], _is_true(row["compacted"]), now
         ):
             logs.append((row["created"], item))
     plan.unparseable_scratch = _plan_unparseable_scratch(vault, project, known, now)
-    plan.rollups = _plan_rollups(vault, project, logs)
+    plan.rollups = plan_rollups(vault, project, logs)
     plan.temp_files = _plan_temp_files(vault, project)
     return plan
-
-
-def _log_is_eligible(created: str, now: datetime, min_age_days: int = LOG_MIN_AGE_DAYS) -> bool:
-    """Logs of an earlier month than ``now``'s, or at least ``min_age_days`` old."""
-    return created[:7] < format_iso(now)[:7] or parse_datetime(created) <= now - timedelta(
-        days=min_age_days
-    )
 
 
 def _plan_unparseable_scratch(
@@ -306,29 +288,6 @@ def _plan_unparseable_scratch(
         except FileNotFoundError:
             continue
     return found
-
-
-def _plan_rollups(
-    vault: Vault, project: str, logs: list[tuple[str, PlannedFile]]
-) -> list[RollupPlan]:
-    by_month: dict[str, list[tuple[str, PlannedFile]]] = {}
-    for created, item in logs:
-        by_month.setdefault(created[:7], []).append((created, item))
-    plans = []
-    for month in sorted(by_month):
-        target = vault.kind_dir(project, "log") / f"{ROLLUP_PREFIX}{month}.md"
-        if target.exists():
-            try:
-                read_record(target)
-            except (InvalidRecord, StorageError) as exc:
-                # Never append to (or rebuild over) a roll-up a person has to repair first.
-                warn(f"skipping log roll-up for {month}: {exc.message}")
-                continue
-        events = [
-            item for _, item in sorted(by_month[month], key=lambda pair: (pair[0], pair[1].id))
-        ]
-        plans.append(RollupPlan(month=month, target=target, events=events))
-    return plans
 
 
 def _plan_temp_files(vault: Vault, project: str) -> list[Path]:
@@ -405,9 +364,11 @@ def _first_paragraph(body: str, limit: int = 280) -> str:
 def _apply_sweep(
     vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]
 ) -> None:
+    """Archive expired records in place; every expired file to remove goes in one batch."""
+    removals: list[Tombstone] = []
     for item in [*plan.archive, *plan.remove]:
         step()
-        if not _inside_vault(vault, item.path):
+        if not inside_vault(vault, item.path):
             warn(f"gc skipped {item.relative}: it resolves outside the vault")
             continue
         try:
@@ -424,18 +385,17 @@ def _apply_sweep(
             result.count_archived(record.kind)
             result.archived_files.append(item.relative)
         else:
-            _remove(
-                vault,
-                plan.project,
-                PlannedFile(item.path, item.relative, record.kind, record.id),
-                "gc-expired",
+            removals.append(
+                Tombstone(plan.project, record.kind, record.id, item.path, "gc-expired")
             )
-            result.count_purged(record.kind, item.relative)
     for item in plan.unparseable_scratch:
         step()
-        if _inside_vault(vault, item.path):
-            _remove(vault, plan.project, item, "gc-expired-unparseable")
-            result.count_purged("scratch", item.relative)
+        if inside_vault(vault, item.path):
+            reason = "gc-expired-unparseable"
+            removals.append(Tombstone(plan.project, item.kind, item.id, item.path, reason))
+    remove_record_files(vault, removals)
+    for tombstone in removals:
+        result.count_purged(tombstone.kind, vault.relative(tombstone.path))
 
 
 def _apply_plan_compaction(
@@ -443,7 +403,7 @@ def _apply_plan_compaction(
 ) -> None:
     for item in plan.compact_plans:
         step()
-        if not _inside_vault(vault, item.path):
+        if not inside_vault(vault, item.path):
             continue
         try:
             record = read_record(item.path)
@@ -461,119 +421,12 @@ def _apply_plan_compaction(
         result.compacted_plans.append(item.relative)
 
 
-def _event_section(record: Record) -> str:
-    fm = record.frontmatter
-    parts = [f"## {fm.get('created')} · `{record.id}`", ""]
-    title = fm.get("title")
-    body = record.body.strip("\n")
-    if (
-        isinstance(title, str)
-        and title.strip()
-        and not " ".join(body.split()).startswith(" ".join(title.split()))
-    ):
-        parts += [f"**{' '.join(title.split())}**", ""]
-    parts += [body or "_(no text)_", ""]
-    if fm.get("details") is not None:
-        parts += [
-            "Details:",
-            "",
-            "```json",
-            json.dumps(fm["details"], ensure_ascii=False, default=str),
-            "```",
-            "",
-        ]
-    extra = {k: v for k, v in fm.items() if k not in _EVENT_KEYS}
-    if extra:
-        parts += [
-            "Fields:",
-            "",
-            "```json",
-            json.dumps(extra, ensure_ascii=False, default=str),
-            "```",
-            "",
-        ]
-    return "\n".join(parts) + "\n"
-
-
-def _apply_rollup(
-    vault: Vault,
-    plan: GcPlan,
-    rollup: RollupPlan,
-    result: GcResult,
-    now: datetime,
-    step: Callable[[], None],
-) -> None:
-    """Append the month's events to its roll-up, write it, and only then remove the event files."""
-    events: list[tuple[PlannedFile, Record]] = []
-    for item in rollup.events:
-        if not _inside_vault(vault, item.path):
-            continue
-        try:
-            events.append((item, read_record(item.path)))
-        except (InvalidRecord, StorageError) as exc:
-            warn(f"gc left {item.relative} out of the roll-up: {exc.message}")
-    if not events or not _inside_vault(vault, rollup.target.parent):
-        return
-    if rollup.target.exists() and not _inside_vault(vault, rollup.target):
-        warn(
-            f"gc skipped the roll-up {vault.relative(rollup.target)}: it resolves outside the vault"
-        )
-        return
-    now_iso = format_iso(now)
-    existing = read_record(rollup.target) if rollup.target.exists() else None
-    merged = set(_EVENT_HEADING_RE.findall(existing.body)) if existing else set()
-    fresh = [(item, record) for item, record in events if record.id not in merged]
-    earliest = min(str(record.frontmatter["created"]) for _, record in events)
-    if existing is not None:
-        fm = existing.frontmatter
-        body = existing.body if existing.body.endswith("\n") else existing.body + "\n"
-        fm["created"] = min(str(fm.get("created") or earliest), earliest)
-        fm["eventCount"] = int(fm.get("eventCount") or len(merged)) + len(fresh)
-    else:
-        fm = {
-            "id": f"{ROLLUP_PREFIX}{rollup.month}",
-            "kind": "log",
-            "project": plan.project,
-            "status": "active",
-            "source": "agent",
-            "title": f"Log roll-up {rollup.month}",
-            "created": earliest,
-            "compacted": True,
-            "tags": ["rollup", "monthly-log", rollup.month],
-            "eventCount": len(fresh),
-        }
-        body = (
-            f"# Log roll-up {rollup.month}\n\n"
-            f"Events of {rollup.month}, merged by gc; oldest first.\n\n"
-        )
-    fm["updated"] = now_iso
-    body += "".join(_event_section(record) for _, record in fresh)
-    roll = Record(
-        frontmatter=validate_frontmatter(fm),
-        body=body,
-        path=rollup.target,
-        source=existing.source if existing else None,
-    )
-    _write(vault, rollup.target, roll)
-    result.rollup_files.append(vault.relative(rollup.target))
-    for item, record in events:
-        step()
-        _remove(
-            vault,
-            plan.project,
-            PlannedFile(item.path, item.relative, record.kind, record.id),
-            "gc-rollup",
-        )
-        result.compacted_logs_count += 1
-        result.compacted_logs.append(item.relative)
-
-
 def _apply_temp_cleanup(
     vault: Vault, plan: GcPlan, result: GcResult, step: Callable[[], None]
 ) -> None:
     for path in plan.temp_files:
         step()
-        if _inside_vault(vault, path):
+        if inside_vault(vault, path):
             try:
                 path.unlink()
                 result.removed_temp_files.append(vault.relative(path))
@@ -677,7 +530,7 @@ def _execute(
         _apply_sweep(vault, plan, result, now, step)
         _apply_plan_compaction(vault, plan, result, now, step)
         for rollup in plan.rollups:
-            _apply_rollup(vault, plan, rollup, result, now, step)
+            apply_rollup(vault, project, rollup, result, now, step)
         if "temp" in parts:
             from memosite.salience import prune_session_seen_sets
 
@@ -730,21 +583,4 @@ def sweep_expired_records(
         now=now,
         progress=None,
         what="gc sweep",
-    )
-
-
-def compact_monthly_logs(
-    vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None
-) -> GcResult:
-    """Only the monthly log roll-up of a gc pass (see :func:`run_gc`); index and views are
-    rebuilt after it."""
-    return _execute(
-        vault,
-        project,
-        parts=frozenset({"logs"}),
-        dry_run=dry_run,
-        purge=False,
-        now=now,
-        progress=None,
-        what="gc logs",
     )
