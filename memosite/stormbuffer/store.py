@@ -14,6 +14,7 @@ file write under a lock file (``.sbuf/.lock``); nothing here keeps state outside
 
 from __future__ import annotations
 
+import builtins
 import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -272,7 +273,9 @@ class Store:
         found = [StoredStormRecord(read_record(path), path) for path in self.record_files()]
         return sorted(found, key=lambda item: (item.record.created, item.record.key))
 
-    def list(self, *, include_all: bool = False, kinds: Sequence[str] | None = None) -> list[StoredStormRecord]:
+    def list(
+        self, *, include_all: bool = False, kinds: Sequence[str] | None = None
+    ) -> builtins.list[StoredStormRecord]:
         """Normal retrieval: candidates and active records. ``include_all`` adds history."""
         return [
             item for item in self.records()
