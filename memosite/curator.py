@@ -13,12 +13,10 @@ directory, say) is skipped. Temp files left by interrupted writes go once they a
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,13 +25,19 @@ from typing import Any
 from memosite import gitsync
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
-from memosite.indexing import ensure_index, index_record, read_record, record_title, refresh_project
+from memosite.indexing import (
+    ensure_index,
+    index_record,
+    read_record,
+    record_title,
+    refresh_project,
+    remove_record_files,
+)
 from memosite.rollup import RollupPlan, apply_rollup, log_is_eligible, plan_rollups
 
 # Re-exported: tests and callers import it from here, next to the other gc entry points.
-from memosite.rollup import compact_monthly_logs as compact_monthly_logs
 from memosite.schema import Record, format_iso, serialize_record, utc_now, validate_frontmatter
-from memosite.vault import Tombstone, Vault, atomic_write_text, is_temp_name, warn
+from memosite.vault import RecordFile, Tombstone, Vault, atomic_write_text, is_temp_name, warn
 
 # plans/ also holds the state records.
 SWEEP_DIRS = ("traps", "decisions", "plans", "scratch", "reviews")
@@ -44,24 +48,16 @@ TEMP_FILE_MIN_AGE_SECONDS = 60.0
 # --- plan and result -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PlannedFile:
-    path: Path
-    relative: str
-    kind: str
-    id: str
-
-
 @dataclass
 class GcPlan:
     """What one gc pass will do; computed without touching a file."""
 
     project: str
     purge: bool
-    archive: list[PlannedFile] = field(default_factory=list)
-    remove: list[PlannedFile] = field(default_factory=list)
-    unparseable_scratch: list[PlannedFile] = field(default_factory=list)
-    compact_plans: list[PlannedFile] = field(default_factory=list)
+    archive: list[RecordFile] = field(default_factory=list)
+    remove: list[RecordFile] = field(default_factory=list)
+    unparseable_scratch: list[RecordFile] = field(default_factory=list)
+    compact_plans: list[RecordFile] = field(default_factory=list)
     rollups: list[RollupPlan] = field(default_factory=list)
     temp_files: list[Path] = field(default_factory=list)
     records: int = 0
@@ -150,17 +146,6 @@ ProgressCallback = Callable[[GcProgress], None]
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def inside_vault(vault: Vault, path: Path) -> bool:
-    """True when ``path`` is a regular file (not a symlink) that really lives inside the vault."""
-    try:
-        if path.is_symlink():
-            return False
-        path.resolve(strict=True).relative_to(vault.root.resolve())
-    except (OSError, ValueError):
-        return False
-    return True
-
-
 def _is_true(value: Any) -> bool:
     """A frontmatter flag; the index's ``json_extract`` reports JSON ``true`` as ``1``."""
     if isinstance(value, str):
@@ -171,26 +156,6 @@ def _is_true(value: Any) -> bool:
 def _write(vault: Vault, path: Path, record: Record) -> None:
     atomic_write_text(path, serialize_record(record))
     index_record(vault, record, path)
-
-
-def remove_record_files(vault: Vault, tombstones: Sequence[Tombstone]) -> None:
-    """Physically remove the files of ``tombstones``: append all their tombstones with one fsync
-    (so a crash never loses the record of a deletion), then unlink the files, then drop their index
-    rows in one transaction."""
-    if not tombstones:
-        return
-    vault.record_tombstones(tombstones)
-    for tombstone in tombstones:
-        # Gone already (removed outside the lock since gc read it): its tombstone still holds.
-        with contextlib.suppress(FileNotFoundError):
-            tombstone.path.unlink()
-    index = vault.index()
-    try:
-        with index.transaction():
-            for tombstone in tombstones:
-                index.delete_path(vault.relative(tombstone.path))
-    except sqlite3.Error as exc:
-        warn(f"index delete failed: {exc} (run `memosite reindex`)")
 
 
 # --- planning --------------------------------------------------------------------------------
@@ -222,21 +187,19 @@ def _sweepable(fm: dict[str, Any], purge: bool) -> bool:
     return purge or status != "superseded" or fm.get("kind") not in ARCHIVE_ON_EXPIRE_KINDS
 
 
-def plan_gc(
-    vault: Vault, project: str, *, purge: bool = False, now: datetime | None = None
-) -> GcPlan:
+def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | None = None) -> GcPlan:
     """Decide what a gc pass does, from the (freshly refreshed) index. Writes no record."""
     now = now or utc_now()
     plan = GcPlan(project=project, purge=purge)
     rows = _index_rows(vault, project)
     plan.records = len(rows)
     known: set[str] = set()
-    logs: list[tuple[str, PlannedFile]] = []
+    logs: list[tuple[str, RecordFile]] = []
     for row in rows:
         relative = row["path"]
         known.add(relative)
         subdir = relative.split("/")[2] if relative.count("/") >= 3 else ""
-        item = PlannedFile(vault.root / relative, relative, row["kind"], row["id"])
+        item = RecordFile(vault.root / relative, relative, row["kind"], row["id"])
         fm = {
             "kind": row["kind"],
             "status": row["status"],
@@ -257,9 +220,7 @@ def plan_gc(
             and not _is_true(row["compacted"])
         ):
             plan.compact_plans.append(item)
-        elif subdir == "logs" and log_is_eligible(
-            row["id"], row["created"], _is_true(row["compacted"]), now
-        ):
+        elif subdir == "logs" and log_is_eligible(row["id"], row["created"], _is_true(row["compacted"]), now):
             logs.append((row["created"], item))
     plan.unparseable_scratch = _plan_unparseable_scratch(vault, project, known, now)
     plan.rollups = plan_rollups(vault, project, logs)
@@ -267,9 +228,7 @@ def plan_gc(
     return plan
 
 
-def _plan_unparseable_scratch(
-    vault: Vault, project: str, known: set[str], now: datetime
-) -> list[PlannedFile]:
+def _plan_unparseable_scratch(vault: Vault, project: str, known: set[str], now: datetime) -> list[RecordFile]:
     """Scratch files the index could not take fall back to their mtime against ``scratchDays``."""
     cutoff = (now - timedelta(days=vault.config.scratch_days)).timestamp()
     found = []
@@ -284,7 +243,7 @@ def _plan_unparseable_scratch(
             pass
         try:
             if path.stat().st_mtime < cutoff:
-                found.append(PlannedFile(path, relative, "scratch", path.stem))
+                found.append(RecordFile(path, relative, "scratch", path.stem))
         except FileNotFoundError:
             continue
     return found
@@ -324,9 +283,7 @@ def compact_plan_record(record: Record, now: datetime) -> Record:
     fm = dict(record.frontmatter)
     title = record_title(record)
     outcome = fm.get("outcome") or _first_paragraph(record.body) or "Shipped."
-    completed = next(
-        (fm[k] for k in ("completedAt", "shippedAt", "endTime") if fm.get(k)), fm.get("updated")
-    )
+    completed = next((fm[k] for k in ("completedAt", "shippedAt", "endTime") if fm.get(k)), fm.get("updated"))
     lines = [
         f"# {title}",
         "",
@@ -353,22 +310,18 @@ def compact_plan_record(record: Record, now: datetime) -> Record:
 
 def _first_paragraph(body: str, limit: int = 280) -> str:
     for block in re.split(r"\n\s*\n", body):
-        text = " ".join(
-            line.strip() for line in block.strip().splitlines() if not line.lstrip().startswith("#")
-        )
+        text = " ".join(line.strip() for line in block.strip().splitlines() if not line.lstrip().startswith("#"))
         if text:
             return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
     return ""
 
 
-def _apply_sweep(
-    vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]
-) -> None:
+def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]) -> None:
     """Archive expired records in place; every expired file to remove goes in one batch."""
     removals: list[Tombstone] = []
     for item in [*plan.archive, *plan.remove]:
         step()
-        if not inside_vault(vault, item.path):
+        if not vault.contains(item.path):
             warn(f"gc skipped {item.relative}: it resolves outside the vault")
             continue
         try:
@@ -385,12 +338,10 @@ def _apply_sweep(
             result.count_archived(record.kind)
             result.archived_files.append(item.relative)
         else:
-            removals.append(
-                Tombstone(plan.project, record.kind, record.id, item.path, "gc-expired")
-            )
+            removals.append(Tombstone(plan.project, record.kind, record.id, item.path, "gc-expired"))
     for item in plan.unparseable_scratch:
         step()
-        if inside_vault(vault, item.path):
+        if vault.contains(item.path):
             reason = "gc-expired-unparseable"
             removals.append(Tombstone(plan.project, item.kind, item.id, item.path, reason))
     remove_record_files(vault, removals)
@@ -403,30 +354,24 @@ def _apply_plan_compaction(
 ) -> None:
     for item in plan.compact_plans:
         step()
-        if not inside_vault(vault, item.path):
+        if not vault.contains(item.path):
             continue
         try:
             record = read_record(item.path)
         except (InvalidRecord, StorageError) as exc:
             warn(f"gc skipped {item.relative}: {exc.message}")
             continue
-        if (
-            record.kind != "plan"
-            or record.status != "shipped"
-            or _is_true(record.frontmatter.get("compacted"))
-        ):
+        if record.kind != "plan" or record.status != "shipped" or _is_true(record.frontmatter.get("compacted")):
             continue
         _write(vault, item.path, compact_plan_record(record, now))
         result.compacted_plans_count += 1
         result.compacted_plans.append(item.relative)
 
 
-def _apply_temp_cleanup(
-    vault: Vault, plan: GcPlan, result: GcResult, step: Callable[[], None]
-) -> None:
+def _apply_temp_cleanup(vault: Vault, plan: GcPlan, result: GcResult, step: Callable[[], None]) -> None:
     for path in plan.temp_files:
         step()
-        if inside_vault(vault, path):
+        if vault.contains(path):
             try:
                 path.unlink()
                 result.removed_temp_files.append(vault.relative(path))
@@ -530,7 +475,11 @@ def _execute(
         _apply_sweep(vault, plan, result, now, step)
         _apply_plan_compaction(vault, plan, result, now, step)
         for rollup in plan.rollups:
-            apply_rollup(vault, project, rollup, result, now, step)
+            merged = apply_rollup(vault, project, rollup, now, step)
+            if merged:
+                result.rollup_files.append(vault.relative(rollup.target))
+                result.compacted_logs += merged
+                result.compacted_logs_count += len(merged)
         if "temp" in parts:
             from memosite.salience import prune_session_seen_sets
 
@@ -583,4 +532,19 @@ def sweep_expired_records(
         now=now,
         progress=None,
         what="gc sweep",
+    )
+
+
+def compact_monthly_logs(vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None) -> GcResult:
+    """Only the monthly log roll-up of a gc pass (see :func:`run_gc`): under the vault lock, index
+    and views rebuilt after it. ``dry_run`` writes and deletes nothing and reports the same counts."""
+    return _execute(
+        vault,
+        project,
+        parts=frozenset({"logs"}),
+        dry_run=dry_run,
+        purge=False,
+        now=now,
+        progress=None,
+        what="gc logs",
     )

@@ -6,10 +6,11 @@ whose size or mtime changed are parsed), ``reindex`` to rebuild everything from 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, parse_record
-from memosite.vault import Vault, warn
+from memosite.vault import Tombstone, Vault, warn
 from memosite.views import env_for, render_fragments, views_for_kinds, write_views
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -105,6 +106,26 @@ def unindex_path(vault: Vault, path: Path) -> None:
         vault.index().delete_path(vault.relative(path))
     except sqlite3.Error as exc:
         warn(f"index delete failed for {path.name}: {exc} (run `memosite reindex`)")
+
+
+def remove_record_files(vault: Vault, tombstones: Sequence[Tombstone]) -> None:
+    """Physically remove record files: append all their tombstones with one fsync (so a crash
+    never loses the record of a deletion), then unlink the files, then drop their index rows in
+    one transaction."""
+    if not tombstones:
+        return
+    vault.record_tombstones(tombstones)
+    for tombstone in tombstones:
+        # Gone already (removed outside the lock since it was read): its tombstone still holds.
+        with contextlib.suppress(FileNotFoundError):
+            tombstone.path.unlink()
+    index = vault.index()
+    try:
+        with index.transaction():
+            for tombstone in tombstones:
+                index.delete_path(vault.relative(tombstone.path))
+    except sqlite3.Error as exc:
+        warn(f"index delete failed: {exc} (run `memosite reindex`)")
 
 
 def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None) -> list[Path]:

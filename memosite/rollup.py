@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memosite.errors import InvalidRecord, StorageError
-from memosite.indexing import index_record, read_record
+from memosite.indexing import index_record, read_record, remove_record_files
 from memosite.schema import (
     Record,
     format_iso,
@@ -28,17 +27,12 @@ from memosite.schema import (
     serialize_record,
     validate_frontmatter,
 )
-from memosite.vault import Tombstone, Vault, atomic_write_text, warn
-
-if TYPE_CHECKING:
-    from memosite.curator import GcResult, PlannedFile
+from memosite.vault import RecordFile, Tombstone, Vault, atomic_write_text, warn
 
 LOG_MIN_AGE_DAYS = 30
 ROLLUP_PREFIX = "log-rollup-"
 _EVENT_HEADING_RE = re.compile(r"^## \S+ · `([^`]+)`[ \t]*$", re.MULTILINE)
-_EVENT_KEYS = frozenset(
-    {"id", "kind", "project", "created", "updated", "status", "source", "title", "details"}
-)
+_EVENT_KEYS = frozenset({"id", "kind", "project", "created", "updated", "status", "source", "title", "details"})
 
 
 @dataclass
@@ -47,7 +41,7 @@ class RollupPlan:
 
     month: str
     target: Path
-    events: list[PlannedFile]
+    events: list[RecordFile]
 
 
 def log_is_eligible(
@@ -61,16 +55,12 @@ def log_is_eligible(
     at least ``min_age_days`` before ``now``."""
     if compacted or log_id.startswith(ROLLUP_PREFIX) or not created:
         return False
-    return created[:7] < format_iso(now)[:7] or parse_datetime(created) <= now - timedelta(
-        days=min_age_days
-    )
+    return created[:7] < format_iso(now)[:7] or parse_datetime(created) <= now - timedelta(days=min_age_days)
 
 
-def plan_rollups(
-    vault: Vault, project: str, logs: list[tuple[str, PlannedFile]]
-) -> list[RollupPlan]:
+def plan_rollups(vault: Vault, project: str, logs: list[tuple[str, RecordFile]]) -> list[RollupPlan]:
     """Eligible ``(created, event)`` pairs grouped by month, each month's events sorted by time."""
-    by_month: dict[str, list[tuple[str, PlannedFile]]] = {}
+    by_month: dict[str, list[tuple[str, RecordFile]]] = {}
     for created, item in logs:
         by_month.setdefault(created[:7], []).append((created, item))
     plans = []
@@ -83,9 +73,7 @@ def plan_rollups(
                 # Never append to (or rebuild over) a roll-up a person has to repair first.
                 warn(f"skipping log roll-up for {month}: {exc.message}")
                 continue
-        events = [
-            item for _, item in sorted(by_month[month], key=lambda pair: (pair[0], pair[1].id))
-        ]
+        events = [item for _, item in sorted(by_month[month], key=lambda pair: (pair[0], pair[1].id))]
         plans.append(RollupPlan(month=month, target=target, events=events))
     return plans
 
@@ -94,41 +82,33 @@ def apply_rollup(
     vault: Vault,
     project: str,
     rollup: RollupPlan,
-    result: GcResult,
     now: datetime,
     step: Callable[[], None],
-) -> None:
+) -> list[str]:
     """Append the month's events that still parse to its roll-up and write it; only then remove
     the merged event files, as one batch (tombstones first). ``step`` is called once per planned
-    event."""
-    # At call time: curator imports this module, so a module-level import would be circular.
-    from memosite.curator import inside_vault, remove_record_files
-
-    events: list[tuple[PlannedFile, Record]] = []
+    event. Returns the vault-relative paths of the merged (now removed) event files."""
+    events: list[tuple[RecordFile, Record]] = []
     for item in rollup.events:
         step()
-        if not inside_vault(vault, item.path):
+        if not vault.contains(item.path):
             continue
         try:
             events.append((item, read_record(item.path)))
         except (InvalidRecord, StorageError) as exc:
             warn(f"gc left {item.relative} out of the roll-up: {exc.message}")
-    if not events or not inside_vault(vault, rollup.target.parent):
-        return
-    if rollup.target.exists() and not inside_vault(vault, rollup.target):
-        warn(
-            f"gc skipped the roll-up {vault.relative(rollup.target)}: it resolves outside the vault"
-        )
-        return
+    if not events or not vault.contains(rollup.target.parent):
+        return []
+    if rollup.target.exists() and not vault.contains(rollup.target):
+        warn(f"gc skipped the roll-up {vault.relative(rollup.target)}: it resolves outside the vault")
+        return []
     existing = read_record(rollup.target) if rollup.target.exists() else None
     roll = _rollup_record(existing, rollup, project, [record for _, record in events], now)
     atomic_write_text(rollup.target, serialize_record(roll))
     index_record(vault, roll, rollup.target)
-    result.rollup_files.append(vault.relative(rollup.target))
     merged = [Tombstone(project, rec.kind, rec.id, item.path, "gc-rollup") for item, rec in events]
     remove_record_files(vault, merged)
-    result.compacted_logs_count += len(events)
-    result.compacted_logs += [item.relative for item, _ in events]
+    return [item.relative for item, _ in events]
 
 
 def _rollup_record(
@@ -156,10 +136,7 @@ def _rollup_record(
             "tags": ["rollup", "monthly-log", rollup.month],
             "eventCount": len(fresh),
         }
-        body = (
-            f"# Log roll-up {rollup.month}\n\n"
-            f"Events of {rollup.month}, merged by gc; oldest first.\n\n"
-        )
+        body = f"# Log roll-up {rollup.month}\n\nEvents of {rollup.month}, merged by gc; oldest first.\n\n"
     fm["updated"] = format_iso(now)
     body += "".join(_event_section(record) for record in fresh)
     return Record(
@@ -175,11 +152,7 @@ def _event_section(record: Record) -> str:
     parts = [f"## {fm.get('created')} · `{record.id}`", ""]
     title = fm.get("title")
     body = record.body.strip("\n")
-    if (
-        isinstance(title, str)
-        and title.strip()
-        and not " ".join(body.split()).startswith(" ".join(title.split()))
-    ):
+    if isinstance(title, str) and title.strip() and not " ".join(body.split()).startswith(" ".join(title.split())):
         parts += [f"**{' '.join(title.split())}**", ""]
     parts += [body or "_(no text)_", ""]
     if fm.get("details") is not None:
@@ -202,23 +175,3 @@ def _event_section(record: Record) -> str:
             "",
         ]
     return "\n".join(parts) + "\n"
-
-
-def compact_monthly_logs(
-    vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None
-) -> GcResult:
-    """Only the monthly log roll-up of a gc pass (see :func:`memosite.curator.run_gc`): under the
-    vault lock, index and views rebuilt after it. ``dry_run`` writes and deletes nothing and
-    reports the same counts."""
-    from memosite.curator import _execute  # at call time: curator imports this module
-
-    return _execute(
-        vault,
-        project,
-        parts=frozenset({"logs"}),
-        dry_run=dry_run,
-        purge=False,
-        now=now,
-        progress=None,
-        what="gc logs",
-    )

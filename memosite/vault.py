@@ -85,6 +85,16 @@ def warn(message: str) -> None:
 
 
 @dataclass(frozen=True)
+class RecordFile:
+    """A record file found by a scan, before (or without) parsing it."""
+
+    path: Path
+    relative: str
+    kind: str
+    id: str
+
+
+@dataclass(frozen=True)
 class Tombstone:
     """The record of one physically removed record file."""
 
@@ -135,6 +145,16 @@ class Vault:
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
+
+    def contains(self, path: Path) -> bool:
+        """True when ``path`` exists, is not a symlink and really lives inside the vault."""
+        try:
+            if path.is_symlink():
+                return False
+            path.resolve(strict=True).relative_to(self.root.resolve())
+        except (OSError, ValueError):
+            return False
+        return True
 
     def projects(self) -> list[str]:
         base = self.root / "projects"
@@ -191,10 +211,17 @@ class Vault:
         stamp = format_iso(now or utc_now())
         lines = "".join(
             json.dumps(
-                {"project": t.project, "kind": t.kind, "id": t.id, "path": self.relative(t.path),
-                 "reason": t.reason, "deletedAt": stamp},
+                {
+                    "project": t.project,
+                    "kind": t.kind,
+                    "id": t.id,
+                    "path": self.relative(t.path),
+                    "reason": t.reason,
+                    "deletedAt": stamp,
+                },
                 sort_keys=True,
-            ) + "\n"
+            )
+            + "\n"
             for t in tombstones
         )
         self.internal_dir.mkdir(parents=True, exist_ok=True)
