@@ -10,16 +10,80 @@ from memosite.indexing import reindex
 from memosite.schema import Record, format_iso, serialize_record, subdir_for_kind, validate_frontmatter
 from memosite.vault import Vault
 
-WORDS = (
-    "cache retry payment checkout session cookie migration index query timeout deploy rollback "
-    "queue worker lock race schema column token auth login invoice rounding currency search "
-    "tsvector redis postgres latency memory leak thread async fixture flaky test docker image "
-    "cdn header proxy webhook signature idempotency order stock inventory email template "
-    "render component state reducer hook route api gateway rate limit backoff jitter"
-).split()
+WORDS = [
+    "cache",
+    "retry",
+    "payment",
+    "checkout",
+    "session",
+    "cookie",
+    "migration",
+    "index",
+    "query",
+    "timeout",
+    "deploy",
+    "rollback",
+    "queue",
+    "worker",
+    "lock",
+    "race",
+    "schema",
+    "column",
+    "token",
+    "auth",
+    "login",
+    "invoice",
+    "rounding",
+    "currency",
+    "search",
+    "tsvector",
+    "redis",
+    "postgres",
+    "latency",
+    "memory",
+    "leak",
+    "thread",
+    "async",
+    "fixture",
+    "flaky",
+    "test",
+    "docker",
+    "image",
+    "cdn",
+    "header",
+    "proxy",
+    "webhook",
+    "signature",
+    "idempotency",
+    "order",
+    "stock",
+    "inventory",
+    "email",
+    "template",
+    "render",
+    "component",
+    "state",
+    "reducer",
+    "hook",
+    "route",
+    "api",
+    "gateway",
+    "rate",
+    "limit",
+    "backoff",
+    "jitter",
+]
 KIND_MIX = (
-    ["trap"] * 30 + ["decision"] * 15 + ["spec"] * 8 + ["plan"] * 7 + ["log"] * 25
-    + ["review"] * 5 + ["prompt"] * 4 + ["session"] * 3 + ["scratch"] * 2 + ["state"] * 1
+    ["trap"] * 30
+    + ["decision"] * 15
+    + ["spec"] * 8
+    + ["plan"] * 7
+    + ["log"] * 25
+    + ["review"] * 5
+    + ["prompt"] * 4
+    + ["session"] * 3
+    + ["scratch"] * 2
+    + ["state"] * 1
 )
 SEVERITIES = ["low", "medium", "high", "critical"]
 
@@ -37,12 +101,19 @@ def build_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -
         kind = rng.choice(KIND_MIX)
         created = now - timedelta(days=rng.uniform(0, 120))
         fm = {
-            "id": f"{kind}-{n:06d}", "kind": kind, "project": project, "title": sentence(rng, 6).capitalize(),
-            "created": format_iso(created), "updated": format_iso(created + timedelta(hours=rng.uniform(0, 48))),
+            "id": f"{kind}-{n:06d}",
+            "kind": kind,
+            "project": project,
+            "title": sentence(rng, 6).capitalize(),
+            "created": format_iso(created),
+            "updated": format_iso(created + timedelta(hours=rng.uniform(0, 48))),
         }
         if kind == "trap":
-            fm.update(severity=rng.choice(SEVERITIES), occurrences=rng.randint(1, 9),
-                      pathPatterns=[f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py"])
+            fm.update(
+                severity=rng.choice(SEVERITIES),
+                occurrences=rng.randint(1, 9),
+                pathPatterns=[f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py"],
+            )
         if kind == "decision" and rng.random() < 0.1:
             fm["status"] = "paused"
         if rng.random() < 0.05:

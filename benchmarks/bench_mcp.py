@@ -74,12 +74,33 @@ DECISIONS = [
     ("All money is integer cents", "Floats lost cents on refunds."),
     ("Run e2e tests against a seeded container", "Shared staging data made tests flaky."),
 ]
-KIND_MIX = ["trap"] * 30 + ["decision"] * 15 + ["log"] * 30 + ["spec"] * 8 + ["plan"] * 7 + \
-    ["review"] * 4 + ["prompt"] * 3 + ["session"] * 2 + ["scratch"] * 1
+KIND_MIX = (
+    ["trap"] * 30
+    + ["decision"] * 15
+    + ["log"] * 30
+    + ["spec"] * 8
+    + ["plan"] * 7
+    + ["review"] * 4
+    + ["prompt"] * 3
+    + ["session"] * 2
+    + ["scratch"] * 1
+)
 QUERIES = [
-    "idempotency key", "session cookie CDN", "migration lock", "cache invalidation", "parallel tests",
-    "refund cents", "connection leak", "retry backoff", "webhook twice", "pagination cursor",
-    "postgres advisory", "feature flags", "checkout", "payments gateway timeout", "deploy",
+    "idempotency key",
+    "session cookie CDN",
+    "migration lock",
+    "cache invalidation",
+    "parallel tests",
+    "refund cents",
+    "connection leak",
+    "retry backoff",
+    "webhook twice",
+    "pagination cursor",
+    "postgres advisory",
+    "feature flags",
+    "checkout",
+    "payments gateway timeout",
+    "deploy",
 ]
 
 
@@ -88,23 +109,34 @@ def _record(rng: random.Random, n: int, now: datetime) -> tuple[str, dict[str, A
     area = rng.choice(list(AREAS))
     path = rng.choice(AREAS[area])
     created = now - timedelta(days=rng.uniform(0, 180), minutes=rng.uniform(0, 600))
-    fm: dict[str, Any] = {"kind": kind, "project": PROJECT, "created": format_iso(created),
-                          "updated": format_iso(created + timedelta(hours=rng.uniform(0, 72))),
-                          "tags": [area]}
+    fm: dict[str, Any] = {
+        "kind": kind,
+        "project": PROJECT,
+        "created": format_iso(created),
+        "updated": format_iso(created + timedelta(hours=rng.uniform(0, 72))),
+        "tags": [area],
+    }
     if kind == "trap":
         i = rng.randrange(len(SYMPTOMS))
-        fm.update(title=f"{path.rsplit('/', 1)[-1]} {SYMPTOMS[i]}",
-                  severity=rng.choice(["low", "medium", "high", "critical"]),
-                  occurrences=rng.randint(1, 6), pathPatterns=[path], hits=rng.randint(0, 20))
-        body = (f"`{path}` {SYMPTOMS[i]} (seen in incident #{rng.randint(100, 999)}).\n\n"
-                f"{FIXES[i]}\n\n```python\n# {area}: check before merging\n"
-                f"assert order.total_cents == sum(line.cents for line in order.lines)\n```\n")
+        fm.update(
+            title=f"{path.rsplit('/', 1)[-1]} {SYMPTOMS[i]}",
+            severity=rng.choice(["low", "medium", "high", "critical"]),
+            occurrences=rng.randint(1, 6),
+            pathPatterns=[path],
+            hits=rng.randint(0, 20),
+        )
+        body = (
+            f"`{path}` {SYMPTOMS[i]} (seen in incident #{rng.randint(100, 999)}).\n\n"
+            f"{FIXES[i]}\n\n```python\n# {area}: check before merging\n"
+            f"assert order.total_cents == sum(line.cents for line in order.lines)\n```\n"
+        )
     elif kind == "decision":
         title, why = rng.choice(DECISIONS)
-        fm.update(title=f"{title} ({area} #{n})",
-                  status=rng.choice(["active"] * 8 + ["paused", "superseded"]))
-        body = f"## Context\n\n{why}\n\n## Decision\n\n{title}.\n\n## Consequences\n\n" \
-               f"The {area} team owns the follow-up; revisit in {rng.randint(1, 12)} months.\n"
+        fm.update(title=f"{title} ({area} #{n})", status=rng.choice(["active"] * 8 + ["paused", "superseded"]))
+        body = (
+            f"## Context\n\n{why}\n\n## Decision\n\n{title}.\n\n## Consequences\n\n"
+            f"The {area} team owns the follow-up; revisit in {rng.randint(1, 12)} months.\n"
+        )
     elif kind == "log":
         fm["title"] = f"Deployed {area} v{rng.randint(1, 40)}.{rng.randint(0, 20)}"
         body = f"{fm['title']}; {rng.choice(SYMPTOMS)} was checked and is fixed.\n"
@@ -138,22 +170,28 @@ def build_vault(root: Path, count: int, seed: int = 4) -> None:
 def _server(root: Path) -> StdioServerParameters:
     script = Path(sys.executable).parent / "memosite"
     command = [str(script)] if script.is_file() else [sys.executable, "-m", "memosite"]
-    return StdioServerParameters(command=command[0],
-                                 args=[*command[1:], "mcp", "--vault", str(root), "--project", PROJECT])
+    return StdioServerParameters(
+        command=command[0], args=[*command[1:], "mcp", "--vault", str(root), "--project", PROJECT]
+    )
 
 
 def _upsert_args(rng: random.Random, n: int) -> dict[str, Any]:
     area = rng.choice(list(AREAS))
     i = rng.randrange(len(SYMPTOMS))
     if n % 3 == 0:
-        return {"kind": "decision", "body": f"## Decision\n\n{rng.choice(DECISIONS)[0]} for {area}.\n",
-                "frontmatter": {"title": f"Bench decision {n} for {area}", "tags": [area]}}
+        return {
+            "kind": "decision",
+            "body": f"## Decision\n\n{rng.choice(DECISIONS)[0]} for {area}.\n",
+            "frontmatter": {"title": f"Bench decision {n} for {area}", "tags": [area]},
+        }
     path = rng.choice(AREAS[area])
-    return {"kind": "trap", "path": path,
-            "body": f"Bench run {n}: `{path}` {SYMPTOMS[i]}.\n\n{FIXES[i]}\n",
-            "frontmatter": {"title": f"Bench trap {n} in {area}",
-                            "severity": rng.choice(["medium", "high"])},
-            "allowDuplicate": n % 2 == 0}
+    return {
+        "kind": "trap",
+        "path": path,
+        "body": f"Bench run {n}: `{path}` {SYMPTOMS[i]}.\n\n{FIXES[i]}\n",
+        "frontmatter": {"title": f"Bench trap {n} in {area}", "severity": rng.choice(["medium", "high"])},
+        "allowDuplicate": n % 2 == 0,
+    }
 
 
 def _search_args(rng: random.Random, n: int) -> dict[str, Any]:
@@ -176,15 +214,19 @@ async def measure(root: Path, calls: int) -> dict[str, list[float]]:
         await session.initialize()
         names = {tool.name for tool in (await session.list_tools()).tools}
         for kind in ("trap", "decision"):
-            await session.call_tool("upsert", {"kind": kind, "slug": f"{kind}-probe",
-                                               "body": f"Probe {kind} for get timings.\n"})
+            await session.call_tool(
+                "upsert", {"kind": kind, "slug": f"{kind}-probe", "body": f"Probe {kind} for get timings.\n"}
+            )
         for warm in range(5):  # first calls pay for imports and the SQLite page cache
             await session.call_tool("upsert", _upsert_args(rng, -1 - warm))
             if "search" in names:
                 await session.call_tool("search", _search_args(rng, warm))
         for n in range(calls):
-            steps = (("upsert", _upsert_args(rng, n)), ("search", _search_args(rng, n)),
-                     ("get", {"id": f"{rng.choice(['trap', 'decision'])}-probe"}))
+            steps = (
+                ("upsert", _upsert_args(rng, n)),
+                ("search", _search_args(rng, n)),
+                ("get", {"id": f"{rng.choice(['trap', 'decision'])}-probe"}),
+            )
             for tool, args in steps:
                 if tool not in names:
                     continue
@@ -207,9 +249,15 @@ def profile_upsert(root: Path, calls: int) -> None:
         for n in range(calls):
             args = _upsert_args(rng, 10_000 + n)
             profiler.enable()
-            upsert_record(vault, PROJECT, kind=args["kind"], body=args["body"],
-                          frontmatter=args["frontmatter"], path=args.get("path"),
-                          allow_duplicate=args.get("allowDuplicate", False))
+            upsert_record(
+                vault,
+                PROJECT,
+                kind=args["kind"],
+                body=args["body"],
+                frontmatter=args["frontmatter"],
+                path=args.get("path"),
+                allow_duplicate=args.get("allowDuplicate", False),
+            )
             profiler.disable()
     finally:
         vault.close()
@@ -233,18 +281,21 @@ def main() -> None:
     try:
         started = time.perf_counter()
         build_vault(root, options.records)
-        print(f"vault: {options.records} records written and indexed in "
-              f"{time.perf_counter() - started:.1f} s")
+        print(f"vault: {options.records} records written and indexed in {time.perf_counter() - started:.1f} s")
         timings = anyio.run(measure, root, options.calls)
-        print(f"{'tool':8} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}  target p50 ≤ {TARGET_P50_MS:.0f} ms")
+        print(
+            f"{'tool':8} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}  target p50 ≤ {TARGET_P50_MS:.0f} ms"
+        )
         for tool, values in timings.items():
             if not values:
                 print(f"{tool:8} not offered by this server (core module missing)")
                 continue
             p50 = statistics.median(values)
             verdict = "baseline" if tool == "get" else "ok" if p50 <= TARGET_P50_MS else "MISSED"
-            print(f"{tool:8} {len(values):>5} {p50:>8.1f} {_percentile(values, 0.95):>8.1f} "
-                  f"{statistics.fmean(values):>8.1f}  {verdict}")
+            print(
+                f"{tool:8} {len(values):>5} {p50:>8.1f} {_percentile(values, 0.95):>8.1f} "
+                f"{statistics.fmean(values):>8.1f}  {verdict}"
+            )
         if options.profile:
             profile_upsert(root, min(options.calls, 100))
     finally:

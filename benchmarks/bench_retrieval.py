@@ -90,9 +90,7 @@ def _identifiers(count: int, seed: int = 5) -> list[str]:
     """Made-up but word-like names (modules, functions, error codes) for a realistic long tail."""
     rng = random.Random(seed)
     syllables = _SYLLABLES.split()
-    names = {
-        "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(count * 2)
-    }
+    names = {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(count * 2)}
     return sorted(names)[:count]
 
 
@@ -116,9 +114,7 @@ def _frontmatter(rng: random.Random, kind: str, number: int) -> dict[str, Any]:
         "title": _sentence(rng, rng.randint(3, 8)).capitalize(),
         "created": format_iso(created),
         "updated": format_iso(created + timedelta(hours=rng.uniform(0, 72))),
-        "tags": rng.sample(
-            ["tests", "security", "performance", "concurrency", area, "ops"], rng.randint(0, 3)
-        ),
+        "tags": rng.sample(["tests", "security", "performance", "concurrency", area, "ops"], rng.randint(0, 3)),
     }
     if kind == "trap":
         fm.update(
@@ -144,9 +140,7 @@ def _frontmatter(rng: random.Random, kind: str, number: int) -> dict[str, Any]:
     elif kind == "plan":
         fm["status"] = rng.choices(("active", "shipped", "paused"), (50, 40, 10))[0]
         if fm["status"] == "shipped":
-            fm.update(
-                outcome=_sentence(rng, 12) + ".", verifiedAtSha=f"{rng.getrandbits(160):040x}"
-            )
+            fm.update(outcome=_sentence(rng, 12) + ".", verifiedAtSha=f"{rng.getrandbits(160):040x}")
     elif kind == "log":
         fm["details"] = {"step": number, "area": area}
     if kind in ("trap", "decision", "plan", "spec") and rng.random() < 0.08:
@@ -163,13 +157,9 @@ def build_vault(root: Path, count: int, seed: int = 3) -> Vault:
     for number in range(count):
         kind = rng.choices(kinds, weights)[0]
         fm = _frontmatter(rng, kind, number)
-        paragraphs = [
-            _sentence(rng, rng.randint(15, 70)).capitalize() + "." for _ in range(rng.randint(1, 4))
-        ]
+        paragraphs = [_sentence(rng, rng.randint(15, 70)).capitalize() + "." for _ in range(rng.randint(1, 4))]
         if kind in ("trap", "decision") and rng.random() < 0.3:
-            paragraphs.append(
-                f"```python\n{rng.choice(VOCABULARY)}({rng.choice(VOCABULARY)}=True)\n```"
-            )
+            paragraphs.append(f"```python\n{rng.choice(VOCABULARY)}({rng.choice(VOCABULARY)}=True)\n```")
         path = vault.record_path(PROJECT, kind, fm["id"])
         path.parent.mkdir(parents=True, exist_ok=True)
         record = Record(validate_frontmatter(fm), "\n\n".join(paragraphs) + "\n")
@@ -221,9 +211,7 @@ def measure(size: int, rounds: int, cli_runs: int) -> dict[str, float]:
         figures["p50_ms"], figures["p95_ms"], figures["max_ms"] = bench_search(vault, rounds)
         figures["cli_ms"] = bench_cli(root, cli_runs)
         started = time.perf_counter()
-        build_bootstrap(
-            vault, PROJECT, query="payment retry", path="src/payments/client.py", now=NOW
-        )
+        build_bootstrap(vault, PROJECT, query="payment retry", path="src/payments/client.py", now=NOW)
         figures["bootstrap_ms"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         result = run_gc(vault, PROJECT, now=NOW)

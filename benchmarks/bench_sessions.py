@@ -17,15 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from memosite.sessions import Session, search_sessions
-from memosite.sessions import postings
+from memosite.sessions import Session, postings, search_sessions
 from memosite.sessions.log import EventLog
 from memosite.sessions.paths import SessionPaths
 from memosite.vault import Vault
 
 
 def make_vault(root: Path) -> Vault:
-    vault = Vault.open(root)
+    Vault.open(root).close()  # creates the vault and its default config.json
     config = json.loads((root / "config.json").read_text(encoding="utf-8"))
     # The default cap (10,000 events) would evict most of a 100,000-event session.
     config["sessions"].update(capEvents=10_000_000, capBytes=1 << 40)
@@ -90,10 +89,12 @@ def main() -> None:
         print(f"memosite session benchmark — {args.events:,} events, {len(words):,}-word vocabulary")
         for turn_size in (1000, 50):
             total, appending, boundaries = fill(vault, f"append-{turn_size}", bodies, turn_size)
-            print(f"  turns of {turn_size:>4} events: buffered appends {args.events / appending:>9,.0f} events/s; "
-                  f"end to end incl. flushes {args.events / total:>9,.0f} events/s; "
-                  f"flush per turn boundary p50 {percentile(boundaries, 0.5):.1f} ms, "
-                  f"p95 {percentile(boundaries, 0.95):.1f} ms")
+            print(
+                f"  turns of {turn_size:>4} events: buffered appends {args.events / appending:>9,.0f} events/s; "
+                f"end to end incl. flushes {args.events / total:>9,.0f} events/s; "
+                f"flush per turn boundary p50 {percentile(boundaries, 0.5):.1f} ms, "
+                f"p95 {percentile(boundaries, 0.95):.1f} ms"
+            )
 
         big = "append-1000"
         paths = SessionPaths.for_session(vault, "bench", big)
@@ -105,13 +106,17 @@ def main() -> None:
             reopen_ms.append((time.perf_counter() - began) * 1000)
             assert session.log.rescan_reason is None, session.log.rescan_reason
             session.close()
-        print(f"  reopen {args.events:,} events ({size_mb:.1f} MB), valid metadata, no rescan: "
-              f"median {statistics.median(reopen_ms):.1f} ms, max {max(reopen_ms):.1f} ms")
+        print(
+            f"  reopen {args.events:,} events ({size_mb:.1f} MB), valid metadata, no rescan: "
+            f"median {statistics.median(reopen_ms):.1f} ms, max {max(reopen_ms):.1f} ms"
+        )
         paths.manifest.unlink()
         began = time.perf_counter()
         log = EventLog.open(paths, "bench", writable=False)
-        print(f"  for comparison, a rescan after deleting the manifest: "
-              f"{(time.perf_counter() - began) * 1000:.0f} ms ({log.rescan_reason})")
+        print(
+            f"  for comparison, a rescan after deleting the manifest: "
+            f"{(time.perf_counter() - began) * 1000:.0f} ms ({log.rescan_reason})"
+        )
 
         # Search one 100,000-event session (the 50-event-turn copy), so N really is 100,000.
         target = "append-50"
@@ -122,20 +127,25 @@ def main() -> None:
         postings.clear_cache()
         began = time.perf_counter()
         search_sessions(vault, "bench", words[10], session_id=target)
-        print(f"  first query of a fresh process (loads index/search.bin): "
-              f"{(time.perf_counter() - began) * 1000:.0f} ms")
+        print(
+            f"  first query of a fresh process (loads index/search.bin): {(time.perf_counter() - began) * 1000:.0f} ms"
+        )
 
         query_rng = random.Random(7)
         latencies: list[float] = []
         for _ in range(args.queries):
             # Mostly mid-frequency words, sometimes a very common one, one to three words.
-            query = " ".join(words[int(query_rng.paretovariate(0.6)) % len(words)] for _ in range(query_rng.randint(1, 3)))
+            query = " ".join(
+                words[int(query_rng.paretovariate(0.6)) % len(words)] for _ in range(query_rng.randint(1, 3))
+            )
             began = time.perf_counter()
             search_sessions(vault, "bench", query, session_id=target, limit=10)
             latencies.append((time.perf_counter() - began) * 1000)
-        print(f"  search over {args.events:,} events ({args.queries} queries, 1–3 words, top 10): "
-              f"p50 {percentile(latencies, 0.5):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms, "
-              f"max {max(latencies):.1f} ms")
+        print(
+            f"  search over {args.events:,} events ({args.queries} queries, 1–3 words, top 10): "
+            f"p50 {percentile(latencies, 0.5):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms, "
+            f"max {max(latencies):.1f} ms"
+        )
         common = " ".join(words[:3])
         began = time.perf_counter()
         search_sessions(vault, "bench", common, session_id=target)

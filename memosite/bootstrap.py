@@ -199,9 +199,7 @@ def _mark_matches(items: list[BriefItem], path: str | None, keywords: dict[str, 
             item.matched.append("keyword")
 
 
-def _ranked_traps(
-    vault: Vault, project: str, path: str | None, query: str | None, now_iso: str
-) -> list[BriefItem]:
+def _ranked_traps(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
     marks = ", ".join("?" for _ in TRAP_SEVERITIES)
     rows = (
         vault.index()
@@ -232,9 +230,7 @@ def _ranked_traps(
     return items[:MAX_TRAPS]
 
 
-def _ranked_decisions(
-    vault: Vault, project: str, path: str | None, query: str | None, now_iso: str
-) -> list[BriefItem]:
+def _ranked_decisions(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
     marks = ", ".join("?" for _ in ACCEPTED_STATUSES)
     rows = (
         vault.index()
@@ -285,11 +281,7 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
     )
     paths = exact + [row["path"] for row in related if row["path"] not in seen]
     for relative in paths:
-        row = (
-            vault.index()
-            .conn.execute(f"SELECT {_COLUMNS} FROM records WHERE path = ?", (relative,))
-            .fetchone()
-        )
+        row = vault.index().conn.execute(f"SELECT {_COLUMNS} FROM records WHERE path = ?", (relative,)).fetchone()
         if row is not None:
             items.append(_item("context", row, now_iso))
     return items
@@ -298,9 +290,7 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
 # --- budget ----------------------------------------------------------------------------------
 
 
-def _header(
-    project: str, query: str | None, slug: str | None, path: str | None, now_iso: str
-) -> str:
+def _header(project: str, query: str | None, slug: str | None, path: str | None, now_iso: str) -> str:
     lines = [f"# Session brief: {project}", "", f"Compiled {now_iso}"]
     focus = [
         f"slug `{slug}`" if slug else "",
@@ -328,15 +318,10 @@ def _footer(omitted: int, max_bytes: int) -> str:
     if not omitted:
         return ""
     noun = "record" if omitted == 1 else "records"
-    return (
-        f"_{omitted} lower-ranked {noun} left out to stay within {max_bytes} bytes; "
-        "`memosite search` finds them._\n"
-    )
+    return f"_{omitted} lower-ranked {noun} left out to stay within {max_bytes} bytes; `memosite search` finds them._\n"
 
 
-def _fit(
-    header: str, ranked: list[BriefItem], max_bytes: int
-) -> tuple[list[tuple[BriefItem, str]], str]:
+def _fit(header: str, ranked: list[BriefItem], max_bytes: int) -> tuple[list[tuple[BriefItem, str]], str]:
     """Greedy in rank order; stop at the first record that fits neither whole nor cut short."""
     whole = [(item, item.render()) for item in ranked]
     markdown = _assemble(header, whole, "")
@@ -347,9 +332,7 @@ def _fit(
     sections: set[str] = set()
     chosen: list[tuple[BriefItem, str]] = []
     for item, text in whole:
-        heading = (
-            0 if item.section in sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
-        )
+        heading = 0 if item.section in sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
         if used + heading + _size(text) <= max_bytes:
             chosen.append((item, text))
             used += heading + _size(text)
@@ -390,9 +373,7 @@ def build_bootstrap(
     now_iso = format_iso(now)
     budget = vault.config.bootstrap_max_bytes if max_bytes is None else max_bytes
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_MAX_BYTES:
-        raise InvalidArguments(
-            f"invalid max bytes {budget!r}: expected an integer of at least {MIN_MAX_BYTES}"
-        )
+        raise InvalidArguments(f"invalid max bytes {budget!r}: expected an integer of at least {MIN_MAX_BYTES}")
     query = query.strip() if isinstance(query, str) and query.strip() else None
     slug = validate_slug(slug.strip()) if isinstance(slug, str) and slug.strip() else None
     path = normalize_path(path) if path is not None else None
@@ -407,9 +388,7 @@ def build_bootstrap(
     included = [item for item, _ in chosen]
     kept = {id(item) for item in included}
     omitted = [item.id for item in ranked if id(item) not in kept]
-    recorded = record_hits(
-        vault, project, [item.id for item in included], session_id=session_id, now=now
-    )
+    recorded = record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
     return BootstrapResult(
         project=project,
         query=query,

@@ -106,8 +106,13 @@ def load_config(vault_root: Path) -> VaultConfig:
 
 
 _NUMERIC_SETTINGS = (
-    ("ttl", "scratchDays"), ("ttl", "reviewDays"), ("bootstrap", "maxBytes"), ("sessions", "keep"),
-    ("sessions", "maxAgeDays"), ("sessions", "capEvents"), ("sessions", "capBytes"),
+    ("ttl", "scratchDays"),
+    ("ttl", "reviewDays"),
+    ("bootstrap", "maxBytes"),
+    ("sessions", "keep"),
+    ("sessions", "maxAgeDays"),
+    ("sessions", "capEvents"),
+    ("sessions", "capBytes"),
 )
 
 
@@ -139,8 +144,7 @@ def validate_project_id(project: str) -> str:
     """A project id names one directory under ``projects/``: never a path, never ``..``."""
     if not isinstance(project, str) or not _PROJECT_ID_RE.match(project) or ".." in project:
         raise InvalidArguments(
-            f"invalid project id {project!r}: use letters, digits, '.', '_' or '-'"
-            " (no path separators, no '..')"
+            f"invalid project id {project!r}: use letters, digits, '.', '_' or '-' (no path separators, no '..')"
         )
     return project
 
@@ -166,9 +170,7 @@ def find_project_file(start: Path) -> Path | None:
     return None
 
 
-def resolve_project(
-    explicit: str | None, env: Mapping[str, str], cwd: Path | None = None
-) -> ProjectIdentity:
+def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | None = None) -> ProjectIdentity:
     """``--project`` > ``MEMOSITE_PROJECT`` > ``.memosite.toml`` upward > git repo > directory."""
     if explicit:
         return ProjectIdentity(validate_project_id(explicit), explicit, "explicit")

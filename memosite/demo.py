@@ -23,78 +23,167 @@ class _Seed:
 
 
 _TRAPS = [
-    _Seed("trap", 52, "Payment retries without an idempotency key double-charge customers.\n\n"
-          "Always pass `Idempotency-Key: <order id>` to the payments client; the gateway keeps keys for 24 h.\n",
-          {"title": "Payment retries must carry an idempotency key", "severity": "critical",
-           "tags": ["payments"]}, "src/payments/client.py"),
-    _Seed("trap", 30, "The session cookie is missing `SameSite=Lax` when the app runs behind the CDN, so "
-          "checkout POSTs lose the session and users are logged out.\n",
-          {"title": "Session cookie loses SameSite behind the CDN", "severity": "high"},
-          "src/web/session.ts"),
-    _Seed("trap", 21, "`pytest -n auto` shares one SQLite file between workers; tests that write the "
-          "catalogue fail at random. Give each worker its own `tmp_path` database.\n",
-          {"title": "Parallel tests share the catalogue database", "severity": "medium",
-           "layer": "tests"}, "tests/conftest.py"),
-    _Seed("trap", 12, "Migrations that add a NOT NULL column without a default lock the orders table for "
-          "minutes on production data. Add the column nullable, backfill, then constrain.\n",
-          {"title": "NOT NULL migrations lock the orders table", "severity": "high"},
-          "migrations/versions"),
-    _Seed("trap", 5, "The price formatter rounds half-even; invoices must round half-up. Use "
-          "`Decimal.quantize(ROUND_HALF_UP)` in `billing/format.py`.\n",
-          {"title": "Invoice rounding is half-up, not banker's", "severity": "low"},
-          "src/billing/format.py"),
-    _Seed("trap", 40, "The staging deploy script read AWS credentials from the developer's shell; it now "
-          "uses the CI role. Kept as a reminder until the old script is deleted.\n",
-          {"title": "Staging deploy used personal cloud credentials", "severity": "medium",
-           "expires_at": None, "ttl": "20d"}, ".github/workflows/deploy.yml"),
+    _Seed(
+        "trap",
+        52,
+        "Payment retries without an idempotency key double-charge customers.\n\n"
+        "Always pass `Idempotency-Key: <order id>` to the payments client; the gateway keeps keys for 24 h.\n",
+        {"title": "Payment retries must carry an idempotency key", "severity": "critical", "tags": ["payments"]},
+        "src/payments/client.py",
+    ),
+    _Seed(
+        "trap",
+        30,
+        "The session cookie is missing `SameSite=Lax` when the app runs behind the CDN, so "
+        "checkout POSTs lose the session and users are logged out.\n",
+        {"title": "Session cookie loses SameSite behind the CDN", "severity": "high"},
+        "src/web/session.ts",
+    ),
+    _Seed(
+        "trap",
+        21,
+        "`pytest -n auto` shares one SQLite file between workers; tests that write the "
+        "catalogue fail at random. Give each worker its own `tmp_path` database.\n",
+        {"title": "Parallel tests share the catalogue database", "severity": "medium", "layer": "tests"},
+        "tests/conftest.py",
+    ),
+    _Seed(
+        "trap",
+        12,
+        "Migrations that add a NOT NULL column without a default lock the orders table for "
+        "minutes on production data. Add the column nullable, backfill, then constrain.\n",
+        {"title": "NOT NULL migrations lock the orders table", "severity": "high"},
+        "migrations/versions",
+    ),
+    _Seed(
+        "trap",
+        5,
+        "The price formatter rounds half-even; invoices must round half-up. Use "
+        "`Decimal.quantize(ROUND_HALF_UP)` in `billing/format.py`.\n",
+        {"title": "Invoice rounding is half-up, not banker's", "severity": "low"},
+        "src/billing/format.py",
+    ),
+    _Seed(
+        "trap",
+        40,
+        "The staging deploy script read AWS credentials from the developer's shell; it now "
+        "uses the CI role. Kept as a reminder until the old script is deleted.\n",
+        {
+            "title": "Staging deploy used personal cloud credentials",
+            "severity": "medium",
+            "expires_at": None,
+            "ttl": "20d",
+        },
+        ".github/workflows/deploy.yml",
+    ),
 ]
 
 _DECISIONS = [
-    _Seed("decision", 60, "Orders live in PostgreSQL; the catalogue is read-mostly and cached in Redis.\n\n"
-          "**Why:** one transactional store keeps payments and stock consistent.\n",
-          {"title": "PostgreSQL is the system of record", "id": "postgres-system-of-record"}),
-    _Seed("decision", 45, "Search used PostgreSQL `LIKE` queries.\n",
-          {"title": "Product search with LIKE queries", "id": "search-with-like"}),
-    _Seed("decision", 20, "Product search moves to PostgreSQL full-text search with a `tsvector` column; "
-          "`LIKE` scans were 800 ms at 200k products.\n",
-          {"title": "Product search uses full-text indexes", "id": "search-full-text",
-           "supersedes": "search-with-like"}),
-    _Seed("decision", 6, "Proposal: move background jobs from cron to a queue (Dramatiq + Redis) so "
-          "retries and back-off are visible.\n",
-          {"title": "Move background jobs to a queue", "status": "paused", "id": "jobs-queue"}),
-    _Seed("decision", 35, "Freeze UI changes during the holiday sale.\n",
-          {"title": "UI freeze for the holiday sale", "id": "holiday-ui-freeze", "ttl": "21d"}),
+    _Seed(
+        "decision",
+        60,
+        "Orders live in PostgreSQL; the catalogue is read-mostly and cached in Redis.\n\n"
+        "**Why:** one transactional store keeps payments and stock consistent.\n",
+        {"title": "PostgreSQL is the system of record", "id": "postgres-system-of-record"},
+    ),
+    _Seed(
+        "decision",
+        45,
+        "Search used PostgreSQL `LIKE` queries.\n",
+        {"title": "Product search with LIKE queries", "id": "search-with-like"},
+    ),
+    _Seed(
+        "decision",
+        20,
+        "Product search moves to PostgreSQL full-text search with a `tsvector` column; "
+        "`LIKE` scans were 800 ms at 200k products.\n",
+        {"title": "Product search uses full-text indexes", "id": "search-full-text", "supersedes": "search-with-like"},
+    ),
+    _Seed(
+        "decision",
+        6,
+        "Proposal: move background jobs from cron to a queue (Dramatiq + Redis) so retries and back-off are visible.\n",
+        {"title": "Move background jobs to a queue", "status": "paused", "id": "jobs-queue"},
+    ),
+    _Seed(
+        "decision",
+        35,
+        "Freeze UI changes during the holiday sale.\n",
+        {"title": "UI freeze for the holiday sale", "id": "holiday-ui-freeze", "ttl": "21d"},
+    ),
 ]
 
 _OTHERS = [
-    _Seed("spec", 25, "# Checkout v2\n\n- One page, address autocomplete\n- Apple Pay and cards\n"
-          "- Idempotent order submission\n", {"title": "Checkout v2", "id": "checkout-v2"}),
-    _Seed("plan", 24, "1. Split the address form\n2. Add the payment sheet\n3. Load test\n",
-          {"title": "Checkout v2 rollout", "id": "checkout-v2-rollout", "status": "active"}),
-    _Seed("plan", 50, "Moved images to the CDN with signed URLs.\n",
-          {"title": "Image CDN migration", "id": "image-cdn", "status": "shipped",
-           "outcome": "All product images served from the CDN; origin traffic down 70%.",
-           "verifiedAtSha": "4f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f"}),
-    _Seed("state", 1, "Branch `checkout-v2`: address form done, payment sheet in progress. Next: wire "
-          "Apple Pay merchant validation.\n", {"title": "Checkout v2 working state", "id": "checkout-v2-state"}),
-    _Seed("scratch", 2, "Try `EXPLAIN ANALYZE` on the slow category query before adding an index.\n",
-          {"title": "Slow category query idea"}),
-    _Seed("scratch", 10, "Old note: ask ops about the Redis eviction policy.\n",
-          {"title": "Redis eviction question"}),
-    _Seed("review", 3, "Checkout PR #412: the retry loop swallows gateway errors; please surface them.\n",
-          {"title": "Review of checkout PR #412", "severity": "medium"}),
-    _Seed("review", 20, "Search PR #377 looks good; add a test for accents.\n",
-          {"title": "Review of search PR #377"}),
-    _Seed("prompt", 4, "Implement merchant validation for Apple Pay in `src/payments/applepay.ts`; "
-          "keep the idempotency trap in mind.\n",
-          {"title": "Apple Pay merchant validation", "sessionId": "s-2026-11-26", "turn": 3}),
-    _Seed("prompt", 15, "Write the migration for the `tsvector` column without locking the table.\n",
-          {"title": "Full-text migration", "sessionId": "s-2026-11-15", "turn": 1}),
-    _Seed("session", 4, "Worked on Apple Pay; payment sheet renders, validation pending.\n",
-          {"title": "Apple Pay session", "sessionId": "s-2026-11-26", "status": "completed", "turns": 7}),
-    _Seed("session", 15, "Added full-text search and its migration.\n",
-          {"title": "Search migration session", "sessionId": "s-2026-11-15", "status": "completed",
-           "turns": 4}),
+    _Seed(
+        "spec",
+        25,
+        "# Checkout v2\n\n- One page, address autocomplete\n- Apple Pay and cards\n- Idempotent order submission\n",
+        {"title": "Checkout v2", "id": "checkout-v2"},
+    ),
+    _Seed(
+        "plan",
+        24,
+        "1. Split the address form\n2. Add the payment sheet\n3. Load test\n",
+        {"title": "Checkout v2 rollout", "id": "checkout-v2-rollout", "status": "active"},
+    ),
+    _Seed(
+        "plan",
+        50,
+        "Moved images to the CDN with signed URLs.\n",
+        {
+            "title": "Image CDN migration",
+            "id": "image-cdn",
+            "status": "shipped",
+            "outcome": "All product images served from the CDN; origin traffic down 70%.",
+            "verifiedAtSha": "4f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f",
+        },
+    ),
+    _Seed(
+        "state",
+        1,
+        "Branch `checkout-v2`: address form done, payment sheet in progress. Next: wire "
+        "Apple Pay merchant validation.\n",
+        {"title": "Checkout v2 working state", "id": "checkout-v2-state"},
+    ),
+    _Seed(
+        "scratch",
+        2,
+        "Try `EXPLAIN ANALYZE` on the slow category query before adding an index.\n",
+        {"title": "Slow category query idea"},
+    ),
+    _Seed("scratch", 10, "Old note: ask ops about the Redis eviction policy.\n", {"title": "Redis eviction question"}),
+    _Seed(
+        "review",
+        3,
+        "Checkout PR #412: the retry loop swallows gateway errors; please surface them.\n",
+        {"title": "Review of checkout PR #412", "severity": "medium"},
+    ),
+    _Seed("review", 20, "Search PR #377 looks good; add a test for accents.\n", {"title": "Review of search PR #377"}),
+    _Seed(
+        "prompt",
+        4,
+        "Implement merchant validation for Apple Pay in `src/payments/applepay.ts`; "
+        "keep the idempotency trap in mind.\n",
+        {"title": "Apple Pay merchant validation", "sessionId": "s-2026-11-26", "turn": 3},
+    ),
+    _Seed(
+        "prompt",
+        15,
+        "Write the migration for the `tsvector` column without locking the table.\n",
+        {"title": "Full-text migration", "sessionId": "s-2026-11-15", "turn": 1},
+    ),
+    _Seed(
+        "session",
+        4,
+        "Worked on Apple Pay; payment sheet renders, validation pending.\n",
+        {"title": "Apple Pay session", "sessionId": "s-2026-11-26", "status": "completed", "turns": 7},
+    ),
+    _Seed(
+        "session",
+        15,
+        "Added full-text search and its migration.\n",
+        {"title": "Search migration session", "sessionId": "s-2026-11-15", "status": "completed", "turns": 4},
+    ),
 ]
 
 _LOGS = [
@@ -126,8 +215,14 @@ def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | 
         frontmatter.setdefault("created", format_iso(moment))
         frontmatter.setdefault("updated", format_iso(moment))
         upsert_record(
-            vault, project, kind=seed.kind, body=seed.body, frontmatter=frontmatter, path=seed.path,
-            allow_duplicate=True, now=moment,
+            vault,
+            project,
+            kind=seed.kind,
+            body=seed.body,
+            frontmatter=frontmatter,
+            path=seed.path,
+            allow_duplicate=True,
+            now=moment,
         )
         count += 1
     existing_logs = vault.kind_dir(project, "log")

@@ -19,9 +19,7 @@ from memosite.schema import format_iso, parse_datetime
 
 # The seed's grammar. Digits are ASCII only (Python's ``\d`` would also take Arabic-Indic
 # digits) and the unit is case-insensitive, so ``7D`` reads like ``7d``.
-DURATION_RE = re.compile(
-    r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?", re.IGNORECASE
-)
+DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?", re.IGNORECASE)
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ].+)?$")
 
@@ -60,9 +58,7 @@ def parse_expires_at(value: Any) -> datetime | None:
 
 
 def _invalid(value: Any) -> InvalidArguments:
-    return InvalidArguments(
-        f'Invalid ttl duration or date: "{value}"', details={"value": str(value)}
-    )
+    return InvalidArguments(f'Invalid ttl duration or date: "{value}"', details={"value": str(value)})
 
 
 def validate_ttl_input(value: Any) -> None:
@@ -136,9 +132,7 @@ def is_expired_at(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and now >= expires_at
 
 
-def is_record_expired_at(
-    frontmatter: Mapping[str, Any], now: datetime, config: VaultConfig
-) -> bool:
+def is_record_expired_at(frontmatter: Mapping[str, Any], now: datetime, config: VaultConfig) -> bool:
     return is_expired_at(resolve_expires_at(frontmatter, config), now)
 
 
@@ -149,9 +143,7 @@ def is_active_at(created: datetime | None, expires_at: datetime | None, as_of: d
     return expires_at is None or as_of < expires_at
 
 
-def is_record_active_at(
-    frontmatter: Mapping[str, Any], as_of: datetime, config: VaultConfig
-) -> bool:
+def is_record_active_at(frontmatter: Mapping[str, Any], as_of: datetime, config: VaultConfig) -> bool:
     """The active-at test on a record's frontmatter (a bad ``created`` counts as absent)."""
     try:
         created = parse_datetime(frontmatter["created"]) if frontmatter.get("created") else None

@@ -24,9 +24,7 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env.setdefault("GIT_AUTHOR_EMAIL", "memosite@localhost")
     env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
     env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
-    return subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=False
-    )
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=False)
 
 
 def ensure_repo(vault: Vault) -> None:

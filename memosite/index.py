@@ -102,14 +102,48 @@ END;
 """
 
 COLUMNS = (
-    "path", "project", "kind", "id", "slug", "title", "status", "severity", "severity_weight",
-    "layer", "module", "tags", "tags_json", "path_patterns", "pattern_key", "created", "updated",
-    "expires_at", "occurrences", "hits", "helpful", "stale", "last_hit", "supersedes",
-    "superseded_by", "body", "frontmatter", "mtime_ns", "size",
+    "path",
+    "project",
+    "kind",
+    "id",
+    "slug",
+    "title",
+    "status",
+    "severity",
+    "severity_weight",
+    "layer",
+    "module",
+    "tags",
+    "tags_json",
+    "path_patterns",
+    "pattern_key",
+    "created",
+    "updated",
+    "expires_at",
+    "occurrences",
+    "hits",
+    "helpful",
+    "stale",
+    "last_hit",
+    "supersedes",
+    "superseded_by",
+    "body",
+    "frontmatter",
+    "mtime_ns",
+    "size",
 )
 _FRAGMENT_COLUMNS = (
-    "project", "kind", "stale_last", "severity_weight", "updated", "path", "status", "expires_at",
-    "row_view", "row_index", "row_line",
+    "project",
+    "kind",
+    "stale_last",
+    "severity_weight",
+    "updated",
+    "path",
+    "status",
+    "expires_at",
+    "row_view",
+    "row_index",
+    "row_line",
 )
 # The fragments table's clustering order; views read ranges of it in this order.
 VIEW_ORDER = "stale_last, severity_weight DESC, updated DESC, path"
@@ -201,9 +235,7 @@ class Index:
 
     def _ensure_schema(self) -> bool:
         """Create the schema; returns True when the index was (re)created and must be filled."""
-        has_meta = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
+        has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         version = None
         if has_meta:
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -219,9 +251,7 @@ class Index:
                 "DROP TABLE IF EXISTS view_cache;"
             )
         self.conn.executescript(_SCHEMA)
-        self.conn.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-        )
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         return True
 
     def close(self) -> None:
@@ -285,9 +315,7 @@ class Index:
     def by_id(self, record_id: str, project: str | None = None) -> list[IndexEntry]:
         if project is None:
             return self._entries("SELECT * FROM records WHERE id = ? ORDER BY path", (record_id,))
-        return self._entries(
-            "SELECT * FROM records WHERE project = ? AND id = ? ORDER BY path", (project, record_id)
-        )
+        return self._entries("SELECT * FROM records WHERE project = ? AND id = ? ORDER BY path", (project, record_id))
 
     def traps_with_patterns(self, project: str, key: str) -> list[IndexEntry]:
         return self._entries(
@@ -392,24 +420,22 @@ class Index:
     def file_stats(self, project: str) -> dict[str, tuple[int, int]]:
         return {
             row[0]: (row[1], row[2])
-            for row in self.conn.execute(
-                "SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,)
-            )
+            for row in self.conn.execute("SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,))
         }
 
     def count_kind(self, project: str, kind: str) -> int:
-        return int(self.conn.execute(
-            "SELECT count(*) FROM records WHERE project = ? AND kind = ?", (project, kind)
-        ).fetchone()[0])
+        return int(
+            self.conn.execute(
+                "SELECT count(*) FROM records WHERE project = ? AND kind = ?", (project, kind)
+            ).fetchone()[0]
+        )
 
     def count(self, project: str | None = None) -> int:
         clauses, params = _filters(project, None, None)
         return int(self.conn.execute(f"SELECT count(*) FROM records{clauses}", params).fetchone()[0])
 
 
-def _filters(
-    project: str | None, kinds: Sequence[str] | None, statuses: Sequence[str] | None
-) -> tuple[str, list[Any]]:
+def _filters(project: str | None, kinds: Sequence[str] | None, statuses: Sequence[str] | None) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if project is not None:

@@ -12,18 +12,43 @@ _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 # First matching rule wins; each is (layer, path fragments, body keywords).
 _LAYER_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("tests", ("tests/", "test/", "__tests__", "spec/", "_test.", ".test.", ".spec.", "test_", "conftest"),
-     ("pytest", "flaky test", "unit test", "test suite", "fixture")),
-    ("devops", (".github/", ".gitlab", ".ci/", "dockerfile", "docker-compose", "k8s/", "helm/", "deploy",
-                "ci.yml", "jenkinsfile", "makefile"),
-     ("ci pipeline", "deploy", "docker", "kubernetes", "github actions", "release pipeline")),
-    ("infrastructure", ("infra/", "terraform", "migrations/", "db/", "database/", ".sql", "redis", "queue/"),
-     ("database", "migration", "postgres", "sqlite", "redis", "terraform", "connection pool")),
-    ("web", ("web/", "frontend/", "components/", "pages/", "public/", ".tsx", ".jsx", ".css", ".html",
-             ".vue", ".svelte"),
-     ("css", "browser", "frontend", "react", "dom ", "html")),
-    ("domain", ("domain/", "models/", "entities/", "core/"),
-     ("invariant", "business rule", "domain model", "aggregate")),
+    (
+        "tests",
+        ("tests/", "test/", "__tests__", "spec/", "_test.", ".test.", ".spec.", "test_", "conftest"),
+        ("pytest", "flaky test", "unit test", "test suite", "fixture"),
+    ),
+    (
+        "devops",
+        (
+            ".github/",
+            ".gitlab",
+            ".ci/",
+            "dockerfile",
+            "docker-compose",
+            "k8s/",
+            "helm/",
+            "deploy",
+            "ci.yml",
+            "jenkinsfile",
+            "makefile",
+        ),
+        ("ci pipeline", "deploy", "docker", "kubernetes", "github actions", "release pipeline"),
+    ),
+    (
+        "infrastructure",
+        ("infra/", "terraform", "migrations/", "db/", "database/", ".sql", "redis", "queue/"),
+        ("database", "migration", "postgres", "sqlite", "redis", "terraform", "connection pool"),
+    ),
+    (
+        "web",
+        ("web/", "frontend/", "components/", "pages/", "public/", ".tsx", ".jsx", ".css", ".html", ".vue", ".svelte"),
+        ("css", "browser", "frontend", "react", "dom ", "html"),
+    ),
+    (
+        "domain",
+        ("domain/", "models/", "entities/", "core/"),
+        ("invariant", "business rule", "domain model", "aggregate"),
+    ),
     ("application", ("src/", "lib/", "app/", "services/", "api/", "cmd/"), ()),
 )
 # Whole words only: "tokens" in a lexer or "author" in a changelog are not security topics.

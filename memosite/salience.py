@@ -124,9 +124,7 @@ def _remember_seen(path: Path, keys: Sequence[str]) -> None:
         handle.write("".join(f"{key}\n" for key in keys))
 
 
-def prune_session_seen_sets(
-    vault: Vault, now: datetime | None = None, *, dry_run: bool = False
-) -> int:
+def prune_session_seen_sets(vault: Vault, now: datetime | None = None, *, dry_run: bool = False) -> int:
     """Forget seen-sets of sessions untouched for 30 days; returns how many (would be) removed."""
     now = now or utc_now()
     cutoff = (now - SESSION_SEEN_MAX_AGE).timestamp()
@@ -244,9 +242,7 @@ def record_feedback(
         fm["lastFeedback"] = now_iso
         _rewrite(vault, record, path)
         rebuild_views(vault, project, {record.kind})
-        gitsync.request_commit(
-            vault, f"feedback {record.kind}:{record.id} {'helpful' if helpful else 'stale'}"
-        )
+        gitsync.request_commit(vault, f"feedback {record.kind}:{record.id} {'helpful' if helpful else 'stale'}")
     return FeedbackResult(
         id=record.id,
         kind=record.kind,
@@ -281,10 +277,7 @@ def rank_traps(
         from memosite.indexing import ensure_index
 
         ensure_index(vault)
-    where = (
-        "project = ? AND kind = 'trap' AND status = 'active' "
-        "AND (expires_at IS NULL OR expires_at > ?)"
-    )
+    where = "project = ? AND kind = 'trap' AND status = 'active' AND (expires_at IS NULL OR expires_at > ?)"
     params: list[Any] = [project, now_iso]
     if layer is not None:
         where += " AND layer = ?"

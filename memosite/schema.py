@@ -72,13 +72,7 @@ def subdir_for_kind(kind: str) -> str:
 
 def validate_slug(slug: str, what: str = "slug") -> str:
     """A slug names one file inside its kind directory and can never leave it."""
-    if (
-        not isinstance(slug, str)
-        or "\x00" in slug
-        or not _SLUG_RE.match(slug)
-        or ".." in slug
-        or slug.endswith(".md")
-    ):
+    if not isinstance(slug, str) or "\x00" in slug or not _SLUG_RE.match(slug) or ".." in slug or slug.endswith(".md"):
         raise InvalidArguments(
             f"invalid {what} {slug!r}: use letters, digits, '.', '_' or '-' (no path separators, '..' or NUL)"
         )
@@ -168,9 +162,7 @@ def _coerce_int(name: str, value: Any, minimum: int) -> int:
     return number
 
 
-def _validate_entries(
-    name: str, value: Any, type_values: tuple[str, ...], require_target: bool
-) -> list[Any]:
+def _validate_entries(name: str, value: Any, type_values: tuple[str, ...], require_target: bool) -> list[Any]:
     if not isinstance(value, list):
         raise InvalidArguments(f"invalid {name}: expected a list", details={"field": name})
     entries = []
@@ -219,9 +211,7 @@ def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> di
     if result.get("links") is not None:
         result["links"] = _validate_entries("links", result["links"], LINK_TYPES, True)
     if result.get("deliverables") is not None:
-        result["deliverables"] = _validate_entries(
-            "deliverables", result["deliverables"], DELIVERABLE_TYPES, False
-        )
+        result["deliverables"] = _validate_entries("deliverables", result["deliverables"], DELIVERABLE_TYPES, False)
     for name in ("tags", "pathPatterns", "linkedPaths"):
         if name in result and result[name] is not None:
             result[name] = _string_list(name, result[name])
@@ -254,12 +244,16 @@ def _core_schema_resolvers(
     With ``keep_yaml11`` the 1.1 rules stay too: the dumper then quotes every string that either
     a 1.1 reader or our own loader would read as something else.
     """
-    dropped = set() if keep_yaml11 else {
-        "tag:yaml.org,2002:bool",
-        "tag:yaml.org,2002:int",
-        "tag:yaml.org,2002:float",
-        "tag:yaml.org,2002:timestamp",
-    }
+    dropped = (
+        set()
+        if keep_yaml11
+        else {
+            "tag:yaml.org,2002:bool",
+            "tag:yaml.org,2002:int",
+            "tag:yaml.org,2002:float",
+            "tag:yaml.org,2002:timestamp",
+        }
+    )
     table = {first: [(t, rx) for t, rx in entries if t not in dropped] for first, entries in resolvers.items()}
     extra = [
         ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
@@ -304,13 +298,11 @@ class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     pass
 
 
-_Dumper.yaml_implicit_resolvers = _core_schema_resolvers(
-    yaml.SafeDumper.yaml_implicit_resolvers, keep_yaml11=True
-)
+_Dumper.yaml_implicit_resolvers = _core_schema_resolvers(yaml.SafeDumper.yaml_implicit_resolvers, keep_yaml11=True)
 
 
 def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader subclass
+    return yaml.load(text, Loader=_Loader)
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
@@ -329,7 +321,9 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 _FENCE_RE = re.compile(r"^---[ \t]*\r?\n")
 _CLOSE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", re.MULTILINE)
-_TOP_KEY_RE = re.compile(r"""^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"{\[?&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?))[ \t]*:(?:[ \t]|\r?$)""")
+_TOP_KEY_RE = re.compile(
+    r"""^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^\s#'"{\[?&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?))[ \t]*:(?:[ \t]|\r?$)"""
+)
 
 
 @dataclass
@@ -382,7 +376,7 @@ def _split_chunks(text: str, values: Mapping[str, Any]) -> dict[str, str] | None
             current = str(key)
             chunks[current] = pending + line
             pending = ""
-        elif current is None or (not line.strip() or line.startswith("#")) and not line[:1].isspace():
+        elif current is None or ((not line.strip() or line.startswith("#")) and not line[:1].isspace()):
             # Blank lines and column-0 comments belong to the key that follows them.
             pending += line
         else:
@@ -469,4 +463,3 @@ def serialize_frontmatter(frontmatter: Mapping[str, Any], source: _SourceText | 
 
 def serialize_record(record: Record) -> str:
     return f"---\n{serialize_frontmatter(record.frontmatter, record.source)}---\n{record.body}"
-

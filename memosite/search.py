@@ -61,9 +61,7 @@ _RESULT_COLUMNS = (
     "helpful",
     "stale",
 )
-_EXPIRED_ARCHIVE = (
-    "(r.status = 'archived' AND json_extract(r.frontmatter, '$.archivedReason') = 'expired')"
-)
+_EXPIRED_ARCHIVE = "(r.status = 'archived' AND json_extract(r.frontmatter, '$.archivedReason') = 'expired')"
 # Orderings over the matched rows (``m`` below); flagged-stale records sink in the ranking sorts.
 _ORDER = {
     "relevance": "flagged, rank, updated DESC, path",
@@ -321,9 +319,7 @@ def _build_filters(
         # Asking for archived records means asking for those gc archived because they expired too.
         filters.add("(r.expires_at IS NULL OR r.expires_at > ? OR r.status = 'archived')", now_iso)
     elif not include_expired:
-        filters.add(
-            f"(r.expires_at IS NULL OR r.expires_at > ?) AND NOT {_EXPIRED_ARCHIVE}", now_iso
-        )
+        filters.add(f"(r.expires_at IS NULL OR r.expires_at > ?) AND NOT {_EXPIRED_ARCHIVE}", now_iso)
     for tag in tags:
         filters.add(
             "EXISTS (SELECT 1 FROM json_each(r.tags_json) AS t WHERE lower(t.value) = lower(?))",
@@ -391,20 +387,14 @@ def search_records(
         except sqlite3.OperationalError:
             # Not valid FTS5 syntax (a stray quote, ``AND(``, ``-``, ``col:``): search the words.
             fts_query = plain_words_query(text)
-            ranked, total = (
-                ([], 0)
-                if fts_query is None
-                else _run_checked(conn, fts_query, filters, sort, limit)
-            )
+            ranked, total = ([], 0) if fts_query is None else _run_checked(conn, fts_query, filters, sort, limit)
     hits = _load_hits(conn, ranked, fts_query, now)
     recorded: list[str] = []
     if hit_ids and project is not None:
         from memosite.salience import record_hits
 
         recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
-    return SearchResult(
-        results=hits, total=total, query=text, fts_query=fts_query, hits_recorded=recorded
-    )
+    return SearchResult(results=hits, total=total, query=text, fts_query=fts_query, hits_recorded=recorded)
 
 
 def _ensure_index(vault: Vault) -> None:
@@ -420,9 +410,7 @@ def _run(
 ) -> tuple[list[tuple[int, float | None]], int]:
     """Rowids and bm25 ranks of the first ``limit`` matches, in order, and the total count."""
     # bm25() cannot share a SELECT with a window function, so the matches are collected first.
-    columns = (
-        "r.rowid AS rid, (r.stale > r.helpful) AS flagged, r.occurrences, r.hits, r.updated, r.path"
-    )
+    columns = "r.rowid AS rid, (r.stale > r.helpful) AS flagged, r.occurrences, r.hits, r.updated, r.path"
     if fts_query is None:
         source = f"SELECT {columns}, NULL AS rank FROM records AS r WHERE {filters.sql()}"
         params: list[Any] = [*filters.params]

@@ -162,11 +162,7 @@ def _looks_like_secret(value: str, *, quoted: bool = True) -> bool:
 
 
 def _mixed_case_and_digit(body: str) -> bool:
-    return (
-        any(c.islower() for c in body)
-        and any(c.isupper() for c in body)
-        and any(c.isdigit() for c in body)
-    )
+    return any(c.islower() for c in body) and any(c.isupper() for c in body) and any(c.isdigit() for c in body)
 
 
 def _has_digit(body: str) -> bool:
@@ -299,8 +295,10 @@ _RULES: tuple[_Rule, ...] = (
         re.compile(r"(?P<secret>A(?:KIA|SIA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
         # Temporary ids (ASIA) share a prefix with all-caps words; real ids nearly always hold
         # a digit. AWS's documented example ends in EXAMPLE.
-        check=lambda m: "EXAMPLE" not in m.group("secret")
-        and (m.group("secret").startswith("AKIA") or _has_digit(m.group("secret")[4:])),
+        check=lambda m: (
+            "EXAMPLE" not in m.group("secret")
+            and (m.group("secret").startswith("AKIA") or _has_digit(m.group("secret")[4:]))
+        ),
         left_guard=frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
     ),
     _Rule(
@@ -522,9 +520,7 @@ def scan_frontmatter(frontmatter: Mapping[str, Any]) -> list[SecretFinding]:
     return findings
 
 
-def _scan_node(
-    node: Any, path: str, key: str | None, out: list[SecretFinding], active: set[int]
-) -> None:
+def _scan_node(node: Any, path: str, key: str | None, out: list[SecretFinding], active: set[int]) -> None:
     if isinstance(node, str):
         found = scan_text(node, where=path)
         named_secret = key is not None and _SECRET_KEY_NAME.search(key) is not None

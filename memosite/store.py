@@ -18,8 +18,8 @@ from memosite import gitsync
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
 from memosite.expiration import (
     compute_expires_at,
-    iso_or_none,
     is_expired_at,
+    iso_or_none,
     parse_expires_at,
     resolve_expires_at,
     validate_ttl_input,
@@ -277,9 +277,9 @@ def upsert_record(
         merged.update(incoming)
         merged["kind"] = kind
         merged["project"] = project
-        merged["created"] = (existing.frontmatter.get("created") if existing else None) or incoming.get(
-            "created"
-        ) or now_iso
+        merged["created"] = (
+            (existing.frontmatter.get("created") if existing else None) or incoming.get("created") or now_iso
+        )
         merged["updated"] = incoming.get("updated") or now_iso
         if "ttl" in incoming and incoming["ttl"] not in (None, "") and "expires_at" not in incoming:
             merged["expires_at"] = format_iso(compute_expires_at(merged["created"], incoming["ttl"]))
@@ -479,8 +479,7 @@ def append_event(
             if not path.exists():
                 break
         fm = validate_frontmatter(
-            {"id": record_id, "kind": kind, "project": project, "created": now_iso, "updated": now_iso,
-             **frontmatter}
+            {"id": record_id, "kind": kind, "project": project, "created": now_iso, "updated": now_iso, **frontmatter}
         )
         record = Record(frontmatter=fm, body=event if event.endswith("\n") else event + "\n", path=path)
         _write(vault, path, record)
@@ -516,9 +515,7 @@ def forget_record(
             status = "purged"
         else:
             if record.status == "superseded":
-                raise InvalidTransition(
-                    f"{record.id} is superseded (terminal); use --purge to remove it"
-                )
+                raise InvalidTransition(f"{record.id} is superseded (terminal); use --purge to remove it")
             if record.status != "archived":
                 record.frontmatter["status"] = "archived"
                 record.frontmatter["updated"] = now_iso
@@ -547,8 +544,7 @@ def restore_record(
         if record.status != "archived":
             reason = " (superseded is terminal)" if record.status == "superseded" else ""
             raise InvalidTransition(
-                f"cannot restore {record.id}: status is {record.status}, only archived records can be"
-                f" restored{reason}"
+                f"cannot restore {record.id}: status is {record.status}, only archived records can be restored{reason}"
             )
         record.frontmatter["status"] = "active"
         record.frontmatter["updated"] = now_iso
@@ -559,8 +555,13 @@ def restore_record(
         gitsync.request_commit(vault, f"restore {record.kind}:{record.id}")
     fm = record.frontmatter
     return UpsertResult(
-        id=record.id, kind=record.kind, project=project, path=vault.relative(path),
-        status="active", created=fm["created"], updated=fm["updated"],
+        id=record.id,
+        kind=record.kind,
+        project=project,
+        path=vault.relative(path),
+        status="active",
+        created=fm["created"],
+        updated=fm["updated"],
         expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
     )
 
@@ -581,9 +582,17 @@ def list_records(
     kinds = [normalize_kind(k) for k in kinds] if kinds else None
     return [
         RecordSummary(
-            id=e.id, kind=e.kind, project=e.project, title=e.title, status=e.status, path=e.path,
-            updated=e.updated, expires_at=e.expires_at,
-            expired=bool(e.expires_at and e.expires_at <= now_iso), severity=e.severity, tags=e.tags,
+            id=e.id,
+            kind=e.kind,
+            project=e.project,
+            title=e.title,
+            status=e.status,
+            path=e.path,
+            updated=e.updated,
+            expires_at=e.expires_at,
+            expired=bool(e.expires_at and e.expires_at <= now_iso),
+            severity=e.severity,
+            tags=e.tags,
         )
         for e in vault.index().entries(project, kinds, statuses)
     ]

@@ -23,8 +23,14 @@ from memosite.vault import VIEW_FILES, Vault, atomic_write_text
 
 DURABLE_KINDS = ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session")
 KIND_TITLES = {
-    "trap": "Traps", "decision": "Decisions", "spec": "Specs", "plan": "Plans", "log": "Logs",
-    "review": "Reviews", "prompt": "Prompts", "session": "Sessions",
+    "trap": "Traps",
+    "decision": "Decisions",
+    "spec": "Specs",
+    "plan": "Plans",
+    "log": "Logs",
+    "review": "Reviews",
+    "prompt": "Prompts",
+    "session": "Sessions",
 }
 VIEWS_FOR_KIND: dict[str, tuple[str, ...]] = {
     "trap": ("TRAPS.md", "INDEX.md"),
@@ -123,27 +129,37 @@ def _traps_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
     index = vault.index()
     active_count, active = index.joined("row_view", project, ("trap",), where=_LIVE, params=(now_iso,))
     inactive_count, inactive = index.joined(
-        "CASE WHEN status = 'active' THEN rtrim(row_line, char(10)) || ' · expired' || char(10)"
-        " ELSE row_line END",
-        project, ("trap",), where=f"NOT ({_LIVE})", params=(now_iso,),
+        "CASE WHEN status = 'active' THEN rtrim(row_line, char(10)) || ' · expired' || char(10) ELSE row_line END",
+        project,
+        ("trap",),
+        where=f"NOT ({_LIVE})",
+        params=(now_iso,),
     )
-    return {"active": active, "active_count": active_count,
-            "inactive": inactive, "inactive_count": inactive_count}
+    return {"active": active, "active_count": active_count, "inactive": inactive, "inactive_count": inactive_count}
 
 
 def _decisions_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
     index = vault.index()
     not_expired = "(expires_at IS NULL OR expires_at > ?)"
     accepted_count, accepted = index.joined(
-        "row_view", project, ("decision",), params=(now_iso,),
+        "row_view",
+        project,
+        ("decision",),
+        params=(now_iso,),
         where=f"status IN ('active', 'shipped', 'completed') AND {not_expired}",
     )
     proposed_count, proposed = index.joined(
-        "row_view", project, ("decision",), params=(now_iso,),
+        "row_view",
+        project,
+        ("decision",),
+        params=(now_iso,),
         where=f"status = 'paused' AND {not_expired}",
     )
     archived_count, archived = index.joined(
-        "row_line", project, ("decision",), params=(now_iso,),
+        "row_line",
+        project,
+        ("decision",),
+        params=(now_iso,),
         where=f"status != 'superseded' AND (status NOT IN ('paused', 'active', 'shipped', 'completed')"
         f" OR NOT {not_expired})",
     )
@@ -165,10 +181,14 @@ def _decisions_context(vault: Vault, project: str, now_iso: str) -> dict[str, An
     ]
     total = index.count_kind(project, "decision")
     return {
-        "accepted": accepted, "accepted_count": accepted_count,
-        "proposed": proposed, "proposed_count": proposed_count,
-        "archived": archived, "archived_count": archived_count,
-        "superseded": superseded, "total": total,
+        "accepted": accepted,
+        "accepted_count": accepted_count,
+        "proposed": proposed,
+        "proposed_count": proposed_count,
+        "archived": archived,
+        "archived_count": archived_count,
+        "superseded": superseded,
+        "total": total,
     }
 
 

@@ -19,9 +19,7 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 P = "demo"
 
 
-def put(
-    vault: Vault, kind: str, slug: str, body: str | None = None, *, age: float = 2, **fm: object
-) -> None:
+def put(vault: Vault, kind: str, slug: str, body: str | None = None, *, age: float = 2, **fm: object) -> None:
     upsert_record(
         vault,
         P,
@@ -138,9 +136,7 @@ def test_budget_counts_utf8_bytes_not_characters(vault: Vault) -> None:
 
 def test_default_budget_comes_from_config(vault_dir) -> None:  # type: ignore[no-untyped-def]
     vault_dir.mkdir(parents=True)
-    (vault_dir / "config.json").write_text(
-        json.dumps({"bootstrap": {"maxBytes": 900}}), encoding="utf-8"
-    )
+    (vault_dir / "config.json").write_text(json.dumps({"bootstrap": {"maxBytes": 900}}), encoding="utf-8")
     vault = Vault.open(vault_dir)
     for number in range(5):
         put(vault, "trap", f"trap-{number}", "Long trap text. " * 30, severity="high")
@@ -176,9 +172,7 @@ def test_cli_bootstrap_json_shape_and_markdown(vault: Vault) -> None:
         frontmatter={"title": "Peak migrations", "severity": "high"},
     )
     runner = CliRunner()
-    result = runner.invoke(
-        cli, ["bootstrap", "--json", "--max-bytes", "4096", "--query", "migrations"]
-    )
+    result = runner.invoke(cli, ["bootstrap", "--json", "--max-bytes", "4096", "--query", "migrations"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data["sections"]) == {"context", "traps", "decisions"}

@@ -36,8 +36,9 @@ _WORKER = textwrap.dedent(
 def test_eight_processes_upserting_and_appending_lose_nothing(vault_dir: Path) -> None:
     Vault.open(vault_dir).close()
     procs = [
-        subprocess.Popen([sys.executable, "-c", _WORKER, str(vault_dir), str(w), str(PER_WORKER)],
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(vault_dir), str(w), str(PER_WORKER)], stderr=subprocess.PIPE, text=True
+        )
         for w in range(WORKERS)
     ]
     for proc in procs:

@@ -35,9 +35,7 @@ def days_ago(days: float) -> datetime:
     return NOW - timedelta(days=days)
 
 
-def put(
-    vault: Vault, kind: str, slug: str, *, age: float = 1, body: str | None = None, **fm: Any
-) -> Path:
+def put(vault: Vault, kind: str, slug: str, *, age: float = 1, body: str | None = None, **fm: Any) -> Path:
     """Write a record through the store as if it had been written ``age`` days before NOW."""
     result = upsert_record(
         vault,
@@ -116,9 +114,7 @@ def test_expired_trap_decision_plan_archived_with_reason_content_kept(mixed: Vau
     assert after.frontmatter["created"] == before.frontmatter["created"]
     assert read_record(mixed.record_path(P, "trap", "live-trap")).status == "active"
     tombstoned = {entry["path"] for entry in mixed.read_tombstones()}
-    assert not any(
-        "expired-trap" in path for path in tombstoned
-    )  # archiving keeps the file: no tombstone
+    assert not any("expired-trap" in path for path in tombstoned)  # archiving keeps the file: no tombstone
 
 
 def test_expired_scratch_review_state_purged_tombstoned_and_unindexed(mixed: Vault) -> None:
@@ -156,9 +152,7 @@ def test_purge_unlinks_expired_trap_decision_plan_instead_of_archiving(mixed: Va
         path = mixed.record_path(P, kind, slug)
         assert not path.exists()
         assert mixed.relative(path) in result.purged_files
-    assert {e["reason"] for e in mixed.read_tombstones() if "expired-trap" in e["path"]} == {
-        "gc-expired"
-    }
+    assert {e["reason"] for e in mixed.read_tombstones() if "expired-trap" in e["path"]} == {"gc-expired"}
 
 
 def test_already_archived_or_compacted_records_are_skipped(vault: Vault) -> None:
@@ -290,9 +284,7 @@ def test_log_thirty_days_old_in_current_month_is_eligible(vault: Vault) -> None:
 
 
 def test_rollup_extended_by_second_gc_without_losing_text(vault: Vault) -> None:
-    append_event(
-        vault, P, event="early october", details={"step": 1}, now=datetime(2026, 10, 2, tzinfo=UTC)
-    )
+    append_event(vault, P, event="early october", details={"step": 1}, now=datetime(2026, 10, 2, tzinfo=UTC))
     run_gc(vault, P, now=datetime(2026, 11, 1, tzinfo=UTC))
     rollup = vault.kind_dir(P, "log") / "log-rollup-2026-10.md"
     first_body = read_record(rollup).body
@@ -361,9 +353,7 @@ def test_gc_removes_temp_files_older_than_a_minute_only(vault: Vault) -> None:
     result = run_gc(vault, P, now=NOW)
     assert not old_temp.exists() and not root_temp.exists()
     assert new_temp.exists()
-    assert sorted(result.removed_temp_files) == sorted(
-        [vault.relative(old_temp), vault.relative(root_temp)]
-    )
+    assert sorted(result.removed_temp_files) == sorted([vault.relative(old_temp), vault.relative(root_temp)])
 
 
 def test_gc_never_touches_files_outside_the_vault(vault: Vault, tmp_path: Path) -> None:

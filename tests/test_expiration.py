@@ -28,9 +28,7 @@ from memosite.expiration import (
 from memosite.store import get_record, upsert_record
 
 # The seed's regex, verbatim (JavaScript semantics: ``\d`` is ASCII there).
-SEED_DURATION = re.compile(
-    r"^([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?$"
-)
+SEED_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?$")
 CREATED = "2026-08-01T10:00:00.000Z"
 T0 = datetime(2026, 8, 1, 10, 0, tzinfo=UTC)
 
@@ -63,9 +61,7 @@ def test_bare_number_defaults_to_days() -> None:
     assert compute_expires_at(CREATED, 2) == T0 + timedelta(days=2)
 
 
-@pytest.mark.parametrize(
-    "text", ["", "d", "7w", "-1d", "1e3", "7 d ago", "7dd", "٣d", "1,5d", "tomorrow"]
-)
+@pytest.mark.parametrize("text", ["", "d", "7w", "-1d", "1e3", "7 d ago", "7dd", "٣d", "1,5d", "tomorrow"])
 def test_non_durations_are_not_parsed(text: str) -> None:
     assert parse_duration(text) is None
 
@@ -133,9 +129,7 @@ def test_expires_at_rfc3339_offset_is_converted_to_utc() -> None:
     assert parse_expires_at("2026-08-01T02:00:00+02:00") == datetime(2026, 8, 1, 0, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(
-    "value", ["soon", "2026-13-01", "2026-02-30", "08/01/2026", "2026-08-01T25:00:00Z"]
-)
+@pytest.mark.parametrize("value", ["soon", "2026-13-01", "2026-02-30", "08/01/2026", "2026-08-01T25:00:00Z"])
 def test_invalid_expires_at_is_not_a_date(value: str) -> None:
     assert parse_expires_at(value) is None
 
@@ -157,26 +151,18 @@ def test_precedence_created_plus_ttl_beats_kind_default() -> None:
 
 def test_ttl_given_as_a_date_expires_at_that_date() -> None:
     fm = {"kind": "trap", "created": CREATED, "ttl": "2026-08-03"}
-    assert resolve_expires_at(fm, VaultConfig()) == datetime(
-        2026, 8, 3, 23, 59, 59, 999000, tzinfo=UTC
-    )
+    assert resolve_expires_at(fm, VaultConfig()) == datetime(2026, 8, 3, 23, 59, 59, 999000, tzinfo=UTC)
 
 
 def test_kind_default_ttl_scratch_seven_days_review_fourteen() -> None:
     config = VaultConfig()
     assert default_ttl_days_for_kind("scratch", config) == 7
     assert default_ttl_days_for_kind("review", config) == 14
-    assert resolve_expires_at({"kind": "scratch", "created": CREATED}, config) == T0 + timedelta(
-        days=7
-    )
-    assert resolve_expires_at({"kind": "review", "created": CREATED}, config) == T0 + timedelta(
-        days=14
-    )
+    assert resolve_expires_at({"kind": "scratch", "created": CREATED}, config) == T0 + timedelta(days=7)
+    assert resolve_expires_at({"kind": "review", "created": CREATED}, config) == T0 + timedelta(days=14)
 
 
-@pytest.mark.parametrize(
-    "kind", ["state", "trap", "decision", "spec", "plan", "log", "prompt", "session"]
-)
+@pytest.mark.parametrize("kind", ["state", "trap", "decision", "spec", "plan", "log", "prompt", "session"])
 def test_other_kinds_without_ttl_are_evergreen(kind: str) -> None:
     fm = {"kind": kind, "created": "2000-01-01T00:00:00.000Z"}
     assert resolve_expires_at(fm, VaultConfig()) is None
@@ -187,16 +173,10 @@ def test_kind_default_ttl_comes_from_config_json(vault_dir) -> None:  # type: ig
     from memosite.vault import Vault
 
     vault_dir.mkdir(parents=True)
-    (vault_dir / "config.json").write_text(
-        json.dumps({"ttl": {"scratchDays": 2, "reviewDays": 3}}), encoding="utf-8"
-    )
+    (vault_dir / "config.json").write_text(json.dumps({"ttl": {"scratchDays": 2, "reviewDays": 3}}), encoding="utf-8")
     config = Vault.open(vault_dir).config
-    assert resolve_expires_at({"kind": "scratch", "created": CREATED}, config) == T0 + timedelta(
-        days=2
-    )
-    assert resolve_expires_at({"kind": "review", "created": CREATED}, config) == T0 + timedelta(
-        days=3
-    )
+    assert resolve_expires_at({"kind": "scratch", "created": CREATED}, config) == T0 + timedelta(days=2)
+    assert resolve_expires_at({"kind": "review", "created": CREATED}, config) == T0 + timedelta(days=3)
 
 
 def test_new_vault_writes_default_ttls_to_config_json(vault) -> None:  # type: ignore[no-untyped-def]
@@ -215,9 +195,7 @@ def test_expired_at_exact_expiry_instant() -> None:
 def test_date_only_expires_at_still_active_at_last_millisecond_of_day() -> None:
     fm = {"kind": "trap", "created": CREATED, "expires_at": "2026-08-01"}
     config = VaultConfig()
-    assert not is_record_expired_at(
-        fm, datetime(2026, 8, 1, 23, 59, 59, 998000, tzinfo=UTC), config
-    )
+    assert not is_record_expired_at(fm, datetime(2026, 8, 1, 23, 59, 59, 998000, tzinfo=UTC), config)
     assert is_record_expired_at(fm, datetime(2026, 8, 1, 23, 59, 59, 999000, tzinfo=UTC), config)
 
 
@@ -256,9 +234,7 @@ def test_upsert_ttl_writes_expires_at_from_created(vault) -> None:  # type: igno
     assert stored.expired  # exactly at created + ttl
 
 
-@pytest.mark.parametrize(
-    "bad", [{"ttl": "7w"}, {"ttl": "soon"}, {"expires_at": "next week"}, {"ttl": -3}]
-)
+@pytest.mark.parametrize("bad", [{"ttl": "7w"}, {"ttl": "soon"}, {"expires_at": "next week"}, {"ttl": -3}])
 def test_upsert_rejects_invalid_ttl_with_seed_message(vault, bad) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidArguments, match=r'^Invalid ttl duration or date: "'):
         upsert_record(vault, "demo", kind="trap", body="x\n", frontmatter={"title": "t", **bad})

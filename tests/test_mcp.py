@@ -115,21 +115,38 @@ def test_tools_list_offers_every_tool_with_typed_schemas(vault_dir: Path) -> Non
         assert sorted(upsert["required"]) == ["body", "kind"]
         assert upsert["properties"]["kind"]["enum"] == list(KINDS)
         assert set(upsert["properties"]) == {
-            "kind", "body", "slug", "frontmatter", "path", "projectId", "allowDuplicate"}
+            "kind",
+            "body",
+            "slug",
+            "frontmatter",
+            "path",
+            "projectId",
+            "allowDuplicate",
+        }
         assert {"type": "object"}.items() <= upsert["properties"]["frontmatter"]["anyOf"][0].items()
         assert upsert["properties"]["allowDuplicate"]["type"] == "boolean"
 
         get = tools["get"].input_schema
         assert set(get["properties"]) == {"id", "kind", "slug", "projectId", "sessionId"}
         assert "required" not in get
-        assert set(tools["forget"].input_schema["properties"]) == {
-            "id", "kind", "slug", "purge", "projectId"}
+        assert set(tools["forget"].input_schema["properties"]) == {"id", "kind", "slug", "purge", "projectId"}
         assert set(tools["append"].input_schema["required"]) == {"event"}
         if "search" in tools:
             search = tools["search"].input_schema["properties"]
             assert search["sort"]["enum"] == ["relevance", "occurrences", "updated", "hits"]
-            assert {"query", "kinds", "status", "tags", "path", "includeExpired", "asOf", "limit",
-                    "hitIds", "sessionId", "projectId"} <= set(search)
+            assert {
+                "query",
+                "kinds",
+                "status",
+                "tags",
+                "path",
+                "includeExpired",
+                "asOf",
+                "limit",
+                "hitIds",
+                "sessionId",
+                "projectId",
+            } <= set(search)
             assert search["limit"]["type"] == "integer"
         if "gc" in tools:
             assert set(tools["gc"].input_schema["properties"]) == {"dryRun", "purge", "projectId"}
@@ -172,9 +189,13 @@ def test_round_trip_upsert_get_forget_restore(vault_dir: Path) -> None:
 
     async def scenario() -> None:
         async with connect(vault_dir) as session:
-            written = await call_ok(session, "upsert", kind="decision", body=body,
-                                    frontmatter={"title": "Money is integer cents",
-                                                 "tags": ["payments"]})
+            written = await call_ok(
+                session,
+                "upsert",
+                kind="decision",
+                body=body,
+                frontmatter={"title": "Money is integer cents", "tags": ["payments"]},
+            )
             assert written["id"] == "money-is-integer-cents"
             assert written["path"] == "projects/demo/decisions/money-is-integer-cents.md"
             found = await call_ok(session, "get", id=written["id"])
@@ -183,8 +204,7 @@ def test_round_trip_upsert_get_forget_restore(vault_dir: Path) -> None:
             by_slug = await call_ok(session, "get", kind="decision", slug=written["id"])
             assert by_slug["path"] == written["path"]
             forgotten = await call_ok(session, "forget", id=written["id"])
-            assert forgotten == {"id": written["id"], "kind": "decision", "status": "archived",
-                                 "purged": False}
+            assert forgotten == {"id": written["id"], "kind": "decision", "status": "archived", "purged": False}
             assert (await call_ok(session, "get", id=written["id"]))["frontmatter"]["status"] == "archived"
             restored = await call_ok(session, "restore", id=written["id"])
             assert restored["status"] == "active"
@@ -201,14 +221,21 @@ def test_round_trip_upsert_get_forget_restore(vault_dir: Path) -> None:
 def test_round_trip_upsert_search_get_forget_gc(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
-            trap = await call_ok(session, "upsert", kind="trap",
-                                 body="The CDN strips SameSite from the session cookie.\n",
-                                 frontmatter={"title": "Cookie loses SameSite behind the CDN",
-                                              "severity": "high"},
-                                 path="src/web/session.ts")
-            await call_ok(session, "upsert", kind="scratch", body="try the flag in staging\n",
-                          frontmatter={"title": "Staging flag", "ttl": "1s",
-                                       "created": "2020-01-01T00:00:00Z"})
+            trap = await call_ok(
+                session,
+                "upsert",
+                kind="trap",
+                body="The CDN strips SameSite from the session cookie.\n",
+                frontmatter={"title": "Cookie loses SameSite behind the CDN", "severity": "high"},
+                path="src/web/session.ts",
+            )
+            await call_ok(
+                session,
+                "upsert",
+                kind="scratch",
+                body="try the flag in staging\n",
+                frontmatter={"title": "Staging flag", "ttl": "1s", "created": "2020-01-01T00:00:00Z"},
+            )
             found = await call_ok(session, "search", query="SameSite cookie")
             assert [hit["id"] for hit in found["results"]][:1] == [trap["id"]]
             record = await call_ok(session, "get", id=trap["id"])
@@ -231,11 +258,9 @@ def test_structured_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
     async def scenario() -> dict[str, dict[str, Any]]:
         async with connect(vault_dir) as session:
             return {
-                "upsert": await call_ok(session, "upsert", kind="spec", body="Spec one.\n",
-                                        slug="spec-mcp"),
+                "upsert": await call_ok(session, "upsert", kind="spec", body="Spec one.\n", slug="spec-mcp"),
                 "get": await call_ok(session, "get", id="spec-mcp"),
-                "append": await call_ok(session, "append", event="deployed v2",
-                                        details={"version": 2}),
+                "append": await call_ok(session, "append", event="deployed v2", details={"version": 2}),
                 "forget": await call_ok(session, "forget", id="spec-mcp"),
                 "restore": await call_ok(session, "restore", id="spec-mcp"),
             }
@@ -260,8 +285,17 @@ def test_structured_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
 
 @needs_core("search", "bootstrap", "rank", "gc")
 def test_retrieval_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
-    cli_json("upsert", "--kind", "trap", "--body", "Queues stall on deploy.\n", "--severity", "high",
-             "--path", "src/queue.py")
+    cli_json(
+        "upsert",
+        "--kind",
+        "trap",
+        "--body",
+        "Queues stall on deploy.\n",
+        "--severity",
+        "high",
+        "--path",
+        "src/queue.py",
+    )
     via_cli = {
         "search": cli_json("search", "queues"),
         "bootstrap": cli_json("bootstrap", "--query", "queues"),
@@ -288,14 +322,12 @@ def test_retrieval_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
 def test_project_id_argument_targets_another_project(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
-            written = await call_ok(session, "upsert", kind="spec", body="Other.\n", slug="s1",
-                                    projectId="other-app")
+            written = await call_ok(session, "upsert", kind="spec", body="Other.\n", slug="s1", projectId="other-app")
             assert written["project"] == "other-app"
             assert (await call_ok(session, "get", id="s1", projectId="other-app"))["body"] == "Other.\n"
             code, _ = await call_error(session, "get", id="s1", projectId="demo")
             assert code == "RECORD_NOT_FOUND"
-            code, message = await call_error(session, "upsert", kind="spec", body="x",
-                                             projectId="../escape")
+            code, message = await call_error(session, "upsert", kind="spec", body="x", projectId="../escape")
             assert code == "INVALID_ARGUMENTS" and "project" in message
 
     run(scenario)
@@ -315,14 +347,13 @@ def test_each_error_carries_its_stable_code(vault_dir: Path) -> None:
                 await call_error(session, "get", id="x", kind="trap", slug="x"),
                 await call_error(session, "forget"),
                 await call_error(session, "upsert", kind="mistake", body="x"),
-                await call_error(session, "upsert", kind="trap", body="x",
-                                 frontmatter={"ttl": "next tuesday"}),
-                await call_error(session, "upsert", kind="trap", body="x",
-                                 frontmatter={"severity": "apocalyptic"}),
+                await call_error(session, "upsert", kind="trap", body="x", frontmatter={"ttl": "next tuesday"}),
+                await call_error(session, "upsert", kind="trap", body="x", frontmatter={"severity": "apocalyptic"}),
                 await call_error(session, "get", id="no-such-record"),
                 await call_error(session, "forget", kind="trap", slug="no-such-record"),
-                await call_error(session, "upsert", kind="spec",
-                                 body="token ghp_aBcdEfGhIjKlMnOpQrStUvWxYz0123456789 here"),
+                await call_error(
+                    session, "upsert", kind="spec", body="token ghp_aBcdEfGhIjKlMnOpQrStUvWxYz0123456789 here"
+                ),
             ]
             # superseded is terminal, and only archived records can be restored
             await call_ok(session, "upsert", kind="spec", body="Active.\n", slug="live")
@@ -338,9 +369,17 @@ def test_each_error_carries_its_stable_code(vault_dir: Path) -> None:
 
     run(collect)
     assert [code for code, _ in outcome] == [
-        "INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "INVALID_ARGUMENTS",
-        "INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "INVALID_ARGUMENTS",
-        "RECORD_NOT_FOUND", "RECORD_NOT_FOUND", "SAFETY_VIOLATION", "INVALID_TRANSITION",
+        "INVALID_ARGUMENTS",
+        "INVALID_ARGUMENTS",
+        "INVALID_ARGUMENTS",
+        "INVALID_ARGUMENTS",
+        "INVALID_ARGUMENTS",
+        "INVALID_ARGUMENTS",
+        "INVALID_ARGUMENTS",
+        "RECORD_NOT_FOUND",
+        "RECORD_NOT_FOUND",
+        "SAFETY_VIOLATION",
+        "INVALID_TRANSITION",
     ]
     assert "body must not be empty" in outcome[0][1]
     assert "ghp_aBcd" not in outcome[9][1]  # the secret never travels back
@@ -395,22 +434,38 @@ def test_stdout_carries_only_protocol_messages(vault_dir: Path) -> None:
     """Raw JSON-RPC over the pipe: every line the server writes to stdout is a protocol message,
     even when the core warns or a call fails."""
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "upsert", "arguments": {"kind": "trap", "body": "Raw pipe trap.\n"}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "get", "arguments": {"id": "missing"}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-         "params": {"name": "upsert", "arguments": {"kind": 7}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "upsert", "arguments": {"kind": "trap", "body": "Raw pipe trap.\n"}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get", "arguments": {"id": "missing"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "upsert", "arguments": {"kind": 7}}},
     ]
     errlog = open(vault_dir.parent / "server-stderr.log", "w", encoding="utf-8")  # noqa: SIM115
-    with errlog, subprocess.Popen(
-        [*server_command(), "mcp", "--vault", str(vault_dir), "--project", "demo"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, text=True, encoding="utf-8",
-    ) as process:
+    with (
+        errlog,
+        subprocess.Popen(
+            [*server_command(), "mcp", "--vault", str(vault_dir), "--project", "demo"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            text=True,
+            encoding="utf-8",
+        ) as process,
+    ):
         watchdog = threading.Timer(60, process.kill)
         watchdog.start()
         try:
@@ -468,11 +523,16 @@ def test_two_servers_writing_one_vault_lose_nothing(vault_dir: Path) -> None:
 
     async def writer(tag: str) -> None:
         async with connect(vault_dir) as session:
+
             async def one(n: int) -> None:
-                await call_ok(session, "upsert", kind="decision", slug=f"{tag}-{n:02d}",
-                              body=f"Decision {n} of {tag}: keep the {tag} cache warm for "
-                                   f"{n} minutes.\n",
-                              frontmatter={"title": f"{tag} decision {n}", "tags": [tag]})
+                await call_ok(
+                    session,
+                    "upsert",
+                    kind="decision",
+                    slug=f"{tag}-{n:02d}",
+                    body=f"Decision {n} of {tag}: keep the {tag} cache warm for {n} minutes.\n",
+                    frontmatter={"title": f"{tag} decision {n}", "tags": [tag]},
+                )
 
             async def shared(n: int) -> None:
                 body = f"Shared plan, revision {tag}-{n}.\n" + "detail line\n" * 200
@@ -542,19 +602,28 @@ def test_one_server_answers_concurrent_reads_and_writes(vault_dir: Path) -> None
 def test_search_filters_and_hit_ids_count_hits(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
-            await call_ok(session, "upsert", kind="trap", slug="cdn-cookie",
-                          body="The CDN strips the session cookie.\n", path="src/web/session.ts")
-            await call_ok(session, "upsert", kind="decision", slug="cdn-vendor",
-                          body="We keep the CDN vendor; the session cookie fix is ours.\n")
+            await call_ok(
+                session,
+                "upsert",
+                kind="trap",
+                slug="cdn-cookie",
+                body="The CDN strips the session cookie.\n",
+                path="src/web/session.ts",
+            )
+            await call_ok(
+                session,
+                "upsert",
+                kind="decision",
+                slug="cdn-vendor",
+                body="We keep the CDN vendor; the session cookie fix is ours.\n",
+            )
             traps = await call_ok(session, "search", query="session cookie", kinds=["trap"])
             assert [hit["id"] for hit in traps["results"]] == ["cdn-cookie"]
             by_path = await call_ok(session, "search", path="src/web/session.ts")
             assert [hit["id"] for hit in by_path["results"]] == ["cdn-cookie"]
-            acked = await call_ok(session, "search", query="cookie", hitIds=["cdn-cookie"],
-                                  sessionId="s-1")
+            acked = await call_ok(session, "search", query="cookie", hitIds=["cdn-cookie"], sessionId="s-1")
             assert acked["hitsRecorded"] == ["cdn-cookie"]
-            again = await call_ok(session, "search", query="cookie", hitIds=["cdn-cookie"],
-                                  sessionId="s-1")
+            again = await call_ok(session, "search", query="cookie", hitIds=["cdn-cookie"], sessionId="s-1")
             assert again["hitsRecorded"] == []
         async with connect(vault_dir, "--read-only") as reader:
             ignored = await call_ok(reader, "search", query="cookie", hitIds=["cdn-cookie"])
@@ -569,11 +638,21 @@ def test_bootstrap_text_is_the_markdown_brief_and_rank_orders_traps(vault_dir: P
     async def scenario() -> None:
         async with connect(vault_dir) as session:
             for n, severity in enumerate(["medium", "high"]):
-                await call_ok(session, "upsert", kind="trap", slug=f"trap-{n}",
-                              body=f"Trap number {n} about {'queues' if n else 'fonts'}.\n",
-                              frontmatter={"title": f"Trap {n}", "severity": severity})
-            await call_ok(session, "upsert", kind="trap", body="Trap number 1 about queues.\n",
-                          frontmatter={"title": "Trap 1 again", "severity": "critical"})
+                await call_ok(
+                    session,
+                    "upsert",
+                    kind="trap",
+                    slug=f"trap-{n}",
+                    body=f"Trap number {n} about {'queues' if n else 'fonts'}.\n",
+                    frontmatter={"title": f"Trap {n}", "severity": severity},
+                )
+            await call_ok(
+                session,
+                "upsert",
+                kind="trap",
+                body="Trap number 1 about queues.\n",
+                frontmatter={"title": "Trap 1 again", "severity": "critical"},
+            )
             result = await session.call_tool("bootstrap", {"maxBytes": 4096})
             assert not result.is_error
             brief = result.structured_content or {}
@@ -597,8 +676,9 @@ def test_gc_reports_progress_to_a_client_that_asks(vault_dir: Path) -> None:
 
     async def scenario() -> None:
         async with connect(vault_dir) as session:
-            await call_ok(session, "upsert", kind="review", body="old review\n",
-                          frontmatter={"created": "2020-01-01T00:00:00Z"})
+            await call_ok(
+                session, "upsert", kind="review", body="old review\n", frontmatter={"created": "2020-01-01T00:00:00Z"}
+            )
             result = await session.call_tool("gc", {}, progress_callback=on_progress)
             assert not result.is_error
             assert (result.structured_content or {})["purgedReviewCount"] == 1

@@ -31,9 +31,7 @@ def test_print_config_claude_is_a_claude_mcp_add_command(vault_dir: Path) -> Non
 
 
 @pytest.mark.parametrize(("client", "key"), [("cursor", "mcpServers"), ("vscode", "servers")])
-def test_print_config_json_clients_get_their_server_map(
-    vault_dir: Path, client: str, key: str
-) -> None:
+def test_print_config_json_clients_get_their_server_map(vault_dir: Path, client: str, key: str) -> None:
     stdout, _ = print_config("--print-config", client)
     entry = json.loads(stdout)[key]["memosite"]
     assert Path(entry["command"]).is_absolute()
@@ -43,8 +41,9 @@ def test_print_config_json_clients_get_their_server_map(
 
 
 def test_print_config_pins_vault_project_and_read_only_when_given(tmp_path: Path) -> None:
-    stdout, _ = print_config("--print-config", "vscode", "--vault", str(tmp_path / "v"),
-                             "--project", "shop", "--read-only")
+    stdout, _ = print_config(
+        "--print-config", "vscode", "--vault", str(tmp_path / "v"), "--project", "shop", "--read-only"
+    )
     args = json.loads(stdout)["servers"]["memosite"]["args"]
     assert args[-6:] == ["mcp", "--vault", str(tmp_path / "v"), "--project", "shop", "--read-only"]
 

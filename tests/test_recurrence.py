@@ -49,7 +49,9 @@ def test_security_tag_needs_a_whole_security_word() -> None:
 
 def test_existing_tags_are_kept_first_and_not_duplicated() -> None:
     assert classify_tags({"tags": ["payments", "security"]}, "a race condition in the auth flow") == [
-        "payments", "security", "concurrency",
+        "payments",
+        "security",
+        "concurrency",
     ]
 
 

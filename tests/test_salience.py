@@ -64,9 +64,7 @@ def test_hit_is_not_an_edit_updated_unchanged(vault: Vault) -> None:
 
 def test_hit_keeps_untouched_frontmatter_text(vault: Vault) -> None:
     path = trap(vault, "t1")
-    text = path.read_text(encoding="utf-8").replace(
-        "---\n", "---\nwindow: 10:00  # deploy window\n", 1
-    )
+    text = path.read_text(encoding="utf-8").replace("---\n", "---\nwindow: 10:00  # deploy window\n", 1)
     path.write_text(text, encoding="utf-8")
     record_hits(vault, P, ["t1"], now=NOW)
     assert "window: 10:00  # deploy window\n" in path.read_text(encoding="utf-8")

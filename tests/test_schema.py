@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -61,8 +61,13 @@ def test_defaults_status_active_and_source_agent() -> None:
 
 @pytest.mark.parametrize(
     ("field", "raw", "expected"),
-    [("kind", " TRAP ", "trap"), ("status", "Shipped", "shipped"), ("source", " Human", "human"),
-     ("severity", "CRITICAL ", "critical"), ("layer", "Web", "web")],
+    [
+        ("kind", " TRAP ", "trap"),
+        ("status", "Shipped", "shipped"),
+        ("source", " Human", "human"),
+        ("severity", "CRITICAL ", "critical"),
+        ("layer", "Web", "web"),
+    ],
 )
 def test_enum_values_are_trimmed_and_lowercased(field: str, raw: str, expected: str) -> None:
     assert validate_frontmatter({**BASE, field: raw})[field] == expected
@@ -80,30 +85,47 @@ def test_unknown_keys_pass_through() -> None:
     assert fm["owner"] == {"team": "payments"} and fm["x-custom"] == [1, 2]
 
 
-@pytest.mark.parametrize(("field", "raw", "expected"), [
-    ("occurrences", "3", 3), ("occurrences", 2.0, 2), ("hits", "0", 0), ("helpfulCount", 5, 5),
-    ("staleCount", "7", 7), ("turn", "4", 4),
-])
+@pytest.mark.parametrize(
+    ("field", "raw", "expected"),
+    [
+        ("occurrences", "3", 3),
+        ("occurrences", 2.0, 2),
+        ("hits", "0", 0),
+        ("helpfulCount", 5, 5),
+        ("staleCount", "7", 7),
+        ("turn", "4", 4),
+    ],
+)
 def test_numeric_fields_are_coerced(field: str, raw: object, expected: int) -> None:
     assert validate_frontmatter({**BASE, field: raw})[field] == expected
 
 
-@pytest.mark.parametrize(("field", "raw"), [
-    ("occurrences", 0), ("hits", -1), ("turn", 0), ("helpfulCount", "many"), ("staleCount", True),
-    ("occurrences", 1.5),
-])
+@pytest.mark.parametrize(
+    ("field", "raw"),
+    [
+        ("occurrences", 0),
+        ("hits", -1),
+        ("turn", 0),
+        ("helpfulCount", "many"),
+        ("staleCount", True),
+        ("occurrences", 1.5),
+    ],
+)
 def test_numeric_bounds_are_enforced(field: str, raw: object) -> None:
     with pytest.raises(InvalidArguments, match=field):
         validate_frontmatter({**BASE, field: raw})
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("2026-11-30", "2026-11-30T00:00:00.000Z"),
-    (date(2026, 11, 30), "2026-11-30T00:00:00.000Z"),
-    ("2026-11-30T00:36:39.123456Z", "2026-11-30T00:36:39.123Z"),
-    ("2026-11-30T01:36:39+01:00", "2026-11-30T00:36:39.000Z"),
-    (datetime(2026, 11, 30, 0, 36, 39, 123000, tzinfo=timezone.utc), "2026-11-30T00:36:39.123Z"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("2026-11-30", "2026-11-30T00:00:00.000Z"),
+        (date(2026, 11, 30), "2026-11-30T00:00:00.000Z"),
+        ("2026-11-30T00:36:39.123456Z", "2026-11-30T00:36:39.123Z"),
+        ("2026-11-30T01:36:39+01:00", "2026-11-30T00:36:39.000Z"),
+        (datetime(2026, 11, 30, 0, 36, 39, 123000, tzinfo=UTC), "2026-11-30T00:36:39.123Z"),
+    ],
+)
 def test_dates_are_normalised_to_iso_utc(raw: object, expected: str) -> None:
     assert validate_frontmatter({**BASE, "lastSeen": raw})["lastSeen"] == expected
 
@@ -178,19 +200,43 @@ def test_body_is_kept_byte_for_byte(body: str) -> None:
 
 
 _scalar_text = st.sampled_from(
-    ["10:00", "yes", "no", "on", "off", "1.10", "2026-01-01", "2026-01-01T10:00:00Z", "0x1F", "0o17",
-     "1_000", "~", "null", "true", "@at", "a: b", "#hash", "- item", "'quoted'", '"dq"', "1e3", ".inf"]
+    [
+        "10:00",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "1.10",
+        "2026-01-01",
+        "2026-01-01T10:00:00Z",
+        "0x1F",
+        "0o17",
+        "1_000",
+        "~",
+        "null",
+        "true",
+        "@at",
+        "a: b",
+        "#hash",
+        "- item",
+        "'quoted'",
+        '"dq"',
+        "1e3",
+        ".inf",
+    ]
 ) | st.text(alphabet=string.ascii_letters + string.digits + " :-._/#'\"", max_size=20)
 _value = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | _scalar_text,
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | _scalar_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
     max_leaves=6,
 )
 
 
 @settings(max_examples=200, deadline=None)
-@given(extras=st.dictionaries(st.sampled_from(["alpha", "beta", "gamma", "delta"]), _value, max_size=4),
-       touched=st.sampled_from(["status", "hits", "title"]))
+@given(
+    extras=st.dictionaries(st.sampled_from(["alpha", "beta", "gamma", "delta"]), _value, max_size=4),
+    touched=st.sampled_from(["status", "hits", "title"]),
+)
 def test_rewrite_never_changes_a_value_it_did_not_touch(extras: dict[str, object], touched: str) -> None:
     from memosite.schema import dump_yaml
 

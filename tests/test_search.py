@@ -23,9 +23,7 @@ P = "demo"
 MEMOSITE = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "memosite"
 
 
-def put(
-    vault: Vault, kind: str, slug: str, body: str, *, age: float = 1, project: str = P, **fm: object
-) -> None:
+def put(vault: Vault, kind: str, slug: str, body: str, *, age: float = 1, project: str = P, **fm: object) -> None:
     upsert_record(
         vault,
         project,
@@ -74,9 +72,7 @@ def filled(vault: Vault) -> Vault:
         title="Hosted auth provider",
     )
     put(vault, "decision", "old-auth", "Roll our own auth.\n", title="Own auth", status="archived")
-    put(
-        vault, "scratch", "auth-idea", "Maybe cache the auth token.\n", age=10
-    )  # expired: scratch TTL is 7 days
+    put(vault, "scratch", "auth-idea", "Maybe cache the auth token.\n", age=10)  # expired: scratch TTL is 7 days
     put(
         vault,
         "trap",
@@ -114,9 +110,7 @@ def test_expired_records_excluded_by_default(filled: Vault) -> None:
 
 
 def test_include_expired_stamps_expired_true(filled: Vault) -> None:
-    hits = {
-        h.id: h for h in search_records(filled, P, "auth", include_expired=True, now=NOW).results
-    }
+    hits = {h.id: h for h in search_records(filled, P, "auth", include_expired=True, now=NOW).results}
     assert hits["auth-idea"].expired and hits["temp-rule"].expired
     assert not hits["token-refresh"].expired
 
@@ -129,9 +123,7 @@ def test_as_of_returns_records_active_on_that_date(filled: Vault) -> None:
 
 
 def test_as_of_date_only_counts_the_whole_day(vault: Vault) -> None:
-    put(
-        vault, "trap", "late", "created late in the day\n", age=0
-    )  # created at NOW = 12:00 on the 30th
+    put(vault, "trap", "late", "created late in the day\n", age=0)  # created at NOW = 12:00 on the 30th
     assert ids(vault, None, as_of="2026-11-30") == ["late"]
     assert ids(vault, None, as_of="2026-11-29") == []
 
@@ -178,9 +170,7 @@ def test_archived_and_superseded_hidden_unless_status_asks(vault: Vault) -> None
         ("{", []),
     ],
 )
-def test_fts_syntax_errors_are_searched_as_plain_words(
-    filled: Vault, query: str, expected: list[str]
-) -> None:
+def test_fts_syntax_errors_are_searched_as_plain_words(filled: Vault, query: str, expected: list[str]) -> None:
     result = search_records(filled, P, query, now=NOW)
     assert sorted(h.id for h in result.results) == sorted(expected)
     assert result.total == len(expected)
@@ -275,17 +265,13 @@ def test_search_rebuilds_a_missing_index(filled: Vault) -> None:
         ({"path": "  "}, "path"),
     ],
 )
-def test_bad_arguments_are_invalid_arguments(
-    filled: Vault, kwargs: dict[str, object], message: str
-) -> None:
+def test_bad_arguments_are_invalid_arguments(filled: Vault, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidArguments, match=message):
         search_records(filled, P, "x", now=NOW, **kwargs)  # type: ignore[arg-type]
 
 
 def test_hit_ids_acknowledge_hits_once_per_session(filled: Vault) -> None:
-    first = search_records(
-        filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW
-    )
+    first = search_records(filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW)
     again = search_records(filled, P, "token", hit_ids=["token-refresh"], session_id="s1", now=NOW)
     assert first.hits_recorded == ["token-refresh"] and again.hits_recorded == []
     assert search_records(filled, P, "token", now=NOW).results[0].hits == 1
@@ -332,10 +318,7 @@ def test_cli_search_json_shape(vault: Vault) -> None:
         "retry-storms": False,
         "old": True,
     }
-    assert (
-        "**Retry**" in data["results"][0]["snippet"]
-        or "**retry**" in data["results"][0]["snippet"].lower()
-    )
+    assert "**Retry**" in data["results"][0]["snippet"] or "**retry**" in data["results"][0]["snippet"].lower()
 
 
 def test_cli_search_bad_input_is_one_line_error(vault: Vault) -> None:

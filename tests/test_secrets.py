@@ -262,14 +262,12 @@ def test_private_key_in_highlighted_html_is_found() -> None:
 
 
 def test_secrets_in_json_output_are_found() -> None:
-    payload = json.dumps(
-        {"docs": [{"text": f'password = "{PASSWORD}"'}, {"text": pem("EC PRIVATE")}]}
-    )
+    payload = json.dumps({"docs": [{"text": f'password = "{PASSWORD}"'}, {"text": pem("EC PRIVATE")}]})
     assert kinds(payload) == ["password assignment", "private key block"]
 
 
 def test_html_entities_and_tags_alone_do_not_flag() -> None:
-    html = '<p>Set <code>password</code> &amp; <code>api_key</code> in &lt;config&gt;.</p>'
+    html = "<p>Set <code>password</code> &amp; <code>api_key</code> in &lt;config&gt;.</p>"
     assert kinds(html) == []
 
 
@@ -381,9 +379,7 @@ def test_self_referencing_frontmatter_terminates() -> None:
 def test_frontmatter_secret_is_refused_with_its_place() -> None:
     with pytest.raises(SafetyViolation) as raised:
         assert_no_secrets("clean body", {"deploy": {"token_ci": GITHUB_CLASSIC}})
-    assert raised.value.message == (
-        "refusing to write: GitHub token in frontmatter.deploy.token_ci (line 1)"
-    )
+    assert raised.value.message == ("refusing to write: GitHub token in frontmatter.deploy.token_ci (line 1)")
 
 
 def test_clean_record_passes() -> None:
@@ -403,9 +399,9 @@ _hex_digests = st.binary(max_size=64).flatmap(
     )
 )
 _uuids = st.uuids().map(str)
-_iso_times = st.datetimes(
-    min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
-).map(lambda moment: moment.isoformat())
+_iso_times = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)).map(
+    lambda moment: moment.isoformat()
+)
 _ordinary_values = st.one_of(
     _hex_digests,
     _hex_digests.map(lambda digest: digest[:7]),

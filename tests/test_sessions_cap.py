@@ -18,7 +18,7 @@ from memosite.vault import Vault
 
 
 def capped_vault(vault_dir: Path, *, events: int = 10_000, size: int = 16 * 1024 * 1024) -> Vault:
-    vault = Vault.open(vault_dir)
+    Vault.open(vault_dir).close()  # creates the vault and its default config.json
     config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
     config["sessions"].update(capEvents=events, capBytes=size)
     (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -57,14 +57,26 @@ def logged(types: list[str]) -> list[LoggedEvent]:
 
 
 def test_cuts_never_split_a_turn_nor_drop_the_session_end() -> None:
-    entries = logged(["session.started", "turn.started", "message", "turn.completed",
-                      "note", "turn.started", "message", "turn.failed", "session.ended"])
+    entries = logged(
+        [
+            "session.started",
+            "turn.started",
+            "message",
+            "turn.completed",
+            "note",
+            "turn.started",
+            "message",
+            "turn.failed",
+            "session.ended",
+        ]
+    )
     assert _clean_cuts(entries) == [1, 4, 5, 8]
 
 
 def test_an_open_turn_is_never_evicted() -> None:
-    entries = logged(["session.started", "turn.started", "message", "turn.completed",
-                      "turn.started", "message", "message"])
+    entries = logged(
+        ["session.started", "turn.started", "message", "turn.completed", "turn.started", "message", "message"]
+    )
     plan = plan_cap_eviction(entries, CapLimits(max_events=2, max_bytes=10**9), log_size=70)
     assert plan.cut == 4  # everything before the open turn, nothing of it
 
@@ -182,10 +194,13 @@ def test_failing_summary_hook_leaves_the_log_untouched(vault_dir: Path) -> None:
 
 def test_a_hook_returning_the_wrong_type_is_a_failure(vault_dir: Path) -> None:
     vault = capped_vault(vault_dir, events=10)
-    with pytest.raises(SummaryHookFailed):
-        with Session.start(vault, "demo", session_id="s1", sync_record=False,
-                           summary_hook=lambda context: "just a string") as session:  # type: ignore[arg-type,return-value]
-            run_turns(session, 1, 5)
+    with (
+        pytest.raises(SummaryHookFailed),
+        Session.start(
+            vault, "demo", session_id="s1", sync_record=False, summary_hook=lambda context: "just a string"
+        ) as session,
+    ):  # type: ignore[arg-type,return-value]
+        run_turns(session, 1, 5)
 
 
 def test_custom_hook_sees_the_evicted_events_first(vault_dir: Path) -> None:

@@ -28,7 +28,10 @@ def run_json(*args: str) -> dict:
 def memosite(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", "from memosite.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=60, env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
     )
 
 

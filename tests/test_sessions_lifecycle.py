@@ -15,7 +15,10 @@ from memosite.sessions.metadata import Manifest
 from memosite.sessions.paths import SessionPaths
 
 STARTED, COMPLETED, FAILED, ABORTED = (
-    LifecycleKind.STARTED, LifecycleKind.COMPLETED, LifecycleKind.FAILED, LifecycleKind.ABORTED
+    LifecycleKind.STARTED,
+    LifecycleKind.COMPLETED,
+    LifecycleKind.FAILED,
+    LifecycleKind.ABORTED,
 )
 
 

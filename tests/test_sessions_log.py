@@ -69,9 +69,16 @@ def test_events_keep_append_order_with_strictly_increasing_seq(vault: Vault) -> 
     lines = log_lines(vault)
     assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
     assert [line["type"] for line in lines] == [
-        "session.started", "goal.set",
-        "turn.started", "message", "fact", "turn.completed",
-        "turn.started", "message", "fact", "turn.completed",
+        "session.started",
+        "goal.set",
+        "turn.started",
+        "message",
+        "fact",
+        "turn.completed",
+        "turn.started",
+        "message",
+        "fact",
+        "turn.completed",
     ]
     assert all(set(line) == {"version", "seq", "time", "turn", "type", "payload"} for line in lines)
     assert [line["turn"] for line in lines] == [None, None, 1, 1, 1, 1, 2, 2, 2, 2]
@@ -138,7 +145,9 @@ def test_a_large_buffer_flushes_without_waiting_for_a_boundary(vault: Vault, mon
         assert paths(vault).events.stat().st_size > before
 
 
-def test_event_bytes_are_synced_before_turn_index_before_manifest(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_event_bytes_are_synced_before_turn_index_before_manifest(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[str] = []
     real_append, real_write = safefs.append_private, safefs.write_private
 
@@ -195,8 +204,13 @@ def test_reopen_with_valid_metadata_does_not_read_the_log(vault: Vault, monkeypa
 def _expected_state(vault: Vault) -> tuple:
     with reopen(vault, writable=False) as session:
         meta = session.log.meta
-        return (meta.event_count, meta.next_seq, meta.last_turn, meta.log_bytes,
-                [span.to_json() for span in session.log.turns])
+        return (
+            meta.event_count,
+            meta.next_seq,
+            meta.last_turn,
+            meta.log_bytes,
+            [span.to_json() for span in session.log.turns],
+        )
 
 
 def _damage_and_reopen(vault: Vault, damage) -> Session:  # type: ignore[no-untyped-def]
@@ -210,7 +224,7 @@ def _damage_and_reopen(vault: Vault, damage) -> Session:  # type: ignore[no-unty
         pytest.param(lambda p: p.manifest.unlink(), id="deleted-manifest"),
         pytest.param(lambda p: p.manifest.write_bytes(p.manifest.read_bytes()[:40]), id="truncated-manifest"),
         pytest.param(lambda p: p.turns_index.unlink(), id="deleted-index"),
-        pytest.param(lambda p: p.turns_index.write_bytes(b"{\"version\": 1, \"turns\": ["), id="truncated-index"),
+        pytest.param(lambda p: p.turns_index.write_bytes(b'{"version": 1, "turns": ['), id="truncated-index"),
     ],
 )
 def test_reopen_with_missing_or_torn_metadata_rescans_the_log(vault: Vault, damage) -> None:  # type: ignore[no-untyped-def]
@@ -219,8 +233,13 @@ def test_reopen_with_missing_or_torn_metadata_rescans_the_log(vault: Vault, dama
     with _damage_and_reopen(vault, damage) as session:
         assert session.log.rescan_reason is not None
         meta = session.log.meta
-        assert (meta.event_count, meta.next_seq, meta.last_turn, meta.log_bytes,
-                [span.to_json() for span in session.log.turns]) == expected
+        assert (
+            meta.event_count,
+            meta.next_seq,
+            meta.last_turn,
+            meta.log_bytes,
+            [span.to_json() for span in session.log.turns],
+        ) == expected
     with reopen(vault) as session:  # the rescan republished good metadata
         assert session.log.rescan_reason is None
 
@@ -302,8 +321,19 @@ def test_read_only_open_rescans_in_memory_without_writing(vault: Vault) -> None:
 
 
 def _envelope(seq: int, kind: str, turn: int | None, **payload: object) -> bytes:
-    return json.dumps({"version": 1, "seq": seq, "time": f"2026-01-01T00:00:{seq:02d}.000Z", "turn": turn,
-                       "type": kind, "payload": payload}).encode() + b"\n"
+    return (
+        json.dumps(
+            {
+                "version": 1,
+                "seq": seq,
+                "time": f"2026-01-01T00:00:{seq:02d}.000Z",
+                "turn": turn,
+                "type": kind,
+                "payload": payload,
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
 def test_malformed_line_never_creates_phantom_turn(vault: Vault) -> None:
@@ -312,8 +342,17 @@ def test_malformed_line_never_creates_phantom_turn(vault: Vault) -> None:
     lines = [
         b'{"version": 1, "seq": 2, "type": "turn.started", "turn": 1\n',  # torn JSON
         _envelope(3, "turn.started", None),  # lifecycle event without a turn number
-        json.dumps({"version": 2, "seq": 4, "time": "2026-01-01T00:00:04.000Z", "turn": 1,
-                    "type": "turn.started", "payload": {}}).encode() + b"\n",  # unknown version
+        json.dumps(
+            {
+                "version": 2,
+                "seq": 4,
+                "time": "2026-01-01T00:00:04.000Z",
+                "turn": 1,
+                "type": "turn.started",
+                "payload": {},
+            }
+        ).encode()
+        + b"\n",  # unknown version
         _envelope(5, "turn.completed", 1),  # an end without a start
         _envelope(6, "turn.started", 7),  # skips turn numbers
         _envelope(1, "message", None, text="sequence goes backwards"),
@@ -388,7 +427,10 @@ def test_process_killed_between_event_write_and_metadata(vault: Vault) -> None:
         session.append("message", text="resumed")
         session.end_turn()
     assert [line["type"] for line in log_lines(vault)] == [
-        "session.started", "turn.started", "message", "turn.completed"
+        "session.started",
+        "turn.started",
+        "message",
+        "turn.completed",
     ]
 
 
@@ -473,7 +515,7 @@ def test_opening_an_unknown_session_fails(vault: Vault) -> None:
 def test_session_directories_are_0700_and_files_0600(vault: Vault) -> None:
     one_turn_session(vault)
     root = paths(vault).dir
-    for current, dirs, files in os.walk(root):
+    for current, _dirs, files in os.walk(root):
         assert stat.S_IMODE(os.stat(current).st_mode) == 0o700, current
         for name in files:
             assert stat.S_IMODE(os.stat(Path(current) / name).st_mode) == 0o600, name
@@ -529,9 +571,8 @@ def test_derived_views_hold_the_ledger_and_the_facts(vault: Vault) -> None:
     assert [(g["id"], g["status"]) for g in progress["goals"]] == [("g1", "completed")]
     assert [n["text"] for n in progress["goals"][0]["notes"]] == ["half way"]
     assert [f["text"] for f in memory["facts"]] == ["the build needs python 3.11"]
-    with pytest.raises(InvalidTransition):
-        with reopen(vault) as session:
-            session.append("goal.completed", data={"goal": "g1"})
+    with pytest.raises(InvalidTransition), reopen(vault) as session:
+        session.append("goal.completed", data={"goal": "g1"})
 
 
 def test_stale_or_damaged_derived_views_are_rebuilt_from_the_log(vault: Vault) -> None:

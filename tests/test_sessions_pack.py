@@ -35,7 +35,11 @@ def test_pack_lists_every_file_with_its_sha256_except_itself(vault: Vault, packe
     document = pack_document(packed)
     listed = {entry["path"]: entry for entry in document["files"]}
     assert set(listed) == {
-        "events.jsonl", "manifest.json", "index/turns.json", "derived/memory.json", "derived/progress.json"
+        "events.jsonl",
+        "manifest.json",
+        "index/turns.json",
+        "derived/memory.json",
+        "derived/progress.json",
     }
     for path, entry in listed.items():
         data = (packed.dir / path).read_bytes()
@@ -81,10 +85,21 @@ def test_a_file_replaced_by_a_symlink_counts_as_changed(vault: Vault, packed: Se
 
 @pytest.mark.parametrize(
     "bad_path",
-    ["../outside.txt", "/etc/passwd", "index/../../escape", "./events.jsonl", "derived//memory.json",
-     "C:/windows", "a\\b", "audit-pack.json", ""],
+    [
+        "../outside.txt",
+        "/etc/passwd",
+        "index/../../escape",
+        "./events.jsonl",
+        "derived//memory.json",
+        "C:/windows",
+        "a\\b",
+        "audit-pack.json",
+        "",
+    ],
 )
-def test_pack_entries_pointing_outside_the_session_are_invalid(vault: Vault, packed: SessionPaths, bad_path: str) -> None:
+def test_pack_entries_pointing_outside_the_session_are_invalid(
+    vault: Vault, packed: SessionPaths, bad_path: str
+) -> None:
     document = pack_document(packed)
     document["files"].append({"path": bad_path, "sha256": "0" * 64, "size": 0})
     packed.audit_pack.write_text(json.dumps(document), encoding="utf-8")
@@ -92,7 +107,9 @@ def test_pack_entries_pointing_outside_the_session_are_invalid(vault: Vault, pac
         verify_session(vault, "demo", "s1")
 
 
-def test_an_entry_through_a_symlinked_directory_is_not_followed(vault: Vault, packed: SessionPaths, tmp_path: Path) -> None:
+def test_an_entry_through_a_symlinked_directory_is_not_followed(
+    vault: Vault, packed: SessionPaths, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("outside the session", encoding="utf-8")
@@ -107,9 +124,12 @@ def test_an_entry_through_a_symlinked_directory_is_not_followed(vault: Vault, pa
 
 @pytest.mark.parametrize(
     "content",
-    ["not json", json.dumps({"version": 9, "sessionId": "s1", "algorithm": "sha256", "files": []}),
-     json.dumps({"version": 1, "sessionId": "other", "algorithm": "sha256", "files": []}),
-     json.dumps({"version": 1, "sessionId": "s1", "algorithm": "sha256", "files": [{"path": "events.jsonl"}]})],
+    [
+        "not json",
+        json.dumps({"version": 9, "sessionId": "s1", "algorithm": "sha256", "files": []}),
+        json.dumps({"version": 1, "sessionId": "other", "algorithm": "sha256", "files": []}),
+        json.dumps({"version": 1, "sessionId": "s1", "algorithm": "sha256", "files": [{"path": "events.jsonl"}]}),
+    ],
 )
 def test_malformed_packs_are_invalid(vault: Vault, packed: SessionPaths, content: str) -> None:
     packed.audit_pack.write_text(content, encoding="utf-8")

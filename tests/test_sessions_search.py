@@ -12,7 +12,7 @@ from memosite.errors import InvalidArguments
 from memosite.sessions import Session, search_sessions
 from memosite.sessions import postings as postings_module
 from memosite.sessions.paths import SessionPaths
-from memosite.sessions.search import B, K1, RECENCY_WEIGHT, recency_multiplier
+from memosite.sessions.search import K1, RECENCY_WEIGHT, B, recency_multiplier
 from memosite.vault import Vault
 
 
@@ -104,7 +104,9 @@ def test_recency_breaks_equal_relevance_in_favour_of_the_newer_chunk(vault: Vaul
 
 def test_recency_is_mild_and_cannot_outrank_clearly_better_text(vault: Vault) -> None:
     make_session(vault, "old", ["migration migration migration rollback plan"], fixed("2025-06-01T00:00:00.000Z"))
-    make_session(vault, "new", ["one migration among many other unrelated words here"], fixed("2026-01-15T00:00:00.000Z"))
+    make_session(
+        vault, "new", ["one migration among many other unrelated words here"], fixed("2026-01-15T00:00:00.000Z")
+    )
     hits = search_sessions(vault, "demo", "migration").hits
     assert hits[0].session_id == "old"
     assert hits[0].bm25 > hits[1].bm25 * (1 + RECENCY_WEIGHT)
@@ -219,4 +221,6 @@ def test_pruned_ranking_equals_exhaustive_ranking(
         exhaustive = score_chunks(corpus, query, limit=10**9)
         pruned = score_chunks(corpus, query, limit=10)
         assert rank(corpus, pruned, 10) == rank(corpus, exhaustive, 10)
-    assert len(score_chunks(corpus, ["w50", "w0", "w1"], limit=5)) < len(score_chunks(corpus, ["w50", "w0", "w1"], limit=10**9))
+    assert len(score_chunks(corpus, ["w50", "w0", "w1"], limit=5)) < len(
+        score_chunks(corpus, ["w50", "w0", "w1"], limit=10**9)
+    )

@@ -138,7 +138,9 @@ def test_commit_shas_uuids_and_hashes_are_not_secrets(vault: Vault) -> None:
 
 def test_ttl_computes_expires_at_from_created(vault: Vault) -> None:
     created = "2026-11-01T00:00:00.000Z"
-    result = upsert_record(vault, "demo", kind="spec", body="b", slug="t", frontmatter={"ttl": "48h", "created": created})
+    result = upsert_record(
+        vault, "demo", kind="spec", body="b", slug="t", frontmatter={"ttl": "48h", "created": created}
+    )
     assert result.expires_at == "2026-11-03T00:00:00.000Z"
     assert read_record(_file(vault, result.path)).frontmatter["expires_at"] == "2026-11-03T00:00:00.000Z"
 
@@ -163,7 +165,12 @@ def test_scratch_gets_its_default_ttl_at_read_time(vault: Vault) -> None:
 
 def test_path_is_folded_into_path_patterns_and_linked_paths(vault: Vault) -> None:
     result = upsert_record(
-        vault, "demo", kind="trap", body="b", slug="p", path="./src/api/auth.py",
+        vault,
+        "demo",
+        kind="trap",
+        body="b",
+        slug="p",
+        path="./src/api/auth.py",
         frontmatter={"pathPatterns": ["src/api/**"], "path": "node_modules/x.js"},
     )
     fm = read_record(_file(vault, result.path)).frontmatter
@@ -174,8 +181,14 @@ def test_path_is_folded_into_path_patterns_and_linked_paths(vault: Vault) -> Non
 
 def test_trap_classification_fills_layer_module_tags_and_first_sighting(vault: Vault) -> None:
     result = upsert_record(
-        vault, "demo", kind="trap", body="The login form is open to CSRF.", slug="csrf",
-        path="src/web/login.tsx", frontmatter={"label": "security"}, now=NOW,
+        vault,
+        "demo",
+        kind="trap",
+        body="The login form is open to CSRF.",
+        slug="csrf",
+        path="src/web/login.tsx",
+        frontmatter={"label": "security"},
+        now=NOW,
     )
     fm = read_record(_file(vault, result.path)).frontmatter
     assert fm["layer"] == "web" and fm["module"] == "web"
@@ -184,7 +197,9 @@ def test_trap_classification_fills_layer_module_tags_and_first_sighting(vault: V
 
 
 def test_trap_classification_keeps_given_layer(vault: Vault) -> None:
-    result = upsert_record(vault, "demo", kind="trap", body="b", slug="l", frontmatter={"layer": "domain"}, path="tests/x.py")
+    result = upsert_record(
+        vault, "demo", kind="trap", body="b", slug="l", frontmatter={"layer": "domain"}, path="tests/x.py"
+    )
     assert read_record(_file(vault, result.path)).frontmatter["layer"] == "domain"
 
 
@@ -194,8 +209,9 @@ TRAP_BODY = "Retrying the payment call without an idempotency key charges the cu
 def test_trap_recurrence_bumps_occurrences_instead_of_new_file(vault: Vault) -> None:
     first = upsert_record(vault, "demo", kind="trap", body=TRAP_BODY, slug="pay", path="src/pay.py", now=NOW)
     later = NOW + timedelta(days=1)
-    again = upsert_record(vault, "demo", kind="trap", body=TRAP_BODY + " again", slug="pay-2",
-                          path="src/pay.py", now=later)
+    again = upsert_record(
+        vault, "demo", kind="trap", body=TRAP_BODY + " again", slug="pay-2", path="src/pay.py", now=later
+    )
     assert again.recurrence is True and again.id == first.id
     assert not vault.record_path("demo", "trap", "pay-2").exists()
     fm = read_record(_file(vault, first.path)).frontmatter
@@ -204,20 +220,30 @@ def test_trap_recurrence_bumps_occurrences_instead_of_new_file(vault: Vault) -> 
 
 def test_trap_dedup_requires_identical_path_patterns(vault: Vault) -> None:
     upsert_record(vault, "demo", kind="trap", body=TRAP_BODY, slug="a", path="src/pay.py")
-    other = upsert_record(vault, "demo", kind="trap", body=TRAP_BODY, slug="b", frontmatter={"pathPatterns": ["src/pay.py", "src/x.py"]})
+    other = upsert_record(
+        vault, "demo", kind="trap", body=TRAP_BODY, slug="b", frontmatter={"pathPatterns": ["src/pay.py", "src/x.py"]}
+    )
     assert other.recurrence is False and vault.record_path("demo", "trap", "b").exists()
 
 
 def test_trap_dedup_ignores_path_pattern_order(vault: Vault) -> None:
     upsert_record(vault, "demo", kind="trap", body=TRAP_BODY, slug="a", frontmatter={"pathPatterns": ["b.py", "a.py"]})
-    again = upsert_record(vault, "demo", kind="trap", body=TRAP_BODY, slug="c", frontmatter={"pathPatterns": ["a.py", "b.py"]})
+    again = upsert_record(
+        vault, "demo", kind="trap", body=TRAP_BODY, slug="c", frontmatter={"pathPatterns": ["a.py", "b.py"]}
+    )
     assert again.recurrence is True
 
 
 def test_trap_dedup_requires_jaccard_at_least_0_7(vault: Vault) -> None:
     upsert_record(vault, "demo", kind="trap", body=TRAP_BODY, slug="a", path="src/pay.py")
-    different = upsert_record(vault, "demo", kind="trap", body="Totally unrelated cache invalidation problem in the CDN layer",
-                              slug="b", path="src/pay.py")
+    different = upsert_record(
+        vault,
+        "demo",
+        kind="trap",
+        body="Totally unrelated cache invalidation problem in the CDN layer",
+        slug="b",
+        path="src/pay.py",
+    )
     assert different.recurrence is False
 
 
@@ -229,8 +255,15 @@ def test_allow_duplicate_skips_trap_dedup(vault: Vault) -> None:
 
 def test_supersedes_marks_the_older_record_superseded(vault: Vault) -> None:
     old = upsert_record(vault, "demo", kind="decision", body="Use LIKE", slug="old", now=NOW)
-    new = upsert_record(vault, "demo", kind="decision", body="Use FTS", slug="new", frontmatter={"supersedes": "old"},
-                        now=NOW + timedelta(hours=1))
+    new = upsert_record(
+        vault,
+        "demo",
+        kind="decision",
+        body="Use FTS",
+        slug="new",
+        frontmatter={"supersedes": "old"},
+        now=NOW + timedelta(hours=1),
+    )
     assert new.superseded is True
     fm = read_record(_file(vault, old.path)).frontmatter
     assert fm["status"] == "superseded" and fm["supersededBy"] == "new"
@@ -238,7 +271,12 @@ def test_supersedes_marks_the_older_record_superseded(vault: Vault) -> None:
 
 
 def test_supersedes_missing_record_reports_not_superseded(vault: Vault) -> None:
-    assert upsert_record(vault, "demo", kind="decision", body="b", slug="n", frontmatter={"supersedes": "ghost"}).superseded is False
+    assert (
+        upsert_record(
+            vault, "demo", kind="decision", body="b", slug="n", frontmatter={"supersedes": "ghost"}
+        ).superseded
+        is False
+    )
 
 
 def test_a_hand_broken_existing_file_is_never_overwritten(vault: Vault) -> None:
@@ -251,7 +289,14 @@ def test_a_hand_broken_existing_file_is_never_overwritten(vault: Vault) -> None:
 
 
 def test_upsert_updates_index_and_views(vault: Vault) -> None:
-    upsert_record(vault, "demo", kind="trap", body="Beware of zebras", slug="z", frontmatter={"title": "Zebras", "severity": "high"})
+    upsert_record(
+        vault,
+        "demo",
+        kind="trap",
+        body="Beware of zebras",
+        slug="z",
+        frontmatter={"title": "Zebras", "severity": "high"},
+    )
     assert vault.index().by_id("z", "demo")[0].title == "Zebras"
     traps = (vault.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
     assert "### [HIGH] Zebras" in traps and "Last compiled:" in traps
@@ -273,7 +318,10 @@ def test_get_by_frontmatter_id_when_file_name_differs(vault: Vault) -> None:
 def test_get_finds_a_file_written_outside_memosite(vault: Vault) -> None:
     path = vault.kind_dir("demo", "decision") / "by-hand.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("---\nid: hand-id\nkind: decision\nproject: demo\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\nx\n", encoding="utf-8")
+    path.write_text(
+        "---\nid: hand-id\nkind: decision\nproject: demo\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\nx\n",
+        encoding="utf-8",
+    )
     assert get_record(vault, "demo", record_id="hand-id").body == "x\n"
 
 
@@ -400,7 +448,9 @@ def test_listing_skips_conflict_sidecars_temp_files_and_unparseable_files(
 
 
 def test_state_and_scratch_never_appear_in_views(vault: Vault) -> None:
-    upsert_record(vault, "demo", kind="state", body="secret-ish working state", slug="st", frontmatter={"title": "WIP state"})
+    upsert_record(
+        vault, "demo", kind="state", body="secret-ish working state", slug="st", frontmatter={"title": "WIP state"}
+    )
     upsert_record(vault, "demo", kind="scratch", body="scratch idea", slug="sc", frontmatter={"title": "Scratch idea"})
     from memosite.views import write_views
 

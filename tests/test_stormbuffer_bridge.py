@@ -11,11 +11,11 @@ import pytest
 from memosite.demo import write_demo_vault
 from memosite.errors import InvalidTransition, SafetyViolation
 from memosite.indexing import read_record
+from memosite.store import get_record, upsert_record
 from memosite.stormbuffer.bridge import export_project, import_store
 from memosite.stormbuffer.codec import parse_record
 from memosite.stormbuffer.model import Source
 from memosite.stormbuffer.store import Store
-from memosite.store import get_record, upsert_record
 from memosite.vault import Vault
 
 NOW = datetime(2026, 8, 5, 20, 9, tzinfo=UTC)
@@ -34,19 +34,38 @@ def memosite_files(vault: Vault, project: str) -> dict[str, Any]:
 
 
 def store_files(store: Store) -> dict[str, bytes]:
-    return {p.relative_to(store.path).as_posix(): p.read_bytes() for p in store.path.rglob("*")
-            if p.is_file() and p.name != ".lock"}
+    return {
+        p.relative_to(store.path).as_posix(): p.read_bytes()
+        for p in store.path.rglob("*")
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     store = Store.init(tmp_path / "sb" / ".sbuf", name="Shop")
-    old = store.add(kind="decision", title="Search with LIKE", body="LIKE queries.\n", access="human",
-                    tags=["search"], now=NOW)
-    store.add(kind="decision", title="Full-text search", body="Use tsvector.\n\n  trailing  \n",
-              access="human", aliases=["fts"], supersedes=old.record.id, now=NOW,
-              sources=[Source(kind="issue", reference="#7", actor="ana", revision="abc123",
-                              observed_at="2026-08-05T20:09:00-05:00", content_hash="sha256:00ff")])
+    old = store.add(
+        kind="decision", title="Search with LIKE", body="LIKE queries.\n", access="human", tags=["search"], now=NOW
+    )
+    store.add(
+        kind="decision",
+        title="Full-text search",
+        body="Use tsvector.\n\n  trailing  \n",
+        access="human",
+        aliases=["fts"],
+        supersedes=old.record.id,
+        now=NOW,
+        sources=[
+            Source(
+                kind="issue",
+                reference="#7",
+                actor="ana",
+                revision="abc123",
+                observed_at="2026-08-05T20:09:00-05:00",
+                content_hash="sha256:00ff",
+            )
+        ],
+    )
     store.add(kind="fact", title="Python 3.11", body="Runtime is 3.11.\n", access="agent", now=NOW)
     procedure = store.add(kind="procedure", title="Release", body="1. tag\n2. push\n", access="human", now=NOW)
     store.archive(procedure.record.id, now=NOW)
@@ -77,8 +96,11 @@ def test_import_maps_kinds_and_statuses(vault: Vault, store: Store) -> None:
 
 def test_stormbuffer_to_vault_to_stormbuffer_loses_nothing(vault: Vault, store: Store, tmp_path: Path) -> None:
     (store.path / "records" / "decision" / "01989af2-4305-7b19-88b1-e8ae4ea9a02b.md").write_text(
-        CANONICAL.split('CANONICAL = """\\\n', 1)[1].split('"""', 1)[0].replace(
-            "01989af2-4305-7b19-88b1-e8ae4ea9a03b", store.info.project_id), encoding="utf-8")
+        CANONICAL.split('CANONICAL = """\\\n', 1)[1]
+        .split('"""', 1)[0]
+        .replace("01989af2-4305-7b19-88b1-e8ae4ea9a03b", store.info.project_id),
+        encoding="utf-8",
+    )
     before = store_files(store)
     import_store(vault, "demo", store)
     again = export_project(vault, "demo", tmp_path / "copy" / ".sbuf")
@@ -110,8 +132,9 @@ def test_vault_to_stormbuffer_to_vault_loses_nothing(vault: Vault, tmp_path: Pat
 def test_memosite_records_map_to_stormbuffer_kinds_and_statuses(vault: Vault, tmp_path: Path) -> None:
     write_demo_vault(vault)
     export_project(vault, "acme-shop", tmp_path / "out")
-    records = {r.record.sources[0].reference.rsplit("/", 2)[-2:][1]: r.record
-               for r in Store.open(tmp_path / "out").records()}
+    records = {
+        r.record.sources[0].reference.rsplit("/", 2)[-2:][1]: r.record for r in Store.open(tmp_path / "out").records()
+    }
     assert records["search-with-like"].status == "superseded"
     assert records["search-full-text"].supersedes == (records["search-with-like"].id,)
     assert records["jobs-queue"].status == "candidate"  # paused
@@ -122,8 +145,14 @@ def test_memosite_records_map_to_stormbuffer_kinds_and_statuses(vault: Vault, tm
 
 
 def test_a_spec_marked_as_fact_exports_as_fact(vault: Vault, tmp_path: Path) -> None:
-    upsert_record(vault, "demo", kind="spec", body="Prices are in cents.\n", slug="cents",
-                  frontmatter={"title": "Prices in cents", "stormbuffer": {"kind": "fact"}})
+    upsert_record(
+        vault,
+        "demo",
+        kind="spec",
+        body="Prices are in cents.\n",
+        slug="cents",
+        frontmatter={"title": "Prices in cents", "stormbuffer": {"kind": "fact"}},
+    )
     export_project(vault, "demo", tmp_path / "out")
     (record,) = [r.record for r in Store.open(tmp_path / "out").records()]
     assert record.kind == "fact"
@@ -142,8 +171,14 @@ def test_a_promotion_in_the_store_wins_over_the_sidecar(vault: Vault, tmp_path: 
 def test_export_refuses_a_status_the_store_lifecycle_forbids(vault: Vault, store: Store) -> None:
     import_store(vault, "demo", store)
     superseded = next(r for r in store.records() if r.record.status == "superseded")
-    upsert_record(vault, "demo", kind="decision", body="LIKE queries.\n", slug=superseded.record.key,
-                  frontmatter={"status": "active"})
+    upsert_record(
+        vault,
+        "demo",
+        kind="decision",
+        body="LIKE queries.\n",
+        slug=superseded.record.key,
+        frontmatter={"status": "active"},
+    )
     before = store_files(store)
     with pytest.raises(InvalidTransition, match="superseded→active"):
         export_project(vault, "demo", store.path)

@@ -36,16 +36,14 @@ def run_json(*args: str, ok: bool = True) -> dict[str, Any]:
 
 
 def add(*extra: str) -> dict[str, Any]:
-    return run_json("add", "--kind", "decision", "--title", "Use Postgres", "--body", "Orders in Postgres.\n",
-                    *extra)
+    return run_json("add", "--kind", "decision", "--title", "Use Postgres", "--body", "Orders in Postgres.\n", *extra)
 
 
 def test_init_add_show_list_json_shapes(workdir: Path) -> None:
     info = run_json("init", "--name", "Shop")
     assert info["path"] == str(workdir / ".sbuf") and info["created"] is True
     assert info["scope"] == f"project:{info['project_id']}"
-    added = add("--tag", "db", "--alias", "pg", "--source-kind", "issue", "--source-ref", "#1",
-                "--source-actor", "ana")
+    added = add("--tag", "db", "--alias", "pg", "--source-kind", "issue", "--source-ref", "#1", "--source-actor", "ana")
     assert added["status"] == "candidate" and added["access"] == "agent"
     assert added["sources"] == [{"kind": "issue", "reference": "#1", "actor": "ana"}]
     assert "body" not in added
@@ -108,8 +106,9 @@ def test_bad_input_is_one_line_without_traceback(workdir: Path) -> None:
     run("init")
     bad_kind = run_json("add", "--kind", "note", "--title", "t", "--body", "b", ok=False)
     assert bad_kind["error"]["code"] == "INVALID_ARGUMENTS" and "kind" in bad_kind["error"]["message"]
-    bad_source = run("add", "--kind", "fact", "--title", "t", "--body", "b",
-                     "--source-kind", "email", "--source-ref", "x", ok=False)
+    bad_source = run(
+        "add", "--kind", "fact", "--title", "t", "--body", "b", "--source-kind", "email", "--source-ref", "x", ok=False
+    )
     assert "sources[0].kind" in bad_source.stderr and "Traceback" not in bad_source.output
 
 
@@ -117,8 +116,12 @@ def test_validate_lists_each_problem_and_exits_1(workdir: Path) -> None:
     run("init")
     record = Path(add()["path"])
     assert run_json("validate")["valid"] is True
-    record.write_text(record.read_text(encoding="utf-8").replace('access = "agent"', 'access = "robot"')
-                      .replace("format_version = 1", "format_version = 2"), encoding="utf-8")
+    record.write_text(
+        record.read_text(encoding="utf-8")
+        .replace('access = "agent"', 'access = "robot"')
+        .replace("format_version = 1", "format_version = 2"),
+        encoding="utf-8",
+    )
     result = run("validate", ok=False)
     lines = result.stdout.strip().splitlines()
     assert f"{record}: format_version: must be 1, got 2" in lines
@@ -146,10 +149,23 @@ def test_export_then_import_through_the_cli(workdir: Path, vault_dir: Path) -> N
 
 def test_real_command_line_end_to_end(workdir: Path) -> None:
     env = {**os.environ, "MEMOSITE_DEBUG": ""}
-    init = subprocess.run([str(MEMOSITE), "stormbuffer", "init", "--json"], cwd=workdir, env=env,
-                          capture_output=True, text=True, encoding="utf-8", check=True)
+    init = subprocess.run(
+        [str(MEMOSITE), "stormbuffer", "init", "--json"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
+    )
     assert json.loads(init.stdout)["created"] is True
-    refused = subprocess.run([str(MEMOSITE), "stormbuffer", "forget", "0000", "--destroy"], cwd=workdir,
-                             env=env, capture_output=True, text=True, encoding="utf-8",
-                             stdin=subprocess.DEVNULL)
+    refused = subprocess.run(
+        [str(MEMOSITE), "stormbuffer", "forget", "0000", "--destroy"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        stdin=subprocess.DEVNULL,
+    )
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1

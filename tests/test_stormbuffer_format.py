@@ -159,8 +159,7 @@ def test_body_is_preserved_exactly_through_render_and_parse(body: str) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(
-    title=st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=60)
-    .filter(str.strip),
+    title=st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=60).filter(str.strip),
     tags=st.lists(st.text(min_size=1, max_size=12).filter(str.strip), max_size=4),
 )
 def test_frontmatter_values_survive_render_and_parse(title: str, tags: list[str]) -> None:

@@ -86,8 +86,14 @@ def test_agent_records_start_as_candidates_human_records_may_start_active(store:
 
 
 def test_add_writes_records_under_their_kind_with_the_store_scope(store: Store) -> None:
-    item = store.add(kind="procedure", title="Release", body="1. tag\n", access="human",
-                     sources=[Source(kind="issue", reference="#42")], now=NOW)
+    item = store.add(
+        kind="procedure",
+        title="Release",
+        body="1. tag\n",
+        access="human",
+        sources=[Source(kind="issue", reference="#42")],
+        now=NOW,
+    )
     assert item.path == store.path / "records" / "procedure" / f"{item.record.id}.md"
     assert read_record(item.path) == item.record
     assert item.record.scope == store.scope
@@ -108,11 +114,15 @@ def test_supersede_keeps_the_old_claim_and_only_changes_its_status(store: Store)
     old, new = add(store, "Old"), add(store, "New")
     before = store.get(old).record
     later = NOW + timedelta(hours=1)
-    old_item, new_item = store.supersede(old, by=new, now=later)
+    _, new_item = store.supersede(old, by=new, now=later)
     after = store.get(old).record
     assert after.status == "superseded"
     assert (after.title, after.body, after.sources, after.created_at) == (
-        before.title, before.body, before.sources, before.created_at)
+        before.title,
+        before.body,
+        before.sources,
+        before.created_at,
+    )
     assert after.updated_at == "2026-08-05T21:09:00Z"
     assert new_item.record.supersedes == (old,)
     with pytest.raises(InvalidTransition, match="terminal"):

@@ -19,9 +19,16 @@ def _view(vault: Vault, name: str) -> str:
 
 def test_traps_sorted_by_severity_then_updated_desc(vault: Vault) -> None:
     for n, (severity, days) in enumerate([("low", 1), ("critical", 5), ("high", 3), ("critical", 1)]):
-        upsert_record(vault, "demo", kind="trap", body=f"trap body number {n} unique{n}", slug=f"t{n}",
-                      frontmatter={"title": f"T{n}", "severity": severity}, now=NOW - timedelta(days=days),
-                      allow_duplicate=True)
+        upsert_record(
+            vault,
+            "demo",
+            kind="trap",
+            body=f"trap body number {n} unique{n}",
+            slug=f"t{n}",
+            frontmatter={"title": f"T{n}", "severity": severity},
+            now=NOW - timedelta(days=days),
+            allow_duplicate=True,
+        )
     text = _view(vault, "TRAPS.md")
     order = [text.index(f"] T{n}\n") for n in (3, 1, 2, 0)]
     assert order == sorted(order)
@@ -32,7 +39,9 @@ def test_traps_sorted_by_severity_then_updated_desc(vault: Vault) -> None:
 def test_inactive_traps_are_listed_apart(vault: Vault) -> None:
     upsert_record(vault, "demo", kind="trap", body="alive", slug="alive", frontmatter={"title": "Alive"})
     upsert_record(vault, "demo", kind="trap", body="gone", slug="gone", frontmatter={"title": "Gone"})
-    upsert_record(vault, "demo", kind="trap", body="old", slug="old", frontmatter={"title": "Old", "expires_at": "2020-01-01"})
+    upsert_record(
+        vault, "demo", kind="trap", body="old", slug="old", frontmatter={"title": "Old", "expires_at": "2020-01-01"}
+    )
     forget_record(vault, "demo", record_id="gone")
     text = _view(vault, "TRAPS.md")
     active, inactive = text.split("## Inactive traps")
@@ -42,10 +51,24 @@ def test_inactive_traps_are_listed_apart(vault: Vault) -> None:
 
 
 def test_flagged_stale_trap_is_marked_and_ranked_after_others(vault: Vault) -> None:
-    upsert_record(vault, "demo", kind="trap", body="stale one", slug="s", allow_duplicate=True,
-                  frontmatter={"title": "Stale", "severity": "critical", "staleCount": 3, "helpfulCount": 1})
-    upsert_record(vault, "demo", kind="trap", body="fresh one", slug="f", allow_duplicate=True,
-                  frontmatter={"title": "Fresh", "severity": "low"})
+    upsert_record(
+        vault,
+        "demo",
+        kind="trap",
+        body="stale one",
+        slug="s",
+        allow_duplicate=True,
+        frontmatter={"title": "Stale", "severity": "critical", "staleCount": 3, "helpfulCount": 1},
+    )
+    upsert_record(
+        vault,
+        "demo",
+        kind="trap",
+        body="fresh one",
+        slug="f",
+        allow_duplicate=True,
+        frontmatter={"title": "Fresh", "severity": "low"},
+    )
     text = _view(vault, "TRAPS.md")
     assert text.index("Fresh") < text.index("Stale") and "Flagged stale" in text
 
@@ -65,7 +88,9 @@ def test_decisions_summary_accepted_proposed_and_superseded_sections(vault: Vaul
 
 def test_index_counts_and_tables_for_durable_kinds_only(vault: Vault) -> None:
     for kind in ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session", "state", "scratch"):
-        upsert_record(vault, "demo", kind=kind, body=f"{kind} body", slug=f"{kind}-1", frontmatter={"title": f"{kind} title"})
+        upsert_record(
+            vault, "demo", kind=kind, body=f"{kind} body", slug=f"{kind}-1", frontmatter={"title": f"{kind} title"}
+        )
     text = _view(vault, "INDEX.md")
     for kind in ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session"):
         assert f"| {kind} | 1 | " in text and f"{kind} title" in text
@@ -74,9 +99,16 @@ def test_index_counts_and_tables_for_durable_kinds_only(vault: Vault) -> None:
 
 
 def test_prompts_and_sessions_inventories(vault: Vault) -> None:
-    upsert_record(vault, "demo", kind="prompt", body="do x", frontmatter={"title": "Do X", "sessionId": "s1", "turn": 2})
-    upsert_record(vault, "demo", kind="session", body="worked", frontmatter={"title": "Work", "sessionId": "s1", "turns": 5,
-                                                                            "startTime": "2026-11-29T10:00:00Z"})
+    upsert_record(
+        vault, "demo", kind="prompt", body="do x", frontmatter={"title": "Do X", "sessionId": "s1", "turn": 2}
+    )
+    upsert_record(
+        vault,
+        "demo",
+        kind="session",
+        body="worked",
+        frontmatter={"title": "Work", "sessionId": "s1", "turns": 5, "startTime": "2026-11-29T10:00:00Z"},
+    )
     assert "| [prompt-s1-t2](prompts/prompt-s1-t2.md) | Do X | s1 | 2 |" in _view(vault, "PROMPTS.md")
     assert "| [session-s1](sessions/session-s1.md) | Work | active | 2026-11-29 |  | 5 |" in _view(vault, "SESSIONS.md")
 
@@ -117,13 +149,19 @@ def test_vault_git_commits_each_mutation_when_enabled(vault_dir: Path) -> None:
     import subprocess
 
     vault_dir.mkdir(parents=True, exist_ok=True)
-    (vault_dir / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, "atomic": True}}), encoding="utf-8")
+    (vault_dir / "config.json").write_text(
+        json.dumps({"vaultGit": {"enabled": True, "atomic": True}}), encoding="utf-8"
+    )
     vault = Vault.open(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="x", slug="x")
     forget_record(vault, "demo", record_id="x")
-    log = subprocess.run(["git", "-C", str(vault_dir), "log", "--format=%s"], capture_output=True, text=True, check=True)
+    log = subprocess.run(
+        ["git", "-C", str(vault_dir), "log", "--format=%s"], capture_output=True, text=True, check=True
+    )
     assert log.stdout.splitlines() == ["forget trap:x", "upsert trap:x"]
-    tracked = subprocess.run(["git", "-C", str(vault_dir), "ls-files"], capture_output=True, text=True, check=True).stdout
+    tracked = subprocess.run(
+        ["git", "-C", str(vault_dir), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout
     assert "projects/demo/traps/x.md" in tracked and "index.sqlite" not in tracked
     vault.close()
 
@@ -134,12 +172,16 @@ def test_vault_git_batched_mode_commits_on_flush(vault_dir: Path) -> None:
     from memosite.gitsync import flush_pending
 
     vault_dir.mkdir(parents=True, exist_ok=True)
-    (vault_dir / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, "atomic": False}}), encoding="utf-8")
+    (vault_dir / "config.json").write_text(
+        json.dumps({"vaultGit": {"enabled": True, "atomic": False}}), encoding="utf-8"
+    )
     vault = Vault.open(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="x", slug="x")
     upsert_record(vault, "demo", kind="spec", body="y", slug="y")
     assert not (vault_dir / ".git").exists()
     assert flush_pending(vault) is True
-    log = subprocess.run(["git", "-C", str(vault_dir), "log", "--format=%B"], capture_output=True, text=True, check=True)
+    log = subprocess.run(
+        ["git", "-C", str(vault_dir), "log", "--format=%B"], capture_output=True, text=True, check=True
+    )
     assert "upsert trap:x" in log.stdout and "upsert spec:y" in log.stdout
     vault.close()

@@ -88,8 +88,15 @@ class App:
 def vault_options(func: F) -> F:
     """Add --vault/--project/--json and turn every MemositeError into one line (or JSON)."""
 
-    @click.option("--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite).")
-    @click.option("--project", "project_arg", metavar="ID", help="Project id (default: MEMOSITE_PROJECT or derived from the working directory).")
+    @click.option(
+        "--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite)."
+    )
+    @click.option(
+        "--project",
+        "project_arg",
+        metavar="ID",
+        help="Project id (default: MEMOSITE_PROJECT or derived from the working directory).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
     @functools.wraps(func)
     def wrapper(vault_arg: str | None, project_arg: str | None, as_json: bool, **kwargs: Any) -> Any:
@@ -102,7 +109,7 @@ def vault_options(func: F) -> F:
             app.fail(MemositeError("interrupted"))
         except (BrokenPipeError, SystemExit):
             raise
-        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, no traceback
+        except Exception as exc:
             if os.environ.get("MEMOSITE_DEBUG"):
                 raise
             app.fail(MemositeError(f"unexpected {type(exc).__name__}: {exc}"))

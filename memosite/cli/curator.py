@@ -62,10 +62,7 @@ def _gc_summary(result: GcResult) -> str:
     ):
         lines += [f"  {title}: {path}" for path in paths]
     if not result.dry_run:
-        lines.append(
-            "  index and views rebuilt: "
-            + ("yes" if result.rebuilt_fts and result.rebuilt_views else "no")
-        )
+        lines.append("  index and views rebuilt: " + ("yes" if result.rebuilt_fts and result.rebuilt_views else "no"))
     elif not any(count for _, count in counts):
         lines.append(f"  nothing {verb} change")
     return "\n".join(lines)
@@ -96,11 +93,7 @@ def _search_text(result: SearchResult) -> str:
         return "no matches"
     lines = []
     for hit in result.results:
-        flags = "".join(
-            f" [{flag}]"
-            for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale))
-            if on
-        )
+        flags = "".join(f" [{flag}]" for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale)) if on)
         severity = f" {hit.severity}" if hit.severity else ""
         lines.append(f"{hit.kind:8} {hit.id}  {hit.status}{severity}{flags}  {hit.title}")
         if hit.snippet:
@@ -114,17 +107,11 @@ def _search_text(result: SearchResult) -> str:
 @click.command()
 @click.argument("query", nargs=-1)
 @click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
-@click.option(
-    "--status", help="Only this status (archived and superseded are hidden unless asked for)."
-)
-@click.option(
-    "--tag", "tags", multiple=True, help="Only records with this tag (repeatable: all must match)."
-)
+@click.option("--status", help="Only this status (archived and superseded are hidden unless asked for).")
+@click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable: all must match).")
 @click.option("--path", help="Only records whose path patterns cover this file or directory.")
 @click.option("--include-expired", is_flag=True, help="Include expired records, marked expired.")
-@click.option(
-    "--as-of", help="Records active at this date (YYYY-MM-DD = end of that UTC day, or RFC 3339)."
-)
+@click.option("--as-of", help="Records active at this date (YYYY-MM-DD = end of that UTC day, or RFC 3339).")
 @click.option(
     "--sort",
     type=click.Choice(["relevance", "occurrences", "updated", "hits"]),
@@ -180,9 +167,7 @@ def search(
 @click.option("--query", help="Keywords of the task: matching traps and decisions come first.")
 @click.option("--slug", help="The spec/plan/state slug being worked on.")
 @click.option("--path", help="The file or directory being worked on: traps covering it come first.")
-@click.option(
-    "--max-bytes", type=int, help="UTF-8 byte budget (default: bootstrap.maxBytes, 8192)."
-)
+@click.option("--max-bytes", type=int, help="UTF-8 byte budget (default: bootstrap.maxBytes, 8192).")
 @click.option("--session-id", help="Count each included record's hit at most once per session.")
 @vault_options
 def bootstrap(
@@ -235,9 +220,7 @@ def rank(app: App, layer: str | None, limit: int) -> None:
 
 @click.command()
 @click.argument("record_id", metavar="ID")
-@click.option(
-    "--helpful/--stale", "helpful", default=None, help="Was the record helpful, or out of date?"
-)
+@click.option("--helpful/--stale", "helpful", default=None, help="Was the record helpful, or out of date?")
 @vault_options
 def feedback(app: App, record_id: str, helpful: bool | None) -> None:
     """Vote a record helpful or stale (stale outweighing helpful flags it)."""

@@ -9,16 +9,23 @@ import click
 
 
 @click.command()
-@click.option("--vault", "vault_arg", metavar="DIR",
-              help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite).")
-@click.option("--project", "project_arg", metavar="ID",
-              help="Default project for tool calls (default: MEMOSITE_PROJECT, or derived from "
-                   "the directory the client starts the server in).")
-@click.option("--read-only", is_flag=True,
-              help="Offer only the read tools (get, search, bootstrap, rank); count no hits.")
-@click.option("--print-config", "client", type=click.Choice(["claude", "cursor", "vscode"]),
-              help="Print the snippet that adds this server to Claude Code, Claude Desktop/Cursor "
-                   "or VS Code, then exit.")
+@click.option("--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite).")
+@click.option(
+    "--project",
+    "project_arg",
+    metavar="ID",
+    help="Default project for tool calls (default: MEMOSITE_PROJECT, or derived from "
+    "the directory the client starts the server in).",
+)
+@click.option(
+    "--read-only", is_flag=True, help="Offer only the read tools (get, search, bootstrap, rank); count no hits."
+)
+@click.option(
+    "--print-config",
+    "client",
+    type=click.Choice(["claude", "cursor", "vscode"]),
+    help="Print the snippet that adds this server to Claude Code, Claude Desktop/Cursor or VS Code, then exit.",
+)
 def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client: str | None) -> None:
     """Run memosite's MCP server on stdin/stdout.
 
@@ -59,8 +66,10 @@ def _print_config(client: str, root: object, project: str | None, read_only: boo
     from memosite.mcp_server.client_config import client_config, launch_command, memosite_executable
 
     launch = launch_command(
-        memosite_executable(), Path(str(root)),
-        project=validate_project_id(project) if project else None, read_only=read_only,
+        memosite_executable(),
+        Path(str(root)),
+        project=validate_project_id(project) if project else None,
+        read_only=read_only,
     )
     config = client_config(client, launch)
     sys.stdout.write(config.snippet)

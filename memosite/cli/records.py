@@ -20,7 +20,9 @@ def _lookup_args(record_id: str | None, kind: str | None, slug: str | None) -> d
 
 
 @click.command()
-@click.option("--kind", required=True, help="trap, decision, spec, plan, state, log, scratch, review, prompt or session.")
+@click.option(
+    "--kind", required=True, help="trap, decision, spec, plan, state, log, scratch, review, prompt or session."
+)
 @click.option("--body", help="The Markdown body.")
 @click.option("--body-file", help="Read the body from a file, or '-' for stdin.")
 @click.option("--slug", help="File name (without .md); derived from the id or title when absent.")
@@ -39,9 +41,19 @@ def _lookup_args(record_id: str | None, kind: str | None, slug: str | None) -> d
 @click.option("--frontmatter", "frontmatter_json", help="Extra frontmatter as a JSON object.")
 @click.option("--allow-duplicate", is_flag=True, help="Skip trap recurrence dedup.")
 @vault_options
-def upsert(app: App, kind: str, body: str | None, body_file: str | None, slug: str | None,
-           frontmatter_json: str | None, tags: tuple[str, ...], path_patterns: tuple[str, ...],
-           path: str | None, allow_duplicate: bool, **fields: str | None) -> None:
+def upsert(
+    app: App,
+    kind: str,
+    body: str | None,
+    body_file: str | None,
+    slug: str | None,
+    frontmatter_json: str | None,
+    tags: tuple[str, ...],
+    path_patterns: tuple[str, ...],
+    path: str | None,
+    allow_duplicate: bool,
+    **fields: str | None,
+) -> None:
     """Create or update a record."""
     from memosite.errors import InvalidArguments
     from memosite.store import upsert_record
@@ -58,8 +70,14 @@ def upsert(app: App, kind: str, body: str | None, body_file: str | None, slug: s
     if path_patterns:
         frontmatter["pathPatterns"] = list(path_patterns)
     result = upsert_record(
-        app.vault, app.project, kind=kind, body=read_body(body, body_file), slug=slug,
-        frontmatter=frontmatter, path=path, allow_duplicate=allow_duplicate,
+        app.vault,
+        app.project,
+        kind=kind,
+        body=read_body(body, body_file),
+        slug=slug,
+        frontmatter=frontmatter,
+        path=path,
+        allow_duplicate=allow_duplicate,
     )
     verb = "recurrence of" if result.recurrence else "wrote"
     app.emit(result.to_json(), f"{verb} {result.kind} {result.id} → {result.path}")
@@ -76,7 +94,9 @@ def get(app: App, record_id: str | None, kind: str | None, slug: str | None, ses
     from memosite.store import get_record
 
     found = get_record(
-        app.vault, app.project, **_lookup_args(record_id, kind, slug),
+        app.vault,
+        app.project,
+        **_lookup_args(record_id, kind, slug),
         cross_project=app.project_explicit is None,
     )
     _count_hit(app, found, session_id)
@@ -109,7 +129,10 @@ def append(app: App, event: str, kind: str, details_json: str | None) -> None:
     from memosite.store import append_event
 
     result = append_event(
-        app.vault, app.project, event=event, kind=kind,
+        app.vault,
+        app.project,
+        event=event,
+        kind=kind,
         details=parse_json_option("--details", details_json),
     )
     app.emit(result.to_json(), f"appended {result.kind} {result.id} → {result.path}")
@@ -157,8 +180,7 @@ def list_(app: App, kinds: tuple[str, ...], statuses: tuple[str, ...]) -> None:
             return f"no records in project {app.project}"
         width = max(len(r.id) for r in records)
         return "\n".join(
-            f"{r.kind:9} {r.id:{width}}  {r.status:10} {'expired ' if r.expired else ''}{r.title}"
-            for r in records
+            f"{r.kind:9} {r.id:{width}}  {r.status:10} {'expired ' if r.expired else ''}{r.title}" for r in records
         )
 
     app.emit({"project": app.project, "records": [r.to_json() for r in records], "total": len(records)}, text)
@@ -190,6 +212,5 @@ def reindex(app: App, all_projects: bool) -> None:
     counts = rebuild(app.vault, None if all_projects else [app.project])
     app.emit(
         {"projects": counts, "total": sum(counts.values())},
-        "\n".join(f"indexed {count} records in {project}" for project, count in counts.items())
-        or "no projects",
+        "\n".join(f"indexed {count} records in {project}" for project, count in counts.items()) or "no projects",
     )

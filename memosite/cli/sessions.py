@@ -37,7 +37,9 @@ def start(app: App, session_id: str | None, goals: tuple[str, ...]) -> None:
 
 @session.command()
 @click.option("--session", "session_id", required=True, metavar="ID")
-@click.option("--type", "event_type", required=True, metavar="T", help="Event type, e.g. message, tool, fact, goal.set.")
+@click.option(
+    "--type", "event_type", required=True, metavar="T", help="Event type, e.g. message, tool, fact, goal.set."
+)
 @click.option("--text", metavar="TEXT", help="The event's text (payload.text).")
 @click.option("--data", "data_json", metavar="JSON", help="A JSON object merged into the payload.")
 @vault_options
@@ -137,10 +139,14 @@ def list_(app: App) -> None:
 
     entries = list_sessions(app.vault, app.project)
     rows = [entry.to_json() for entry in entries]
-    text = "\n".join(
-        f"{row['sessionId']}  {row['status']:<6}  {row['turns']:>4} turns  {row['events']:>7} events  {row['updated'] or '-'}"
-        for row in rows
-    ) or "no sessions"
+    text = (
+        "\n".join(
+            f"{row['sessionId']}  {row['status']:<6}  {row['turns']:>4} turns  {row['events']:>7} events"
+            f"  {row['updated'] or '-'}"
+            for row in rows
+        )
+        or "no sessions"
+    )
     app.emit({"sessions": rows}, text)
 
 

@@ -93,8 +93,12 @@ def _sources(kinds: tuple[str, ...], refs: tuple[str, ...], extras: dict[str, tu
 @click.option("--body", help="The Markdown body.")
 @click.option("--body-file", help="Read the body from a file, or '-' for stdin.")
 @click.option("--scope", help="'global' or 'project:<project-id>' (default: this store's project).")
-@click.option("--access", default="agent", show_default=True,
-              help="Who writes it: agent (starts as candidate) or human (may start active).")
+@click.option(
+    "--access",
+    default="agent",
+    show_default=True,
+    help="Who writes it: agent (starts as candidate) or human (may start active).",
+)
 @click.option("--status", help="candidate or active (default: candidate for agents, active for humans).")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--alias", "aliases", multiple=True, help="Another name to find it by (repeatable).")
@@ -107,15 +111,30 @@ def _sources(kinds: tuple[str, ...], refs: tuple[str, ...], extras: dict[str, tu
 @click.option("--supersedes", help="Id of an active record this one replaces.")
 @_store_option
 @vault_options
-def add(app: App, store_dir: str | None, body: str | None, body_file: str | None,
-        source_kinds: tuple[str, ...], source_refs: tuple[str, ...], source_actor: tuple[str, ...],
-        source_observed_at: tuple[str, ...], source_revision: tuple[str, ...],
-        source_hash: tuple[str, ...], **fields: Any) -> None:
+def add(
+    app: App,
+    store_dir: str | None,
+    body: str | None,
+    body_file: str | None,
+    source_kinds: tuple[str, ...],
+    source_refs: tuple[str, ...],
+    source_actor: tuple[str, ...],
+    source_observed_at: tuple[str, ...],
+    source_revision: tuple[str, ...],
+    source_hash: tuple[str, ...],
+    **fields: Any,
+) -> None:
     """Add a record."""
-    sources = _sources(source_kinds, source_refs, {
-        "actor": source_actor, "observed_at": source_observed_at, "revision": source_revision,
-        "content_hash": source_hash,
-    })
+    sources = _sources(
+        source_kinds,
+        source_refs,
+        {
+            "actor": source_actor,
+            "observed_at": source_observed_at,
+            "revision": source_revision,
+            "content_hash": source_hash,
+        },
+    )
     item = _open(store_dir).add(body=read_body(body, body_file), sources=sources, **fields)
     app.emit(item.to_json(body=False), f"added {item.record.kind} {item.record.id} ({item.record.status})")
 
@@ -141,8 +160,12 @@ def list_(app: App, include_all: bool, kinds: tuple[str, ...], store_dir: str | 
     """List candidate and active records (history too with --all), oldest first."""
     store = _open(store_dir)
     items = store.list(include_all=include_all, kinds=kinds or None)
-    data = {"store": str(store.path), "project_id": store.info.project_id, "count": len(items),
-            "records": [item.to_json(body=False) for item in items]}
+    data = {
+        "store": str(store.path),
+        "project_id": store.info.project_id,
+        "count": len(items),
+        "records": [item.to_json(body=False) for item in items],
+    }
     app.emit(data, lambda: "\n".join(_line(item) for item in items) or "(no records)")
 
 
@@ -181,8 +204,10 @@ def restore(app: App, record_id: str, store_dir: str | None) -> None:
 def supersede(app: App, old_id: str, new_id: str, store_dir: str | None) -> None:
     """Mark OLD_ID superseded by NEW_ID (the old record's text is kept as history)."""
     old, new = _open(store_dir).supersede(old_id, by=new_id)
-    app.emit({"superseded": old.to_json(body=False), "by": new.to_json(body=False)},
-             f"{old.record.id} superseded by {new.record.id}")
+    app.emit(
+        {"superseded": old.to_json(body=False), "by": new.to_json(body=False)},
+        f"{old.record.id} superseded by {new.record.id}",
+    )
 
 
 @stormbuffer.command()
@@ -272,8 +297,10 @@ def export(app: App, store_dir: str, name: str | None) -> None:
 
 def _bridge_text(data: dict[str, Any]) -> str:
     verb = "imported" if data["direction"] == "import" else "exported"
-    lines = [f"{verb} {data['count']} record(s) ({data['unchanged']} unchanged) "
-             f"{'from' if verb == 'imported' else 'to'} {data['store']}"]
+    lines = [
+        f"{verb} {data['count']} record(s) ({data['unchanged']} unchanged) "
+        f"{'from' if verb == 'imported' else 'to'} {data['store']}"
+    ]
     lines += [f"  {r['id']}  {r['storm_kind']} ↔ {r['memosite_kind']}  {r['status']}" for r in data["records"]]
     skipped: dict[str, int] = {}
     for item in data["skipped"]:

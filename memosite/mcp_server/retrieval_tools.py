@@ -46,27 +46,44 @@ class RetrievalTools:
 
     async def search(
         self,
-        query: Annotated[str | None, Field(
-            description="Full-text query over titles, bodies and tags (words, \"phrases\", "
-                        "prefix*). Omit it to list records by the other filters.")] = None,
-        kinds: Annotated[list[KindName] | None, Field(
-            description="Only these kinds, e.g. [\"trap\", \"decision\"].")] = None,
-        status: Annotated[StatusName | list[StatusName] | None, Field(
-            description="Only records with this status (or any of these). By default active, "
-                        "paused, shipped and completed records are searched.")] = None,
+        query: Annotated[
+            str | None,
+            Field(
+                description='Full-text query over titles, bodies and tags (words, "phrases", '
+                "prefix*). Omit it to list records by the other filters."
+            ),
+        ] = None,
+        kinds: Annotated[
+            list[KindName] | None, Field(description='Only these kinds, e.g. ["trap", "decision"].')
+        ] = None,
+        status: Annotated[
+            StatusName | list[StatusName] | None,
+            Field(
+                description="Only records with this status (or any of these). By default active, "
+                "paused, shipped and completed records are searched."
+            ),
+        ] = None,
         tags: Annotated[list[str] | None, Field(description="Only records carrying all these tags.")] = None,
-        path: Annotated[str | None, Field(
-            description="A repository file path: only records whose pathPatterns match it.")] = None,
-        includeExpired: Annotated[bool, Field(
-            description="Also return expired records (marked expired: true).")] = False,
-        asOf: Annotated[str | None, Field(
-            description="A date (YYYY-MM-DD or RFC 3339): return what was active then.")] = None,
-        sort: Annotated[SortOrder, Field(
-            description="relevance (default), occurrences, updated (newest first) or hits.")] = "relevance",
+        path: Annotated[
+            str | None, Field(description="A repository file path: only records whose pathPatterns match it.")
+        ] = None,
+        includeExpired: Annotated[
+            bool, Field(description="Also return expired records (marked expired: true).")
+        ] = False,
+        asOf: Annotated[
+            str | None, Field(description="A date (YYYY-MM-DD or RFC 3339): return what was active then.")
+        ] = None,
+        sort: Annotated[
+            SortOrder, Field(description="relevance (default), occurrences, updated (newest first) or hits.")
+        ] = "relevance",
         limit: Annotated[int, Field(ge=1, le=1000, description="Most results to return.")] = 20,
-        hitIds: Annotated[list[str] | None, Field(
-            description="Ids of records (from an earlier search) that you actually used: each "
-                        "counts a hit, at most once per sessionId, which ranks it higher later.")] = None,
+        hitIds: Annotated[
+            list[str] | None,
+            Field(
+                description="Ids of records (from an earlier search) that you actually used: each "
+                "counts a hit, at most once per sessionId, which ranks it higher later."
+            ),
+        ] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
@@ -81,8 +98,17 @@ class RetrievalTools:
 
         def run(vault: Vault, project: str) -> Any:
             return search_records(
-                vault, project, query, kinds=kinds, status=status, tags=tags, path=path,
-                include_expired=includeExpired, as_of=asOf, sort=sort, limit=limit,
+                vault,
+                project,
+                query,
+                kinds=kinds,
+                status=status,
+                tags=tags,
+                path=path,
+                include_expired=includeExpired,
+                as_of=asOf,
+                sort=sort,
+                limit=limit,
                 hit_ids=hitIds if counts_hits else None,
                 session_id=sessionId if counts_hits else None,
             )
@@ -91,15 +117,19 @@ class RetrievalTools:
 
     async def bootstrap(
         self,
-        query: Annotated[str | None, Field(
-            description="What the session is about; pulls in the most relevant records.")] = None,
-        slug: Annotated[str | None, Field(
-            description="Slug of the spec, plan or state record the work follows.")] = None,
-        path: Annotated[str | None, Field(
-            description="A repository path the work touches; adds the traps recorded for it.")] = None,
-        maxBytes: Annotated[int | None, Field(
-            ge=512, description="Size budget of the brief in bytes (default from the vault's "
-                                "config, 8192).")] = None,
+        query: Annotated[
+            str | None, Field(description="What the session is about; pulls in the most relevant records.")
+        ] = None,
+        slug: Annotated[
+            str | None, Field(description="Slug of the spec, plan or state record the work follows.")
+        ] = None,
+        path: Annotated[
+            str | None, Field(description="A repository path the work touches; adds the traps recorded for it.")
+        ] = None,
+        maxBytes: Annotated[
+            int | None,
+            Field(ge=512, description="Size budget of the brief in bytes (default from the vault's config, 8192)."),
+        ] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
@@ -113,9 +143,15 @@ class RetrievalTools:
         counts_hits = bool(sessionId) and not self.runtime.read_only
 
         def run(vault: Vault, project: str) -> Any:
-            return build_bootstrap(vault, project, query=query, slug=slug, path=path,
-                                   max_bytes=maxBytes,
-                                   session_id=sessionId if counts_hits else None)
+            return build_bootstrap(
+                vault,
+                project,
+                query=query,
+                slug=slug,
+                path=path,
+                max_bytes=maxBytes,
+                session_id=sessionId if counts_hits else None,
+            )
 
         work = ToolCall(run, projectId, writes=counts_hits, text=lambda data: data["markdown"])
         return await self.runtime.call(work, name="bootstrap")
@@ -137,10 +173,12 @@ class RetrievalTools:
 
     async def gc(
         self,
-        dryRun: Annotated[bool, Field(
-            description="Only report what would change; nothing is written or deleted.")] = False,
-        purge: Annotated[bool, Field(
-            description="Delete expired traps, decisions and plans instead of archiving them.")] = False,
+        dryRun: Annotated[
+            bool, Field(description="Only report what would change; nothing is written or deleted.")
+        ] = False,
+        purge: Annotated[
+            bool, Field(description="Delete expired traps, decisions and plans instead of archiving them.")
+        ] = False,
         projectId: ProjectId = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
@@ -153,8 +191,9 @@ class RetrievalTools:
             # Called on the worker thread; a client that asked for progress sees each step.
             if ctx is not None:
                 with contextlib.suppress(Exception):
-                    anyio.from_thread.run(ctx.report_progress, step.done, step.total,
-                                          f"gc: {step.done}/{step.total} steps")
+                    anyio.from_thread.run(
+                        ctx.report_progress, step.done, step.total, f"gc: {step.done}/{step.total} steps"
+                    )
 
         def run(vault: Vault, project: str) -> Any:
             return run_gc(vault, project, dry_run=dryRun, purge=purge, progress=progress)

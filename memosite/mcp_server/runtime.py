@@ -48,11 +48,15 @@ class ToolCall:
     text: Callable[[dict[str, Any]], str] | None = None
 
 
-def tool_hints(*, title: str, read_only: bool, destructive: bool = False,
-               idempotent: bool = False) -> ToolAnnotations:
+def tool_hints(*, title: str, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
     """Annotations for a tool that only touches the local vault (a closed world)."""
-    return ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
-                           idempotent_hint=idempotent, open_world_hint=False)
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
 
 
 def success_result(data: dict[str, Any], text: str | None = None) -> CallToolResult:
@@ -112,7 +116,7 @@ class ToolRuntime:
         except MemositeError as exc:
             logger.info("tool %s failed: %s %s", name, exc.code, exc.message)
             return error_result(exc)
-        except Exception as exc:  # noqa: BLE001 - a crash in one call must not end the session
+        except Exception as exc:
             logger.exception("tool %s raised unexpectedly", name)
             return error_result(MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
         return success_result(data, work.text(data) if work.text is not None else None)

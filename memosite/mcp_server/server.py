@@ -29,8 +29,7 @@ def _instructions(project: str, read_only: bool) -> str:
     mode = (
         "This server is read-only: it can look memory up but not change it."
         if read_only
-        else "Write with upsert (traps, decisions, specs, plans, state), append (log events), "
-        "forget/restore and gc."
+        else "Write with upsert (traps, decisions, specs, plans, state), append (log events), forget/restore and gc."
     )
     return (
         f"memosite is this project's durable memory (project '{project}'). At the start of a task "
@@ -54,9 +53,7 @@ class MemositeMCP(MCPServer[Any]):
         super().__init__(**settings)
         self.runtime = runtime
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -117,8 +114,7 @@ def build_server(vault: Vault, default_project: str, *, read_only: bool = False)
     for name, fn, hints in _tool_table(runtime):
         if read_only and not hints.read_only_hint:
             continue
-        server.add_tool(fn, name=name, title=hints.title, description=inspect.getdoc(fn),
-                        annotations=hints)
+        server.add_tool(fn, name=name, title=hints.title, description=inspect.getdoc(fn), annotations=hints)
     return server
 
 

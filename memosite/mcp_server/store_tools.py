@@ -25,13 +25,13 @@ ProjectId = Annotated[
 ]
 RecordId = Annotated[str | None, Field(description="The record id (give either id, or kind and slug).")]
 LookupKind = Annotated[KindName | None, Field(description="The record kind; use together with slug.")]
-LookupSlug = Annotated[
-    str | None, Field(description="The record's file name without .md; use together with kind.")
-]
+LookupSlug = Annotated[str | None, Field(description="The record's file name without .md; use together with kind.")]
 SessionId = Annotated[
     str | None,
-    Field(description="Your agent session id. When given, the read counts as a hit for salience, "
-                      "at most once per session."),
+    Field(
+        description="Your agent session id. When given, the read counts as a hit for salience, "
+        "at most once per session."
+    ),
 ]
 
 _KIND_HELP = (
@@ -59,25 +59,45 @@ class StoreTools:
     async def upsert(
         self,
         kind: Annotated[KindName, Field(description=_KIND_HELP)],
-        body: Annotated[str, Field(description="The Markdown body. Must not be empty; never put "
-                                               "secrets (keys, tokens, passwords) in it.")],
-        slug: Annotated[str | None, Field(
-            description="File name without .md (letters, digits, '.', '_', '-'). Omit it to derive "
-                        "one from frontmatter.id or the title. An existing kind+slug is updated.")] = None,
-        frontmatter: Annotated[dict[str, Any] | None, Field(
-            description="Extra fields: title, status (active|paused|shipped|superseded|archived|"
-                        "completed), severity (low|medium|high|critical), layer (application|domain|"
-                        "web|infrastructure|tests|devops|other), module, tags (list), pathPatterns "
-                        "(list of globs), supersedes (id of the record this one replaces), ttl ('7d', "
-                        "'48h', '30m' or a date), expires_at (RFC 3339 or YYYY-MM-DD). Other keys "
-                        "are kept as given.")] = None,
-        path: Annotated[str | None, Field(
-            description="A repository file path the record is about; added to pathPatterns and "
-                        "linkedPaths and used to spot a recurring trap.")] = None,
+        body: Annotated[
+            str,
+            Field(
+                description="The Markdown body. Must not be empty; never put secrets (keys, tokens, passwords) in it."
+            ),
+        ],
+        slug: Annotated[
+            str | None,
+            Field(
+                description="File name without .md (letters, digits, '.', '_', '-'). Omit it to derive "
+                "one from frontmatter.id or the title. An existing kind+slug is updated."
+            ),
+        ] = None,
+        frontmatter: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Extra fields: title, status (active|paused|shipped|superseded|archived|"
+                "completed), severity (low|medium|high|critical), layer (application|domain|"
+                "web|infrastructure|tests|devops|other), module, tags (list), pathPatterns "
+                "(list of globs), supersedes (id of the record this one replaces), ttl ('7d', "
+                "'48h', '30m' or a date), expires_at (RFC 3339 or YYYY-MM-DD). Other keys "
+                "are kept as given."
+            ),
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(
+                description="A repository file path the record is about; added to pathPatterns and "
+                "linkedPaths and used to spot a recurring trap."
+            ),
+        ] = None,
         projectId: ProjectId = None,
-        allowDuplicate: Annotated[bool, Field(
-            description="For traps: always create a new record. By default a trap with the same "
-                        "paths and a near-identical body bumps the existing one's occurrences.")] = False,
+        allowDuplicate: Annotated[
+            bool,
+            Field(
+                description="For traps: always create a new record. By default a trap with the same "
+                "paths and a near-identical body bumps the existing one's occurrences."
+            ),
+        ] = False,
     ) -> CallToolResult:
         """Create or update one memory record (a Markdown file in the vault).
 
@@ -88,8 +108,16 @@ class StoreTools:
         from memosite.store import upsert_record
 
         def run(vault: Vault, project: str) -> Any:
-            return upsert_record(vault, project, kind=kind, body=body, slug=slug,
-                                 frontmatter=frontmatter, path=path, allow_duplicate=allowDuplicate)
+            return upsert_record(
+                vault,
+                project,
+                kind=kind,
+                body=body,
+                slug=slug,
+                frontmatter=frontmatter,
+                path=path,
+                allow_duplicate=allowDuplicate,
+            )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=True), name="upsert")
 
@@ -112,8 +140,7 @@ class StoreTools:
         count_hit = bool(sessionId) and not self.runtime.read_only
 
         def run(vault: Vault, project: str) -> Any:
-            found = get_record(vault, project, **lookup(id, kind, slug),
-                               cross_project=projectId is None)
+            found = get_record(vault, project, **lookup(id, kind, slug), cross_project=projectId is None)
             if count_hit:
                 from memosite.salience import record_hits
 
@@ -124,11 +151,13 @@ class StoreTools:
 
     async def append(
         self,
-        event: Annotated[str, Field(description="What happened, in a sentence or a short "
-                                                "Markdown paragraph. Must not be empty.")],
+        event: Annotated[
+            str, Field(description="What happened, in a sentence or a short Markdown paragraph. Must not be empty.")
+        ],
         kind: Annotated[KindName, Field(description="The kind of the event record.")] = "log",
-        details: Annotated[Any, Field(description="Optional structured details (any JSON value), "
-                                                  "stored in the record's frontmatter.")] = None,
+        details: Annotated[
+            Any, Field(description="Optional structured details (any JSON value), stored in the record's frontmatter.")
+        ] = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
         """Append an event to the project's log (a new record each time; earlier ones are never
@@ -145,9 +174,13 @@ class StoreTools:
         id: RecordId = None,
         kind: LookupKind = None,
         slug: LookupSlug = None,
-        purge: Annotated[bool, Field(
-            description="Delete the file for good (a tombstone is kept for sync). By default the "
-                        "record is only archived: kept on disk, out of the active views.")] = False,
+        purge: Annotated[
+            bool,
+            Field(
+                description="Delete the file for good (a tombstone is kept for sync). By default the "
+                "record is only archived: kept on disk, out of the active views."
+            ),
+        ] = False,
         projectId: ProjectId = None,
     ) -> CallToolResult:
         """Retire a record that is wrong or no longer useful: archive it (reversible with
@@ -180,7 +213,6 @@ STORE_TOOL_HINTS: dict[str, ToolAnnotations] = {
     "get": tool_hints(read_only=True, idempotent=True, title="Read a memory record"),
     "upsert": tool_hints(read_only=False, title="Remember (create or update) a record"),
     "append": tool_hints(read_only=False, title="Append an event to the log"),
-    "forget": tool_hints(read_only=False, destructive=True, idempotent=True,
-                     title="Archive or purge a record"),
+    "forget": tool_hints(read_only=False, destructive=True, idempotent=True, title="Archive or purge a record"),
     "restore": tool_hints(read_only=False, idempotent=True, title="Restore an archived record"),
 }

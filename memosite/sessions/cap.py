@@ -124,7 +124,9 @@ def default_summary_hook(context: EvictionContext, *, max_turns: int = 20) -> Ca
         f" covering turns up to {context.last_turn}."
     ]
     for turn, events in list(turns.items())[-max_turns:]:
-        ends = [e.type.split(".", 1)[1] for e in events if LifecycleKind.of(e.type) not in (None, LifecycleKind.STARTED)]
+        ends = [
+            e.type.split(".", 1)[1] for e in events if LifecycleKind.of(e.type) not in (None, LifecycleKind.STARTED)
+        ]
         first_text = next((event_text(e) for e in events if e.type != TURN_STARTED and event_text(e)), "")
         lines.append(f"Turn {turn} ({ends[-1] if ends else 'open'}, {len(events)} events): {first_text[:160]}")
     prior = next((e for e in context.evicted if e.type == SESSION_SUMMARY), None)

@@ -42,8 +42,7 @@ _TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 def validate_event_type(event_type: str) -> str:
     if not isinstance(event_type, str) or not _TYPE_RE.match(event_type):
         raise InvalidArguments(
-            f"invalid event type {event_type!r}: lower-case letters, digits, '.', '_' or '-',"
-            " starting with a letter"
+            f"invalid event type {event_type!r}: lower-case letters, digits, '.', '_' or '-', starting with a letter"
         )
     return event_type
 
@@ -75,9 +74,7 @@ class Event:
             raise InvalidArguments(f"event payload is not JSON-serialisable: {exc}") from exc
         line = text.encode("utf-8") + b"\n"
         if len(line) > MAX_EVENT_BYTES:
-            raise InvalidArguments(
-                f"event is {len(line)} bytes; the limit is {MAX_EVENT_BYTES} bytes"
-            )
+            raise InvalidArguments(f"event is {len(line)} bytes; the limit is {MAX_EVENT_BYTES} bytes")
         return line
 
     @property

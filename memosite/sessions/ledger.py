@@ -59,8 +59,7 @@ class Goal:
             set_time=str(data["setTime"]),
             completed_time=data.get("completedTime"),
             notes=[
-                GoalNote(int(n["seq"]), str(n["time"]), n.get("turn"), str(n["text"]))
-                for n in data.get("notes", [])
+                GoalNote(int(n["seq"]), str(n["time"]), n.get("turn"), str(n["text"])) for n in data.get("notes", [])
             ],
         )
 

@@ -41,9 +41,7 @@ END_STATUSES = ("completed", "failed", "aborted")
 
 def kind_for_status(status: str) -> LifecycleKind:
     if status not in END_STATUSES:
-        raise InvalidTransition(
-            f"invalid turn status {status!r}: expected one of {', '.join(END_STATUSES)}"
-        )
+        raise InvalidTransition(f"invalid turn status {status!r}: expected one of {', '.join(END_STATUSES)}")
     return LifecycleKind(f"turn.{status}")
 
 
@@ -100,9 +98,7 @@ class TurnState:
         open_span = self.open_turn
         if kind is LifecycleKind.STARTED:
             if open_span is not None:
-                raise InvalidTransition(
-                    f"turn {open_span.turn} is still open: end it before starting another"
-                )
+                raise InvalidTransition(f"turn {open_span.turn} is still open: end it before starting another")
             if turn != self.last_turn + 1:
                 raise InvalidTransition(f"turn {turn} out of order: next turn is {self.last_turn + 1}")
             return

@@ -21,9 +21,7 @@ def session_frontmatter(summary: SessionSummary) -> dict[str, Any]:
         "endTime": summary.end_time,
         "sessionId": summary.session_id,
         "turns": summary.turns,
-        "goals": [
-            {"id": goal["id"], "text": goal["text"], "status": goal["status"]} for goal in summary.goals
-        ],
+        "goals": [{"id": goal["id"], "text": goal["text"], "status": goal["status"]} for goal in summary.goals],
         "facts": summary.facts,
     }
     return {key: value for key, value in frontmatter.items() if value is not None}

@@ -16,9 +16,9 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, mul, truediv
-from dataclasses import dataclass, field
 from typing import Any
 
 from memosite.errors import InvalidArguments, StorageError
@@ -171,7 +171,7 @@ def _term_scores(corpus: Corpus, term: str, weight: float, average_length: float
         for chunks, tfs in index.postings(term):
             keys = chunks if base == 0 else map(base.__add__, chunks)
             denominators = map(add, tfs, map(norms.__getitem__, chunks))
-            contributions.update(zip(keys, map(truediv, map(mul, repeat(weight), tfs), denominators)))
+            contributions.update(zip(keys, map(truediv, map(mul, repeat(weight), tfs), denominators), strict=False))
     return contributions
 
 
@@ -207,7 +207,7 @@ def score_chunks(corpus: Corpus, terms: list[str], limit: int = 10) -> dict[int,
         # Iterate the smaller map; a + b == b + a exactly, so either way the sum is the same.
         small, large = (scores, contributions) if len(scores) < len(contributions) else (contributions, scores)
         sums = list(map(add, map(large.get, small, repeat(0.0)), small.values()))
-        large.update(zip(small, sums))
+        large.update(zip(small, sums, strict=True))
         scores = large
     return scores
 
@@ -252,7 +252,7 @@ def rank(corpus: Corpus, scores: dict[int, float], limit: int) -> list[tuple[int
     keys = list(compress(scores, map(floor.__le__, scores.values())))
     finals = list(map(mul, map(scores.__getitem__, keys), map(multipliers.__getitem__, keys)))
     cutoff = heapq.nlargest(limit, finals)[-1]
-    winners = compress(zip(finals, keys), map(cutoff.__le__, finals))
+    winners = compress(zip(finals, keys, strict=True), map(cutoff.__le__, finals))
     top = sorted((-final, corpus.chunk_id(key), key) for final, key in winners)
     return [(key, -negative, multipliers[key]) for negative, _, key in top[:limit]]
 

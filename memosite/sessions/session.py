@@ -121,8 +121,17 @@ class Session:
     ) -> Session:
         """Create the session directory, log ``session.started`` and the initial goals."""
         paths = SessionPaths.for_session(vault, project, session_id or new_session_id())
-        log = EventLog.create(paths, project, lock_path=session_lock_path(vault, project, paths.session_id), clock=clock)
-        session = cls(vault, project, log, DerivedState(generation=log.meta.generation), summary_hook=summary_hook, sync_record=sync_record)
+        log = EventLog.create(
+            paths, project, lock_path=session_lock_path(vault, project, paths.session_id), clock=clock
+        )
+        session = cls(
+            vault,
+            project,
+            log,
+            DerivedState(generation=log.meta.generation),
+            summary_hook=summary_hook,
+            sync_record=sync_record,
+        )
         try:
             session._record(log.append(SESSION_STARTED, {"sessionId": paths.session_id, "project": project}))
             for text in goals:

@@ -147,12 +147,23 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
         plan.append(_Planned(record, kind, slug, frontmatter))
     for planned in _superseders_first(plan):
         written = upsert_record(
-            vault, project, kind=planned.kind, body=planned.record.body, slug=planned.slug,
-            frontmatter=planned.frontmatter, allow_duplicate=True,
+            vault,
+            project,
+            kind=planned.kind,
+            body=planned.record.body,
+            slug=planned.slug,
+            frontmatter=planned.frontmatter,
+            allow_duplicate=True,
         )
-        result.records.append(BridgedRecord(
-            planned.record.id, planned.record.kind, planned.kind, written.status, written.path,
-        ))
+        result.records.append(
+            BridgedRecord(
+                planned.record.id,
+                planned.record.kind,
+                planned.kind,
+                written.status,
+                written.path,
+            )
+        )
     return result
 
 
@@ -163,8 +174,11 @@ def _superseders_first(plan: list[_Planned]) -> list[_Planned]:
     when the older one does not exist yet nothing is re-stamped, and it arrives with its own
     status and dates intact.
     """
-    replaced_by = {str(p.frontmatter.get("supersedes")): str(p.frontmatter.get("id"))
-                   for p in plan if p.frontmatter.get("supersedes")}
+    replaced_by = {
+        str(p.frontmatter.get("supersedes")): str(p.frontmatter.get("id"))
+        for p in plan
+        if p.frontmatter.get("supersedes")
+    }
     depth: dict[str, int] = {}
 
     def rank(memosite_id: str, seen: frozenset[str] = frozenset()) -> int:
@@ -199,23 +213,27 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
         if record.kind in KIND_FROM_MEMOSITE:
             exportable.append((path, record))
         else:
-            skipped.append(SkippedRecord(record.id, record.kind,
-                                         f"{record.kind} records are not exported (no Stormbuffer kind)"))
+            skipped.append(
+                SkippedRecord(record.id, record.kind, f"{record.kind} records are not exported (no Stormbuffer kind)")
+            )
     created = not (store_path / STORE_FILE).exists()
-    store = Store.init(store_path, name=name if created else None,
-                       project_id=_inherited_project_id([r for _, r in exportable]) if created else None)
+    store = Store.init(
+        store_path,
+        name=name if created else None,
+        project_id=_inherited_project_id([r for _, r in exportable]) if created else None,
+    )
     if not created and name is not None and name != store.info.name:
         store.rename(name)
-    result = BridgeResult("export", str(store.path), store.info.project_id, project,
-                          skipped=skipped, store_created=created)
+    result = BridgeResult(
+        "export", str(store.path), store.info.project_id, project, skipped=skipped, store_created=created
+    )
 
     # memosite `supersedes` names a memosite id; Stormbuffer's names the replaced record's UUID.
     ids: dict[str, str] = {}
     for _, record in reversed(exportable):
         ids[str(record.frontmatter["id"])] = _storm_id(project, record.kind, record.frontmatter)
     planned = [
-        _to_storm(vault, store, project, path, record.frontmatter, record.body, ids)
-        for path, record in exportable
+        _to_storm(vault, store, project, path, record.frontmatter, record.body, ids) for path, record in exportable
     ]
     _check_unique(vault, planned, [path for path, _ in exportable])
     with store.lock():
@@ -240,10 +258,15 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
             if not (record_changed or sidecar_changed):
                 result.unchanged += 1
                 continue
-            result.records.append(BridgedRecord(
-                item.record.id, item.record.kind, item.memosite_kind, item.record.status,
-                str(store.record_path(item.record.kind, item.record.id)),
-            ))
+            result.records.append(
+                BridgedRecord(
+                    item.record.id,
+                    item.record.kind,
+                    item.memosite_kind,
+                    item.record.status,
+                    str(store.record_path(item.record.kind, item.record.id)),
+                )
+            )
     return result
 
 
@@ -266,8 +289,9 @@ def _inherited_project_id(records: list[Any]) -> str | None:
     return candidate if is_uuid(candidate) else None
 
 
-def _to_storm(vault: Vault, store: Store, project: str, path: Path, fm: Mapping[str, Any],
-              body: str, ids: Mapping[str, str]) -> _Exported:
+def _to_storm(
+    vault: Vault, store: Store, project: str, path: Path, fm: Mapping[str, Any], body: str, ids: Mapping[str, str]
+) -> _Exported:
     """The Stormbuffer record for one memosite record; raises :class:`InvalidRecord` naming the file."""
     from memosite.indexing import record_title
     from memosite.schema import Record
@@ -298,21 +322,23 @@ def _to_storm(vault: Vault, store: Store, project: str, path: Path, fm: Mapping[
             sources = tuple(source_from_json(s if isinstance(s, Mapping) else {}, n) for n, s in enumerate(raw_sources))
         else:
             sources = (Source(kind="document", reference=f"memosite://{project}/{kind}/{path.stem}"),)
-        record = validate_record(StormRecord(
-            id=_storm_id(project, kind, fm),
-            title=record_title(Record(frontmatter=dict(fm), body=body)) or str(fm["id"]),
-            kind=storm_kind_for(kind, block),
-            scope=scope,
-            status=STATUS_FROM_MEMOSITE.get(str(fm.get("status", "active")), "active"),
-            access=block.get("access", "human" if fm.get("source") == "human" else "agent"),
-            created_at=created_at,
-            updated_at=updated_at,
-            body=body,
-            tags=tuple(str(t) for t in fm.get("tags") or () if str(t).strip()),
-            aliases=tuple(block.get("aliases", ())),
-            supersedes=tuple(supersedes),
-            sources=sources,
-        ))
+        record = validate_record(
+            StormRecord(
+                id=_storm_id(project, kind, fm),
+                title=record_title(Record(frontmatter=dict(fm), body=body)) or str(fm["id"]),
+                kind=storm_kind_for(kind, block),
+                scope=scope,
+                status=STATUS_FROM_MEMOSITE.get(str(fm.get("status", "active")), "active"),
+                access=block.get("access", "human" if fm.get("source") == "human" else "agent"),
+                created_at=created_at,
+                updated_at=updated_at,
+                body=body,
+                tags=tuple(str(t) for t in fm.get("tags") or () if str(t).strip()),
+                aliases=tuple(block.get("aliases", ())),
+                supersedes=tuple(supersedes),
+                sources=sources,
+            )
+        )
     except InvalidArguments as exc:
         raise InvalidRecord(f"{where}: {exc.message}", details=exc.details) from exc
     return _Exported(record, kind, path.stem, {**fm})
@@ -334,8 +360,10 @@ def _check_lifecycle(existing: Mapping[str, StormRecord], planned: list[_Exporte
     refused = []
     for item in planned:
         before = existing.get(item.record.key)
-        if before is not None and before.status != item.record.status and not lifecycle.can_transition(
-            before.status, item.record.status
+        if (
+            before is not None
+            and before.status != item.record.status
+            and not lifecycle.can_transition(before.status, item.record.status)
         ):
             refused.append(f"{item.record.id} {before.status}→{item.record.status}")
     if refused:

@@ -28,12 +28,12 @@ def split_document(text: str, where: str = "record") -> tuple[str, str]:
     """Split a record file into its TOML text and its body; raises :class:`InvalidRecord`."""
     opening = _OPEN_RE.match(text)
     if opening is None:
-        raise InvalidRecord(f"{where}: does not start with a '+++' TOML frontmatter fence",
-                            details={"field": "frontmatter"})
+        raise InvalidRecord(
+            f"{where}: does not start with a '+++' TOML frontmatter fence", details={"field": "frontmatter"}
+        )
     closing = _CLOSE_RE.search(text, opening.end())
     if closing is None:
-        raise InvalidRecord(f"{where}: the '+++' frontmatter fence is never closed",
-                            details={"field": "frontmatter"})
+        raise InvalidRecord(f"{where}: the '+++' frontmatter fence is never closed", details={"field": "frontmatter"})
     rest = text[closing.end() :]
     # The canonical layout puts one blank line between the fence and the body; it belongs to
     # the layout, not to the body, so render() can put it back.
@@ -47,8 +47,7 @@ def load_frontmatter(toml_text: str, where: str = "record") -> dict[str, Any]:
     try:
         return tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidRecord(f"{where}: frontmatter is not valid TOML: {exc}",
-                            details={"field": "frontmatter"}) from exc
+        raise InvalidRecord(f"{where}: frontmatter is not valid TOML: {exc}", details={"field": "frontmatter"}) from exc
 
 
 def parse_record(text: str, path: Path | None = None) -> StormRecord:
@@ -71,8 +70,7 @@ def read_record(path: Path) -> StormRecord:
     except UnicodeDecodeError as exc:
         raise InvalidRecord(f"{path}: not UTF-8 text", details={"field": "file"}) from exc
     except OSError as exc:
-        raise InvalidRecord(f"{path}: cannot read: {exc.strerror or exc}",
-                            details={"field": "file"}) from exc
+        raise InvalidRecord(f"{path}: cannot read: {exc.strerror or exc}", details={"field": "file"}) from exc
     return parse_record(text, path)
 
 
@@ -90,8 +88,7 @@ def render_frontmatter(record: StormRecord) -> str:
     data = record.frontmatter()
     sources = data.pop("sources")
     lines = [
-        f"{name} = {_inline_array(value) if isinstance(value, list) else _value(value)}"
-        for name, value in data.items()
+        f"{name} = {_inline_array(value) if isinstance(value, list) else _value(value)}" for name, value in data.items()
     ]
     text = "\n".join(lines) + "\n"
     for source in sources:

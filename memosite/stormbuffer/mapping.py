@@ -147,8 +147,7 @@ class Sidecar:
             and isinstance(data.get("slug", ""), str)
         )
         if not valid:
-            raise InvalidRecord(f"{where}: not a memosite sidecar (format_version 1)",
-                                details={"field": "sidecar"})
+            raise InvalidRecord(f"{where}: not a memosite sidecar (format_version 1)", details={"field": "sidecar"})
         return cls(
             slug=data.get("slug") or None,
             values=dict(data.get("frontmatter", {})),

@@ -73,9 +73,7 @@ def parse_timestamp(value: str) -> datetime:
         delta = timedelta(hours=int(off_h), minutes=int(off_m))
         zone = timezone(-delta if sign == "-" else delta)
     micros = int((fraction or "0")[:6].ljust(6, "0"))
-    return datetime(
-        int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=zone
-    )
+    return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=zone)
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -302,8 +300,7 @@ def _check_sources(check: _Checker, value: Any) -> None:
             check.timestamp(f"{where}.observed_at", source["observed_at"])
 
 
-def raise_problems(problems: list[Problem], error: type[InvalidArguments] = InvalidArguments,
-                   where: str = "") -> None:
+def raise_problems(problems: list[Problem], error: type[InvalidArguments] = InvalidArguments, where: str = "") -> None:
     """Raise ``error`` naming the first problem's field; every problem goes into ``details``."""
     if not problems:
         return
@@ -320,8 +317,7 @@ def record_from_frontmatter(data: Mapping[str, Any], body: str) -> StormRecord:
     """Build a record from a frontmatter mapping; raises :class:`InvalidArguments` naming the field."""
     raise_problems(check_frontmatter(data))
     sources = tuple(
-        Source(**{name: source[name] for name in SOURCE_FIELDS if name in source})
-        for source in data.get("sources", [])
+        Source(**{name: source[name] for name in SOURCE_FIELDS if name in source}) for source in data.get("sources", [])
     )
     return StormRecord(
         id=data["id"],

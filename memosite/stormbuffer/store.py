@@ -69,8 +69,13 @@ class StoreInfo:
     created: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "project_id": self.project_id, "name": self.name,
-                "scope": project_scope(self.project_id), "created": self.created}
+        return {
+            "path": str(self.path),
+            "project_id": self.project_id,
+            "name": self.name,
+            "scope": project_scope(self.project_id),
+            "created": self.created,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,8 +104,11 @@ class ForgetOutcome:
 
 
 def check_store_file(data: dict[str, Any]) -> list[Problem]:
-    problems = [Problem(str(k), "unknown field (allowed: " + ", ".join(STORE_FIELDS) + ")")
-                for k in data if k not in STORE_FIELDS]
+    problems = [
+        Problem(str(k), "unknown field (allowed: " + ", ".join(STORE_FIELDS) + ")")
+        for k in data
+        if k not in STORE_FIELDS
+    ]
     version = data.get("format_version")
     if type(version) is not int or version != FORMAT_VERSION:
         problems.append(Problem("format_version", f"must be {FORMAT_VERSION}, got {version!r}"))
@@ -177,8 +185,9 @@ class Store:
                 )
             return store
         if project_id is not None and not is_uuid(project_id):
-            raise InvalidArguments(f"invalid project_id {project_id!r}: not a non-nil UUID",
-                                   details={"field": "project_id"})
+            raise InvalidArguments(
+                f"invalid project_id {project_id!r}: not a non-nil UUID", details={"field": "project_id"}
+            )
         default_name = path.absolute().parent.name if path.name == STORE_DIR_NAME else path.name
         display = (name if name is not None else default_name).strip() or "project"
         info = StoreInfo(path=path, project_id=project_id or new_uuid(), name=display, created=True)
@@ -278,9 +287,9 @@ class Store:
     ) -> builtins.list[StoredStormRecord]:
         """Normal retrieval: candidates and active records. ``include_all`` adds history."""
         return [
-            item for item in self.records()
-            if (include_all or item.record.status in lifecycle.RETRIEVABLE)
-            and (not kinds or item.record.kind in kinds)
+            item
+            for item in self.records()
+            if (include_all or item.record.status in lifecycle.RETRIEVABLE) and (not kinds or item.record.kind in kinds)
         ]
 
     # --- changes -------------------------------------------------------------------------
@@ -306,12 +315,22 @@ class Store:
         if not isinstance(body, str) or not body.strip():
             raise InvalidArguments("invalid body: must not be empty", details={"field": "body"})
         stamp = format_timestamp(now or datetime.now().astimezone())
-        record = validate_record(StormRecord(
-            id=new_uuid(now), title=title, kind=kind, scope=scope or self.scope,
-            status=lifecycle.initial_status(access, status), access=access,
-            created_at=stamp, updated_at=stamp, body=body, tags=tuple(dict.fromkeys(tags)),
-            aliases=tuple(dict.fromkeys(aliases)), sources=tuple(sources),
-        ))
+        record = validate_record(
+            StormRecord(
+                id=new_uuid(now),
+                title=title,
+                kind=kind,
+                scope=scope or self.scope,
+                status=lifecycle.initial_status(access, status),
+                access=access,
+                created_at=stamp,
+                updated_at=stamp,
+                body=body,
+                tags=tuple(dict.fromkeys(tags)),
+                aliases=tuple(dict.fromkeys(aliases)),
+                sources=tuple(sources),
+            )
+        )
         self.check_scope(record.scope)
         assert_no_secrets(body, record.frontmatter())
         with self.lock():
@@ -346,15 +365,20 @@ class Store:
             item = self.get(record_id)
             status = item.record.status
             if status != "archived":
-                why = "superseded records are terminal" if status == "superseded" else (
-                    "only archived records can be restored")
+                why = (
+                    "superseded records are terminal"
+                    if status == "superseded"
+                    else ("only archived records can be restored")
+                )
                 raise InvalidTransition(
                     f"cannot restore {item.record.id}: it is {status}; {why}",
                     details={"id": item.record.id, "from": item.record.status, "to": "active"},
                 )
             return self._set_status(item, "active", now)
 
-    def supersede(self, old_id: str, *, by: str, now: datetime | None = None) -> tuple[StoredStormRecord, StoredStormRecord]:
+    def supersede(
+        self, old_id: str, *, by: str, now: datetime | None = None
+    ) -> tuple[StoredStormRecord, StoredStormRecord]:
         """Mark ``old_id`` superseded by ``by``. The old record keeps its title and body; the new
         one lists it in ``supersedes``. Returns (old, new) as written."""
         with self.lock():
@@ -363,8 +387,8 @@ class Store:
                 raise InvalidArguments("a record cannot supersede itself", details={"field": "by"})
             if newer.record.status not in lifecycle.RETRIEVABLE:
                 raise InvalidArguments(
-                    f"{newer.record.id} is {newer.record.status}; the replacing record must be "
-                    "candidate or active", details={"field": "by"},
+                    f"{newer.record.id} is {newer.record.status}; the replacing record must be candidate or active",
+                    details={"field": "by"},
                 )
             lifecycle.check_transition(older.record.id, older.record.status, "superseded")
             new_record = newer.record
@@ -382,8 +406,7 @@ class Store:
         and keep its history, archive or supersede it instead."""
         if not destroy:
             raise InvalidArguments(
-                "permanent deletion requires --destroy; "
-                "use archive to retire a record and keep its history",
+                "permanent deletion requires --destroy; use archive to retire a record and keep its history",
                 details={"field": "destroy"},
             )
         with self.lock():
