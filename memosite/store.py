@@ -359,6 +359,8 @@ def _mark_superseded(vault: Vault, project: str, older_id: str, newer_id: str, n
         record, path = _locate(vault, project, record_id=older_id)
     except RecordNotFound:
         return None
+    if record.status == "superseded" and record.frontmatter.get("supersededBy") == newer_id:
+        return record  # already done: a rewrite of the newer record must not touch the older one
     record.frontmatter["status"] = "superseded"
     record.frontmatter["supersededBy"] = newer_id
     record.frontmatter["updated"] = now_iso

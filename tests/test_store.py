@@ -507,3 +507,15 @@ def test_tombstones_batch_shares_one_stamp(vault: Vault) -> None:
     entries = vault.read_tombstones()
     assert [e["id"] for e in entries] == ["l0", "l1", "l2"]
     assert {e["deletedAt"] for e in entries} == {"2026-11-30T12:00:00.000Z"}
+
+
+def test_rewriting_the_successor_leaves_the_superseded_record_alone(vault: Vault) -> None:
+    old = upsert_record(vault, "demo", kind="decision", body="a", slug="a", now=NOW)
+    upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"supersedes": "a"}, now=NOW)
+    before = _file(vault, old.path).read_bytes()
+    again = upsert_record(
+        vault, "demo", kind="decision", body="b2", slug="b", frontmatter={"supersedes": "a"},
+        now=NOW + timedelta(days=1),
+    )
+    assert again.superseded is True
+    assert _file(vault, old.path).read_bytes() == before
