@@ -30,17 +30,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
+def _get(url: str, timeout: float = 10.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read().decode("utf-8")
 
 
-def _eventually(url: str, predicate, timeout: float = 20.0) -> str:  # type: ignore[no-untyped-def]
+def _eventually(url: str, predicate, timeout: float = 20.0, request_timeout: float = 10.0) -> str:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     text = ""
     while time.monotonic() < deadline:
         try:
-            text = _get(url)
+            text = _get(url, request_timeout)
         except (urllib.error.URLError, OSError):
             text = ""
         if predicate(text):
@@ -108,6 +108,21 @@ def test_new_record_file_is_served_and_listed(served: tuple[SiteServer, Vault]) 
     )
     _eventually(f"{server.url}memory/records.json", lambda text: "Cron drifts across DST" in text)
     assert "Schedule jobs in UTC." in _get(f"{server.url}memory/{PROJECT}/traps/cron-drift/")
+
+
+def test_a_secret_planted_while_serving_takes_the_site_down_until_removed(
+    served: tuple[SiteServer, Vault],
+) -> None:
+    server, vault = served
+    page = f"{server.url}memory/{PROJECT}/traps/locale-dates/"
+    path = _record(vault, "locale-dates")
+    original = path.read_text(encoding="utf-8")
+    path.write_text(original + "\nToken: ghp_" + "Zq8" * 12 + "\n", encoding="utf-8")
+    # The failed build cleared the site, and the server holds requests until a build succeeds.
+    _eventually(page, lambda text: text == "", request_timeout=1.0)
+    path.write_text(original + "\nUse UTC everywhere.\n", encoding="utf-8")
+    assert "Use UTC everywhere." in _eventually(page, lambda text: "Use UTC everywhere." in text)
+    assert "Retry storm" in _get(f"{server.url}memory/{PROJECT}/traps/retry-storm/")
 
 
 def test_served_pages_carry_the_live_reload_script(served: tuple[SiteServer, Vault]) -> None:

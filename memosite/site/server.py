@@ -114,6 +114,7 @@ class SiteServer:
         self._sources: list[Path] = []
         self._stamp: tuple[tuple[str, int, int], ...] = ()
         self._lock = threading.Lock()
+        self._last_config: MkDocsConfig | None = None
 
     @property
     def url(self) -> str:
@@ -141,11 +142,11 @@ class SiteServer:
                 sources.append(Path(config.config_file_path))
             stamp = _sources_stamp(sources)
             dirty = self.builds > 0 and stamp == self._stamp
-            try:
-                run_build(config, dirty=dirty, serve_url=self.url)
-            except BuildError as exc:
-                log.error("%s", exc.message)
-                raise
+            if self._last_config is None:
+                # As `mkdocs serve` does: plugins that keep state between builds get told once.
+                config.plugins.on_startup(command="serve", dirty=False)
+            self._last_config = config
+            run_build(config, dirty=dirty, serve_url=self.url)
             self._sources, self._stamp = sources, stamp
             self.builds += 1
 
@@ -190,6 +191,8 @@ class SiteServer:
             if self.livereload:
                 for source in self._sources:
                     server.watch(str(source))
+                if self._last_config is not None:
+                    self._last_config.plugins.on_serve(server, config=self._last_config, builder=self._rebuild)
                 watcher = VaultWatcher(self.vault_root, on_change=self._vault_changed)
                 watcher.start()
                 watcher.wait_ready(timeout=60)
@@ -207,6 +210,8 @@ class SiteServer:
                 watcher.stop()
             if server is not None:
                 server.shutdown()
+            if self._last_config is not None:
+                self._last_config.plugins.on_shutdown()
             shutil.rmtree(self.site_dir, ignore_errors=True)
 
     def _error_page(self, code: int) -> bytes | None:
