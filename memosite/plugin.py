@@ -30,7 +30,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
@@ -43,6 +43,11 @@ from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
 
 from memosite.errors import MemositeError
+
+if TYPE_CHECKING:
+    from memosite.secrets import SecretFinding
+    from memosite.site.output import OutputScanner
+    from memosite.site.pages import SiteContent, SitePage
 
 log = logging.getLogger("mkdocs.plugins.memosite")
 
@@ -81,7 +86,6 @@ def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-
 class MemositePlugin(BasePlugin[MemositePluginConfig]):
     """Publishes a memosite vault inside an MkDocs site."""
 
@@ -93,10 +97,10 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # memosite's own ``serve`` runs its own vault watcher and turns this off.
         self.watch_vault_on_serve = True
         self._memory = _BuildMemory()
-        self._content: Any = None
+        self._content: SiteContent | None = None
         self._files: Files | None = None
         self._started_ns = 0
-        self._scanner: Any = None
+        self._scanner: OutputScanner | None = None
 
     @property
     def published_records(self) -> int:
@@ -115,8 +119,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self.vault_root = resolve_vault_root(self.config.vault, os.environ)
         try:
             self.prefix = normalize_prefix(self.config.prefix)
-            vault = Vault.open(self.vault_root, create=False)
-            self.projects = resolve_projects(vault, self.config.projects)
+            self.projects = resolve_projects(Vault.open(self.vault_root, create=False), self.config.projects)
         except MemositeError as exc:
             raise PluginError(f"memosite: {exc.message}") from exc
         if config.nav is not None and not _nav_mentions(config.nav, self.prefix + "/"):
@@ -176,7 +179,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._files = files
         return files
 
-    def _site_page(self, page: Page) -> Any:
+    def _site_page(self, page: Page) -> SitePage | None:
         return self._content.page(page.file.src_uri) if self._content is not None else None
 
     def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -239,32 +242,24 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             remove_outputs,
         )
 
-        assert self._files is not None
+        assert self._files is not None and self._content is not None
         site_dir = Path(config.site_dir)
-        pages = [f for f in self._files.documentation_pages() if f.page is not None]
-        rebuilt = {f.page.url for f in pages if f.page is not None and f.page.content is not None}
-        current_urls = [f.page.url for f in pages if f.page is not None]
-        incremental = len(rebuilt) < len(current_urls)
+        pages = [f.page for f in self._files.documentation_pages() if f.page is not None]
+        rebuilt = {page.url for page in pages if page.content is not None}
+        incremental = len(rebuilt) < len(pages)  # a dirty build skipped the unchanged pages
         self._memory.search_docs = complete_search_index(
-            site_dir, current_urls, rebuilt, self._memory.search_docs, rewrite=incremental
+            site_dir, [page.url for page in pages], rebuilt, self._memory.search_docs, rewrite=incremental
         )
-        generated = {
-            f.src_uri: f.abs_dest_path
-            for f in self._files
-            if isinstance(f, _VirtualPage)
-        }
+        generated = {f.src_uri: f.abs_dest_path for f in self._files if isinstance(f, _VirtualPage)}
         if incremental:
             remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in generated])
-        since = self._started_ns - 1_000_000_000 if incremental else None
         scanner = self._scanner or OutputScanner(site_dir, parallel=False)
         self._scanner = None
-        findings = scanner.finish(modified_since_ns=since)
+        findings = scanner.finish(modified_since_ns=self._started_ns - 1_000_000_000 if incremental else None)
         if findings:
             clean_site_dir(site_dir)
             self._memory = _BuildMemory(key=self._memory.key)
-            places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in findings[:3])
-            more = f"; and {len(findings) - 3} more" if len(findings) > 3 else ""
-            raise PluginError(f"memosite: refusing to publish: {places}{more}. Nothing was published.")
+            raise PluginError(_refusal(findings))
         self._memory.fingerprints = {
             page.src_uri: _digest(page.fingerprint) for page in self._content.pages if page.src_uri in generated
         }
@@ -276,6 +271,12 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if self._scanner is not None:
             self._scanner.close()
             self._scanner = None
+
+
+def _refusal(findings: list[SecretFinding]) -> str:
+    places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in findings[:3])
+    more = f"; and {len(findings) - 3} more" if len(findings) > 3 else ""
+    return f"memosite: refusing to publish: {places}{more}. Nothing was published."
 
 
 def _nav_mentions(nav: Any, prefix: str) -> bool:
