@@ -39,12 +39,55 @@ from memosite.vault import Vault  # noqa: E402
 
 PROJECT = "bench"
 WORDS = (
-    "cache session cookie retry timeout migration index lock queue worker deploy rollback token "
-    "header proxy schema column table payment invoice order stock search query latency memory "
-    "thread pool socket buffer encoding unicode locale timezone daylight cron backoff jitter"
-).split()
-MIX = (("trap", 0.4), ("decision", 0.2), ("spec", 0.08), ("plan", 0.08), ("log", 0.1),
-       ("review", 0.06), ("prompt", 0.04), ("session", 0.04))
+    "cache",
+    "session",
+    "cookie",
+    "retry",
+    "timeout",
+    "migration",
+    "index",
+    "lock",
+    "queue",
+    "worker",
+    "deploy",
+    "rollback",
+    "token",
+    "header",
+    "proxy",
+    "schema",
+    "column",
+    "table",
+    "payment",
+    "invoice",
+    "order",
+    "stock",
+    "search",
+    "query",
+    "latency",
+    "memory",
+    "thread",
+    "pool",
+    "socket",
+    "buffer",
+    "encoding",
+    "unicode",
+    "locale",
+    "timezone",
+    "daylight",
+    "cron",
+    "backoff",
+    "jitter",
+)
+MIX = (
+    ("trap", 0.4),
+    ("decision", 0.2),
+    ("spec", 0.08),
+    ("plan", 0.08),
+    ("log", 0.1),
+    ("review", 0.06),
+    ("prompt", 0.04),
+    ("session", 0.04),
+)
 
 
 def _sentence(rng: random.Random, words: int = 14) -> str:
@@ -136,9 +179,18 @@ def plain_mkdocs_build(vault: Vault, work: Path) -> float:
         docs_dir=str(docs),
         site_dir=str(work / "site"),
         nav=[{"Home": "index.md"}, nav_section("memory", projects)],
-        theme={"name": "material", "custom_dir": str(docs / "overrides"),
-               "features": ["navigation.instant", "navigation.top", "navigation.sections",
-                            "search.highlight", "content.code.copy"], "font": False},
+        theme={
+            "name": "material",
+            "custom_dir": str(docs / "overrides"),
+            "features": [
+                "navigation.instant",
+                "navigation.top",
+                "navigation.sections",
+                "search.highlight",
+                "content.code.copy",
+            ],
+            "font": False,
+        },
     )
     seconds, _ = _timed(lambda: build(config))
     return seconds
@@ -185,10 +237,9 @@ def serve_latency(vault: Vault, *, rounds: int = 3) -> list[float]:
             path.write_text(text.rstrip("\n") + f"\n\n{marker}\n", encoding="utf-8")
             deadline = started + 60
             while time.perf_counter() < deadline:
-                with contextlib.suppress(OSError):
-                    with urllib.request.urlopen(page, timeout=5) as response:
-                        if marker in response.read().decode("utf-8"):
-                            break
+                with contextlib.suppress(OSError), urllib.request.urlopen(page, timeout=5) as response:
+                    if marker in response.read().decode("utf-8"):
+                        break
                 time.sleep(0.05)
             latencies.append(time.perf_counter() - started)
             time.sleep(1.0)
@@ -215,12 +266,19 @@ def main() -> None:
                 seconds, size_bytes = memosite_build(vault, work / "site")
                 ours_runs.append(seconds)
             ours, plain = min(ours_runs), min(plain_runs)
-            print(f"{size:>8} {ours:>11.2f} {plain:>8.2f} {ours / plain:>6.2f} "
-                  f"{size_bytes / 1e6:>8.1f} {size_bytes / size / 1e3:>10.1f}", flush=True)
+            print(
+                f"{size:>8} {ours:>11.2f} {plain:>8.2f} {ours / plain:>6.2f} "
+                f"{size_bytes / 1e6:>8.1f} {size_bytes / size / 1e3:>10.1f}",
+                flush=True,
+            )
             if not args.skip_serve and size == min(args.sizes):
                 latencies = serve_latency(vault)
-                print(f"serve at {size} records: change visible after "
-                      + ", ".join(f"{value:.2f}" for value in latencies) + " s", flush=True)
+                print(
+                    f"serve at {size} records: change visible after "
+                    + ", ".join(f"{value:.2f}" for value in latencies)
+                    + " s",
+                    flush=True,
+                )
             vault.close()
 
 

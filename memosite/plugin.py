@@ -127,8 +127,14 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         for asset, option in zip(ASSETS, (config.extra_css, config.extra_javascript), strict=True):
             if asset not in [str(item) for item in option]:
                 option.append(asset)
-        key = (str(self.vault_root), config.site_dir, self.prefix, tuple(self.projects),
-               self.config.include_inactive_in_search, config.use_directory_urls)
+        key = (
+            str(self.vault_root),
+            config.site_dir,
+            self.prefix,
+            tuple(self.projects),
+            self.config.include_inactive_in_search,
+            config.use_directory_urls,
+        )
         if key != self._memory.key:
             self._memory = _BuildMemory(key=key)
         return config
@@ -296,4 +302,3 @@ def _sanitize_toc(items: Any, clean: Any) -> None:
         if isinstance(item, AnchorLink):
             item.title = clean(item.title)
             _sanitize_toc(item.children, clean)
-

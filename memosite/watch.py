@@ -319,7 +319,7 @@ class VaultWatcher:
         except (MemositeError, OSError) as exc:
             warn(f"watch: recompiling {', '.join(sorted(projects))} failed: {exc}")
             return
-        except Exception as exc:  # noqa: BLE001 - the loop outlives any one bad burst
+        except Exception as exc:
             warn(f"watch: unexpected {type(exc).__name__}: {exc}")
             return
         self.recompiles += 1
@@ -327,5 +327,5 @@ class VaultWatcher:
             return
         try:
             self.on_change(batch)
-        except Exception as exc:  # noqa: BLE001 - a failing builder must not stop the watcher
+        except Exception as exc:
             warn(f"watch: rebuilding after the change failed: {exc}")

@@ -19,8 +19,14 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 PROJECT = "shop"
 ACTIVE = "Payment retries need idempotency keys"
@@ -32,15 +38,28 @@ HOSTILE = '<img src=x onerror="window.__pwned = 1">'
 
 def _fill(vault: Vault) -> None:
     def upsert(kind: str, title: str, body: str, **frontmatter: object) -> None:
-        upsert_record(vault, PROJECT, kind=kind, body=body, frontmatter={"title": title, **frontmatter},
-                      allow_duplicate=True)
+        upsert_record(
+            vault, PROJECT, kind=kind, body=body, frontmatter={"title": title, **frontmatter}, allow_duplicate=True
+        )
 
-    upsert("trap", ACTIVE, "Retrying a charge without a key double-charges, as the zanzibar incident showed.",
-           severity="critical", created="2021-04-01T00:00:00.000Z")
-    upsert("trap", EXPIRED, "The deploy script read the developer's shell credentials.", severity="medium",
-           created="2021-01-01T00:00:00.000Z", expires_at="2021-03-01")
-    upsert("decision", OLD_DECISION, "One transactional store for payments and stock.",
-           created="2020-06-01T00:00:00.000Z")
+    upsert(
+        "trap",
+        ACTIVE,
+        "Retrying a charge without a key double-charges, as the zanzibar incident showed.",
+        severity="critical",
+        created="2021-04-01T00:00:00.000Z",
+    )
+    upsert(
+        "trap",
+        EXPIRED,
+        "The deploy script read the developer's shell credentials.",
+        severity="medium",
+        created="2021-01-01T00:00:00.000Z",
+        expires_at="2021-03-01",
+    )
+    upsert(
+        "decision", OLD_DECISION, "One transactional store for payments and stock.", created="2020-06-01T00:00:00.000Z"
+    )
     upsert("trap", RECENT, "Behind the CDN the session cookie loses SameSite.", severity="high")
     upsert("trap", HOSTILE, "A title that tries to be markup.", severity="low")
 

@@ -52,11 +52,12 @@ def _eventually(url: str, predicate, timeout: float = 20.0, request_timeout: flo
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SiteServer, Vault]]:
     vault = Vault.open(tmp_path_factory.mktemp("serve") / "vault")
-    for title, body in (("Cookie loses SameSite", "Behind the CDN the cookie loses SameSite."),
-                        ("Retry storm", "Clients retry in lockstep after a deploy."),
-                        ("Locale dates", "Dates print in the server locale.")):
-        upsert_record(vault, PROJECT, kind="trap", body=body, frontmatter={"title": title},
-                      allow_duplicate=True)
+    for title, body in (
+        ("Cookie loses SameSite", "Behind the CDN the cookie loses SameSite."),
+        ("Retry storm", "Clients retry in lockstep after a deploy."),
+        ("Locale dates", "Dates print in the server locale."),
+    ):
+        upsert_record(vault, PROJECT, kind="trap", body=body, frontmatter={"title": title}, allow_duplicate=True)
     server = SiteServer(vault, dev_addr=f"127.0.0.1:{_free_port()}")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -78,8 +79,9 @@ def test_served_page_shows_a_record_changed_on_disk(served: tuple[SiteServer, Va
     page = f"{server.url}memory/{PROJECT}/traps/cookie-loses-samesite/"
     assert "Behind the CDN" in _get(page)
     path = _record(vault, "cookie-loses-samesite")
-    path.write_text(path.read_text(encoding="utf-8").replace("Behind the CDN", "Behind the edge proxy"),
-                    encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("Behind the CDN", "Behind the edge proxy"), encoding="utf-8"
+    )
     assert "Behind the edge proxy" in _eventually(page, lambda text: "edge proxy" in text)
     # The vault's own compiled view followed the edit as well (the watch loop runs inside serve).
     assert "edge proxy" in (vault.project_dir(PROJECT) / "TRAPS.md").read_text(encoding="utf-8")
@@ -154,16 +156,31 @@ def test_busy_port_is_a_clear_error(vault: Vault) -> None:
 
 
 def test_serve_command_serves_until_terminated(vault: Vault) -> None:
-    upsert_record(vault, PROJECT, kind="trap", body="Workers share one database file.",
-                  frontmatter={"title": "Shared test database"})
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="trap",
+        body="Workers share one database file.",
+        frontmatter={"title": "Shared test database"},
+    )
     port = _free_port()
-    command = [str(Path(sys.executable).with_name("memosite")), "serve", "--vault", str(vault.root),
-               "--dev-addr", f"127.0.0.1:{port}"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          encoding="utf-8", env=dict(os.environ)) as process:
+    command = [
+        str(Path(sys.executable).with_name("memosite")),
+        "serve",
+        "--vault",
+        str(vault.root),
+        "--dev-addr",
+        f"127.0.0.1:{port}",
+    ]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=dict(os.environ)
+    ) as process:
         try:
-            page = _eventually(f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/shared-test-database/",
-                               lambda text: "Workers share one database file." in text, timeout=60)
+            page = _eventually(
+                f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/shared-test-database/",
+                lambda text: "Workers share one database file." in text,
+                timeout=60,
+            )
             assert "Shared test database" in page
         finally:
             process.terminate()

@@ -42,7 +42,11 @@ PLANTED_TOKEN = "ghp_" + "Zq8" * 12
 
 def _trap(vault: Vault, title: str, body: str, **frontmatter: object) -> str:
     result = upsert_record(
-        vault, PROJECT, kind="trap", body=body, frontmatter={"title": title, **frontmatter},
+        vault,
+        PROJECT,
+        kind="trap",
+        body=body,
+        frontmatter={"title": title, **frontmatter},
         allow_duplicate=True,
     )
     return result.path
@@ -51,23 +55,51 @@ def _trap(vault: Vault, title: str, body: str, **frontmatter: object) -> str:
 def _fill(vault: Vault) -> dict[str, str]:
     """A small vault with one record in every state the site treats differently."""
     paths = {
-        "active": _trap(vault, "Payment retries need idempotency keys",
-                        "Retrying a charge without a key double-charges the customer.", severity="critical"),
-        "expired": _trap(vault, "Staging used personal credentials", "Fixed by the CI role; kept until cleanup.",
-                         expires_at="2021-03-01"),
-        "archived": _trap(vault, "Old flaky checkout test", "The checkout test raced the mail stub.",
-                          status="archived"),
+        "active": _trap(
+            vault,
+            "Payment retries need idempotency keys",
+            "Retrying a charge without a key double-charges the customer.",
+            severity="critical",
+        ),
+        "expired": _trap(
+            vault,
+            "Staging used personal credentials",
+            "Fixed by the CI role; kept until cleanup.",
+            expires_at="2021-03-01",
+        ),
+        "archived": _trap(
+            vault, "Old flaky checkout test", "The checkout test raced the mail stub.", status="archived"
+        ),
         "hostile": _trap(vault, "Invoice rounding </title><script>alert(5)</script>", HOSTILE_BODY),
     }
-    upsert_record(vault, PROJECT, kind="decision", body="Search used LIKE queries.",
-                  frontmatter={"title": "Search with LIKE", "id": "search-like"})
-    upsert_record(vault, PROJECT, kind="decision", body="Search uses full-text indexes.",
-                  frontmatter={"title": "Search with full-text indexes", "id": "search-fts",
-                               "supersedes": "search-like"})
-    upsert_record(vault, PROJECT, kind="state", body="Working on checkout.",
-                  frontmatter={"title": "Checkout working state", "id": "checkout-state"})
-    upsert_record(vault, PROJECT, kind="scratch", body="Try EXPLAIN ANALYZE.",
-                  frontmatter={"title": "Scratch idea", "id": "scratch-idea"})
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="decision",
+        body="Search used LIKE queries.",
+        frontmatter={"title": "Search with LIKE", "id": "search-like"},
+    )
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="decision",
+        body="Search uses full-text indexes.",
+        frontmatter={"title": "Search with full-text indexes", "id": "search-fts", "supersedes": "search-like"},
+    )
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="state",
+        body="Working on checkout.",
+        frontmatter={"title": "Checkout working state", "id": "checkout-state"},
+    )
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="scratch",
+        body="Try EXPLAIN ANALYZE.",
+        frontmatter={"title": "Scratch idea", "id": "scratch-idea"},
+    )
     return paths
 
 
@@ -91,14 +123,21 @@ def _page(site: Path, vault_path: str) -> Path:
 
 
 def _article(html: str) -> str:
-    return html[html.index("<article"): html.index("</article>")]
+    return html[html.index("<article") : html.index("</article>")]
 
 
 def test_default_site_has_landing_memory_view_and_record_pages(built: dict) -> None:
     site: Path = built["site"]
-    for relative in ("index.html", "memory/index.html", "memory/records.json", "search/search_index.json",
-                     f"memory/{PROJECT}/TRAPS/index.html", f"memory/{PROJECT}/DECISIONS/index.html",
-                     f"memory/{PROJECT}/INDEX/index.html", "assets/memosite/memory.js"):
+    for relative in (
+        "index.html",
+        "memory/index.html",
+        "memory/records.json",
+        "search/search_index.json",
+        f"memory/{PROJECT}/TRAPS/index.html",
+        f"memory/{PROJECT}/DECISIONS/index.html",
+        f"memory/{PROJECT}/INDEX/index.html",
+        "assets/memosite/memory.js",
+    ):
         assert (site / relative).is_file(), relative
     assert _page(site, built["paths"]["active"]).is_file()
     assert built["result"].records == 6  # four traps, two decisions; no state, no scratch
@@ -157,13 +196,29 @@ def test_records_json_lists_every_published_record(built: dict) -> None:
     site: Path = built["site"]
     records = json.loads((site / "memory/records.json").read_text(encoding="utf-8"))["records"]
     by_title = {r["title"]: r for r in records}
-    assert set(by_title) >= {"Payment retries need idempotency keys", "Staging used personal credentials",
-                             "Search with LIKE", "Search with full-text indexes"}
+    assert set(by_title) >= {
+        "Payment retries need idempotency keys",
+        "Staging used personal credentials",
+        "Search with LIKE",
+        "Search with full-text indexes",
+    }
     expired = by_title["Staging used personal credentials"]
     assert expired["expires_at"] == "2021-03-01T23:59:59.999Z"
     assert by_title["Search with LIKE"]["status"] == "superseded"
-    fields = {"id", "kind", "project", "title", "status", "severity", "layer", "tags", "created", "updated",
-              "expires_at", "url"}
+    fields = {
+        "id",
+        "kind",
+        "project",
+        "title",
+        "status",
+        "severity",
+        "layer",
+        "tags",
+        "created",
+        "updated",
+        "expires_at",
+        "url",
+    }
     for record in records:
         assert set(record) == fields
         assert (site / "memory" / record["url"] / "index.html").is_file()
@@ -175,8 +230,11 @@ def test_expired_archived_and_superseded_records_are_left_out_of_search(built: d
     pages = {doc["location"].split("#")[0] for doc in docs}
     assert "memory/shop/traps/payment-retries-need-idempotency-keys/" in pages
     assert "memory/shop/decisions/search-fts/" in pages
-    for hidden in ("traps/staging-used-personal-credentials/", "traps/old-flaky-checkout-test/",
-                   "decisions/search-like/"):
+    for hidden in (
+        "traps/staging-used-personal-credentials/",
+        "traps/old-flaky-checkout-test/",
+        "decisions/search-like/",
+    ):
         assert f"memory/shop/{hidden}" not in pages
         assert (site / "memory/shop" / hidden / "index.html").is_file()  # still browsable
 
@@ -201,7 +259,8 @@ def test_include_inactive_in_search_option_puts_them_back(tmp_path: Path) -> Non
     _trap(vault, "Expired note about queues", "Queues were retried forever.", expires_at="2021-01-01")
     config = tmp_path / "mkdocs.yml"
     config.write_text(
-        data_path("mkdocs.yml").read_text(encoding="utf-8")
+        data_path("mkdocs.yml")
+        .read_text(encoding="utf-8")
         .replace("docs_dir: site_src", f"docs_dir: {data_path('site_src')}")
         .replace("custom_dir: site_src/overrides", f"custom_dir: {data_path('site_src') / 'overrides'}")
         .replace("  - memosite\n", "  - memosite:\n      include_inactive_in_search: true\n"),
@@ -219,8 +278,7 @@ def test_planted_secret_fails_the_build_and_publishes_nothing(tmp_path: Path) ->
     build_site(vault, out_dir=out)
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     # A human edits the record by hand, past upsert's secret scan.
-    path.write_text(path.read_text(encoding="utf-8") + f"\nUse token {PLANTED_TOKEN} for the API.\n",
-                    encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8") + f"\nUse token {PLANTED_TOKEN} for the API.\n", encoding="utf-8")
     with pytest.raises(BuildError) as failure:
         build_site(vault, out_dir=out)
     assert "GitHub token" in failure.value.message
@@ -230,8 +288,9 @@ def test_planted_secret_fails_the_build_and_publishes_nothing(tmp_path: Path) ->
     assert not [p for p in tmp_path.iterdir() if "memosite-" in p.name]  # no staging left behind
 
 
-def test_cli_build_reports_a_planted_secret_on_one_line(tmp_path: Path, vault: Vault,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_build_reports_a_planted_secret_on_one_line(
+    tmp_path: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = vault.root / _trap(vault, "Deploy notes", "Deploy with the CI role.")
     path.write_text(path.read_text(encoding="utf-8") + f"\n{PLANTED_TOKEN}\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -242,8 +301,9 @@ def test_cli_build_reports_a_planted_secret_on_one_line(tmp_path: Path, vault: V
     assert not (tmp_path / "site").exists()
 
 
-def test_cli_build_writes_site_into_current_directory(tmp_path: Path, vault: Vault,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_build_writes_site_into_current_directory(
+    tmp_path: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _trap(vault, "Cookie loses SameSite", "Behind the CDN the cookie loses SameSite.")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["build", "--json"])
@@ -303,7 +363,7 @@ def test_plugin_inside_an_existing_mkdocs_project_with_a_prefix(tmp_path: Path, 
 
 def test_dirty_rebuild_keeps_search_index_and_records_json_whole(tmp_path: Path, vault: Vault) -> None:
     changed = vault.root / _trap(vault, "Queue retries", "Retries back off exponentially.")
-    kept = vault.root / _trap(vault, "Locale bug", "Dates print in the server locale.")
+    _trap(vault, "Locale bug", "Dates print in the server locale.")
     gone = vault.root / _trap(vault, "Flaky clock", "The test clock drifts.")
     config = load_site_config(vault, site_dir=tmp_path / "site")
     run_build(config)
@@ -312,8 +372,7 @@ def test_dirty_rebuild_keeps_search_index_and_records_json_whole(tmp_path: Path,
     kept_page = site / "memory/shop/traps/locale-bug/index.html"
     kept_mtime = kept_page.stat().st_mtime_ns
 
-    changed.write_text(changed.read_text(encoding="utf-8").replace("exponentially", "with jitter"),
-                       encoding="utf-8")
+    changed.write_text(changed.read_text(encoding="utf-8").replace("exponentially", "with jitter"), encoding="utf-8")
     gone.unlink()
     run_build(load_site_config(vault, site_dir=site), dirty=True)
 

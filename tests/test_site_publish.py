@@ -35,8 +35,13 @@ def remote(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def filled(vault: Vault) -> Vault:
-    upsert_record(vault, "shop", kind="trap", body="Retrying a charge without a key double-charges.",
-                  frontmatter={"title": "Idempotency keys"})
+    upsert_record(
+        vault,
+        "shop",
+        kind="trap",
+        body="Retrying a charge without a key double-charges.",
+        frontmatter={"title": "Idempotency keys"},
+    )
     return vault
 
 
@@ -47,16 +52,20 @@ def _files_on(remote: Path, branch: str = "gh-pages") -> set[str]:
 def test_gh_pages_commits_the_built_site_to_the_branch(filled: Vault, remote: Path) -> None:
     result = publish_gh_pages(filled, remote=str(remote))
     files = _files_on(remote)
-    assert {"index.html", ".nojekyll", "memory/records.json",
-            "memory/shop/traps/idempotency-keys/index.html"} <= files
+    assert {"index.html", ".nojekyll", "memory/records.json", "memory/shop/traps/idempotency-keys/index.html"} <= files
     assert _git("--git-dir", str(remote), "rev-parse", "gh-pages") == result.commit
     assert result.parent is None
 
 
 def test_gh_pages_keeps_the_branch_history(filled: Vault, remote: Path) -> None:
     first = publish_gh_pages(filled, remote=str(remote))
-    upsert_record(filled, "shop", kind="decision", body="Orders live in PostgreSQL.",
-                  frontmatter={"title": "PostgreSQL for orders"})
+    upsert_record(
+        filled,
+        "shop",
+        kind="decision",
+        body="Orders live in PostgreSQL.",
+        frontmatter={"title": "PostgreSQL for orders"},
+    )
     second = publish_gh_pages(filled, remote=str(remote), message="Publish the decision")
     assert second.parent == first.commit
     log = _git("--git-dir", str(remote), "log", "--format=%s", "gh-pages").splitlines()
@@ -88,8 +97,7 @@ def test_gh_pages_with_a_planted_secret_pushes_nothing(filled: Vault, remote: Pa
     assert _git("--git-dir", str(remote), "branch", "--list") == ""
 
 
-def test_unknown_remote_name_is_a_clear_error(filled: Vault, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_remote_name_is_a_clear_error(filled: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["publish", "--gh-pages", "--remote", "upstream"])
     assert result.exit_code == 1

@@ -45,16 +45,32 @@ def test_markdown_output_survives_sanitising() -> None:
         '<p><a href="../decisions/db/">Database</a> and <a href="https://example.org/">docs</a></p>'
     )
     clean = sanitize_html(html)
-    for kept in ('id="setup"', 'class="headerlink"', 'href="#setup"', '<div class="admonition warning">',
-                 '<p class="admonition-title">', '<div class="highlight">', '<span class="n">',
-                 'name="__codelineno-0-1"', 'style="text-align:left"', 'href="../decisions/db/"',
-                 'href="https://example.org/"'):
+    for kept in (
+        'id="setup"',
+        'class="headerlink"',
+        'href="#setup"',
+        '<div class="admonition warning">',
+        '<p class="admonition-title">',
+        '<div class="highlight">',
+        '<span class="n">',
+        'name="__codelineno-0-1"',
+        'style="text-align:left"',
+        'href="../decisions/db/"',
+        'href="https://example.org/"',
+    ):
         assert kept in clean, kept
 
 
 def _entry(**values: object) -> IndexEntry:
-    fields = {"path": "projects/shop/traps/x.md", "project": "shop", "kind": "trap", "id": "x", "slug": "x",
-              "title": "X", "status": "active"}
+    fields = {
+        "path": "projects/shop/traps/x.md",
+        "project": "shop",
+        "kind": "trap",
+        "id": "x",
+        "slug": "x",
+        "title": "X",
+        "status": "active",
+    }
     fields.update(values)
     return IndexEntry(**fields)  # type: ignore[arg-type]
 
@@ -67,7 +83,9 @@ def test_expiry_is_judged_from_the_exact_instant() -> None:
 def test_superseded_and_archived_records_are_inactive() -> None:
     assert inactive_reasons(_entry(status="superseded"), NOW) == ("superseded",)
     assert inactive_reasons(_entry(status="archived", expires_at="2020-01-01T00:00:00.000Z"), NOW) == (
-        "expired", "archived")
+        "expired",
+        "archived",
+    )
     assert inactive_reasons(_entry(status="paused"), NOW) == ()
 
 
@@ -86,10 +104,14 @@ def test_records_json_urls_are_relative_to_the_json_file() -> None:
 
     content = SiteContent(prefix="team/memory", projects=["shop"])
     content.records.append(PublishedRecord(_entry(), "team/memory/shop/traps/x.md", ()))
-    urls = {"team/memory/records.json": "team/memory/records.json",
-            "team/memory/shop/traps/x.md": "team/memory/shop/traps/x/"}
+    urls = {
+        "team/memory/records.json": "team/memory/records.json",
+        "team/memory/shop/traps/x.md": "team/memory/shop/traps/x/",
+    }
     data = json.loads(content.records_json(urls.__getitem__))
     assert data["records"][0]["url"] == "shop/traps/x/"
-    flat = {"team/memory/records.json": "team/memory/records.json",
-            "team/memory/shop/traps/x.md": "team/memory/shop/traps/x.html"}
+    flat = {
+        "team/memory/records.json": "team/memory/records.json",
+        "team/memory/shop/traps/x.md": "team/memory/shop/traps/x.html",
+    }
     assert json.loads(content.records_json(flat.__getitem__))["records"][0]["url"] == "shop/traps/x.html"

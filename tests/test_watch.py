@@ -145,8 +145,13 @@ class _Recorder:
 
 @pytest.fixture
 def shop(vault: Vault) -> Path:
-    upsert_record(vault, "shop", kind="trap", body="The session cookie loses SameSite behind the CDN.",
-                  frontmatter={"title": "Cookie loses SameSite"})
+    upsert_record(
+        vault,
+        "shop",
+        kind="trap",
+        body="The session cookie loses SameSite behind the CDN.",
+        frontmatter={"title": "Cookie loses SameSite"},
+    )
     return vault.record_path("shop", "trap", "cookie-loses-samesite")
 
 
@@ -179,11 +184,9 @@ def test_external_edit_leads_to_exactly_one_recompile(vault: Vault, shop: Path, 
     assert "SameSite=Lax explicitly" in vault.index().by_path(vault.relative(shop)).body
 
 
-def test_atomic_save_by_rename_leads_to_exactly_one_recompile(vault: Vault, shop: Path,
-                                                               watching: _Recorder) -> None:
+def test_atomic_save_by_rename_leads_to_exactly_one_recompile(vault: Vault, shop: Path, watching: _Recorder) -> None:
     temp = shop.with_name(".cookie-loses-samesite.md.tmp")
-    temp.write_text(shop.read_text(encoding="utf-8").replace("behind the CDN", "behind the proxy"),
-                    encoding="utf-8")
+    temp.write_text(shop.read_text(encoding="utf-8").replace("behind the CDN", "behind the proxy"), encoding="utf-8")
     os.replace(temp, shop)
     watching.wait_for(1)
     assert len(watching.settle()) == 1
@@ -210,8 +213,9 @@ def test_new_record_file_is_indexed_and_compiled(vault: Vault, shop: Path, watch
     assert "Retry storm after deploy" in _view(vault)
 
 
-def test_unparseable_record_warns_and_the_watcher_keeps_going(vault: Vault, shop: Path, watching: _Recorder,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_unparseable_record_warns_and_the_watcher_keeps_going(
+    vault: Vault, shop: Path, watching: _Recorder, capsys: pytest.CaptureFixture[str]
+) -> None:
     broken = shop.with_name("broken.md")
     broken.write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
     first = watching.wait_for(1)
@@ -222,12 +226,12 @@ def test_unparseable_record_warns_and_the_watcher_keeps_going(vault: Vault, shop
     assert "Still watching." in _view(vault)
 
 
-def test_memosite_own_writes_do_not_recompile_the_views_again(vault: Vault, shop: Path,
-                                                              watching: _Recorder) -> None:
+def test_memosite_own_writes_do_not_recompile_the_views_again(vault: Vault, shop: Path, watching: _Recorder) -> None:
     views = vault.project_dir("shop") / "TRAPS.md"
     before = views.stat().st_mtime_ns
-    upsert_record(vault, "shop", kind="trap", body="Timezones default to the server's.",
-                  frontmatter={"title": "Server timezone"})
+    upsert_record(
+        vault, "shop", kind="trap", body="Timezones default to the server's.", frontmatter={"title": "Server timezone"}
+    )
     after_store = views.stat().st_mtime_ns
     batches = watching.wait_for(1)
     settled = watching.settle()
@@ -237,10 +241,18 @@ def test_memosite_own_writes_do_not_recompile_the_views_again(vault: Vault, shop
 
 def test_watch_command_prints_one_json_line_per_compile(vault: Vault, shop: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    command = [str(Path(sys.executable).with_name("memosite")), "watch", "--vault", str(vault.root), "--json",
-               "--quiet-seconds", str(QUIET)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          encoding="utf-8", env=env) as process:
+    command = [
+        str(Path(sys.executable).with_name("memosite")),
+        "watch",
+        "--vault",
+        str(vault.root),
+        "--json",
+        "--quiet-seconds",
+        str(QUIET),
+    ]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env
+    ) as process:
         try:
             assert "watching" in process.stderr.readline()
             time.sleep(0.3)  # the observer is scheduled before the banner; give inotify a moment

@@ -64,21 +64,31 @@ def _report_warnings(warnings: list[str]) -> None:
 
 
 _config_option = click.option(
-    "--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+    "--config",
+    "config_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
     help="An MkDocs config that uses the memosite plugin (default: memosite's own site).",
 )
 _site_url_option = click.option(
-    "--site-url", metavar="URL",
+    "--site-url",
+    metavar="URL",
     help="Where the site will be served, e.g. https://team.example.org/memory/. Material's instant "
-         "navigation and sitemap.xml need it (--gh-pages works it out for GitHub remotes).",
+    "navigation and sitemap.xml need it (--gh-pages works it out for GitHub remotes).",
 )
 _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs warning (broken links, ...).")
 
 
 @click.command()
-@click.option("--out", "out_dir", default="site", show_default=True, metavar="DIR",
-              help="Where the site goes, relative to the current directory. A previous build there "
-                   "is replaced only when the new one succeeds.")
+@click.option(
+    "--out",
+    "out_dir",
+    default="site",
+    show_default=True,
+    metavar="DIR",
+    help="Where the site goes, relative to the current directory. A previous build there "
+    "is replaced only when the new one succeeds.",
+)
 @_config_option
 @_site_url_option
 @_strict_option
@@ -91,15 +101,21 @@ def build(app: App, out_dir: str, config_file: str | None, site_url: str | None,
     """
     from memosite.site.build import build_site
 
-    result = build_site(app.vault, out_dir=out_dir, config_file=config_file, strict=strict,
-                        projects=_projects(app), site_url=site_url)
+    result = build_site(
+        app.vault, out_dir=out_dir, config_file=config_file, strict=strict, projects=_projects(app), site_url=site_url
+    )
     _report_warnings(result.warnings)
     app.emit(result.to_json(), _summary(result))
 
 
 @click.command()
-@click.option("--dev-addr", default="127.0.0.1:8000", show_default=True, metavar="HOST:PORT",
-              help="Where to listen. Stays on this machine unless you choose another address.")
+@click.option(
+    "--dev-addr",
+    default="127.0.0.1:8000",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where to listen. Stays on this machine unless you choose another address.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
 @_config_option
 @vault_options
@@ -112,14 +128,17 @@ def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None) 
     from memosite.site.server import serve as serve_site
 
     _log_to_stderr()
-    _stop_on_sigterm()
-    serve_site(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser,
-               livereload=True)
+    serve_site(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=True)
 
 
 @click.command()
-@click.option("--quiet-seconds", default=0.25, show_default=True, type=click.FloatRange(0.01, 60),
-              help="How long the files must stay unchanged before a burst of edits is compiled.")
+@click.option(
+    "--quiet-seconds",
+    default=0.25,
+    show_default=True,
+    type=click.FloatRange(0.01, 60),
+    help="How long the files must stay unchanged before a burst of edits is compiled.",
+)
 @vault_options
 def watch(app: App, quiet_seconds: float) -> None:
     """Keep the index and compiled views in step with edits made outside memosite.
@@ -168,16 +187,29 @@ def _describe(batch: WatchBatch) -> str:
 @click.command()
 @click.option("--to", "dest", metavar="DIR", help="Write a finished static copy of the site to DIR.")
 @click.option("--gh-pages", "gh_pages", is_flag=True, help="Commit the site to a branch of a git remote.")
-@click.option("--remote", default="origin", show_default=True,
-              help="With --gh-pages: a remote of the current repository, or a URL or path.")
+@click.option(
+    "--remote",
+    default="origin",
+    show_default=True,
+    help="With --gh-pages: a remote of the current repository, or a URL or path.",
+)
 @click.option("--branch", default="gh-pages", show_default=True, help="With --gh-pages: the branch to commit to.")
 @click.option("--message", "-m", metavar="TEXT", help="With --gh-pages: the commit message.")
 @_config_option
 @_site_url_option
 @_strict_option
 @vault_options
-def publish(app: App, dest: str | None, gh_pages: bool, remote: str, branch: str, message: str | None,
-            config_file: str | None, site_url: str | None, strict: bool) -> None:
+def publish(
+    app: App,
+    dest: str | None,
+    gh_pages: bool,
+    remote: str,
+    branch: str,
+    message: str | None,
+    config_file: str | None,
+    site_url: str | None,
+    strict: bool,
+) -> None:
     """Publish the site: a static copy (--to DIR) or a git branch (--gh-pages).
 
     The site is built and checked for secrets first; nothing is published if that fails.
@@ -188,8 +220,12 @@ def publish(app: App, dest: str | None, gh_pages: bool, remote: str, branch: str
 
     if bool(dest) == gh_pages:
         raise InvalidArguments("choose one destination: --to DIR or --gh-pages")
-    common: dict[str, Any] = {"config_file": config_file, "strict": strict, "projects": _projects(app),
-                              "site_url": site_url}
+    common: dict[str, Any] = {
+        "config_file": config_file,
+        "strict": strict,
+        "projects": _projects(app),
+        "site_url": site_url,
+    }
     if dest:
         from memosite.site.build import publish_to_dir
 

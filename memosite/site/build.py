@@ -166,9 +166,7 @@ def _check_destination(out_dir: Path, vault: Vault) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidArguments(f"refusing to build into {out_dir}: it is not a directory")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "index.html").is_file():
-        raise InvalidArguments(
-            f"refusing to replace {out_dir}: it is not empty and does not look like a built site"
-        )
+        raise InvalidArguments(f"refusing to replace {out_dir}: it is not empty and does not look like a built site")
 
 
 def build_site(
@@ -194,8 +192,13 @@ def build_site(
     try:
         os.chmod(staging, 0o755)
         config = load_site_config(
-            vault, site_dir=staging, config_file=config_file, strict=strict, projects=projects,
-            site_url=site_url, fallback_site_url=fallback_site_url,
+            vault,
+            site_dir=staging,
+            config_file=config_file,
+            strict=strict,
+            projects=projects,
+            site_url=site_url,
+            fallback_site_url=fallback_site_url,
         )
         warnings = run_build(config)
         plugin = memosite_plugin(config)
@@ -240,5 +243,4 @@ def publish_to_dir(
     site_url: str | None = None,
 ) -> BuildResult:
     """A finished static copy of the site in ``dest`` (built, scanned, then moved into place)."""
-    return build_site(vault, out_dir=dest, config_file=config_file, strict=strict, projects=projects,
-                      site_url=site_url)
+    return build_site(vault, out_dir=dest, config_file=config_file, strict=strict, projects=projects, site_url=site_url)

@@ -48,8 +48,9 @@ class GhPagesResult:
         }
 
 
-def _git(args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
-         check: bool = True) -> subprocess.CompletedProcess[str]:
+def _git(
+    args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     try:
         done = subprocess.run(
             ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", check=False
@@ -130,8 +131,15 @@ def publish_gh_pages(
     parent = heads.stdout.split()[0] if heads.stdout.strip() else None
     with tempfile.TemporaryDirectory(prefix="memosite-ghpages-") as tmp:
         site = Path(tmp) / "site"
-        result = build_site(vault, out_dir=site, config_file=config_file, strict=strict, projects=projects,
-                            site_url=site_url, fallback_site_url=github_pages_url(url))
+        result = build_site(
+            vault,
+            out_dir=site,
+            config_file=config_file,
+            strict=strict,
+            projects=projects,
+            site_url=site_url,
+            fallback_site_url=github_pages_url(url),
+        )
         (site / ".nojekyll").touch()  # GitHub Pages would otherwise drop paths starting with "_"
         git_dir = Path(tmp) / "repo.git"
         _git(["init", "--quiet", "--bare", str(git_dir)])

@@ -103,9 +103,7 @@ class OutputScanner:
             if self._worker.returncode != 0 or output is None:
                 self._abandon_worker()
                 return scan_site_for_secrets(self.site_dir, modified_since_ns=modified_since_ns)
-            self._findings.extend(
-                SecretFinding(**json.loads(line)) for line in output.splitlines() if line.strip()
-            )
+            self._findings.extend(SecretFinding(**json.loads(line)) for line in output.splitlines() if line.strip())
             self._worker = None
         return sorted(self._findings, key=lambda f: (f.where, f.line))
 

@@ -30,7 +30,6 @@ VIEW_TITLES = {
     "SESSIONS.md": "Sessions",
 }
 NAV_VIEW_ORDER = ("INDEX.md", "TRAPS.md", "DECISIONS.md", "PROMPTS.md", "SESSIONS.md")
-INACTIVE_STATUSES = ("archived", "superseded")
 
 _PREFIX_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _COMPILED_STAMP = re.compile(r"^> Last compiled: .*$", re.MULTILINE)
@@ -97,6 +96,7 @@ class SiteContent:
     projects: list[str]
     records: list[PublishedRecord] = field(default_factory=list)
     pages: list[SitePage] = field(default_factory=list)
+    _by_uri: dict[str, SitePage] = field(default_factory=dict, repr=False)
 
     @property
     def memory_uri(self) -> str:
@@ -106,15 +106,14 @@ class SiteContent:
     def records_json_uri(self) -> str:
         return f"{self.prefix}/records.json"
 
-    def page(self, src_uri: str) -> SitePage | None:
-        return self._by_uri().get(src_uri)
+    def add(self, page: SitePage) -> None:
+        self.pages.append(page)
+        self._by_uri[page.src_uri] = page
+        if page.record is not None:
+            self.records.append(page.record)
 
-    def _by_uri(self) -> dict[str, SitePage]:
-        cached: dict[str, SitePage] | None = getattr(self, "_uri_map", None)
-        if cached is None or len(cached) != len(self.pages):
-            cached = {page.src_uri: page for page in self.pages}
-            self._uri_map = cached
-        return cached
+    def page(self, src_uri: str) -> SitePage | None:
+        return self._by_uri.get(src_uri)
 
     def records_json(self, url_for: Callable[[str], str]) -> str:
         """``records.json``: every published record; ``url`` is relative to the JSON file itself."""
@@ -240,11 +239,10 @@ def collect_site_content(
         for entry in sorted(entries, key=lambda e: e.path):
             src_uri = f"{content.prefix}/{project}/{link_for(entry)}"
             record = PublishedRecord(entry, src_uri, inactive_reasons(entry, now_iso))
-            content.records.append(record)
             markdown = record_template.render(r=_record_context(record, by_id))
-            content.pages.append(SitePage(src_uri, markdown, "record", entry.title, record))
+            content.add(SitePage(src_uri, markdown, "record", entry.title, record))
         for name in VIEW_FILES:
-            content.pages.append(
+            content.add(
                 SitePage(
                     f"{content.prefix}/{project}/{name}",
                     render_view(vault, project, name, now),
@@ -253,5 +251,5 @@ def collect_site_content(
                 )
             )
     memory = env.get_template("site/memory.md.j2").render(projects=content.projects)
-    content.pages.append(SitePage(content.memory_uri, memory, "memory", "Memory"))
+    content.add(SitePage(content.memory_uri, memory, "memory", "Memory"))
     return content

@@ -8,11 +8,14 @@ site's own sources or its mkdocs.yml gets a full build.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -164,9 +167,7 @@ class SiteServer:
             raise Abort(exc.message) from None
 
     def _listen(self) -> LiveReloadServer:
-        server = _reload_server_class()(
-            builder=self._rebuild, host=self.host, port=self.port, root=str(self.site_dir)
-        )
+        server = _reload_server_class()(builder=self._rebuild, host=self.host, port=self.port, root=str(self.site_dir))
         try:
             server.server_bind()
             server.server_activate()
@@ -237,7 +238,29 @@ def serve(
     open_browser: bool = False,
     livereload: bool = True,
 ) -> None:
-    """Serve the vault's site with live reload until interrupted (blocks)."""
-    SiteServer(
+    """Serve the vault's site with live reload until interrupted (blocks).
+
+    Called from the main thread, SIGTERM stops it like Ctrl-C does, so the temporary site is
+    removed either way.
+    """
+    server = SiteServer(
         vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=livereload
-    ).serve_forever()
+    )
+    with _sigterm_as_interrupt():
+        server.serve_forever()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
