@@ -172,6 +172,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 continue
             inclusion = InclusionLevel.NOT_IN_NAV if page.role == "record" else InclusionLevel.UNDEFINED
             virtual = _VirtualPage.generated(config, page.src_uri, content=page.markdown, inclusion=inclusion)
+            assert isinstance(virtual, _VirtualPage)  # generated() builds an instance of its class
             virtual.unchanged = previous.get(page.src_uri) == _digest(page.fingerprint)
             files.append(virtual)
         urls = {file.src_uri: file.url for file in files}
