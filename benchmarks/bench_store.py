@@ -73,7 +73,7 @@ def measure(size: int, ops: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,10000")
-    parser.add_argument("--ops", type=int, default=200)
+    parser.add_argument("--ops", type=int, default=400)
     args = parser.parse_args()
     results = [measure(int(size), args.ops) for size in args.sizes.split(",")]
     header = ("records", "build s", "p50 ms", "p95 ms", "trap", "decision", "spec", "append")

@@ -8,6 +8,7 @@ title, body and tags kept in step by triggers. Delete the file and ``memosite re
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 
 from memosite.errors import StorageError
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "11"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS fragments (
     severity_weight INTEGER NOT NULL,
     updated TEXT NOT NULL,
     path TEXT NOT NULL,
+    month TEXT NOT NULL,
     status TEXT NOT NULL,
     expires_at TEXT,
     row_view TEXT NOT NULL,
@@ -69,16 +71,30 @@ CREATE TABLE IF NOT EXISTS fragments (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS fragments_path ON fragments(path);
 CREATE INDEX IF NOT EXISTS fragments_live ON fragments(project, kind, status, expires_at);
--- Assembled view sections, dropped whenever a fragment of their kind changes; a section also
--- goes stale on its own when one of its records reaches expires_at (valid_until).
+-- How many fragments each chunk holds, kept in step by upsert/delete: the chunk list of a kind
+-- without scanning its fragments.
+CREATE TABLE IF NOT EXISTS fragment_chunks (
+    project TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    stale_last INTEGER NOT NULL,
+    severity_weight INTEGER NOT NULL,
+    month TEXT NOT NULL,
+    rows INTEGER NOT NULL,
+    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC)
+) WITHOUT ROWID;
+-- Assembled pieces of view sections, one per chunk of a kind's fragments (same stale flag,
+-- severity and month of ``updated``). A change drops only the chunks its old and new fragment
+-- belong to; a piece also goes stale on its own when one of its records expires (valid_until).
 CREATE TABLE IF NOT EXISTS view_cache (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
+    chunk TEXT NOT NULL,
     name TEXT NOT NULL,
     count INTEGER NOT NULL,
-    text TEXT NOT NULL,
+    text BLOB NOT NULL,
+    token INTEGER NOT NULL,
     valid_until TEXT,
-    PRIMARY KEY (project, kind, name)
+    PRIMARY KEY (project, kind, chunk, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_project_kind ON records(project, kind, status);
 CREATE INDEX IF NOT EXISTS records_project_id ON records(project, id);
@@ -139,6 +155,7 @@ _FRAGMENT_COLUMNS = (
     "severity_weight",
     "updated",
     "path",
+    "month",
     "status",
     "expires_at",
     "row_view",
@@ -197,6 +214,7 @@ class IndexEntry:
         values = dict(self.__dict__)
         values["stale_last"] = int(self.is_stale_flagged)
         values["updated"] = self.updated or ""
+        values["month"] = values["updated"][:7]
         return tuple(values[name] for name in _FRAGMENT_COLUMNS)
 
     @classmethod
@@ -232,6 +250,8 @@ class Index:
         self.conn.execute("PRAGMA mmap_size = 268435456")
         self.conn.execute("PRAGMA cache_size = -32768")
         self.fresh = self._ensure_schema()
+        # Cached view pieces this process has read or written, checked against view_cache.token.
+        self._pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
 
     def _ensure_schema(self) -> bool:
         """Create the schema; returns True when the index was (re)created and must be filled."""
@@ -248,7 +268,7 @@ class Index:
                 "DROP TRIGGER IF EXISTS records_ai; DROP TRIGGER IF EXISTS records_ad;"
                 "DROP TRIGGER IF EXISTS records_au; DROP TABLE IF EXISTS records_fts;"
                 "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS fragments;"
-                "DROP TABLE IF EXISTS view_cache;"
+                "DROP TABLE IF EXISTS view_cache; DROP TABLE IF EXISTS fragment_chunks;"
             )
         self.conn.executescript(_SCHEMA)
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
@@ -272,11 +292,13 @@ class Index:
         )
         self._drop_fragment(entry.path)
         if entry.row_index:
-            self._invalidate(entry.project, entry.kind)
+            params = entry.fragment_params()
+            row = dict(zip(_FRAGMENT_COLUMNS, params, strict=True))
+            self._count_chunk(entry.project, entry.kind, row["stale_last"], row["severity_weight"], row["month"], +1)
             self.conn.execute(
                 f"INSERT INTO fragments ({', '.join(_FRAGMENT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' for _ in _FRAGMENT_COLUMNS)})",
-                entry.fragment_params(),
+                params,
             )
 
     def upsert_many(self, entries: Iterable[IndexEntry]) -> None:
@@ -285,20 +307,37 @@ class Index:
                 self.upsert(entry)
 
     def _drop_fragment(self, path: str) -> None:
-        old = self.conn.execute("SELECT project, kind FROM fragments WHERE path = ?", (path,)).fetchone()
+        old = self.conn.execute(
+            "SELECT project, kind, stale_last, severity_weight, month FROM fragments WHERE path = ?", (path,)
+        ).fetchone()
         if old is not None:
-            self._invalidate(old[0], old[1])
+            self._count_chunk(*old, -1)
             self.conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
 
-    def _invalidate(self, project: str, kind: str) -> None:
-        self.conn.execute("DELETE FROM view_cache WHERE project = ? AND kind = ?", (project, kind))
+    def _count_chunk(self, project: str, kind: str, stale_last: int, weight: int, month: str, delta: int) -> None:
+        """Adjust a chunk's fragment count and drop its cached pieces: its content changed."""
+        self.conn.execute(
+            "DELETE FROM view_cache WHERE project = ? AND kind = ? AND chunk = ?",
+            (project, kind, chunk_key(stale_last, weight, month)),
+        )
+        key = (project, kind, stale_last, weight, month)
+        self.conn.execute(
+            "INSERT INTO fragment_chunks (project, kind, stale_last, severity_weight, month, rows)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET rows = rows + excluded.rows",
+            (*key, delta),
+        )
+        self.conn.execute(
+            "DELETE FROM fragment_chunks WHERE project = ? AND kind = ? AND stale_last = ?"
+            " AND severity_weight = ? AND month = ? AND rows <= 0",
+            key,
+        )
 
     def delete_path(self, path: str) -> bool:
         self._drop_fragment(path)
         return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
 
     def clear(self, project: str | None = None) -> None:
-        for table in ("records", "fragments", "view_cache"):
+        for table in ("records", "fragments", "fragment_chunks", "view_cache"):
             if project is None:
                 self.conn.execute(f"DELETE FROM {table}")
             else:
@@ -355,24 +394,25 @@ class Index:
         *,
         where: str = "",
         params: Sequence[Any] = (),
-    ) -> tuple[int, str]:
-        """Count and concatenation of a fragment ``expression`` over matching rows in view order.
+    ) -> tuple[int, bytes]:
+        """Count and UTF-8 concatenation of a fragment ``expression`` over matching rows in view order.
 
-        Views are assembled with this: one ordered range scan of the clustered fragments table and
-        no per-row Python work. ``expression`` and ``where`` come from our own code only.
+        Views are assembled with this: one ordered range scan of the clustered fragments table, no
+        per-row Python work, and bytes (no decoding of megabytes of text just to encode it again).
+        ``expression`` and ``where`` come from our own code only.
         """
         clauses, values = _filters(project, kinds, None)
         if where:
             clauses += f" AND ({where})"
             values.extend(params)
         row = self.conn.execute(
-            f"SELECT count(*), coalesce(group_concat(piece, ''), '') FROM "
+            f"SELECT count(*), CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
             f"(SELECT {expression} AS piece FROM fragments{clauses} ORDER BY {VIEW_ORDER})",
             values,
         ).fetchone()
-        return int(row[0]), str(row[1])
+        return int(row[0]), bytes(row[1])
 
-    def joined_cached(
+    def section(
         self,
         name: str,
         expression: str,
@@ -382,35 +422,73 @@ class Index:
         *,
         where: str = "",
         params: Sequence[Any] = (),
-    ) -> tuple[int, str]:
-        """:meth:`joined` for one kind, kept in ``view_cache`` under ``name`` until a fragment of
-        that kind changes or one of its records expires. ``name`` must identify expression+where."""
-        row = self.conn.execute(
-            "SELECT count, text, valid_until FROM view_cache WHERE project = ? AND kind = ? AND name = ?",
-            (project, kind, name),
-        ).fetchone()
-        if row is not None and (row[2] is None or now_iso < row[2]):
-            return int(row[0]), str(row[1])
-        count, text = self.joined(expression, project, (kind,), where=where, params=params)
-        valid_until = self.conn.execute(
-            "SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND expires_at > ?",
-            (project, kind, now_iso),
-        ).fetchone()[0]
-        self.conn.execute(
-            "INSERT OR REPLACE INTO view_cache (project, kind, name, count, text, valid_until)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (project, kind, name, count, text, valid_until),
-        )
-        return count, text
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`joined` for one kind, as its cached chunk pieces in order.
 
-    def live_counts(self, project: str, now_iso: str) -> dict[str, tuple[int, int]]:
-        """kind → (records, active and unexpired records) for a project's durable kinds."""
+        Only the chunks a change touched (or whose records have expired since) are recomputed, so
+        the cost of a write stays near constant as a kind grows. ``name`` must identify
+        ``expression`` + ``where``.
+        """
+        total = 0
+        pieces: list[bytes] = []
+        # Every chunk of the kind in view order, with its cached piece's metadata when there is one.
+        chunks = self.conn.execute(
+            "SELECT c.stale_last, c.severity_weight, c.month, v.count, v.token, v.valid_until"
+            " FROM fragment_chunks AS c LEFT JOIN view_cache AS v ON v.project = c.project AND v.kind = c.kind"
+            " AND v.chunk = c.stale_last || '|' || c.severity_weight || '|' || c.month AND v.name = ?"
+            " WHERE c.project = ? AND c.kind = ? ORDER BY c.stale_last, c.severity_weight DESC, c.month DESC",
+            (name, project, kind),
+        ).fetchall()
+        for stale_last, weight, month, cached_count, token, valid_until in chunks:
+            key = chunk_key(stale_last, weight, month)
+            if token is not None and (valid_until is None or now_iso < valid_until):
+                count, text = int(cached_count), self._piece_text(project, kind, key, name, int(token))
+            else:
+                in_chunk = "stale_last = ? AND severity_weight = ? AND month = ?"
+                chunk_params = (stale_last, weight, month)
+                count, text = self.joined(
+                    expression,
+                    project,
+                    (kind,),
+                    where=f"{in_chunk} AND ({where})" if where else in_chunk,
+                    params=(*chunk_params, *params),
+                )
+                valid_until = self.conn.execute(
+                    f"SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND {in_chunk}"
+                    " AND expires_at > ?",
+                    (project, kind, *chunk_params, now_iso),
+                ).fetchone()[0]
+                token = secrets.randbits(62)
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO view_cache (project, kind, chunk, name, count, text, token, valid_until)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (project, kind, key, name, count, text, token, valid_until),
+                )
+                self._pieces[(project, kind, key, name)] = (token, text)
+            total += count
+            pieces.append(text)
+        return total, pieces
+
+    def _piece_text(self, project: str, kind: str, chunk: str, name: str, token: int) -> bytes:
+        """A cached piece's bytes: from this process's memory when its token still matches the
+        database (no other process replaced it), else read once and remembered."""
+        key = (project, kind, chunk, name)
+        remembered = self._pieces.get(key)
+        if remembered is not None and remembered[0] == token:
+            return remembered[1]
+        row = self.conn.execute(
+            "SELECT text FROM view_cache WHERE project = ? AND kind = ? AND chunk = ? AND name = ?", key
+        ).fetchone()
+        text = bytes(row[0])
+        self._pieces[key] = (token, text)
+        return text
+
+    def kind_counts(self, project: str) -> dict[str, int]:
+        """kind → number of records with view fragments (the durable kinds), from the chunk counts."""
         return {
-            row[0]: (int(row[1]), int(row[2] or 0))
+            row[0]: int(row[1])
             for row in self.conn.execute(
-                "SELECT kind, count(*), sum(status = 'active' AND (expires_at IS NULL OR expires_at > ?))"
-                " FROM fragments WHERE project = ? GROUP BY kind",
-                (now_iso, project),
+                "SELECT kind, sum(rows) FROM fragment_chunks WHERE project = ? GROUP BY kind", (project,)
             )
         }
 
@@ -433,6 +511,10 @@ class Index:
     def count(self, project: str | None = None) -> int:
         clauses, params = _filters(project, None, None)
         return int(self.conn.execute(f"SELECT count(*) FROM records{clauses}", params).fetchone()[0])
+
+
+def chunk_key(stale_last: int, severity_weight: int, month: str) -> str:
+    return f"{stale_last}|{severity_weight}|{month}"
 
 
 def _filters(project: str | None, kinds: Sequence[str] | None, statuses: Sequence[str] | None) -> tuple[str, list[Any]]:

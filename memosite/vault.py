@@ -48,10 +48,11 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
+def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes], *, mode: int = 0o644, durable: bool = True) -> None:
     """Write ``path`` so that readers see the old or the new content, never a torn file.
 
     Temp file in the same directory, fsync, rename over the target, fsync the directory.
+    ``data`` may be a sequence of pieces, written in order without joining them first.
     """
     directory = path.parent
     try:
@@ -61,7 +62,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, durable: b
         raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                handle.writelines(data)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())

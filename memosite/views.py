@@ -8,6 +8,7 @@ scratch records never appear in a view.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,7 @@ import jinja2
 from memosite.index import IndexEntry
 from memosite.resources import data_path
 from memosite.schema import format_iso, utc_now
-from memosite.vault import VIEW_FILES, Vault, atomic_write_text
+from memosite.vault import VIEW_FILES, Vault, atomic_write_bytes
 
 DURABLE_KINDS = ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session")
 KIND_TITLES = {
@@ -59,6 +60,28 @@ def _day(value: Any) -> str:
     return str(value)[:10] if value else ""
 
 
+DIGEST_CHARS = 600
+
+
+def digest(body: str, limit: int = DIGEST_CHARS) -> tuple[str, bool]:
+    """The opening of a body for a compiled view: up to the first blank line after ``limit``
+    characters (code fences are kept whole), and whether anything was left out."""
+    text = body.strip()
+    if len(text) <= limit:
+        return text, False
+    cut = text.find("\n\n", limit)
+    if cut == -1:
+        return text, False
+    head = text[:cut]
+    if head.count("```") % 2:  # never end inside a fenced code block
+        close = text.find("```", len(head))
+        end = text.find("\n\n", close) if close != -1 else -1
+        if end == -1:
+            return text, False
+        head = text[:end]
+    return head.rstrip(), len(head) < len(text)
+
+
 @functools.lru_cache(maxsize=8)
 def template_env(override_dir: Path | None = None) -> jinja2.Environment:
     """Jinja environment over our templates; a vault's own ``templates/`` overrides them."""
@@ -74,7 +97,7 @@ def template_env(override_dir: Path | None = None) -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.Undefined,
     )
-    env.filters.update(inline=_inline, cell=_cell, day=_day)
+    env.filters.update(inline=_inline, cell=_cell, day=_day, digest=digest)
     return env
 
 
@@ -122,47 +145,78 @@ def views_for_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     return tuple(name for name in VIEW_FILES if name in names)
 
 
+class _Pieces:
+    """Large view sections kept as UTF-8 bytes while the page template renders around them.
+
+    The template sees a short placeholder for each piece; :meth:`assemble` splices the bytes in,
+    so megabytes of cached rows are never decoded and re-encoded on a write.
+    """
+
+    _MARK = re.compile("\x00piece:(\\d+)\x00")
+
+    def __init__(self) -> None:
+        self.blobs: list[list[bytes]] = []
+
+    def put(self, blobs: list[bytes]) -> str:
+        self.blobs.append(blobs)
+        return f"\x00piece:{len(self.blobs) - 1}\x00"
+
+    def assemble(self, text: str) -> list[bytes]:
+        out: list[bytes] = []
+        for n, part in enumerate(self._MARK.split(text)):
+            if n % 2:
+                out.extend(self.blobs[int(part)])
+            else:
+                out.append(part.encode("utf-8"))
+        return out
+
+
 _LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > ?)"
 
 
-def _traps_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
+def _traps_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
     index = vault.index()
-    active_count, active = index.joined("row_view", project, ("trap",), where=_LIVE, params=(now_iso,))
-    inactive_count, inactive = index.joined(
+    active_count, active = index.section(
+        "traps_active", "row_view", project, "trap", now_iso, where=_LIVE, params=(now_iso,)
+    )
+    inactive_count, inactive = index.section(
+        "traps_inactive",
         "CASE WHEN status = 'active' THEN rtrim(row_line, char(10)) || ' · expired' || char(10) ELSE row_line END",
         project,
-        ("trap",),
+        "trap",
+        now_iso,
         where=f"NOT ({_LIVE})",
         params=(now_iso,),
     )
-    return {"active": active, "active_count": active_count, "inactive": inactive, "inactive_count": inactive_count}
+    return {
+        "active": pieces.put(active),
+        "active_count": active_count,
+        "inactive": pieces.put(inactive),
+        "inactive_count": inactive_count,
+    }
 
 
-def _decisions_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
-    index = vault.index()
-    not_expired = "(expires_at IS NULL OR expires_at > ?)"
-    accepted_count, accepted = index.joined(
-        "row_view",
-        project,
-        ("decision",),
-        params=(now_iso,),
-        where=f"status IN ('active', 'shipped', 'completed') AND {not_expired}",
-    )
-    proposed_count, proposed = index.joined(
-        "row_view",
-        project,
-        ("decision",),
-        params=(now_iso,),
-        where=f"status = 'paused' AND {not_expired}",
-    )
-    archived_count, archived = index.joined(
+_NOT_EXPIRED = "(expires_at IS NULL OR expires_at > ?)"
+_DECISION_SECTIONS = {
+    "accepted": ("row_view", f"status IN ('active', 'shipped', 'completed') AND {_NOT_EXPIRED}"),
+    "proposed": ("row_view", f"status = 'paused' AND {_NOT_EXPIRED}"),
+    "archived": (
         "row_line",
-        project,
-        ("decision",),
-        params=(now_iso,),
-        where=f"status != 'superseded' AND (status NOT IN ('paused', 'active', 'shipped', 'completed')"
-        f" OR NOT {not_expired})",
-    )
+        f"status != 'superseded' AND (status NOT IN ('paused', 'active', 'shipped', 'completed')"
+        f" OR NOT {_NOT_EXPIRED})",
+    ),
+}
+
+
+def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
+    index = vault.index()
+    context: dict[str, Any] = {}
+    for name, (expression, where) in _DECISION_SECTIONS.items():
+        count, text = index.section(
+            f"decisions_{name}", expression, project, "decision", now_iso, where=where, params=(now_iso,)
+        )
+        context[name] = pieces.put(text)
+        context[f"{name}_count"] = count
     superseded = [
         {
             "title": row["title"],
@@ -179,26 +233,17 @@ def _decisions_context(vault: Vault, project: str, now_iso: str) -> dict[str, An
             (project,),
         )
     ]
-    total = index.count_kind(project, "decision")
-    return {
-        "accepted": accepted,
-        "accepted_count": accepted_count,
-        "proposed": proposed,
-        "proposed_count": proposed_count,
-        "archived": archived,
-        "archived_count": archived_count,
-        "superseded": superseded,
-        "total": total,
-    }
+    return {**context, "superseded": superseded, "total": index.count_kind(project, "decision")}
 
 
-def _index_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
+def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
     index = vault.index()
-    counts = index.live_counts(project, now_iso)
+    counts = index.kind_counts(project)
     sections = []
     for kind in DURABLE_KINDS:
-        count, active = counts.get(kind, (0, 0))
-        rows = index.joined_cached("index_rows", "row_index", project, kind, now_iso)[1] if count else ""
+        count = counts.get(kind, 0)
+        active = index.section("live", "''", project, kind, now_iso, where=_LIVE, params=(now_iso,))[0] if count else 0
+        rows = pieces.put(index.section("index_rows", "row_index", project, kind, now_iso)[1]) if count else ""
         sections.append({"kind": kind, "title": KIND_TITLES[kind], "count": count, "active": active, "rows": rows})
     return {
         "sections": sections,
@@ -208,9 +253,9 @@ def _index_context(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
 
 
 def _inventory_context(kind: str) -> Any:
-    def build(vault: Vault, project: str, now_iso: str) -> dict[str, Any]:
-        count, rows = vault.index().joined_cached("inventory", "row_view", project, kind, now_iso)
-        return {"rows": rows, "count": count}
+    def build(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
+        count, rows = vault.index().section("inventory", "row_view", project, kind, now_iso)
+        return {"rows": pieces.put(rows), "count": count}
 
     return build
 
@@ -224,13 +269,19 @@ _CONTEXTS = {
 }
 
 
-def render_view(vault: Vault, project: str, name: str, now: datetime | None = None) -> str:
-    """The Markdown of one compiled view, from the index."""
+def render_view_bytes(vault: Vault, project: str, name: str, now: datetime | None = None) -> list[bytes]:
+    """The UTF-8 Markdown of one compiled view, from the index, as pieces to write in order."""
     now = now or utc_now()
     now_iso = format_iso(now)
-    context = _CONTEXTS[name](vault, project, now_iso)
+    pieces = _Pieces()
+    context = _CONTEXTS[name](vault, project, now_iso, pieces)
     template = env_for(vault).get_template(f"views/{name}.j2")
-    return template.render(project=project, compiled=now_iso, **context)
+    return pieces.assemble(template.render(project=project, compiled=now_iso, **context))
+
+
+def render_view(vault: Vault, project: str, name: str, now: datetime | None = None) -> str:
+    """The Markdown of one compiled view, from the index."""
+    return b"".join(render_view_bytes(vault, project, name, now)).decode("utf-8")
 
 
 def write_views(
@@ -240,6 +291,6 @@ def write_views(
     written = []
     for name in names:
         path = vault.project_dir(project) / name
-        atomic_write_text(path, render_view(vault, project, name, now), durable=False)
+        atomic_write_bytes(path, render_view_bytes(vault, project, name, now), durable=False)
         written.append(path)
     return written

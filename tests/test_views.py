@@ -185,3 +185,20 @@ def test_vault_git_batched_mode_commits_on_flush(vault_dir: Path) -> None:
     )
     assert "upsert trap:x" in log.stdout and "upsert spec:y" in log.stdout
     vault.close()
+
+
+def test_long_trap_bodies_are_cut_at_a_paragraph_and_linked(vault: Vault) -> None:
+    long_body = "\n\n".join(f"Paragraph {n} " + "word " * 60 for n in range(6))
+    upsert_record(vault, "demo", kind="trap", body=long_body, slug="long", frontmatter={"title": "Long"})
+    text = _view(vault, "TRAPS.md")
+    assert "Paragraph 0" in text and "Paragraph 5" not in text
+    assert "[Read the whole record](traps/long.md)" in text
+
+
+def test_digest_never_ends_inside_a_code_fence() -> None:
+    from memosite.views import digest
+
+    body = "intro " * 20 + "\n\n```python\n" + "x = 1\n\n" * 200 + "```\n\nafter the code\n\ntail " + "y " * 400
+    text, more = digest(body, limit=150)
+    assert text.count("```") == 2 and more and "after the code" not in text
+    assert digest("short body\n") == ("short body", False)
