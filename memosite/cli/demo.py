@@ -35,6 +35,6 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
     lines += [f"  {vault.relative(path)}" for path in views]
     app.emit({**result.to_json(), "views": [vault.relative(p) for p in views]}, "\n".join(lines))
     if serve_site:
-        from memosite.site import serve
+        from memosite.cli.site import serve_with_logs
 
-        serve(Vault.open(root), dev_addr=dev_addr)
+        serve_with_logs(Vault.open(root), dev_addr=dev_addr)

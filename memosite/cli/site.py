@@ -12,6 +12,7 @@ from memosite.cli._common import App, vault_options
 
 if TYPE_CHECKING:
     from memosite.site.build import BuildResult
+    from memosite.vault import Vault
     from memosite.watch import WatchBatch
 
 
@@ -125,10 +126,17 @@ def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None) 
     Runs the watch loop too: a record saved in an editor updates the index, the vault's views
     and the open browser pages, without a restart.
     """
+    serve_with_logs(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser)
+
+
+def serve_with_logs(
+    vault: Vault, *, dev_addr: str, config_file: str | None = None, open_browser: bool = False
+) -> None:
+    """Serve with mkdocs' and memosite's log lines (the address, rebuilds) on stderr."""
     from memosite.site.server import serve as serve_site
 
     _log_to_stderr()
-    serve_site(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=True)
+    serve_site(vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=True)
 
 
 @click.command()
