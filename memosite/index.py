@@ -17,7 +17,7 @@ from typing import Any
 
 from memosite.errors import StorageError
 
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -85,13 +85,13 @@ CREATE TABLE IF NOT EXISTS fragment_chunks (
 -- Assembled pieces of view sections, one per chunk of a kind's fragments (same stale flag,
 -- severity and month of ``updated``). A change drops only the chunks its old and new fragment
 -- belong to; a piece also goes stale on its own when one of its records expires (valid_until).
+-- The text lives in each process's memory under ``token``; the row says whether it is current.
 CREATE TABLE IF NOT EXISTS view_cache (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
     chunk TEXT NOT NULL,
     name TEXT NOT NULL,
     count INTEGER NOT NULL,
-    text BLOB NOT NULL,
     token INTEGER NOT NULL,
     valid_until TEXT,
     PRIMARY KEY (project, kind, chunk, name)
@@ -250,7 +250,7 @@ class Index:
         self.conn.execute("PRAGMA mmap_size = 268435456")
         self.conn.execute("PRAGMA cache_size = -32768")
         self.fresh = self._ensure_schema()
-        # Cached view pieces this process has read or written, checked against view_cache.token.
+        # View pieces this process has assembled, current while view_cache still holds their token.
         self._pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
 
     def _ensure_schema(self) -> bool:
@@ -440,9 +440,11 @@ class Index:
             (name, project, kind),
         ).fetchall()
         for stale_last, weight, month, cached_count, token, valid_until in chunks:
-            key = chunk_key(stale_last, weight, month)
-            if token is not None and (valid_until is None or now_iso < valid_until):
-                count, text = int(cached_count), self._piece_text(project, kind, key, name, int(token))
+            key = (project, kind, chunk_key(stale_last, weight, month), name)
+            current = token is not None and (valid_until is None or now_iso < valid_until)
+            remembered = self._pieces.get(key)
+            if current and remembered is not None and remembered[0] == token:
+                count, text = int(cached_count), remembered[1]
             else:
                 in_chunk = "stale_last = ? AND severity_weight = ? AND month = ?"
                 chunk_params = (stale_last, weight, month)
@@ -453,35 +455,24 @@ class Index:
                     where=f"{in_chunk} AND ({where})" if where else in_chunk,
                     params=(*chunk_params, *params),
                 )
-                valid_until = self.conn.execute(
-                    f"SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND {in_chunk}"
-                    " AND expires_at > ?",
-                    (project, kind, *chunk_params, now_iso),
-                ).fetchone()[0]
-                token = secrets.randbits(62)
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO view_cache (project, kind, chunk, name, count, text, token, valid_until)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (project, kind, key, name, count, text, token, valid_until),
-                )
-                self._pieces[(project, kind, key, name)] = (token, text)
+                if not current:
+                    # A row still present means no fragment of the chunk changed since it was
+                    # written, so a recomputed piece may keep its token; otherwise mint one.
+                    token = secrets.randbits(62)
+                    valid_until = self.conn.execute(
+                        f"SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND {in_chunk}"
+                        " AND expires_at > ?",
+                        (project, kind, *chunk_params, now_iso),
+                    ).fetchone()[0]
+                    self.conn.execute(
+                        "INSERT OR REPLACE INTO view_cache (project, kind, chunk, name, count, token, valid_until)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*key, count, token, valid_until),
+                    )
+                self._pieces[key] = (int(token), text)
             total += count
             pieces.append(text)
         return total, pieces
-
-    def _piece_text(self, project: str, kind: str, chunk: str, name: str, token: int) -> bytes:
-        """A cached piece's bytes: from this process's memory when its token still matches the
-        database (no other process replaced it), else read once and remembered."""
-        key = (project, kind, chunk, name)
-        remembered = self._pieces.get(key)
-        if remembered is not None and remembered[0] == token:
-            return remembered[1]
-        row = self.conn.execute(
-            "SELECT text FROM view_cache WHERE project = ? AND kind = ? AND chunk = ? AND name = ?", key
-        ).fetchone()
-        text = bytes(row[0])
-        self._pieces[key] = (token, text)
-        return text
 
     def kind_counts(self, project: str) -> dict[str, int]:
         """kind → number of records with view fragments (the durable kinds), from the chunk counts."""

@@ -60,26 +60,29 @@ def _day(value: Any) -> str:
     return str(value)[:10] if value else ""
 
 
-DIGEST_CHARS = 600
+DIGEST_CHARS = 320
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
 
 def digest(body: str, limit: int = DIGEST_CHARS) -> tuple[str, bool]:
-    """The opening of a body for a compiled view: up to the first blank line after ``limit``
-    characters (code fences are kept whole), and whether anything was left out."""
+    """What a compiled view shows of a body, and whether anything was left out.
+
+    A short body is shown whole. A longer one is summed up by its first paragraph that is not a
+    heading (up to a code fence, cut at a word near ``limit``): a view with thousands of records
+    stays readable and cheap to rewrite, and the record's own page holds the rest.
+    """
     text = body.strip()
     if len(text) <= limit:
         return text, False
-    cut = text.find("\n\n", limit)
-    if cut == -1:
-        return text, False
-    head = text[:cut]
-    if head.count("```") % 2:  # never end inside a fenced code block
-        close = text.find("```", len(head))
-        end = text.find("\n\n", close) if close != -1 else -1
-        if end == -1:
-            return text, False
-        head = text[:end]
-    return head.rstrip(), len(head) < len(text)
+    paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    first = next((p for p in paragraphs if not p.startswith("#")), paragraphs[0])
+    fence = _FENCE.search(first)
+    if fence is not None:
+        first = first[: fence.start()].rstrip() or "(starts with a code block)"
+    if len(first) > limit:
+        first = first[:limit].rsplit(" ", 1)[0].rstrip() + " …"
+    return first, first != text
 
 
 @functools.lru_cache(maxsize=8)

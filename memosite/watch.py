@@ -21,6 +21,7 @@ from typing import Any
 
 from memosite.config import validate_project_id
 from memosite.errors import InvalidArguments, MemositeError
+from memosite.indexing import RefreshResult, rebuild_views, refresh_project
 from memosite.vault import RECORD_DIRS, Vault, is_record_name, warn
 
 CHANGE_EVENTS = frozenset({"created", "modified", "deleted", "moved"})
@@ -147,22 +148,21 @@ class Debouncer:
 
 
 @dataclass
-class ProjectChange:
-    """What one recompile did to one project."""
+class ProjectChange(RefreshResult):
+    """What one recompile did to one project: the index refresh plus the views it rewrote."""
 
-    project: str
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
+    project: str = ""
     views: list[str] = field(default_factory=list)
 
-    @property
-    def touched(self) -> bool:
-        return bool(self.added or self.changed or self.removed)
-
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {
+            "project": self.project,
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "invalid": self.invalid,
+            "views": self.views,
+        }
 
 
 @dataclass
@@ -185,23 +185,18 @@ def recompile_projects(vault: Vault, projects: Iterable[str]) -> WatchBatch:
     Only views that records of a changed kind appear in are rewritten. A project whose directory
     is gone loses its index rows and gets no views (so a deleted project stays deleted).
     """
-    from memosite.indexing import rebuild_views, refresh_project
 
     batch = WatchBatch(projects=[])
     with vault.lock():
         for project in sorted(projects):
-            change = ProjectChange(project)
             if not vault.project_dir(project).is_dir():
                 index = vault.index()
-                change.removed = sorted(index.file_stats(project))
+                batch.projects.append(ProjectChange(project=project, removed=sorted(index.file_stats(project))))
                 index.clear(project)
-                batch.projects.append(change)
                 continue
-            result = refresh_project(vault, project)
-            change.added, change.changed = result.added, result.changed
-            change.removed, change.invalid = result.removed, result.invalid
-            if result.touched:
-                change.views = [path.name for path in rebuild_views(vault, project, result.kinds)]
+            change = ProjectChange(project=project, **vars(refresh_project(vault, project)))
+            if change.touched:
+                change.views = [path.name for path in rebuild_views(vault, project, change.kinds)]
             batch.projects.append(change)
     return batch
 

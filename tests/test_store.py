@@ -514,7 +514,12 @@ def test_rewriting_the_successor_leaves_the_superseded_record_alone(vault: Vault
     upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"supersedes": "a"}, now=NOW)
     before = _file(vault, old.path).read_bytes()
     again = upsert_record(
-        vault, "demo", kind="decision", body="b2", slug="b", frontmatter={"supersedes": "a"},
+        vault,
+        "demo",
+        kind="decision",
+        body="b2",
+        slug="b",
+        frontmatter={"supersedes": "a"},
         now=NOW + timedelta(days=1),
     )
     assert again.superseded is True

@@ -195,10 +195,24 @@ def test_long_trap_bodies_are_cut_at_a_paragraph_and_linked(vault: Vault) -> Non
     assert "[Read the whole record](traps/long.md)" in text
 
 
+def test_digest_shows_short_bodies_whole_and_sums_up_long_ones() -> None:
+    from memosite.views import digest
+
+    assert digest("short body\n") == ("short body", False)
+    long_body = "# Heading\n\nFirst paragraph explains it.\n\n" + "More detail. " * 60
+    assert digest(long_body) == ("First paragraph explains it.", True)
+
+
 def test_digest_never_ends_inside_a_code_fence() -> None:
     from memosite.views import digest
 
-    body = "intro " * 20 + "\n\n```python\n" + "x = 1\n\n" * 200 + "```\n\nafter the code\n\ntail " + "y " * 400
-    text, more = digest(body, limit=150)
-    assert text.count("```") == 2 and more and "after the code" not in text
-    assert digest("short body\n") == ("short body", False)
+    body = "Run this:\n```sh\nmake clean\n" + "echo x\n" * 80 + "```\n\nafter the code"
+    text, more = digest(body)
+    assert text == "Run this:" and more
+
+
+def test_digest_cuts_a_long_paragraph_at_a_word() -> None:
+    from memosite.views import digest
+
+    text, more = digest("word " * 200)
+    assert more and text.endswith(" …") and len(text) <= 330 and "wor …" not in text

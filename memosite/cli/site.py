@@ -129,9 +129,7 @@ def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None) 
     serve_with_logs(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser)
 
 
-def serve_with_logs(
-    vault: Vault, *, dev_addr: str, config_file: str | None = None, open_browser: bool = False
-) -> None:
+def serve_with_logs(vault: Vault, *, dev_addr: str, config_file: str | None = None, open_browser: bool = False) -> None:
     """Serve with mkdocs' and memosite's log lines (the address, rebuilds) on stderr."""
     from memosite.site.server import serve as serve_site
 
