@@ -311,7 +311,7 @@ class Index:
             "SELECT project, kind, stale_last, severity_weight, month FROM fragments WHERE path = ?", (path,)
         ).fetchone()
         if old is not None:
-            self._count_chunk(*old, -1)
+            self._count_chunk(old[0], old[1], old[2], old[3], old[4], -1)
             self.conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
 
     def _count_chunk(self, project: str, kind: str, stale_last: int, weight: int, month: str, delta: int) -> None:

@@ -133,7 +133,7 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
     if entry.kind not in DURABLE_KINDS:
         entry.row_view = entry.row_index = entry.row_line = ""
         return
-    macros = env.get_template("rows.md.j2").module
+    macros: Any = env.get_template("rows.md.j2").module
     view = _RowView(entry, link_for(entry))
     macro_name = _ROW_MACRO.get(entry.kind)
     entry.row_view = str(getattr(macros, macro_name)(view)) if macro_name else ""

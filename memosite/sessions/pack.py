@@ -195,6 +195,7 @@ def read_pack(paths: SessionPaths) -> tuple[str, list[PackEntry]]:
             raise InvalidPack("a pack entry is not an object")
         path = item.get("path")
         validate_entry_path(path)
+        assert isinstance(path, str)  # validate_entry_path refused anything else
         digest, size = item.get("sha256"), item.get("size")
         if not isinstance(digest, str) or len(digest) != 64 or not isinstance(size, int) or path in seen:
             raise InvalidPack(f"pack entry {path!r} is malformed or repeated")

@@ -305,8 +305,8 @@ def _to_storm(
     scope = block.get("scope")
     if not isinstance(scope, str) or (scope != GLOBAL_SCOPE and scope != store.scope):
         scope = store.scope  # a record moving to another store takes that store's identity
-    created_at = block.get("created_at") if same_instant(block.get("created_at"), fm.get("created")) else fm["created"]
-    updated_at = block.get("updated_at") if same_instant(block.get("updated_at"), fm.get("updated")) else fm["updated"]
+    created_at = str(block["created_at"] if same_instant(block.get("created_at"), fm.get("created")) else fm["created"])
+    updated_at = str(block["updated_at"] if same_instant(block.get("updated_at"), fm.get("updated")) else fm["updated"])
     if str(fm["updated"]) < str(fm["created"]):
         updated_at = created_at
     raw_supersedes = block.get("supersedes", [])

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from memosite.errors import InvalidArguments
+from memosite.errors import InvalidArguments, MemositeError
 
 FORMAT_VERSION = 1
 KINDS = ("fact", "decision", "procedure", "checkpoint")
@@ -300,7 +300,7 @@ def _check_sources(check: _Checker, value: Any) -> None:
             check.timestamp(f"{where}.observed_at", source["observed_at"])
 
 
-def raise_problems(problems: list[Problem], error: type[InvalidArguments] = InvalidArguments, where: str = "") -> None:
+def raise_problems(problems: list[Problem], error: type[MemositeError] = InvalidArguments, where: str = "") -> None:
     """Raise ``error`` naming the first problem's field; every problem goes into ``details``."""
     if not problems:
         return
