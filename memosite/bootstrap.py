@@ -14,8 +14,9 @@ Three sections, rendered as Markdown and returned with their parts:
 The brief fits ``max_bytes`` of UTF-8 (``bootstrap.maxBytes`` in ``config.json``, 8192 by default).
 When it does not, the lowest-ranked records go first — decisions, then current work, then traps,
 each section from its end — and ``truncated`` is set; the first record that does not fit whole is
-cut short when a useful part of it still fits. Every record in the brief counts one hit (once per
-``session_id``).
+cut short when a useful part of it still fits. For an agent session (``session_id`` given) every
+record in the brief counts one hit, once per session, as ``get`` does; a brief read without a
+session counts none.
 """
 
 from __future__ import annotations
@@ -388,7 +389,11 @@ def build_bootstrap(
     included = [item for item, _ in chosen]
     kept = {id(item) for item in included}
     omitted = [item.id for item in ranked if id(item) not in kept]
-    recorded = record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
+    recorded = (
+        record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
+        if session_id
+        else []
+    )
     return BootstrapResult(
         project=project,
         query=query,

@@ -212,6 +212,14 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
     return counts
 
 
+def compile_project(vault: Vault, project: str) -> list[Path]:
+    """Pick up edits made outside memosite, then rewrite every view of the project."""
+    with vault.lock():
+        ensure_index(vault)
+        refresh_project(vault, project)
+        return write_views(vault, project)
+
+
 def ensure_index(vault: Vault) -> None:
     """A missing or outdated index is rebuilt from the files before first use."""
     if vault.index().fresh:

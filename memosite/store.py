@@ -168,21 +168,26 @@ def derive_slug(
     slug: str | None,
     now: datetime,
 ) -> str:
-    """explicit slug → frontmatter id → kind rule (prompt/session) → slugify(title) → ``<kind>-<ms>``."""
+    """explicit slug → frontmatter id → slugify(title) → ``<kind>-<ms>``.
+
+    prompt and session records follow their own rule after the id instead of the title:
+    ``prompt-<sessionId>-t<turn>`` (else ``prompt-<ms>-<6 hex>``) and ``session-<sessionId>``
+    (else ``session-<ms>``), so their names say where they come from.
+    """
     if slug:
         return validate_slug(slug)
     if frontmatter.get("id"):
         return validate_slug(str(frontmatter["id"]), "id")
     session_id = frontmatter.get("sessionId")
-    if kind == "prompt" and session_id and frontmatter.get("turn") is not None:
-        return validate_slug(f"prompt-{slugify(str(session_id))}-t{frontmatter['turn']}")
-    if kind == "session" and session_id:
-        return validate_slug(f"session-{slugify(str(session_id))}")
+    if kind == "prompt":
+        if session_id and frontmatter.get("turn") is not None:
+            return validate_slug(f"prompt-{slugify(str(session_id))}-t{frontmatter['turn']}")
+        return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
+    if kind == "session":
+        return validate_slug(f"session-{slugify(str(session_id))}") if session_id else f"session-{_epoch_ms(now)}"
     title = frontmatter.get("title")
     if isinstance(title, str) and slugify(title):
         return slugify(title)
-    if kind == "prompt":
-        return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
     return f"{kind}-{_epoch_ms(now)}"
 
 
@@ -268,6 +273,12 @@ def upsert_record(
         ensure_index(vault)
         target = vault.record_path(project, kind, slug)
         existing = _read_existing(target)
+        if existing is not None and existing.status == "superseded":
+            successor = existing.frontmatter.get("supersededBy")
+            raise InvalidTransition(
+                f"{existing.id} is superseded{f' by {successor}' if successor else ''} (terminal):"
+                " write the successor, or forget --purge this one"
+            )
         if existing is None and kind == "trap" and not incoming.get("supersedes") and not allow_duplicate:
             repeat = _find_recurrence(vault, project, body, incoming.get("pathPatterns") or [])
             if repeat is not None:
@@ -400,7 +411,8 @@ def _locate(
             if path.is_file():
                 return read_record(path), path
         if attempt == 0:
-            refresh_project(vault, project)  # the file may have been written outside memosite
+            with vault.lock():  # the file may have been written outside memosite
+                refresh_project(vault, project)
     raise RecordNotFound(f"Record not found: {record_id} in project {project}")
 
 
@@ -580,8 +592,10 @@ def list_records(
     now: datetime | None = None,
 ) -> list[RecordSummary]:
     now_iso = format_iso(now or utc_now())
-    ensure_index(vault)
     kinds = [normalize_kind(k) for k in kinds] if kinds else None
+    with vault.lock():  # pick up edits made outside memosite
+        ensure_index(vault)
+        refresh_project(vault, project)
     return [
         RecordSummary(
             id=e.id,

@@ -158,6 +158,13 @@ def test_brief_counts_hits_once_per_session(vault: Vault) -> None:
     assert read_record(vault.record_path(P, "trap", "t")).frontmatter["hits"] == 1
 
 
+def test_brief_without_a_session_counts_no_hits(vault: Vault) -> None:
+    put(vault, "trap", "t", severity="high")
+    result = build_bootstrap(vault, P, now=NOW)
+    assert [item.id for item in result.traps] == ["t"] and result.hits_recorded == []
+    assert "hits" not in read_record(vault.record_path(P, "trap", "t")).frontmatter
+
+
 def test_empty_project_gets_a_short_brief(vault: Vault) -> None:
     result = build_bootstrap(vault, P, now=NOW)
     assert "No active traps" in result.markdown and not result.truncated

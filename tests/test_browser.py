@@ -137,6 +137,8 @@ def test_as_of_narrows_the_table_to_the_records_active_that_day(page: object, si
     assert sorted(_titles(page)) == sorted([OLD_DECISION, EXPIRED])
     page.locator("input[name=asOf]").fill("2021-05-01")  # type: ignore[attr-defined]
     assert sorted(_titles(page)) == sorted([OLD_DECISION, ACTIVE])  # the staging trap expired in March
+    page.locator("input[name=hideExpired]").uncheck()  # type: ignore[attr-defined]
+    assert sorted(_titles(page)) == sorted([OLD_DECISION, ACTIVE])  # As Of's own bound still holds
 
 
 def test_filters_and_sorting_work_together(page: object, site_url: str) -> None:

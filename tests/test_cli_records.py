@@ -197,3 +197,45 @@ def test_bad_config_value_is_one_clear_line(vault_dir: Path) -> None:
     exit_code, out, err = run("list")
     assert exit_code == 1 and out == "" and "ttl.scratchDays must be a non-negative number" in err
     assert err.count("\n") == 1
+
+
+def test_compile_and_list_pick_up_hand_edits(vault_dir: Path) -> None:
+    run("upsert", "--kind", "trap", "--body", "x", "--slug", "t", "--title", "Old title")
+    path = vault_dir / "projects/demo/traps/t.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Old title", "New title"), encoding="utf-8")
+    code, data = run_json("list")
+    assert code == 0 and [r["title"] for r in data["records"]] == ["New title"]
+    run("compile")
+    assert "New title" in (vault_dir / "projects/demo/TRAPS.md").read_text(encoding="utf-8")
+
+
+def test_trap_recurrence_through_the_cli() -> None:
+    body = "Retrying the payment call without an idempotency key charges the customer twice"
+    _, first = run_json("upsert", "--kind", "trap", "--body", body, "--path", "src/pay.py", "--slug", "pay")
+    _, again = run_json("upsert", "--kind", "trap", "--body", body + " again", "--path", "src/pay.py", "--slug", "pay2")
+    assert first["recurrence"] is False and again["recurrence"] is True and again["id"] == "pay"
+    _, dup = run_json(
+        "upsert", "--kind", "trap", "--body", body, "--path", "src/pay.py", "--slug", "pay3", "--allow-duplicate"
+    )
+    assert dup["recurrence"] is False and dup["id"] == "pay3"
+    _, got = run_json("get", "--id", "pay")
+    assert got["frontmatter"]["occurrences"] == 2
+
+
+def test_supersedes_and_status_filter_through_the_cli() -> None:
+    run("upsert", "--kind", "decision", "--body", "LIKE", "--slug", "like")
+    _, new = run_json("upsert", "--kind", "decision", "--body", "FTS", "--slug", "fts", "--supersedes", "like")
+    assert new["superseded"] is True
+    _, superseded = run_json("list", "--status", "superseded")
+    assert [r["id"] for r in superseded["records"]] == ["like"]
+    code, out, _ = run("restore", "--id", "like", "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "INVALID_TRANSITION"
+
+
+def test_get_without_project_falls_back_to_the_single_sibling(monkeypatch: pytest.MonkeyPatch) -> None:
+    run("upsert", "--project", "other", "--kind", "decision", "--body", "shared", "--slug", "shared-d")
+    monkeypatch.delenv("MEMOSITE_PROJECT")
+    code, data = run_json("get", "--id", "shared-d")
+    assert code == 0 and data["project"] == "other"
+    code, data = run_json("get", "--id", "shared-d", "--project", "demo")
+    assert code == 1 and data["error"]["code"] == "RECORD_NOT_FOUND"

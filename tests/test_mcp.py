@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from click.testing import CliRunner
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult
@@ -23,25 +21,11 @@ from memosite.indexing import read_record
 from memosite.schema import KINDS
 
 STORE_TOOLS = {"upsert", "get", "append", "forget", "restore"}
-RETRIEVAL_MODULES = {
-    "search": "memosite.search",
-    "bootstrap": "memosite.bootstrap",
-    "rank": "memosite.salience",
-    "gc": "memosite.curator",
-}
+RETRIEVAL_TOOLS = {"search", "bootstrap", "rank", "gc"}
 READ_TOOLS = {"get", "search", "bootstrap", "rank"}
 
 
-def has_core(tool: str) -> bool:
-    return importlib.util.find_spec(RETRIEVAL_MODULES[tool]) is not None
-
-
-def needs_core(*tools: str) -> pytest.MarkDecorator:
-    missing = [RETRIEVAL_MODULES[t] for t in tools if not has_core(t)]
-    return pytest.mark.skipif(bool(missing), reason=f"not written yet: {', '.join(missing)}")
-
-
-EXPECTED_TOOLS = STORE_TOOLS | {name for name in RETRIEVAL_MODULES if has_core(name)}
+EXPECTED_TOOLS = STORE_TOOLS | RETRIEVAL_TOOLS
 
 
 def server_command() -> list[str]:
@@ -131,25 +115,23 @@ def test_tools_list_offers_every_tool_with_typed_schemas(vault_dir: Path) -> Non
         assert "required" not in get
         assert set(tools["forget"].input_schema["properties"]) == {"id", "kind", "slug", "purge", "projectId"}
         assert set(tools["append"].input_schema["required"]) == {"event"}
-        if "search" in tools:
-            search = tools["search"].input_schema["properties"]
-            assert search["sort"]["enum"] == ["relevance", "occurrences", "updated", "hits"]
-            assert {
-                "query",
-                "kinds",
-                "status",
-                "tags",
-                "path",
-                "includeExpired",
-                "asOf",
-                "limit",
-                "hitIds",
-                "sessionId",
-                "projectId",
-            } <= set(search)
-            assert search["limit"]["type"] == "integer"
-        if "gc" in tools:
-            assert set(tools["gc"].input_schema["properties"]) == {"dryRun", "purge", "projectId"}
+        search = tools["search"].input_schema["properties"]
+        assert search["sort"]["enum"] == ["relevance", "occurrences", "updated", "hits"]
+        assert {
+            "query",
+            "kinds",
+            "status",
+            "tags",
+            "path",
+            "includeExpired",
+            "asOf",
+            "limit",
+            "hitIds",
+            "sessionId",
+            "projectId",
+        } <= set(search)
+        assert search["limit"]["type"] == "integer"
+        assert set(tools["gc"].input_schema["properties"]) == {"dryRun", "purge", "projectId"}
 
     run(scenario)
 
@@ -217,7 +199,6 @@ def test_round_trip_upsert_get_forget_restore(vault_dir: Path) -> None:
     assert not (vault_dir / "projects/demo/decisions/money-is-integer-cents.md").exists()
 
 
-@needs_core("search", "gc")
 def test_round_trip_upsert_search_get_forget_gc(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
@@ -283,7 +264,6 @@ def test_structured_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
     assert results["append"]["id"].startswith("log-")
 
 
-@needs_core("search", "bootstrap", "rank", "gc")
 def test_retrieval_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
     cli_json(
         "upsert",
@@ -495,7 +475,6 @@ def test_stdout_carries_only_protocol_messages(vault_dir: Path) -> None:
 # --- hits --------------------------------------------------------------------------------------
 
 
-@needs_core("rank")
 def test_get_with_session_id_counts_one_hit_per_session(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
@@ -598,7 +577,6 @@ def test_one_server_answers_concurrent_reads_and_writes(vault_dir: Path) -> None
 # --- retrieval tools ---------------------------------------------------------------------------
 
 
-@needs_core("search")
 def test_search_filters_and_hit_ids_count_hits(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
@@ -633,7 +611,6 @@ def test_search_filters_and_hit_ids_count_hits(vault_dir: Path) -> None:
     assert read_record(vault_dir / "projects/demo/traps/cdn-cookie.md").frontmatter["hits"] == 1
 
 
-@needs_core("bootstrap", "rank")
 def test_bootstrap_text_is_the_markdown_brief_and_rank_orders_traps(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with connect(vault_dir) as session:
@@ -667,7 +644,6 @@ def test_bootstrap_text_is_the_markdown_brief_and_rank_orders_traps(vault_dir: P
     run(scenario)
 
 
-@needs_core("gc")
 def test_gc_reports_progress_to_a_client_that_asks(vault_dir: Path) -> None:
     steps: list[tuple[float, float | None]] = []
 

@@ -138,3 +138,24 @@ def test_errors_are_one_line_without_traceback_in_a_real_process(vault_dir: Path
     assert result.returncode == 1
     assert json.loads(result.stdout)["error"]["code"] == "SESSION_NOT_FOUND"
     assert "Traceback" not in result.stderr
+
+
+def test_a_secret_in_an_event_is_refused_and_nothing_is_logged(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memosite.cli import cli
+
+    runner = CliRunner()
+    assert runner.invoke(cli, ["session", "start", "--id", "leaky"]).exit_code == 0
+    log = Path(os.environ["MEMOSITE_VAULT"]) / "projects/demo/sessions/leaky/events.jsonl"
+    before = log.read_bytes()
+    token = "ghp_" + "Zq7xK2mP9w" * 4
+    result = runner.invoke(
+        cli, ["session", "append", "--session", "leaky", "--type", "fact", "--text", f"ci uses {token}", "--json"]
+    )
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["code"] == "SAFETY_VIOLATION"
+    assert token not in result.stdout
+    end = runner.invoke(cli, ["session", "end", "--session", "leaky", "--json"])
+    assert end.exit_code == 0, end.stdout
+    assert token.encode() not in log.read_bytes() and log.read_bytes().startswith(before)

@@ -66,8 +66,13 @@ def test_prompt_slug_uses_session_and_turn(vault: Vault) -> None:
 
 
 def test_prompt_without_session_gets_timestamp_and_random_hex(vault: Vault) -> None:
-    result = upsert_record(vault, "demo", kind="prompt", body="b", now=NOW)
+    result = upsert_record(vault, "demo", kind="prompt", body="b", frontmatter={"title": "My prompt"}, now=NOW)
     assert re.fullmatch(rf"prompt-{int(NOW.timestamp() * 1000)}-[0-9a-f]{{6}}", result.id)
+
+
+def test_session_without_session_id_gets_a_timestamped_slug(vault: Vault) -> None:
+    result = upsert_record(vault, "demo", kind="session", body="b", frontmatter={"title": "Work"}, now=NOW)
+    assert result.id == f"session-{int(NOW.timestamp() * 1000)}"
 
 
 def test_session_slug_uses_session_id(vault: Vault) -> None:
@@ -416,6 +421,10 @@ def test_restore_brings_archived_back_to_active(vault: Vault) -> None:
 def test_superseded_is_terminal(vault: Vault) -> None:
     upsert_record(vault, "demo", kind="decision", body="a", slug="a")
     upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"supersedes": "a"})
+    before = vault.record_path("demo", "decision", "a").read_bytes()
+    with pytest.raises(InvalidTransition, match="superseded by b"):
+        upsert_record(vault, "demo", kind="decision", body="a again", slug="a", frontmatter={"status": "active"})
+    assert vault.record_path("demo", "decision", "a").read_bytes() == before
     with pytest.raises(InvalidTransition):
         restore_record(vault, "demo", record_id="a")
     with pytest.raises(InvalidTransition):

@@ -171,14 +171,9 @@ def test_a_promotion_in_the_store_wins_over_the_sidecar(vault: Vault, tmp_path: 
 def test_export_refuses_a_status_the_store_lifecycle_forbids(vault: Vault, store: Store) -> None:
     import_store(vault, "demo", store)
     superseded = next(r for r in store.records() if r.record.status == "superseded")
-    upsert_record(
-        vault,
-        "demo",
-        kind="decision",
-        body="LIKE queries.\n",
-        slug=superseded.record.key,
-        frontmatter={"status": "active"},
-    )
+    # memosite itself refuses to revive a superseded record; a person editing the file can.
+    path = vault.record_path("demo", "decision", superseded.record.key)
+    path.write_text(path.read_text(encoding="utf-8").replace("status: superseded", "status: active"), encoding="utf-8")
     before = store_files(store)
     with pytest.raises(InvalidTransition, match="superseded→active"):
         export_project(vault, "demo", store.path)

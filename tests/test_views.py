@@ -83,7 +83,21 @@ def test_decisions_summary_accepted_proposed_and_superseded_sections(vault: Vaul
     accepted = text.split("## Accepted")[1].split("## Proposed")[0]
     assert "### S" in accepted and "### B" in accepted and "### A" not in accepted
     assert "### P" in text.split("## Proposed")[1]
-    assert "- [A](decisions/a.md) → superseded by [B](decisions/b.md)" in text
+    assert "- [A](decisions/a.md) → superseded by [B](decisions/b.md)\n" in text
+
+
+def test_each_superseded_decision_is_its_own_list_item(vault: Vault) -> None:
+    for name in ("a", "b", "c"):
+        upsert_record(vault, "demo", kind="decision", body=name, slug=name, frontmatter={"title": name.upper()})
+    upsert_record(vault, "demo", kind="decision", body="d", slug="d", frontmatter={"title": "D", "supersedes": "a"})
+    upsert_record(vault, "demo", kind="decision", body="e", slug="e", frontmatter={"title": "E", "supersedes": "b"})
+    upsert_record(vault, "demo", kind="decision", body="f", slug="f", frontmatter={"title": "F", "supersedes": "ghost"})
+    section = _view(vault, "DECISIONS.md").split("## Superseded")[1].split("##")[0]
+    items = [line for line in section.splitlines() if line.startswith("- ")]
+    assert items == [
+        "- [B](decisions/b.md) → superseded by [E](decisions/e.md)",
+        "- [A](decisions/a.md) → superseded by [D](decisions/d.md)",
+    ]
 
 
 def test_index_counts_and_tables_for_durable_kinds_only(vault: Vault) -> None:

@@ -189,13 +189,13 @@ def list_(app: App, kinds: tuple[str, ...], statuses: tuple[str, ...]) -> None:
 @click.command("compile")
 @vault_options
 def compile_(app: App) -> None:
-    """Rebuild the compiled views (TRAPS.md, DECISIONS.md, INDEX.md, PROMPTS.md, SESSIONS.md)."""
-    from memosite.indexing import ensure_index
-    from memosite.views import write_views
+    """Rebuild the compiled views (TRAPS.md, DECISIONS.md, INDEX.md, PROMPTS.md, SESSIONS.md).
 
-    with app.vault.lock():
-        ensure_index(app.vault)
-        paths = write_views(app.vault, app.project)
+    Records edited by hand since memosite last saw them are picked up first.
+    """
+    from memosite.indexing import compile_project
+
+    paths = compile_project(app.vault, app.project)
     app.emit(
         {"project": app.project, "views": [app.vault.relative(p) for p in paths]},
         "\n".join(f"compiled {app.vault.relative(p)}" for p in paths),

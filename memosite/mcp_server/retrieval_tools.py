@@ -8,7 +8,6 @@ not installed is not offered at all rather than offered and failing.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 from typing import Annotated, Any, Literal
 
 import anyio.from_thread
@@ -25,24 +24,12 @@ StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 LayerName = Literal[LAYERS]  # type: ignore[valid-type]
 SortOrder = Literal["relevance", "occurrences", "updated", "hits"]
 
-# tool -> the core module it needs
-_CORE_MODULES = {
-    "search": "memosite.search",
-    "bootstrap": "memosite.bootstrap",
-    "rank": "memosite.salience",
-    "gc": "memosite.curator",
-}
-
 
 class RetrievalTools:
     """Bound methods registered as MCP tools; their docstrings are the descriptions models read."""
 
     def __init__(self, runtime: ToolRuntime) -> None:
         self.runtime = runtime
-
-    @staticmethod
-    def available(name: str) -> bool:
-        return importlib.util.find_spec(_CORE_MODULES[name]) is not None
 
     async def search(
         self,

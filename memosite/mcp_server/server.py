@@ -128,8 +128,7 @@ def _tool_table(runtime: ToolRuntime) -> list[tuple[str, Callable[..., Any], Too
     for name, hints in STORE_TOOL_HINTS.items():
         table.append((name, getattr(store, name), hints))
     for name, hints in RETRIEVAL_TOOL_HINTS.items():
-        if retrieval.available(name):
-            table.append((name, getattr(retrieval, name), hints))
+        table.append((name, getattr(retrieval, name), hints))
     return table
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memosite.errors import InvalidArguments
+from memosite.errors import InvalidArguments, SafetyViolation
+from memosite.secrets import scan_text
 
 ENVELOPE_VERSION = 1
 MAX_EVENT_BYTES = 4 * 1024 * 1024
@@ -67,11 +68,18 @@ class Event:
         }
 
     def encode(self) -> bytes:
-        """One line of ``events.jsonl``; raises InvalidArguments for payloads JSON cannot hold."""
+        """One line of ``events.jsonl``; raises InvalidArguments for payloads JSON cannot hold and
+        SafetyViolation for one that holds something like a secret (nothing is logged then)."""
         try:
             text = _ENCODER.encode(self.to_json())
         except (TypeError, ValueError) as exc:
             raise InvalidArguments(f"event payload is not JSON-serialisable: {exc}") from exc
+        findings = scan_text(text, where=f"{self.type} event")
+        if findings:
+            raise SafetyViolation(
+                f"refusing to log: {findings[0].describe()}",
+                details={"findings": [finding.to_dict() for finding in findings]},
+            )
         line = text.encode("utf-8") + b"\n"
         if len(line) > MAX_EVENT_BYTES:
             raise InvalidArguments(f"event is {len(line)} bytes; the limit is {MAX_EVENT_BYTES} bytes")

@@ -28,13 +28,16 @@
     return value ? parseTime(value + DAY_END) : null;
   }
 
+  /* As Of shows what was active on that day — created by then and not yet expired then —
+     whatever Hide expired says; Hide expired alone hides what has expired by now. */
   function visible(record, state, now) {
-    var reference = state.asOf !== null ? state.asOf : now;
     if (state.asOf !== null) {
       var created = parseTime(record.created);
       if (created !== null && created > state.asOf) return false;
+      if (expiredAt(record, state.asOf)) return false;
+    } else if (state.hideExpired && expiredAt(record, now)) {
+      return false;
     }
-    if (state.hideExpired && expiredAt(record, reference)) return false;
     if (state.kind && record.kind !== state.kind) return false;
     if (state.status && record.status !== state.status) return false;
     if (state.severity && record.severity !== state.severity) return false;
