@@ -17,7 +17,7 @@ from typing import Any
 
 from memosite.errors import StorageError
 
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "15"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

@@ -86,8 +86,12 @@ def digest(body: str, limit: int = DIGEST_CHARS) -> tuple[str, bool]:
 
 
 @functools.lru_cache(maxsize=8)
-def template_env(override_dir: Path | None = None) -> jinja2.Environment:
-    """Jinja environment over our templates; a vault's own ``templates/`` overrides them."""
+def template_env(override_dir: Path | None = None, bytecode_dir: Path | None = None) -> jinja2.Environment:
+    """Jinja environment over our templates; a vault's own ``templates/`` overrides them.
+
+    Compiled templates are kept in ``bytecode_dir`` (keyed by their source's checksum), so a
+    short-lived CLI process does not spend its first write compiling them.
+    """
     loaders: list[jinja2.BaseLoader] = []
     if override_dir is not None and override_dir.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(override_dir)))
@@ -99,13 +103,24 @@ def template_env(override_dir: Path | None = None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.Undefined,
+        bytecode_cache=_bytecode_cache(bytecode_dir),
     )
     env.filters.update(inline=_inline, cell=_cell, day=_day, digest=digest)
     return env
 
 
+def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
+    if directory is None:
+        return None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # a cache, not a requirement
+    return jinja2.FileSystemBytecodeCache(str(directory))
+
+
 def env_for(vault: Vault) -> jinja2.Environment:
-    return template_env(vault.root / "templates")
+    return template_env(vault.root / "templates", vault.internal_dir / "jinja-cache")
 
 
 def link_for_path(path: str) -> str:
