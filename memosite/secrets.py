@@ -417,14 +417,54 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 # Base64 payloads of data URIs (inline images) are opaque; nothing inside them is reported.
-# Every rule above needs one of these (case-insensitively) to match: text without any of them,
-# and without markup that could hide one (tags, entities), holds no secret. Keep it a superset
-# when adding a rule. It makes scanning short texts (session events, frontmatter values) cheap.
-_MAYBE_SECRET = re.compile(
-    r"-----begin|akia|asia|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt|cbt|soat)-|xox[abposr]-|xapp-"
-    r"|hooks\.slack\.com|sk-|sk_|rk_|aiza|npm_|pypi-|eyj|://|authorization|passw|pwd|secret|api|private|token",
-    re.IGNORECASE,
+# Every rule above needs one of these substrings (in lowered text) to match: text without any of
+# them, and without markup that could hide one (tags, entities), holds no secret. Keep it a
+# superset when adding a rule. Plain substring tests, not one big regex: an alternation of this
+# size costs ~30 µs per short text in Python's re, the tests below ~1 µs.
+_SECRET_NEEDLES = (
+    "-----begin",
+    "akia",
+    "asia",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "gldt-",
+    "glrt-",
+    "glptt-",
+    "glcbt-",
+    "glsoat-",
+    "xox",
+    "xapp-",
+    "hooks.slack.com",
+    "sk-",
+    "sk_",
+    "rk_",
+    "aiza",
+    "npm_",
+    "pypi-",
+    "eyj",
+    "://",
+    "authorization",
+    "passw",
+    "pwd",
+    "secret",
+    "api",
+    "private",
+    "token",
 )
+
+
+def _might_hold_secret(text: str) -> bool:
+    if "<" in text or "&" in text:
+        return True  # markup can split or encode a secret: scan it properly
+    lowered = text.lower()
+    return any(needle in lowered for needle in _SECRET_NEEDLES)
+
+
 _DATA_URI = re.compile(r"data:[\w.+/-]*(?:;[\w.+-]+=?[\w.+-]*)*;base64,[A-Za-z0-9+/=]+")
 _HTML_HINT = re.compile(r"</[A-Za-z]|&(?:quot|#\d+|#x[0-9a-fA-F]+|lt|gt|amp|apos);")
 _HTML_TAG = re.compile(r"<[^<>\n]*>")
@@ -499,7 +539,7 @@ def scan_text(text: str, where: str = "text") -> list[SecretFinding]:
     HTML (the built site) is also scanned as its visible text, so a credential split across
     syntax-highlighting spans or written with ``&quot;`` entities is still found.
     """
-    if not text or ("<" not in text and "&" not in text and _MAYBE_SECRET.search(text) is None):
+    if not text or not _might_hold_secret(text):
         return []
     variants = [text]
     if ("<" in text or "&" in text) and _HTML_HINT.search(text):
