@@ -62,6 +62,8 @@ def plan_rollups(vault: Vault, project: str, logs: list[tuple[str, RecordFile]])
     """Eligible ``(created, event)`` pairs grouped by month, each month's events sorted by time."""
     by_month: dict[str, list[tuple[str, RecordFile]]] = {}
     for created, item in logs:
+        if item.path.name.startswith(ROLLUP_PREFIX):
+            continue  # a file named like a roll-up is one (whatever its id): extended, never merged away
         by_month.setdefault(created[:7], []).append((created, item))
     plans = []
     for month in sorted(by_month):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite import gitsync
-from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
+from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound, StorageError
 from memosite.expiration import (
     compute_expires_at,
     is_expired_at,
@@ -266,12 +266,16 @@ def upsert_record(
         incoming["linkedPaths"] = sanitize_paths([*linked, *folded])
     slug = derive_slug(kind, incoming, slug, now)
     incoming.setdefault("id", slug)
+    if incoming.get("supersedes") not in (None, ""):
+        older = validate_slug(str(incoming["supersedes"]), "supersedes id")
+        if older == str(incoming["id"]):
+            raise InvalidArguments(f"{older} cannot supersede itself")
     validate_frontmatter({**incoming, "kind": kind, "project": project}, require=False)
     assert_no_secrets(body, incoming)
 
     with vault.lock():
         ensure_index(vault)
-        target = vault.record_path(project, kind, slug)
+        target = _writable_target(vault, vault.record_path(project, kind, slug))
         existing = _read_existing(target)
         if existing is not None and existing.status == "superseded":
             successor = existing.frontmatter.get("supersededBy")
@@ -391,29 +395,66 @@ def _locate(
     kind: str | None = None,
     slug: str | None = None,
 ) -> tuple[Record, Path]:
-    """Lookup order: kind+slug path → ``<id>.md`` in each kind directory → frontmatter id."""
+    """Lookup order: kind+slug path → ``<id>.md`` in each kind directory → frontmatter id.
+
+    Symlinks are never followed (a record must live inside the vault), and an id that names
+    records of two kinds is ambiguous rather than a guess: a purge must not hit the wrong one.
+    """
     if kind and slug:
         path = vault.record_path(project, normalize_kind(kind), slug)
-        if path.is_file():
+        if _is_record_file(vault, path):
             return read_record(path), path
         raise RecordNotFound(f"Record not found: {kind}/{slug} in project {project}")
     if not record_id:
         raise InvalidArguments("give an id, or both kind and slug")
-    if "\x00" in record_id or "/" in record_id or "\\" in record_id:
-        raise InvalidArguments(f"invalid id {record_id!r}")
-    for subdir in dict.fromkeys(subdir_for_kind(k) for k in KINDS):
-        path = vault.project_dir(project) / subdir / f"{record_id}.md"
-        if path.is_file():
-            return read_record(path), path
+    if "\x00" in record_id or "/" in record_id or "\\" in record_id or len(record_id) > 200:
+        raise InvalidArguments(f"invalid id {record_id[:60]!r}{'…' if len(record_id) > 60 else ''}")
+    named = [
+        path
+        for subdir in dict.fromkeys(subdir_for_kind(k) for k in KINDS)
+        if _is_record_file(vault, path := vault.project_dir(project) / subdir / f"{record_id}.md")
+    ]
+    if len(named) > 1:
+        kinds = ", ".join(path.parent.name for path in named)
+        raise InvalidArguments(f"id {record_id} is ambiguous ({kinds}): give --kind and --slug")
+    if named:
+        return read_record(named[0]), named[0]
     for attempt in range(2):
-        for entry in vault.index().by_id(record_id, project):
-            path = vault.root / entry.path
-            if path.is_file():
-                return read_record(path), path
+        found = [vault.root / e.path for e in vault.index().by_id(record_id, project)]
+        found = [path for path in found if _is_record_file(vault, path)]
+        if len(found) > 1:
+            raise InvalidArguments(f"id {record_id} is ambiguous ({len(found)} records): give --kind and --slug")
+        if found:
+            return read_record(found[0]), found[0]
         if attempt == 0:
             with vault.lock():  # the file may have been written outside memosite
                 refresh_project(vault, project)
     raise RecordNotFound(f"Record not found: {record_id} in project {project}")
+
+
+def _crosses_symlink(vault: Vault, path: Path) -> bool:
+    """True when reaching ``path`` from the vault root would follow a symlink (or leave the vault)."""
+    try:
+        relative = path.relative_to(vault.root)
+    except ValueError:
+        return True
+    current = vault.root
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
+def _is_record_file(vault: Vault, path: Path) -> bool:
+    """A regular file inside the vault, reached without following a symlink."""
+    return not _crosses_symlink(vault, path) and path.is_file()
+
+
+def _writable_target(vault: Vault, path: Path) -> Path:
+    if _crosses_symlink(vault, path):
+        raise StorageError(f"refusing to write {vault.relative(path)}: it is reached through a symlink")
+    return path
 
 
 def get_record(
@@ -489,7 +530,7 @@ def append_event(
         ensure_index(vault)
         while True:
             record_id = event_id(kind, now)
-            path = vault.record_path(project, kind, record_id)
+            path = _writable_target(vault, vault.record_path(project, kind, record_id))
             if not path.exists():
                 break
         fm = validate_frontmatter(

@@ -484,3 +484,20 @@ def test_cli_gc_prints_a_readable_summary_without_progress_bar_off_terminal(vaul
     assert result.exit_code == 0, result.output
     assert "purged reviews" in result.stdout and "reviews/r.md" in result.stdout
     assert result.stderr == ""
+
+
+def test_a_log_saved_under_a_rollup_file_name_is_extended_not_lost(vault: Vault) -> None:
+    from memosite.curator import run_gc
+    from memosite.indexing import read_record
+    from memosite.store import append_event, upsert_record
+
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    upsert_record(
+        vault, "demo", kind="log", slug="log-rollup-2026-09", body="Refunds were double-issued\n",
+        frontmatter={"id": "sept-incident", "created": "2026-09-10T00:00:00Z"}, now=now,
+    )
+    append_event(vault, "demo", event="September deploy", now=datetime(2026, 9, 12, tzinfo=UTC))
+    run_gc(vault, "demo", now=now)
+    rollup = vault.kind_dir("demo", "log") / "log-rollup-2026-09.md"
+    text = read_record(rollup).body
+    assert "Refunds were double-issued" in text and "September deploy" in text

@@ -533,3 +533,54 @@ def test_rewriting_the_successor_leaves_the_superseded_record_alone(vault: Vault
     )
     assert again.superseded is True
     assert _file(vault, old.path).read_bytes() == before
+
+
+def test_a_bad_supersedes_id_fails_before_anything_is_written(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="decision", body="original", slug="d")
+    before = vault.record_path("demo", "decision", "d").read_bytes()
+    for bad in ("../x", "x" * 300):
+        with pytest.raises(InvalidArguments):
+            upsert_record(vault, "demo", kind="decision", body="REPLACED", slug="d", frontmatter={"supersedes": bad})
+        with pytest.raises(InvalidArguments):
+            upsert_record(vault, "demo", kind="decision", body="new", slug="new", frontmatter={"supersedes": bad})
+    assert vault.record_path("demo", "decision", "d").read_bytes() == before
+    assert not vault.record_path("demo", "decision", "new").exists()
+
+
+def test_a_record_cannot_supersede_itself(vault: Vault) -> None:
+    with pytest.raises(InvalidArguments, match="itself"):
+        upsert_record(vault, "demo", kind="decision", body="b", slug="me", frontmatter={"supersedes": "me"})
+
+
+def test_an_id_shared_by_two_kinds_is_ambiguous_not_guessed(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="decision", body="the decision", slug="same")
+    upsert_record(vault, "demo", kind="trap", body="the trap", slug="same")
+    with pytest.raises(InvalidArguments, match="ambiguous"):
+        forget_record(vault, "demo", record_id="same", purge=True)
+    assert vault.record_path("demo", "decision", "same").exists() and vault.record_path("demo", "trap", "same").exists()
+    assert forget_record(vault, "demo", kind="trap", slug="same", purge=True).purged
+
+
+def test_an_overlong_id_is_invalid_arguments(vault: Vault) -> None:
+    with pytest.raises(InvalidArguments):
+        get_record(vault, "demo", record_id="x" * 300)
+
+
+def test_records_behind_symlinks_are_neither_read_nor_written(vault: Vault, tmp_path: Path) -> None:
+    from memosite.errors import StorageError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(
+        "---\nid: secret\nkind: decision\nproject: demo\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\nout\n",
+        encoding="utf-8",
+    )
+    decisions = vault.kind_dir("demo", "decision")
+    decisions.mkdir(parents=True)
+    (decisions / "linked.md").symlink_to(outside / "secret.md")
+    with pytest.raises(RecordNotFound):
+        get_record(vault, "demo", kind="decision", slug="linked")
+    (vault.project_dir("demo") / "traps").symlink_to(outside)
+    with pytest.raises(StorageError, match="symlink"):
+        upsert_record(vault, "demo", kind="trap", body="b", slug="escapes")
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
