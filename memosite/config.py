@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -118,10 +119,13 @@ _NUMERIC_SETTINGS = (
 
 def _check_types(config: VaultConfig, path: Path) -> None:
     """Bad settings fail here, with the key named, not deep inside a command."""
+    for section in ("ttl", "vaultGit", "bootstrap", "sessions"):
+        if not isinstance(config.raw.get(section), dict):
+            raise InvalidArguments(f"{path}: {section} must be an object")
     for section, key in _NUMERIC_SETTINGS:
         holder = config.raw.get(section)
         value = holder.get(key) if isinstance(holder, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise InvalidArguments(f"{path}: {section}.{key} must be a non-negative number, got {value!r}")
     git = config.raw.get("vaultGit")
     if not isinstance(git, dict) or not all(isinstance(git.get(k), bool) for k in ("enabled", "atomic")):
@@ -134,7 +138,13 @@ def default_vault_root(env: Mapping[str, str]) -> Path:
 
 
 def resolve_vault_root(explicit: str | Path | None, env: Mapping[str, str]) -> Path:
-    """``--vault`` beats ``MEMOSITE_VAULT`` beats ``~/.memosite``."""
+    """``--vault`` beats ``MEMOSITE_VAULT`` beats ``~/.memosite``.
+
+    An empty ``--vault`` is an error (a script's unset variable must not land in the real vault);
+    an empty ``MEMOSITE_VAULT`` counts as unset.
+    """
+    if explicit is not None and not str(explicit).strip():
+        raise InvalidArguments("--vault must not be empty")
     chosen = explicit or env.get("MEMOSITE_VAULT")
     root = Path(chosen).expanduser() if chosen else default_vault_root(env)
     return root.absolute()

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from memosite.errors import InvalidArguments
 from memosite.schema import format_iso, utc_now
-from memosite.store import append_event, upsert_record
+from memosite.store import append_event, derive_slug, upsert_record
 from memosite.vault import Vault
 
 DEMO_PROJECT = "acme-shop"
@@ -205,15 +206,33 @@ class DemoResult:
         return dict(self.__dict__)
 
 
+DEMO_MARKER = ".memosite-demo"
+
+
 def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | None = None) -> DemoResult:
-    """Write the sample records (idempotent: running it again updates them in place)."""
+    """Write the sample records into a new (or earlier demo) project.
+
+    A project holding records of its own is refused; in a demo project only the sample records
+    that are missing are written, so running it again never overwrites anything.
+    """
     now = now or utc_now()
+    marker = vault.project_dir(project) / DEMO_MARKER
+    if not marker.exists() and any(vault.iter_record_files(project)):
+        raise InvalidArguments(
+            f"project {project} in {vault.root} already holds records; the demo writes only into a new"
+            " project (choose another --vault or --project)"
+        )
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("written by memosite demo\n", encoding="utf-8")
     count = 0
     for seed in [*_TRAPS, *_DECISIONS, *_OTHERS]:
         moment = now - timedelta(days=seed.days_ago)
         frontmatter = {k: v for k, v in seed.frontmatter.items() if v is not None}
         frontmatter.setdefault("created", format_iso(moment))
         frontmatter.setdefault("updated", format_iso(moment))
+        slug = derive_slug(seed.kind, frontmatter, None, moment)
+        if vault.record_path(project, seed.kind, slug).exists():
+            continue  # never overwrite: a person may have edited the sample
         upsert_record(
             vault,
             project,
@@ -221,6 +240,7 @@ def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | 
             body=seed.body,
             frontmatter=frontmatter,
             path=seed.path,
+            slug=slug,
             allow_duplicate=True,
             now=moment,
         )

@@ -7,6 +7,7 @@ title, body and tags kept in step by triggers. Delete the file and ``memosite re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import StorageError
+from memosite.vault import warn
 
 SCHEMA_VERSION = "15"
 
@@ -238,10 +240,29 @@ class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
+            self.fresh = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise StorageError(f"cannot open index {path}: {exc}") from exc
+            # Not a database, or damaged: the index is a cache of the Markdown, so start a new one.
+            warn(f"index {path.name} is damaged ({exc}); rebuilding it from the records")
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{path}{suffix}").unlink()
+            try:
+                self.fresh = self._connect()
+            except sqlite3.Error as again:
+                raise StorageError(f"cannot open index {path}: {again}") from again
+        except OSError as exc:
             raise StorageError(f"cannot open index {path}: {exc}") from exc
+        # View pieces this process has assembled, current while view_cache still holds their token.
+        self._pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
+
+    def _connect(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA journal_mode = WAL")
@@ -249,9 +270,7 @@ class Index:
         # Views scan whole fragment ranges: map the file instead of copying pages through read().
         self.conn.execute("PRAGMA mmap_size = 268435456")
         self.conn.execute("PRAGMA cache_size = -32768")
-        self.fresh = self._ensure_schema()
-        # View pieces this process has assembled, current while view_cache still holds their token.
-        self._pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
+        return self._ensure_schema()
 
     def _ensure_schema(self) -> bool:
         """Create the schema; returns True when the index was (re)created and must be filled."""
@@ -260,7 +279,8 @@ class Index:
         if has_meta:
             row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             version = row[0] if row else None
-        if version == SCHEMA_VERSION:
+        tables = {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == SCHEMA_VERSION and tables >= _TABLES:
             return False
         if version is not None:
             # An index from another memosite version: it is a cache, so start over.
@@ -502,6 +522,9 @@ class Index:
     def count(self, project: str | None = None) -> int:
         clauses, params = _filters(project, None, None)
         return int(self.conn.execute(f"SELECT count(*) FROM records{clauses}", params).fetchone()[0])
+
+
+_TABLES = {"meta", "records", "records_fts", "fragments", "fragment_chunks", "view_cache"}
 
 
 def chunk_key(stale_last: int, severity_weight: int, month: str) -> str:

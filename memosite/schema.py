@@ -72,6 +72,8 @@ def subdir_for_kind(kind: str) -> str:
 
 def validate_slug(slug: str, what: str = "slug") -> str:
     """A slug names one file inside its kind directory and can never leave it."""
+    if isinstance(slug, str) and len(slug) > 200:
+        raise InvalidArguments(f"invalid {what}: {len(slug)} characters long, at most 200")
     if not isinstance(slug, str) or "\x00" in slug or not _SLUG_RE.match(slug) or ".." in slug or slug.endswith(".md"):
         raise InvalidArguments(
             f"invalid {what} {slug!r}: use letters, digits, '.', '_' or '-' (no path separators, '..' or NUL)"
@@ -182,11 +184,35 @@ def _validate_entries(name: str, value: Any, type_values: tuple[str, ...], requi
     return entries
 
 
+MAX_FRONTMATTER_NODES = 10_000
+
+
+def _check_structure(data: Mapping[str, Any]) -> None:
+    """Frontmatter must be plain data: no self-referencing YAML aliases, no alias "bombs" that
+    expand into millions of nodes, no NaN or infinity (JSON, the index and --json can't hold them)."""
+    visited = 0
+    stack: list[tuple[str, Any, frozenset[int]]] = [(str(k), v, frozenset()) for k, v in data.items()]
+    while stack:
+        where, node, ancestors = stack.pop()
+        visited += 1
+        if visited > MAX_FRONTMATTER_NODES:
+            raise InvalidArguments(f"frontmatter is too large (over {MAX_FRONTMATTER_NODES} values, or an alias bomb)")
+        if isinstance(node, float) and not math.isfinite(node):
+            raise InvalidArguments(f"invalid {where}: {node} is not a finite number", details={"field": where})
+        if isinstance(node, (dict, list)):
+            if id(node) in ancestors:
+                raise InvalidArguments(f"invalid {where}: a YAML alias refers to itself", details={"field": where})
+            inner = ancestors | {id(node)}
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend((f"{where}.{key}", value, inner) for key, value in items)
+
+
 def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> dict[str, Any]:
     """Check and normalise frontmatter; returns a new dict. Unknown keys pass through untouched.
 
     Raises :class:`InvalidArguments` naming the field (and the allowed values for enums).
     """
+    _check_structure(data)
     result: dict[str, Any] = dict(data)
     result.setdefault("status", "active")
     result.setdefault("source", "agent")

@@ -267,9 +267,9 @@ def upsert_record(
     slug = derive_slug(kind, incoming, slug, now)
     incoming.setdefault("id", slug)
     if incoming.get("supersedes") not in (None, ""):
-        older = validate_slug(str(incoming["supersedes"]), "supersedes id")
-        if older == str(incoming["id"]):
-            raise InvalidArguments(f"{older} cannot supersede itself")
+        older_slug = validate_slug(str(incoming["supersedes"]), "supersedes id")
+        if older_slug == str(incoming["id"]):
+            raise InvalidArguments(f"{older_slug} cannot supersede itself")
     validate_frontmatter({**incoming, "kind": kind, "project": project}, require=False)
     assert_no_secrets(body, incoming)
 
@@ -634,6 +634,7 @@ def list_records(
 ) -> list[RecordSummary]:
     now_iso = format_iso(now or utc_now())
     kinds = [normalize_kind(k) for k in kinds] if kinds else None
+    statuses = [str(validate_frontmatter({"status": s}, require=False)["status"]) for s in statuses or ()] or None
     with vault.lock():  # pick up edits made outside memosite
         ensure_index(vault)
         refresh_project(vault, project)

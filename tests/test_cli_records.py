@@ -239,3 +239,52 @@ def test_get_without_project_falls_back_to_the_single_sibling(monkeypatch: pytes
     assert code == 0 and data["project"] == "other"
     code, data = run_json("get", "--id", "shared-d", "--project", "demo")
     assert code == 1 and data["error"]["code"] == "RECORD_NOT_FOUND"
+
+
+def test_demo_never_overwrites_a_real_project(tmp_path: Path) -> None:
+    target = tmp_path / "real"
+    run(
+        "upsert",
+        "--vault",
+        str(target),
+        "--project",
+        "acme-shop",
+        "--kind",
+        "decision",
+        "--slug",
+        "postgres-system-of-record",
+        "--body",
+        "We chose MySQL.",
+    )
+    code, data = run_json("demo", "--vault", str(target))
+    assert code == 1 and data["error"]["code"] == "INVALID_ARGUMENTS"
+    text = (target / "projects/acme-shop/decisions/postgres-system-of-record.md").read_text(encoding="utf-8")
+    assert text.endswith("We chose MySQL.")
+
+
+def test_demo_runs_again_without_rewriting_its_records(tmp_path: Path) -> None:
+    target = tmp_path / "demo-again"
+    run_json("demo", "--vault", str(target))
+    trap = next((target / "projects/acme-shop/traps").glob("*.md"))
+    trap.write_text(trap.read_text(encoding="utf-8") + "edited by a person\n", encoding="utf-8")
+    code, data = run_json("demo", "--vault", str(target))
+    assert code == 0 and data["records"] == 0
+    assert trap.read_text(encoding="utf-8").endswith("edited by a person\n")
+
+
+def test_empty_vault_option_is_refused() -> None:
+    code, data = run_json("list", "--vault", "")
+    assert code == 1 and "--vault must not be empty" in data["error"]["message"]
+
+
+def test_body_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff\xfe binary")
+    code, data = run_json("upsert", "--kind", "spec", "--body-file", str(bad))
+    assert code == 1 and "not UTF-8" in data["error"]["message"]
+
+
+@pytest.mark.parametrize("details", ["NaN", '{"x": Infinity}', '{"x": 1e999}', '{"x": "\\ud800"}'])
+def test_non_finite_numbers_and_broken_unicode_are_refused(details: str) -> None:
+    code, data = run_json("append", "--event", "e", "--details", details)
+    assert code == 1 and data["error"]["code"] == "INVALID_ARGUMENTS"

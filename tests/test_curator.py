@@ -493,8 +493,13 @@ def test_a_log_saved_under_a_rollup_file_name_is_extended_not_lost(vault: Vault)
 
     now = datetime(2026, 11, 30, tzinfo=UTC)
     upsert_record(
-        vault, "demo", kind="log", slug="log-rollup-2026-09", body="Refunds were double-issued\n",
-        frontmatter={"id": "sept-incident", "created": "2026-09-10T00:00:00Z"}, now=now,
+        vault,
+        "demo",
+        kind="log",
+        slug="log-rollup-2026-09",
+        body="Refunds were double-issued\n",
+        frontmatter={"id": "sept-incident", "created": "2026-09-10T00:00:00Z"},
+        now=now,
     )
     append_event(vault, "demo", event="September deploy", now=datetime(2026, 9, 12, tzinfo=UTC))
     run_gc(vault, "demo", now=now)

@@ -276,3 +276,21 @@ def test_a_written_value_reads_back_unchanged(value: object) -> None:
 
     record = parse_record(_record(dump_yaml({"payload": value})))
     assert record.frontmatter["payload"] == value
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("ratio: .nan\n", "finite"),
+        ("big: .inf\n", "finite"),
+        ("x: &a [*a]\n", "refers to itself"),
+        (
+            "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + "".join(f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]\n" for n in range(1, 9)),
+            "too large",
+        ),
+    ],
+)
+def test_frontmatter_must_be_plain_finite_acyclic_data(extra: str, message: str) -> None:
+    with pytest.raises(InvalidRecord, match=message):
+        parse_record(_record(extra))

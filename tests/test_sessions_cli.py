@@ -159,3 +159,11 @@ def test_a_secret_in_an_event_is_refused_and_nothing_is_logged(tmp_path: Path) -
     end = runner.invoke(cli, ["session", "end", "--session", "leaky", "--json"])
     assert end.exit_code == 0, end.stdout
     assert token.encode() not in log.read_bytes() and log.read_bytes().startswith(before)
+
+
+def test_a_refused_start_leaves_no_session_behind() -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["session", "start", "--id", "s1", "--goal", "", "--json"])
+    assert result.exit_code == 1 and json.loads(result.stdout)["error"]["code"] == "INVALID_ARGUMENTS"
+    assert not (Path(os.environ["MEMOSITE_VAULT"]) / "projects/demo/sessions/s1").exists()
+    assert runner.invoke(cli, ["session", "start", "--id", "s1", "--goal", "ship it"]).exit_code == 0

@@ -584,3 +584,23 @@ def test_records_behind_symlinks_are_neither_read_nor_written(vault: Vault, tmp_
     with pytest.raises(StorageError, match="symlink"):
         upsert_record(vault, "demo", kind="trap", body="b", slug="escapes")
     assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "dropped-fts"])
+def test_a_damaged_index_is_rebuilt_from_the_records(vault_dir: Path, damage: str) -> None:
+    import sqlite3
+
+    vault = Vault.open(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="survives", slug="t")
+    vault.close()
+    index_file = vault_dir / ".memosite" / "index.sqlite"
+    if damage == "garbage":
+        for leftover in (vault_dir / ".memosite").glob("index.sqlite*"):
+            leftover.unlink()
+        index_file.write_bytes(b"\x00not a database" * 400)
+    else:
+        with sqlite3.connect(index_file) as conn:
+            conn.execute("DROP TABLE records_fts")
+    reopened = Vault.open(vault_dir)
+    assert [r.id for r in list_records(reopened, "demo")] == ["t"]
+    reopened.close()

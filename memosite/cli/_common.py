@@ -85,6 +85,20 @@ class App:
             self._vault.close()
 
 
+def _storage_error(exc: Exception) -> MemositeError | None:
+    """Filesystem and index failures the core did not anticipate are still storage errors."""
+    import sqlite3
+
+    from memosite.errors import StorageError
+
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return StorageError(f"{exc.strerror or exc}{where}")
+    if isinstance(exc, sqlite3.Error):
+        return StorageError(f"index: {exc} (a damaged index can be deleted: memosite reindex rebuilds it)")
+    return None
+
+
 def vault_options(func: F) -> F:
     """Add --vault/--project/--json and turn every MemositeError into one line (or JSON)."""
 
@@ -112,7 +126,7 @@ def vault_options(func: F) -> F:
         except Exception as exc:
             if os.environ.get("MEMOSITE_DEBUG"):
                 raise
-            app.fail(MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
+            app.fail(_storage_error(exc) or MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
         finally:
             app.close()
         return None
@@ -126,10 +140,21 @@ def parse_json_option(name: str, value: str | None) -> Any:
 
     if value is None:
         return None
+
+    def refuse_constant(token: str) -> Any:
+        raise InvalidArguments(f"{name}: {token} is not a JSON number")
+
     try:
-        return json.loads(value)
+        parsed = json.loads(value, parse_constant=refuse_constant)
+        json.dumps(parsed, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments(f"{name} holds text that is not valid Unicode (an unpaired surrogate)") from exc
     except ValueError as exc:
         raise InvalidArguments(f"{name} is not valid JSON: {exc}") from exc
+    return parsed
+
+
+MAX_BODY_BYTES = 8_000_000
 
 
 def read_body(body: str | None, body_file: str | None) -> str:
@@ -138,12 +163,20 @@ def read_body(body: str | None, body_file: str | None) -> str:
     if body is not None and body_file is not None:
         raise InvalidArguments("give either --body or --body-file, not both")
     if body_file is not None:
-        if body_file == "-":
-            return sys.stdin.read()
         try:
-            return Path(body_file).read_text(encoding="utf-8")
+            if body_file == "-":
+                data = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
+            else:
+                with open(body_file, "rb") as handle:
+                    data = handle.read(MAX_BODY_BYTES + 1)
         except OSError as exc:
             raise InvalidArguments(f"cannot read --body-file {body_file}: {exc.strerror or exc}") from exc
+        if len(data) > MAX_BODY_BYTES:
+            raise InvalidArguments(f"--body-file is larger than {MAX_BODY_BYTES // 1_000_000} MB")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidArguments(f"--body-file is not UTF-8 text (byte {exc.start})") from exc
     if body is None:
         raise InvalidArguments("a body is required: --body TEXT or --body-file PATH|-")
     return body

@@ -119,7 +119,15 @@ class Session:
         summary_hook: SummaryHook = default_summary_hook,
         sync_record: bool = True,
     ) -> Session:
-        """Create the session directory, log ``session.started`` and the initial goals."""
+        """Create the session directory, log ``session.started`` and the initial goals.
+
+        Goals are checked first: a refused start leaves no half-made session behind.
+        """
+        goals = list(goals)
+        for text in goals:
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidArguments("a goal needs a non-empty text")
+            Event(seq=0, time="", turn=None, type=GOAL_SET, payload={"text": text}).encode()  # JSON, size, secrets
         paths = SessionPaths.for_session(vault, project, session_id or new_session_id())
         log = EventLog.create(
             paths, project, lock_path=session_lock_path(vault, project, paths.session_id), clock=clock
