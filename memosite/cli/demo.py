@@ -19,6 +19,11 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
     from pathlib import Path
 
     from memosite.demo import DEMO_PROJECT, write_demo_vault
+
+    if serve_site:
+        from memosite.site.server import parse_dev_addr
+
+        parse_dev_addr(dev_addr)  # a bad address fails before anything is written
     from memosite.vault import Vault
     from memosite.views import write_views
 

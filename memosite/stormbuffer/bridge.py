@@ -205,6 +205,10 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
     """Write the durable records of ``project`` into the store at ``store_path`` (made if missing)."""
     from memosite.indexing import read_record
 
+    resolved, root = store_path.resolve(), vault.root.resolve()
+    if resolved == root or root in resolved.parents or resolved in root.parents:
+        raise InvalidArguments(f"the store {store_path} overlaps the vault {vault.root}: choose a directory outside it")
+
     with vault.lock():
         sources = [(path, read_record(path)) for path in vault.iter_record_files(project)]
     exportable = []
