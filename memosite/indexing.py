@@ -19,7 +19,7 @@ from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, parse_record
-from memosite.vault import Tombstone, Vault, warn
+from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
 from memosite.views import env_for, render_fragments, views_for_kinds, write_views
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -101,24 +101,34 @@ def index_record(vault: Vault, record: Record, path: Path) -> IndexEntry | None:
         return None
 
 
-def unindex_path(vault: Vault, path: Path) -> None:
-    try:
-        vault.index().delete_path(vault.relative(path))
-    except sqlite3.Error as exc:
-        warn(f"index delete failed for {path.name}: {exc} (run `memosite reindex`)")
-
-
 def remove_record_files(vault: Vault, tombstones: Sequence[Tombstone]) -> None:
-    """Physically remove record files: append all their tombstones with one fsync (so a crash
-    never loses the record of a deletion), then unlink the files, then drop their index rows in
-    one transaction."""
+    """Physically remove record files, recording a tombstone for each.
+
+    Each file is first renamed to a temp name beside it — proof it can be removed at all, so a
+    refused removal (a read-only directory) leaves the record and writes no tombstone that would
+    delete it elsewhere on sync. Then the tombstones are appended with one fsync, the files
+    unlinked and their index rows dropped in one transaction.
+    """
     if not tombstones:
         return
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for tombstone in tombstones:
+            aside = tombstone.path.with_name(f"{TEMP_PREFIX}purge-{tombstone.path.name}")
+            try:
+                os.replace(tombstone.path, aside)
+            except FileNotFoundError:
+                continue  # gone already (removed outside the lock since it was read)
+            moved.append((tombstone.path, aside))
+    except OSError as exc:
+        for original, aside in reversed(moved):
+            with contextlib.suppress(OSError):
+                os.replace(aside, original)
+        raise StorageError(f"cannot remove {vault.relative(Path(exc.filename or ''))}: {exc.strerror or exc}") from exc
     vault.record_tombstones(tombstones)
-    for tombstone in tombstones:
-        # Gone already (removed outside the lock since it was read): its tombstone still holds.
+    for _, aside in moved:
         with contextlib.suppress(FileNotFoundError):
-            tombstone.path.unlink()
+            aside.unlink()
     index = vault.index()
     try:
         with index.transaction():

@@ -25,7 +25,14 @@ from memosite.expiration import (
     validate_ttl_input,
 )
 from memosite.index import IndexEntry
-from memosite.indexing import ensure_index, index_record, read_record, rebuild_views, refresh_project, unindex_path
+from memosite.indexing import (
+    ensure_index,
+    index_record,
+    read_record,
+    rebuild_views,
+    refresh_project,
+    remove_record_files,
+)
 from memosite.recurrence import classify_trap, is_recurrence, pattern_key
 from memosite.schema import (
     KINDS,
@@ -39,7 +46,7 @@ from memosite.schema import (
     validate_slug,
 )
 from memosite.secrets import assert_no_secrets
-from memosite.vault import Vault, atomic_write_text
+from memosite.vault import Tombstone, Vault, atomic_write_text
 
 PRIVATE_KINDS = ("scratch", "state", "review")  # never returned from another project
 _EXCLUDED_PATH_PARTS = (".git", "node_modules", "__pycache__", ".venv", ".memosite")
@@ -564,9 +571,7 @@ def forget_record(
         ensure_index(vault)
         record, path = _locate(vault, project, record_id=record_id, kind=kind, slug=slug)
         if purge:
-            vault.record_tombstone(project, record.kind, record.id, path, "forget")
-            path.unlink()
-            unindex_path(vault, path)
+            remove_record_files(vault, [Tombstone(project, record.kind, record.id, path, "forget")])
             status = "purged"
         else:
             if record.status == "superseded":

@@ -201,10 +201,6 @@ class Vault:
                     yield Path(entry.path)
 
     # --- tombstones --------------------------------------------------------------------------
-    def record_tombstone(self, project: str, kind: str, record_id: str, path: Path, reason: str) -> None:
-        """Remember a physically removed record (for sync); appended, never rewritten."""
-        self.record_tombstones([Tombstone(project, kind, record_id, path, reason)])
-
     def record_tombstones(self, tombstones: Sequence[Tombstone], now: datetime | None = None) -> None:
         """Append several tombstones with one fsync (gc removes thousands of files at once).
 

@@ -604,3 +604,17 @@ def test_a_damaged_index_is_rebuilt_from_the_records(vault_dir: Path, damage: st
     reopened = Vault.open(vault_dir)
     assert [r.id for r in list_records(reopened, "demo")] == ["t"]
     reopened.close()
+
+
+def test_a_purge_that_cannot_remove_the_file_keeps_it_and_records_no_tombstone(vault: Vault) -> None:
+    from memosite.errors import StorageError
+
+    upsert_record(vault, "demo", kind="spec", body="keep me", slug="stuck")
+    # Something in the way of the removal (as a read-only directory would be, even for root).
+    blocker = vault.kind_dir("demo", "spec") / ".memosite-tmp-purge-stuck.md"
+    blocker.mkdir()
+    (blocker / "occupied").write_text("x", encoding="utf-8")
+    with pytest.raises(StorageError, match="cannot remove"):
+        forget_record(vault, "demo", record_id="stuck", purge=True)
+    assert vault.record_path("demo", "spec", "stuck").read_text(encoding="utf-8").endswith("keep me")
+    assert vault.read_tombstones() == []
