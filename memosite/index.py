@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import StorageError
+from memosite.schema import is_flagged_stale
 from memosite.vault import warn
 
 SCHEMA_VERSION = "15"
@@ -231,7 +232,7 @@ class IndexEntry:
     @property
     def is_stale_flagged(self) -> bool:
         """Feedback salience: stale votes outweigh helpful ones."""
-        return self.stale > self.helpful
+        return is_flagged_stale(self.helpful, self.stale)
 
 
 class Index:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, RecordNotFound
-from memosite.schema import LAYERS, Record, format_iso, serialize_record, utc_now
+from memosite.schema import LAYERS, Record, format_iso, is_flagged_stale, serialize_record, utc_now
 from memosite.vault import Vault, atomic_write_text, warn
 
 HITS_DIR = "hits"
@@ -36,7 +36,7 @@ class FeedbackResult:
 
     @property
     def flagged_stale(self) -> bool:
-        return self.stale_count > self.helpful_count
+        return is_flagged_stale(self.helpful_count, self.stale_count)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,7 +65,7 @@ class RankedTrap:
 
     @property
     def flagged_stale(self) -> bool:
-        return self.stale > self.helpful
+        return is_flagged_stale(self.helpful, self.stale)
 
     def to_json(self) -> dict[str, Any]:
         return {

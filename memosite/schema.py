@@ -66,6 +66,12 @@ _SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _DATE_ONLY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
+def is_flagged_stale(helpful: int, stale: int) -> bool:
+    """Feedback salience: a record whose stale votes outweigh its helpful ones is flagged stale
+    (shown as such and ranked lower). SQL spells the same rule ``(stale > helpful)``."""
+    return stale > helpful
+
+
 def subdir_for_kind(kind: str) -> str:
     return KIND_DIRS.get(kind, f"{kind}s")
 

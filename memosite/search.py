@@ -30,7 +30,7 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import parse_as_of
-from memosite.schema import KINDS, STATUSES, format_iso, utc_now
+from memosite.schema import KINDS, STATUSES, format_iso, is_flagged_stale, utc_now
 from memosite.vault import Vault
 
 LIVE_STATUSES = ("active", "paused", "shipped", "completed")
@@ -98,7 +98,7 @@ class SearchHit:
 
     @property
     def flagged_stale(self) -> bool:
-        return self.stale > self.helpful
+        return is_flagged_stale(self.helpful, self.stale)
 
     def to_json(self) -> dict[str, Any]:
         return {
