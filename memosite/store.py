@@ -407,13 +407,15 @@ def _locate(
     Symlinks are never followed (a record must live inside the vault), and an id that names
     records of two kinds is ambiguous rather than a guess: a purge must not hit the wrong one.
     """
+    if record_id and (kind or slug):
+        raise InvalidArguments("give an id, or a kind and a slug, not both")
     if kind and slug:
         path = vault.record_path(project, normalize_kind(kind), slug)
         if _is_record_file(vault, path):
             return read_record(path), path
         raise RecordNotFound(f"Record not found: {kind}/{slug} in project {project}")
     if not record_id:
-        raise InvalidArguments("give an id, or both kind and slug")
+        raise InvalidArguments("give an id, or both a kind and a slug")
     if "\x00" in record_id or "/" in record_id or "\\" in record_id or len(record_id) > 200:
         raise InvalidArguments(f"invalid id {record_id[:60]!r}{'…' if len(record_id) > 60 else ''}")
     named = [

@@ -9,16 +9,6 @@ import click
 from memosite.cli._common import App, parse_json_option, read_body, vault_options
 
 
-def _lookup_args(record_id: str | None, kind: str | None, slug: str | None) -> dict[str, Any]:
-    from memosite.errors import InvalidArguments
-
-    if record_id and (kind or slug):
-        raise InvalidArguments("give either --id or --kind with --slug, not both")
-    if not record_id and not (kind and slug):
-        raise InvalidArguments("give --id ID, or both --kind K and --slug S")
-    return {"record_id": record_id, "kind": kind, "slug": slug}
-
-
 @click.command()
 @click.option(
     "--kind", required=True, help="trap, decision, spec, plan, state, log, scratch, review, prompt or session."
@@ -96,7 +86,9 @@ def get(app: App, record_id: str | None, kind: str | None, slug: str | None, ses
     found = get_record(
         app.vault,
         app.project,
-        **_lookup_args(record_id, kind, slug),
+        record_id=record_id,
+        kind=kind,
+        slug=slug,
         cross_project=app.project_explicit is None,
     )
     _count_hit(app, found, session_id)
@@ -148,7 +140,7 @@ def forget(app: App, record_id: str | None, kind: str | None, slug: str | None, 
     """Archive a record, or purge it with --purge."""
     from memosite.store import forget_record
 
-    result = forget_record(app.vault, app.project, **_lookup_args(record_id, kind, slug), purge=purge)
+    result = forget_record(app.vault, app.project, record_id=record_id, kind=kind, slug=slug, purge=purge)
     app.emit(result.to_json(), f"{result.status} {result.kind} {result.id}")
 
 
@@ -161,7 +153,7 @@ def restore(app: App, record_id: str | None, kind: str | None, slug: str | None)
     """Bring an archived record back to active."""
     from memosite.store import restore_record
 
-    result = restore_record(app.vault, app.project, **_lookup_args(record_id, kind, slug))
+    result = restore_record(app.vault, app.project, record_id=record_id, kind=kind, slug=slug)
     app.emit(result.to_json(), f"restored {result.kind} {result.id}")
 
 

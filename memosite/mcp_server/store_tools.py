@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from memosite.errors import InvalidArguments
 from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
 from memosite.schema import KINDS
 from memosite.vault import Vault
@@ -39,15 +38,6 @@ _KIND_HELP = (
     "why), spec, plan, state (current working state), log (an event), scratch (throwaway notes, "
     "expire after 7 days), review (expire after 14 days), prompt or session."
 )
-
-
-def lookup(record_id: str | None, kind: str | None, slug: str | None) -> dict[str, Any]:
-    """The record address of get/forget/restore: an id, or a kind with a slug — never both."""
-    if record_id and (kind or slug):
-        raise InvalidArguments("give either id, or kind and slug, not both")
-    if not record_id and not (kind and slug):
-        raise InvalidArguments("give an id, or both kind and slug")
-    return {"record_id": record_id, "kind": kind, "slug": slug}
 
 
 class StoreTools:
@@ -140,7 +130,7 @@ class StoreTools:
         count_hit = bool(sessionId) and not self.runtime.read_only
 
         def run(vault: Vault, project: str) -> Any:
-            found = get_record(vault, project, **lookup(id, kind, slug), cross_project=projectId is None)
+            found = get_record(vault, project, record_id=id, kind=kind, slug=slug, cross_project=projectId is None)
             if count_hit:
                 from memosite.salience import record_hits
 
@@ -188,7 +178,7 @@ class StoreTools:
         from memosite.store import forget_record
 
         def run(vault: Vault, project: str) -> Any:
-            return forget_record(vault, project, **lookup(id, kind, slug), purge=purge)
+            return forget_record(vault, project, record_id=id, kind=kind, slug=slug, purge=purge)
 
         return await self.runtime.call(ToolCall(run, projectId, writes=True), name="forget")
 
@@ -203,7 +193,7 @@ class StoreTools:
         from memosite.store import restore_record
 
         def run(vault: Vault, project: str) -> Any:
-            return restore_record(vault, project, **lookup(id, kind, slug))
+            return restore_record(vault, project, record_id=id, kind=kind, slug=slug)
 
         return await self.runtime.call(ToolCall(run, projectId, writes=True), name="restore")
 
