@@ -252,7 +252,7 @@ def _ranked_decisions(vault: Vault, project: str, path: str | None, query: str |
 
 def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[BriefItem]:
     """The slug's spec/plan/state via ``get_record`` (expired ones annotated), then related ones."""
-    from memosite.store import get_record
+    from memosite.lookup import get_record
 
     now_iso = format_iso(now)
     items: list[BriefItem] = []

@@ -150,7 +150,7 @@ def prune_session_seen_sets(vault: Vault, now: datetime | None = None, *, dry_ru
 
 def _load(vault: Vault, project: str, record_id: str) -> tuple[Record, Path]:
     from memosite.indexing import read_record
-    from memosite.store import get_record
+    from memosite.lookup import get_record
 
     found = get_record(vault, project, record_id=record_id)
     path = vault.root / found.path

@@ -66,6 +66,16 @@ _SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _DATE_ONLY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
+def normalize_kind(kind: Any) -> str:
+    """A kind name, trimmed and lowercased; INVALID_ARGUMENTS naming the allowed kinds otherwise."""
+    if isinstance(kind, str) and kind.strip().lower() in KINDS:
+        return kind.strip().lower()
+    raise InvalidArguments(
+        f"invalid kind {kind!r}: expected one of {', '.join(KINDS)}",
+        details={"field": "kind", "allowed": list(KINDS)},
+    )
+
+
 def is_flagged_stale(helpful: int, stale: int) -> bool:
     """Feedback salience: a record whose stale votes outweigh its helpful ones is flagged stale
     (shown as such and ranked lower). SQL spells the same rule ``(stale > helpful)``."""

@@ -1,4 +1,4 @@
-"""The write/read engine: upsert, get, append, forget, restore, list.
+"""The write engine: upsert, append, forget, restore, and listing (``get`` lives in :mod:`lookup`).
 
 Every mutation validates, scans for secrets, then — under the vault lock — writes the Markdown file
 atomically, updates the index, rewrites the affected views and requests a vault commit.
@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from memosite import gitsync
-from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound, StorageError
+from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
 from memosite.expiration import (
     compute_expires_at,
-    is_expired_at,
     iso_or_none,
     parse_expires_at,
     resolve_expires_at,
@@ -33,14 +32,14 @@ from memosite.indexing import (
     refresh_project,
     remove_record_files,
 )
+from memosite.lookup import locate_record, writable_target
 from memosite.recurrence import classify_trap, is_recurrence, pattern_key
 from memosite.schema import (
-    KINDS,
     Record,
     format_iso,
+    normalize_kind,
     serialize_record,
     slugify,
-    subdir_for_kind,
     utc_now,
     validate_frontmatter,
     validate_slug,
@@ -48,7 +47,6 @@ from memosite.schema import (
 from memosite.secrets import assert_no_secrets
 from memosite.vault import Tombstone, Vault, atomic_write_text
 
-PRIVATE_KINDS = ("scratch", "state", "review")  # never returned from another project
 _EXCLUDED_PATH_PARTS = (".git", "node_modules", "__pycache__", ".venv", ".memosite")
 
 
@@ -70,29 +68,6 @@ class UpsertResult:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-@dataclass
-class StoredRecord:
-    id: str
-    kind: str
-    project: str
-    path: str
-    frontmatter: dict[str, Any]
-    body: str
-    expired: bool
-    expires_at: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "project": self.project,
-            "path": self.path,
-            "frontmatter": self.frontmatter,
-            "body": self.body,
-            "expired": self.expired,
-        }
 
 
 @dataclass
@@ -136,15 +111,6 @@ class RecordSummary:
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def normalize_kind(kind: Any) -> str:
-    if isinstance(kind, str) and kind.strip().lower() in KINDS:
-        return kind.strip().lower()
-    raise InvalidArguments(
-        f"invalid kind {kind!r}: expected one of {', '.join(KINDS)}",
-        details={"field": "kind", "allowed": list(KINDS)},
-    )
 
 
 def sanitize_paths(values: Sequence[Any]) -> list[str]:
@@ -200,20 +166,6 @@ def derive_slug(
 
 def _write(vault: Vault, path: Path, record: Record) -> None:
     atomic_write_text(path, serialize_record(record))
-
-
-def _stored(vault: Vault, record: Record, path: Path, now: datetime) -> StoredRecord:
-    expires = resolve_expires_at(record.frontmatter, vault.config)
-    return StoredRecord(
-        id=record.id,
-        kind=record.kind,
-        project=str(record.frontmatter.get("project")),
-        path=vault.relative(path),
-        frontmatter=record.frontmatter,
-        body=record.body,
-        expired=is_expired_at(expires, now),
-        expires_at=iso_or_none(expires),
-    )
 
 
 def _read_existing(path: Path) -> Record | None:
@@ -282,7 +234,7 @@ def upsert_record(
 
     with vault.lock():
         ensure_index(vault)
-        target = _writable_target(vault, vault.record_path(project, kind, slug))
+        target = writable_target(vault, vault.record_path(project, kind, slug))
         existing = _read_existing(target)
         if existing is not None and existing.status == "superseded":
             successor = existing.frontmatter.get("supersededBy")
@@ -378,7 +330,7 @@ def _bump_recurrence(vault: Vault, project: str, entry: IndexEntry, now: datetim
 
 def _mark_superseded(vault: Vault, project: str, older_id: str, newer_id: str, now_iso: str) -> Record | None:
     try:
-        record, path = _locate(vault, project, record_id=older_id)
+        record, path = locate_record(vault, project, record_id=older_id)
     except RecordNotFound:
         return None
     if record.status == "superseded" and record.frontmatter.get("supersededBy") == newer_id:
@@ -392,123 +344,6 @@ def _mark_superseded(vault: Vault, project: str, older_id: str, newer_id: str, n
 
 
 # --- lookup ----------------------------------------------------------------------------------
-
-
-def _locate(
-    vault: Vault,
-    project: str,
-    *,
-    record_id: str | None = None,
-    kind: str | None = None,
-    slug: str | None = None,
-) -> tuple[Record, Path]:
-    """Lookup order: kind+slug path → ``<id>.md`` in each kind directory → frontmatter id.
-
-    Symlinks are never followed (a record must live inside the vault), and an id that names
-    records of two kinds is ambiguous rather than a guess: a purge must not hit the wrong one.
-    """
-    if record_id and (kind or slug):
-        raise InvalidArguments("give an id, or a kind and a slug, not both")
-    if kind and slug:
-        path = vault.record_path(project, normalize_kind(kind), slug)
-        if _is_record_file(vault, path):
-            return read_record(path), path
-        raise RecordNotFound(f"Record not found: {kind}/{slug} in project {project}")
-    if not record_id:
-        raise InvalidArguments("give an id, or both a kind and a slug")
-    if "\x00" in record_id or "/" in record_id or "\\" in record_id or len(record_id) > 200:
-        raise InvalidArguments(f"invalid id {record_id[:60]!r}{'…' if len(record_id) > 60 else ''}")
-    named = [
-        path
-        for subdir in dict.fromkeys(subdir_for_kind(k) for k in KINDS)
-        if _is_record_file(vault, path := vault.project_dir(project) / subdir / f"{record_id}.md")
-    ]
-    if len(named) > 1:
-        kinds = ", ".join(path.parent.name for path in named)
-        raise InvalidArguments(f"id {record_id} is ambiguous ({kinds}): give --kind and --slug")
-    if named:
-        return read_record(named[0]), named[0]
-    for attempt in range(2):
-        found = [vault.root / e.path for e in vault.index().by_id(record_id, project)]
-        found = [path for path in found if _is_record_file(vault, path)]
-        if len(found) > 1:
-            raise InvalidArguments(f"id {record_id} is ambiguous ({len(found)} records): give --kind and --slug")
-        if found:
-            return read_record(found[0]), found[0]
-        if attempt == 0:
-            with vault.lock():  # the file may have been written outside memosite
-                refresh_project(vault, project)
-    raise RecordNotFound(f"Record not found: {record_id} in project {project}")
-
-
-def _crosses_symlink(vault: Vault, path: Path) -> bool:
-    """True when reaching ``path`` from the vault root would follow a symlink (or leave the vault)."""
-    try:
-        relative = path.relative_to(vault.root)
-    except ValueError:
-        return True
-    current = vault.root
-    for part in relative.parts:
-        current = current / part
-        if current.is_symlink():
-            return True
-    return False
-
-
-def _is_record_file(vault: Vault, path: Path) -> bool:
-    """A regular file inside the vault, reached without following a symlink."""
-    return not _crosses_symlink(vault, path) and path.is_file()
-
-
-def _writable_target(vault: Vault, path: Path) -> Path:
-    if _crosses_symlink(vault, path):
-        raise StorageError(f"refusing to write {vault.relative(path)}: it is reached through a symlink")
-    return path
-
-
-def get_record(
-    vault: Vault,
-    project: str,
-    *,
-    record_id: str | None = None,
-    kind: str | None = None,
-    slug: str | None = None,
-    cross_project: bool = False,
-    now: datetime | None = None,
-) -> StoredRecord:
-    """Fetch one record, annotated ``expired``. With ``cross_project`` (no project was named) a
-    miss in ``project`` falls back to sibling projects — never for scratch/state/review, and only
-    when exactly one sibling matches (fail closed)."""
-    now = now or utc_now()
-    ensure_index(vault)
-    try:
-        record, path = _locate(vault, project, record_id=record_id, kind=kind, slug=slug)
-        return _stored(vault, record, path, now)
-    except RecordNotFound:
-        if not cross_project:
-            raise
-    matches: list[tuple[Record, Path]] = []
-    for sibling in vault.projects():
-        if sibling == project:
-            continue
-        try:
-            record, path = _locate(vault, sibling, record_id=record_id, kind=kind, slug=slug)
-        except RecordNotFound:
-            continue
-        if record.kind not in PRIVATE_KINDS:
-            matches.append((record, path))
-    wanted = record_id or f"{kind}/{slug}"
-    if len(matches) == 1:
-        return _stored(vault, matches[0][0], matches[0][1], now)
-    if len(matches) > 1:
-        raise RecordNotFound(
-            f"Record not found: {wanted} is ambiguous across {len(matches)} projects; pass --project",
-            details={"projects": sorted(str(r.frontmatter.get("project")) for r, _ in matches)},
-        )
-    raise RecordNotFound(f"Record not found: {wanted}")
-
-
-# --- append ----------------------------------------------------------------------------------
 
 
 def event_id(kind: str, now: datetime) -> str:
@@ -539,7 +374,7 @@ def append_event(
         ensure_index(vault)
         while True:
             record_id = event_id(kind, now)
-            path = _writable_target(vault, vault.record_path(project, kind, record_id))
+            path = writable_target(vault, vault.record_path(project, kind, record_id))
             if not path.exists():
                 break
         fm = validate_frontmatter(
@@ -571,7 +406,7 @@ def forget_record(
     now_iso = format_iso(now or utc_now())
     with vault.lock():
         ensure_index(vault)
-        record, path = _locate(vault, project, record_id=record_id, kind=kind, slug=slug)
+        record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
         if purge:
             remove_record_files(vault, [Tombstone(project, record.kind, record.id, path, "forget")])
             status = "purged"
@@ -602,7 +437,7 @@ def restore_record(
     now_iso = format_iso(now or utc_now())
     with vault.lock():
         ensure_index(vault)
-        record, path = _locate(vault, project, record_id=record_id, kind=kind, slug=slug)
+        record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
         if record.status != "archived":
             reason = " (superseded is terminal)" if record.status == "superseded" else ""
             raise InvalidTransition(

@@ -25,7 +25,8 @@ from memosite.expiration import (
     resolve_expires_at,
     validate_ttl_input,
 )
-from memosite.store import get_record, upsert_record
+from memosite.lookup import get_record
+from memosite.store import upsert_record
 
 # The seed's regex, verbatim (JavaScript semantics: ``\d`` is ASCII there).
 SEED_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([dhms]|days?|hours?|mins?|minutes?|secs?|seconds?)?$")

@@ -11,11 +11,11 @@ import pytest
 
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound, SafetyViolation
 from memosite.indexing import read_record
+from memosite.lookup import get_record
 from memosite.schema import parse_record
 from memosite.store import (
     append_event,
     forget_record,
-    get_record,
     list_records,
     restore_record,
     upsert_record,

@@ -81,7 +81,7 @@ def upsert(
 @vault_options
 def get(app: App, record_id: str | None, kind: str | None, slug: str | None, session_id: str | None) -> None:
     """Print one record (annotated `expired` when past its expiry)."""
-    from memosite.store import get_record
+    from memosite.lookup import get_record
 
     found = get_record(
         app.vault,

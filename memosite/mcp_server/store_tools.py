@@ -125,7 +125,7 @@ class StoreTools:
         project is looked up in sibling projects (never their scratch, state or review records).
         An expired record is still returned, marked `expired: true`.
         """
-        from memosite.store import get_record
+        from memosite.lookup import get_record
 
         count_hit = bool(sessionId) and not self.runtime.read_only
 

@@ -125,8 +125,8 @@ class _Planned:
 
 def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
     """Bring every record of ``store`` (history included) into ``project`` of ``vault``."""
-    from memosite.schema import validate_slug
-    from memosite.store import normalize_kind, upsert_record
+    from memosite.schema import normalize_kind, validate_slug
+    from memosite.store import upsert_record
 
     items = [item.record for item in store.records()]
     newer = superseded_by_map(items)

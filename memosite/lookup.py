@@ -1,0 +1,171 @@
+"""Finding records: the lookup order of ``get``, the cross-project fallback, and the rule that a
+record is only ever reached inside the vault (never through a symlink)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memosite.errors import InvalidArguments, RecordNotFound, StorageError
+from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
+from memosite.indexing import ensure_index, read_record, refresh_project
+from memosite.schema import KINDS, Record, normalize_kind, subdir_for_kind, utc_now
+from memosite.vault import Vault
+
+PRIVATE_KINDS = ("scratch", "state", "review")  # never returned from another project
+
+
+@dataclass
+class StoredRecord:
+    id: str
+    kind: str
+    project: str
+    path: str
+    frontmatter: dict[str, Any]
+    body: str
+    expired: bool
+    expires_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "project": self.project,
+            "path": self.path,
+            "frontmatter": self.frontmatter,
+            "body": self.body,
+            "expired": self.expired,
+        }
+
+
+def stored_record(vault: Vault, record: Record, path: Path, now: datetime) -> StoredRecord:
+    expires = resolve_expires_at(record.frontmatter, vault.config)
+    return StoredRecord(
+        id=record.id,
+        kind=record.kind,
+        project=str(record.frontmatter.get("project")),
+        path=vault.relative(path),
+        frontmatter=record.frontmatter,
+        body=record.body,
+        expired=is_expired_at(expires, now),
+        expires_at=iso_or_none(expires),
+    )
+
+
+def locate_record(
+    vault: Vault,
+    project: str,
+    *,
+    record_id: str | None = None,
+    kind: str | None = None,
+    slug: str | None = None,
+) -> tuple[Record, Path]:
+    """Lookup order: kind+slug path → ``<id>.md`` in each kind directory → frontmatter id.
+
+    Symlinks are never followed (a record must live inside the vault), and an id that names
+    records of two kinds is ambiguous rather than a guess: a purge must not hit the wrong one.
+    """
+    if record_id and (kind or slug):
+        raise InvalidArguments("give an id, or a kind and a slug, not both")
+    if kind and slug:
+        path = vault.record_path(project, normalize_kind(kind), slug)
+        if _is_record_file(vault, path):
+            return read_record(path), path
+        raise RecordNotFound(f"Record not found: {kind}/{slug} in project {project}")
+    if not record_id:
+        raise InvalidArguments("give an id, or both a kind and a slug")
+    if "\x00" in record_id or "/" in record_id or "\\" in record_id or len(record_id) > 200:
+        raise InvalidArguments(f"invalid id {record_id[:60]!r}{'…' if len(record_id) > 60 else ''}")
+    named = [
+        path
+        for subdir in dict.fromkeys(subdir_for_kind(k) for k in KINDS)
+        if _is_record_file(vault, path := vault.project_dir(project) / subdir / f"{record_id}.md")
+    ]
+    if len(named) > 1:
+        kinds = ", ".join(path.parent.name for path in named)
+        raise InvalidArguments(f"id {record_id} is ambiguous ({kinds}): give --kind and --slug")
+    if named:
+        return read_record(named[0]), named[0]
+    for attempt in range(2):
+        found = [vault.root / e.path for e in vault.index().by_id(record_id, project)]
+        found = [path for path in found if _is_record_file(vault, path)]
+        if len(found) > 1:
+            raise InvalidArguments(f"id {record_id} is ambiguous ({len(found)} records): give --kind and --slug")
+        if found:
+            return read_record(found[0]), found[0]
+        if attempt == 0:
+            with vault.lock():  # the file may have been written outside memosite
+                refresh_project(vault, project)
+    raise RecordNotFound(f"Record not found: {record_id} in project {project}")
+
+
+def _crosses_symlink(vault: Vault, path: Path) -> bool:
+    """True when reaching ``path`` from the vault root would follow a symlink (or leave the vault)."""
+    try:
+        relative = path.relative_to(vault.root)
+    except ValueError:
+        return True
+    current = vault.root
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
+def _is_record_file(vault: Vault, path: Path) -> bool:
+    """A regular file inside the vault, reached without following a symlink."""
+    return not _crosses_symlink(vault, path) and path.is_file()
+
+
+def writable_target(vault: Vault, path: Path) -> Path:
+    if _crosses_symlink(vault, path):
+        raise StorageError(f"refusing to write {vault.relative(path)}: it is reached through a symlink")
+    return path
+
+
+def get_record(
+    vault: Vault,
+    project: str,
+    *,
+    record_id: str | None = None,
+    kind: str | None = None,
+    slug: str | None = None,
+    cross_project: bool = False,
+    now: datetime | None = None,
+) -> StoredRecord:
+    """Fetch one record, annotated ``expired``. With ``cross_project`` (no project was named) a
+    miss in ``project`` falls back to sibling projects — never for scratch/state/review, and only
+    when exactly one sibling matches (fail closed)."""
+    now = now or utc_now()
+    ensure_index(vault)
+    try:
+        record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
+        return stored_record(vault, record, path, now)
+    except RecordNotFound:
+        if not cross_project:
+            raise
+    matches: list[tuple[Record, Path]] = []
+    for sibling in vault.projects():
+        if sibling == project:
+            continue
+        try:
+            record, path = locate_record(vault, sibling, record_id=record_id, kind=kind, slug=slug)
+        except RecordNotFound:
+            continue
+        if record.kind not in PRIVATE_KINDS:
+            matches.append((record, path))
+    wanted = record_id or f"{kind}/{slug}"
+    if len(matches) == 1:
+        return stored_record(vault, matches[0][0], matches[0][1], now)
+    if len(matches) > 1:
+        raise RecordNotFound(
+            f"Record not found: {wanted} is ambiguous across {len(matches)} projects; pass --project",
+            details={"projects": sorted(str(r.frontmatter.get("project")) for r, _ in matches)},
+        )
+    raise RecordNotFound(f"Record not found: {wanted}")
+
+
+# --- append ----------------------------------------------------------------------------------
