@@ -36,7 +36,8 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
             views = write_views(vault, project)
     finally:
         vault.close()
-    lines = [f"demo vault: {vault.root} ({result.records} records in project {project})"]
+    written = f"{result.records} sample records written" if result.records else "sample records already there"
+    lines = [f"demo vault: {vault.root}, project {project} ({written})"]
     lines += [f"  {vault.relative(path)}" for path in views]
     app.emit({**result.to_json(), "views": [vault.relative(p) for p in views]}, "\n".join(lines))
     if serve_site:
