@@ -11,7 +11,7 @@ import contextlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -322,11 +322,6 @@ class Index:
                 params,
             )
 
-    def upsert_many(self, entries: Iterable[IndexEntry]) -> None:
-        with self.transaction():
-            for entry in entries:
-                self.upsert(entry)
-
     def _drop_fragment(self, path: str) -> None:
         old = self.conn.execute(
             "SELECT project, kind, stale_last, severity_weight, month FROM fragments WHERE path = ?", (path,)
@@ -392,20 +387,6 @@ class Index:
     ) -> list[IndexEntry]:
         clauses, params = _filters(project, kinds, statuses)
         return self._entries(f"SELECT * FROM records{clauses} ORDER BY project, kind, updated DESC", params)
-
-    def column_rows(
-        self,
-        columns: Sequence[str],
-        project: str,
-        kinds: Sequence[str],
-        order_by: str,
-    ) -> Iterator[sqlite3.Row]:
-        """Selected columns of a project's records of some kinds (views use this: no JSON decoding)."""
-        for name in columns:
-            if name not in COLUMNS:
-                raise ValueError(f"unknown column {name}")
-        clauses, params = _filters(project, kinds, None)
-        return self.conn.execute(f"SELECT {', '.join(columns)} FROM records{clauses} ORDER BY {order_by}", params)
 
     def joined(
         self,
