@@ -21,12 +21,14 @@ session counts none.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from memosite.errors import InvalidArguments, RecordNotFound
+from memosite.expiration import is_expired_iso
+from memosite.index import queries
+from memosite.kinds import CONTEXT_KINDS
 from memosite.schema import format_iso, utc_now
 from memosite.search import keyword_ranks, normalize_path, path_matches
 from memosite.vault import Vault
@@ -35,7 +37,6 @@ MAX_TRAPS = 10
 MIN_MAX_BYTES = 512
 TRAP_SEVERITIES = ("medium", "high", "critical")
 ACCEPTED_STATUSES = ("active", "shipped", "completed")
-CONTEXT_KINDS = ("spec", "plan", "state")
 _MIN_TRIMMED_BODY = 160  # below this a cut-short record says too little to be worth its heading
 _SECTION_TITLES = {"context": "Current work", "traps": "Traps", "decisions": "Decisions"}
 
@@ -166,29 +167,23 @@ def _cut(text: str, budget: int) -> str:
 # --- gathering -------------------------------------------------------------------------------
 
 
-_COLUMNS = (
-    "id, kind, title, status, path, body, severity, layer, occurrences, hits, helpful, stale, "
-    "updated, path_patterns, expires_at"
-)
-
-
-def _item(section: str, row: Any, now_iso: str) -> BriefItem:
+def _item(section: str, row: queries.RecordRow, now_iso: str) -> BriefItem:
     return BriefItem(
         section=section,
-        id=row["id"],
-        kind=row["kind"],
-        title=row["title"],
-        status=row["status"],
-        path=row["path"],
-        body=row["body"],
-        severity=row["severity"],
-        layer=row["layer"],
-        occurrences=row["occurrences"],
-        hits=row["hits"],
-        updated=row["updated"],
-        expired=bool(row["expires_at"] and row["expires_at"] <= now_iso),
-        flagged_stale=row["stale"] > row["helpful"],
-        path_patterns=json.loads(row["path_patterns"]),
+        id=row.id,
+        kind=row.kind,
+        title=row.title,
+        status=row.status,
+        path=row.path,
+        body=row.body,
+        severity=row.severity,
+        layer=row.layer,
+        occurrences=row.occurrences or 1,
+        hits=row.hits,
+        updated=row.updated,
+        expired=is_expired_iso(row.expires_at, now_iso),
+        flagged_stale=row.flagged_stale,
+        path_patterns=row.path_patterns,
     )
 
 
@@ -201,18 +196,8 @@ def _mark_matches(items: list[BriefItem], path: str | None, keywords: dict[str, 
 
 
 def _ranked_traps(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
-    marks = ", ".join("?" for _ in TRAP_SEVERITIES)
-    rows = (
-        vault.index()
-        .conn.execute(
-            f"SELECT {_COLUMNS}, severity_weight FROM records WHERE project = ? AND kind = 'trap' "
-            f"AND status = 'active' AND severity IN ({marks}) "
-            "AND (expires_at IS NULL OR expires_at > ?)",
-            (project, *TRAP_SEVERITIES, now_iso),
-        )
-        .fetchall()
-    )
-    weights = {row["path"]: row["severity_weight"] for row in rows}
+    rows = queries.brief_traps(vault.index(), project, TRAP_SEVERITIES, now_iso)
+    weights = {row.path: row.severity_weight for row in rows}
     items = [_item("traps", row, now_iso) for row in rows]
     keywords = keyword_ranks(vault, project, ("trap",), query) if query else {}
     _mark_matches(items, path, keywords)
@@ -232,17 +217,7 @@ def _ranked_traps(vault: Vault, project: str, path: str | None, query: str | Non
 
 
 def _ranked_decisions(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
-    marks = ", ".join("?" for _ in ACCEPTED_STATUSES)
-    rows = (
-        vault.index()
-        .conn.execute(
-            f"SELECT {_COLUMNS} FROM records WHERE project = ? AND kind = 'decision' "
-            f"AND status IN ({marks}) "
-            "AND (expires_at IS NULL OR expires_at > ?) ORDER BY updated DESC, path",
-            (project, *ACCEPTED_STATUSES, now_iso),
-        )
-        .fetchall()
-    )
+    rows = queries.brief_decisions(vault.index(), project, ACCEPTED_STATUSES, now_iso)
     items = [_item("decisions", row, now_iso) for row in rows]
     keywords = keyword_ranks(vault, project, ("decision",), query) if query else {}
     _mark_matches(items, path, keywords)
@@ -266,23 +241,10 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
         if found.path not in seen and found.kind in CONTEXT_KINDS:
             seen.add(found.path)
             exact.append(found.path)
-    escaped = slug.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    marks = ", ".join("?" for _ in CONTEXT_KINDS)
-    related = (
-        vault.index()
-        .conn.execute(
-            f"SELECT path FROM records WHERE project = ? AND kind IN ({marks}) "
-            "AND status NOT IN ('archived', 'superseded') "
-            "AND (slug LIKE ? ESCAPE '\\' OR json_extract(frontmatter, '$.relatedSlug') = ?) "
-            "ORDER BY CASE kind WHEN 'spec' THEN 0 WHEN 'plan' THEN 1 ELSE 2 END, "
-            "updated DESC, path",
-            (project, *CONTEXT_KINDS, f"{escaped}-%", slug),
-        )
-        .fetchall()
-    )
-    paths = exact + [row["path"] for row in related if row["path"] not in seen]
+    related = queries.related_context_paths(vault.index(), project, CONTEXT_KINDS, slug)
+    paths = exact + [relative for relative in related if relative not in seen]
     for relative in paths:
-        row = vault.index().conn.execute(f"SELECT {_COLUMNS} FROM records WHERE path = ?", (relative,)).fetchone()
+        row = queries.record_row_by_path(vault.index(), relative)
         if row is not None:
             items.append(_item("context", row, now_iso))
     return items

@@ -56,6 +56,10 @@ class VaultConfig:
     def review_days(self) -> float:
         return float(self._get("ttl", "reviewDays"))
 
+    def ttl_days(self, setting: str) -> float:
+        """``ttl.<setting>`` in days (``scratchDays``, ``reviewDays``)."""
+        return float(self._get("ttl", setting))
+
     @property
     def git_enabled(self) -> bool:
         return bool(self._get("vaultGit", "enabled"))

@@ -22,26 +22,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memosite import gitsync
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
-from memosite.indexing import (
-    ensure_index,
-    index_record,
-    read_record,
-    record_title,
-    refresh_project,
-    remove_record_files,
-)
+from memosite.index import queries
+from memosite.indexing import ensure_index, read_record, record_title, refresh_project
+from memosite.kinds import ARCHIVE_ON_EXPIRE_KINDS, KINDS, SWEPT_KINDS
+from memosite.mutation import Mutation, mutation
 from memosite.rollup import RollupPlan, apply_rollup, log_is_eligible, plan_rollups
+from memosite.schema import Record, format_iso, utc_now, validate_frontmatter
+from memosite.vault import RecordFile, Tombstone, Vault, is_temp_name, warn
 
-# Re-exported: tests and callers import it from here, next to the other gc entry points.
-from memosite.schema import Record, format_iso, serialize_record, utc_now, validate_frontmatter
-from memosite.vault import RecordFile, Tombstone, Vault, atomic_write_text, is_temp_name, warn
-
-# plans/ also holds the state records.
-SWEEP_DIRS = ("traps", "decisions", "plans", "scratch", "reviews")
-ARCHIVE_ON_EXPIRE_KINDS = frozenset({"trap", "decision", "plan"})
+__all__ = ["ARCHIVE_ON_EXPIRE_KINDS", "GcResult", "compact_monthly_logs", "run_gc", "sweep_expired_records"]
 TEMP_FILE_MIN_AGE_SECONDS = 60.0
 
 
@@ -153,25 +144,7 @@ def _is_true(value: Any) -> bool:
     return value is True or (type(value) is int and value == 1)
 
 
-def _write(vault: Vault, path: Path, record: Record) -> None:
-    atomic_write_text(path, serialize_record(record))
-    index_record(vault, record, path)
-
-
 # --- planning --------------------------------------------------------------------------------
-
-
-def _index_rows(vault: Vault, project: str) -> list[Any]:
-    return (
-        vault.index()
-        .conn.execute(
-            "SELECT path, kind, id, status, created, json_extract(frontmatter, '$.ttl') AS ttl, "
-            "json_extract(frontmatter, '$.expires_at') AS expires_at, "
-            "json_extract(frontmatter, '$.compacted') AS compacted FROM records WHERE project = ?",
-            (project,),
-        )
-        .fetchall()
-    )
 
 
 def _is_expired(frontmatter: dict[str, Any], vault: Vault, now: datetime) -> bool:
@@ -191,37 +164,31 @@ def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | 
     """Decide what a gc pass does, from the (freshly refreshed) index. Writes no record."""
     now = now or utc_now()
     plan = GcPlan(project=project, purge=purge)
-    rows = _index_rows(vault, project)
+    rows = queries.gc_rows(vault.index(), project)
     plan.records = len(rows)
     known: set[str] = set()
     logs: list[tuple[str, RecordFile]] = []
     for row in rows:
-        relative = row["path"]
-        known.add(relative)
-        subdir = relative.split("/")[2] if relative.count("/") >= 3 else ""
-        item = RecordFile(vault.root / relative, relative, row["kind"], row["id"])
+        known.add(row.path)
+        subdir = row.path.split("/")[2] if row.path.count("/") >= 3 else ""
+        item = RecordFile(vault.root / row.path, row.path, row.kind, row.id)
         fm = {
-            "kind": row["kind"],
-            "status": row["status"],
-            "created": row["created"],
-            "ttl": row["ttl"],
-            "expires_at": row["expires_at"],
-            "compacted": row["compacted"],
+            "kind": row.kind,
+            "status": row.status,
+            "created": row.created,
+            "ttl": row.ttl,
+            "expires_at": row.expires_at,
+            "compacted": row.compacted,
         }
-        if subdir in SWEEP_DIRS and _sweepable(fm, purge) and _is_expired(fm, vault, now):
-            if row["kind"] in ARCHIVE_ON_EXPIRE_KINDS and not purge:
+        if row.kind in SWEPT_KINDS and _sweepable(fm, purge) and _is_expired(fm, vault, now):
+            if row.kind in ARCHIVE_ON_EXPIRE_KINDS and not purge:
                 plan.archive.append(item)
             else:
                 plan.remove.append(item)
-        elif (
-            subdir == "plans"
-            and row["kind"] == "plan"
-            and row["status"] == "shipped"
-            and not _is_true(row["compacted"])
-        ):
+        elif subdir == "plans" and row.kind == "plan" and row.status == "shipped" and not _is_true(row.compacted):
             plan.compact_plans.append(item)
-        elif subdir == "logs" and log_is_eligible(row["id"], row["created"], _is_true(row["compacted"]), now):
-            logs.append((row["created"], item))
+        elif subdir == "logs" and log_is_eligible(row.id, row.created, _is_true(row.compacted), now):
+            logs.append((row.created or "", item))
     plan.unparseable_scratch = _plan_unparseable_scratch(vault, project, known, now)
     plan.rollups = plan_rollups(vault, project, logs)
     plan.temp_files = _plan_temp_files(vault, project)
@@ -316,8 +283,9 @@ def _first_paragraph(body: str, limit: int = 280) -> str:
     return ""
 
 
-def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]) -> None:
+def _apply_sweep(unit: Mutation, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]) -> None:
     """Archive expired records in place; every expired file to remove goes in one batch."""
+    vault = unit.vault
     removals: list[Tombstone] = []
     for item in [*plan.archive, *plan.remove]:
         step()
@@ -334,7 +302,7 @@ def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, st
             continue
         if record.kind in ARCHIVE_ON_EXPIRE_KINDS and not plan.purge:
             fm.update(status="archived", archivedReason="expired", updated=format_iso(now))
-            _write(vault, item.path, record)
+            unit.write(record, item.path)
             result.count_archived(record.kind)
             result.archived_files.append(item.relative)
         else:
@@ -344,14 +312,15 @@ def _apply_sweep(vault: Vault, plan: GcPlan, result: GcResult, now: datetime, st
         if vault.contains(item.path):
             reason = "gc-expired-unparseable"
             removals.append(Tombstone(plan.project, item.kind, item.id, item.path, reason))
-    remove_record_files(vault, removals)
+    unit.remove(removals)
     for tombstone in removals:
         result.count_purged(tombstone.kind, vault.relative(tombstone.path))
 
 
 def _apply_plan_compaction(
-    vault: Vault, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]
+    unit: Mutation, plan: GcPlan, result: GcResult, now: datetime, step: Callable[[], None]
 ) -> None:
+    vault = unit.vault
     for item in plan.compact_plans:
         step()
         if not vault.contains(item.path):
@@ -363,7 +332,7 @@ def _apply_plan_compaction(
             continue
         if record.kind != "plan" or record.status != "shipped" or _is_true(record.frontmatter.get("compacted")):
             continue
-        _write(vault, item.path, compact_plan_record(record, now))
+        unit.write(compact_plan_record(record, now), item.path)
         result.compacted_plans_count += 1
         result.compacted_plans.append(item.relative)
 
@@ -410,18 +379,15 @@ def _prepare(vault: Vault, project: str) -> bool:
     return True
 
 
-def _finish(vault: Vault, project: str, result: GcResult, now: datetime, what: str) -> None:
-    """Index and views in step with the files again, then one vault commit for the pass."""
-    from memosite.views import write_views
-
-    refresh_project(vault, project)
+def _finish(unit: Mutation, project: str, result: GcResult) -> None:
+    """Index in step with the files again; every view of the project is rewritten as the unit
+    ends, with one vault commit for the pass."""
+    refresh_project(unit.vault, project)
     # Many deletions leave FTS5 segments fragmented; merging them keeps searches fast.
-    vault.index().conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
+    unit.vault.index().optimize()
     result.rebuilt_fts = True
-    write_views(vault, project, now=now)
+    unit.touch(project, KINDS)
     result.rebuilt_views = True
-    gitsync.request_commit(vault, f"{what} {project}")
-    gitsync.flush_pending(vault)
 
 
 def _stepper(plan: GcPlan, progress: ProgressCallback | None) -> Callable[[], None]:
@@ -470,21 +436,22 @@ def _execute(
         if dry_run:
             return _result_from_plan(vault, plan)
         result = GcResult(project_id=project, dry_run=False)
-        step = _stepper(plan, progress)
-        _apply_temp_cleanup(vault, plan, result, step)
-        _apply_sweep(vault, plan, result, now, step)
-        _apply_plan_compaction(vault, plan, result, now, step)
-        for rollup in plan.rollups:
-            merged = apply_rollup(vault, project, rollup, now, step)
-            if merged:
-                result.rollup_files.append(vault.relative(rollup.target))
-                result.compacted_logs += merged
-                result.compacted_logs_count += len(merged)
-        if "temp" in parts:
-            from memosite.salience import prune_session_seen_sets
+        with mutation(vault, f"{what} {project}", flush=True) as unit:
+            step = _stepper(plan, progress)
+            _apply_temp_cleanup(vault, plan, result, step)
+            _apply_sweep(unit, plan, result, now, step)
+            _apply_plan_compaction(unit, plan, result, now, step)
+            for rollup in plan.rollups:
+                merged = apply_rollup(unit, project, rollup, now, step)
+                if merged:
+                    result.rollup_files.append(vault.relative(rollup.target))
+                    result.compacted_logs += merged
+                    result.compacted_logs_count += len(merged)
+            if "temp" in parts:
+                from memosite.salience import prune_session_seen_sets
 
-            prune_session_seen_sets(vault, now)
-        _finish(vault, project, result, now, what)
+                prune_session_seen_sets(vault, now)
+            _finish(unit, project, result)
     return result
 
 

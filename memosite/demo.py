@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memosite.errors import InvalidArguments
+from memosite.mutation import mutation
 from memosite.schema import format_iso, utc_now
 from memosite.store import append_event, derive_slug, upsert_record
 from memosite.vault import Vault
@@ -225,6 +226,13 @@ def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | 
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("written by memosite demo\n", encoding="utf-8")
     count = 0
+    with mutation(vault, f"demo {project}"):
+        count += _write_seeds(vault, project, now)
+    return DemoResult(vault=str(vault.root), project=project, records=count)
+
+
+def _write_seeds(vault: Vault, project: str, now: datetime) -> int:
+    count = 0
     for seed in [*_TRAPS, *_DECISIONS, *_OTHERS]:
         moment = now - timedelta(days=seed.days_ago)
         frontmatter = {k: v for k, v in seed.frontmatter.items() if v is not None}
@@ -250,4 +258,4 @@ def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | 
         for days_ago, text, details in _LOGS:
             append_event(vault, project, event=text, details=details, now=now - timedelta(days=days_ago))
             count += 1
-    return DemoResult(vault=str(vault.root), project=project, records=count)
+    return count

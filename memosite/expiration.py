@@ -15,6 +15,7 @@ from typing import Any
 
 from memosite.config import VaultConfig
 from memosite.errors import InvalidArguments
+from memosite.kinds import KIND_FACTS
 from memosite.schema import format_iso, parse_datetime
 
 # The seed's grammar. Digits are ASCII only (Python's ``\d`` would also take Arabic-Indic
@@ -97,11 +98,11 @@ def compute_expires_at(created: Any, ttl: Any) -> datetime:
 
 
 def default_ttl_days_for_kind(kind: str, config: VaultConfig) -> float | None:
-    if kind == "scratch":
-        return config.scratch_days
-    if kind == "review":
-        return config.review_days
-    return None
+    """The kind's default time to live in days (``config.json`` ``ttl.<setting>``), or None."""
+    facts = KIND_FACTS.get(kind)
+    if facts is None or facts.default_ttl is None:
+        return None
+    return config.ttl_days(facts.default_ttl)
 
 
 def resolve_expires_at(frontmatter: Mapping[str, Any], config: VaultConfig) -> datetime | None:
@@ -130,6 +131,28 @@ def resolve_expires_at(frontmatter: Mapping[str, Any], config: VaultConfig) -> d
 def is_expired_at(expires_at: datetime | None, now: datetime) -> bool:
     """Expired from the exact expiry instant on: ``now >= expires_at``."""
     return expires_at is not None and now >= expires_at
+
+
+def is_expired_iso(expires_at: str | None, now_iso: str) -> bool:
+    """:func:`is_expired_at` on the index's ISO strings (``format_iso``: fixed width, so they
+    compare as the instants do)."""
+    return expires_at is not None and expires_at <= now_iso
+
+
+# The same rules over the index's columns; each takes the ISO instant as its ``?`` parameter(s).
+def not_expired_sql(column: str = "expires_at") -> str:
+    """Not expired at ``?``: no expiry, or the expiry is still ahead (one parameter: now)."""
+    return f"({column} IS NULL OR {column} > ?)"
+
+
+def expired_sql(column: str = "expires_at") -> str:
+    """Expired at ``?`` (one parameter: now)."""
+    return f"({column} IS NOT NULL AND {column} <= ?)"
+
+
+def active_at_sql(created: str = "created", expires_at: str = "expires_at") -> str:
+    """:func:`is_active_at` at ``?`` (two parameters, both the as-of instant)."""
+    return f"(({created} IS NULL OR {created} <= ?) AND ({expires_at} IS NULL OR ? < {expires_at}))"
 
 
 def is_record_expired_at(frontmatter: Mapping[str, Any], now: datetime, config: VaultConfig) -> bool:

@@ -14,13 +14,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
+
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
+from memosite.kinds import KINDS, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, parse_record
 from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
-from memosite.views import env_for, render_fragments, views_for_kinds, write_views
+from memosite.views import env_for, render_fragments, write_views
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -139,13 +142,26 @@ def remove_record_files(vault: Vault, tombstones: Sequence[Tombstone]) -> None:
 
 
 def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None) -> list[Path]:
-    """Rewrite the views that records of ``kinds`` appear in (all views when None)."""
+    """Rewrite the views that records of ``kinds`` appear in (all views when None).
+
+    Views are derived: when one cannot be compiled (a broken template override, a full disk) the
+    write that asked for it still stands, and the failure is a warning naming the cause.
+    """
     names = views_for_kinds(kinds) if kinds is not None else None
     try:
         return write_views(vault, project, names) if names is not None else write_views(vault, project)
-    except sqlite3.Error as exc:
-        warn(f"compiling views failed for {project}: {exc} (run `memosite compile`)")
+    except (sqlite3.Error, jinja2.TemplateError, StorageError) as exc:
+        warn(f"compiling views failed for {project}: {describe_view_error(exc)} (fix it, then `memosite compile`)")
         return []
+
+
+def describe_view_error(exc: BaseException) -> str:
+    """One line for a view failure; a template error names the template and line."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        return f"template {exc.name or exc.filename or '?'} line {exc.lineno}: {exc.message}"
+    if isinstance(exc, StorageError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -165,7 +181,7 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
     """Bring a project's index rows in step with its files. Unparseable files warn and are skipped."""
     index = vault.index()
     known = index.file_stats(project)
-    known_kinds = {entry.path: entry.kind for entry in index.entries(project)} if known else {}
+    known_kinds = index.kinds_by_path(project) if known else {}
     result = RefreshResult()
     seen: set[str] = set()
     entries: list[IndexEntry] = []
@@ -224,15 +240,22 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
 
 def compile_project(vault: Vault, project: str) -> list[Path]:
     """Pick up edits made outside memosite, then rewrite every view of the project."""
-    with vault.lock():
-        ensure_index(vault)
+    from memosite.kinds import VIEW_FILES
+    from memosite.mutation import mutation
+
+    with mutation(vault, f"compile {project}") as unit:
         refresh_project(vault, project)
-        return write_views(vault, project)
+        unit.touch(project, KINDS)
+    return [vault.project_dir(project) / name for name in VIEW_FILES]
 
 
 def ensure_index(vault: Vault) -> None:
-    """A missing or outdated index is rebuilt from the files before first use."""
+    """A missing or outdated index is rebuilt from the files before first use, and what a killed
+    unit of work left half done is finished (see :func:`memosite.mutation.recover_interrupted`)."""
+    from memosite.mutation import recover_interrupted
+
     if vault.index().fresh:
         vault.index().fresh = False
         for project in vault.projects():
             refresh_project(vault, project, force=True)
+    recover_interrupted(vault)

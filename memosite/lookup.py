@@ -11,10 +11,11 @@ from typing import Any
 from memosite.errors import InvalidArguments, RecordNotFound, StorageError
 from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
 from memosite.indexing import ensure_index, read_record, refresh_project
-from memosite.schema import KINDS, Record, normalize_kind, subdir_for_kind, utc_now
+from memosite.kinds import KINDS, PRIVATE_KINDS
+from memosite.schema import Record, normalize_kind, subdir_for_kind, utc_now
 from memosite.vault import Vault
 
-PRIVATE_KINDS = ("scratch", "state", "review")  # never returned from another project
+__all__ = ["PRIVATE_KINDS", "StoredRecord", "get_record", "locate_record", "writable_target"]
 
 
 @dataclass
@@ -66,9 +67,13 @@ def locate_record(
 
     Symlinks are never followed (a record must live inside the vault), and an id that names
     records of two kinds is ambiguous rather than a guess: a purge must not hit the wrong one.
+    A kind given with an id narrows the lookup to that kind.
     """
-    if record_id and (kind or slug):
+    if record_id and slug:
         raise InvalidArguments("give an id, or a kind and a slug, not both")
+    if record_id and kind:
+        wanted = normalize_kind(kind)
+        return _locate_by_id(vault, project, record_id, (wanted,))
     if kind and slug:
         path = vault.record_path(project, normalize_kind(kind), slug)
         if _is_record_file(vault, path):
@@ -76,20 +81,26 @@ def locate_record(
         raise RecordNotFound(f"Record not found: {kind}/{slug} in project {project}")
     if not record_id:
         raise InvalidArguments("give an id, or both a kind and a slug")
+    return _locate_by_id(vault, project, record_id, KINDS)
+
+
+def _locate_by_id(vault: Vault, project: str, record_id: str, kinds: tuple[str, ...]) -> tuple[Record, Path]:
     if "\x00" in record_id or "/" in record_id or "\\" in record_id or len(record_id) > 200:
         raise InvalidArguments(f"invalid id {record_id[:60]!r}{'…' if len(record_id) > 60 else ''}")
     named = [
         path
-        for subdir in dict.fromkeys(subdir_for_kind(k) for k in KINDS)
+        for subdir in dict.fromkeys(subdir_for_kind(k) for k in kinds)
         if _is_record_file(vault, path := vault.project_dir(project) / subdir / f"{record_id}.md")
     ]
+    if len(kinds) < len(KINDS):
+        named = [path for path in named if read_record(path).kind in kinds]
     if len(named) > 1:
-        kinds = ", ".join(path.parent.name for path in named)
-        raise InvalidArguments(f"id {record_id} is ambiguous ({kinds}): give --kind and --slug")
+        where = ", ".join(path.parent.name for path in named)
+        raise InvalidArguments(f"id {record_id} is ambiguous ({where}): give --kind")
     if named:
         return read_record(named[0]), named[0]
     for attempt in range(2):
-        found = [vault.root / e.path for e in vault.index().by_id(record_id, project)]
+        found = [vault.root / e.path for e in vault.index().by_id(record_id, project) if e.kind in kinds]
         found = [path for path in found if _is_record_file(vault, path)]
         if len(found) > 1:
             raise InvalidArguments(f"id {record_id} is ambiguous ({len(found)} records): give --kind and --slug")

@@ -228,7 +228,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             return server
         # Record directories only: the views this plugin compiles live at each project's root,
         # and watching them would rebuild once more after every rebuild.
-        from memosite.vault import RECORD_DIRS
+        from memosite.kinds import RECORD_DIRS
 
         projects_dir = self.vault_root / "projects"
         server.watch(str(projects_dir), recursive=False)

@@ -6,9 +6,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from memosite.text import jaccard, tokens
+
 JACCARD_THRESHOLD = 0.7
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 # First matching rule wins; each is (layer, path fragments, body keywords).
 _LAYER_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -65,15 +66,7 @@ _TAG_RES = {
 _GENERIC_SEGMENTS = {"src", "lib", "app", "apps", "packages", "pkg", "internal", "tests", "test", "**", "*"}
 
 
-def tokens(text: str) -> set[str]:
-    return set(_TOKEN_RE.findall(text.lower()))
-
-
-def jaccard(left: str, right: str) -> float:
-    a, b = tokens(left), tokens(right)
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+__all__ = ["jaccard", "tokens"]  # re-exported: the recurrence rule is stated in their terms
 
 
 def pattern_key(patterns: Iterable[str]) -> str:

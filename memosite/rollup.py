@@ -17,17 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memosite.errors import InvalidRecord, StorageError
-from memosite.indexing import index_record, read_record, remove_record_files
-from memosite.schema import (
-    Record,
-    format_iso,
-    parse_datetime,
-    serialize_record,
-    validate_frontmatter,
-)
-from memosite.vault import RecordFile, Tombstone, Vault, atomic_write_text, warn
+from memosite.indexing import read_record
+from memosite.schema import Record, format_iso, parse_datetime, validate_frontmatter
+from memosite.vault import RecordFile, Tombstone, Vault, warn
+
+if TYPE_CHECKING:
+    from memosite.mutation import Mutation
 
 LOG_MIN_AGE_DAYS = 30
 ROLLUP_PREFIX = "log-rollup-"
@@ -81,7 +79,7 @@ def plan_rollups(vault: Vault, project: str, logs: list[tuple[str, RecordFile]])
 
 
 def apply_rollup(
-    vault: Vault,
+    unit: Mutation,
     project: str,
     rollup: RollupPlan,
     now: datetime,
@@ -90,6 +88,7 @@ def apply_rollup(
     """Append the month's events that still parse to its roll-up and write it; only then remove
     the merged event files, as one batch (tombstones first). ``step`` is called once per planned
     event. Returns the vault-relative paths of the merged (now removed) event files."""
+    vault = unit.vault
     events: list[tuple[RecordFile, Record]] = []
     for item in rollup.events:
         step()
@@ -106,10 +105,8 @@ def apply_rollup(
         return []
     existing = read_record(rollup.target) if rollup.target.exists() else None
     roll = _rollup_record(existing, rollup, project, [record for _, record in events], now)
-    atomic_write_text(rollup.target, serialize_record(roll))
-    index_record(vault, roll, rollup.target)
-    merged = [Tombstone(project, rec.kind, rec.id, item.path, "gc-rollup") for item, rec in events]
-    remove_record_files(vault, merged)
+    unit.write(roll, rollup.target)
+    unit.remove([Tombstone(project, rec.kind, rec.id, item.path, "gc-rollup") for item, rec in events])
     return [item.relative for item, _ in events]
 
 

@@ -10,7 +10,6 @@ not reorder views that sort by it.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -18,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, RecordNotFound
-from memosite.schema import LAYERS, Record, format_iso, is_flagged_stale, serialize_record, utc_now
-from memosite.vault import Vault, atomic_write_text, warn
+from memosite.index import queries
+from memosite.schema import LAYERS, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
+from memosite.vault import Vault, warn
 
 HITS_DIR = "hits"
 SESSION_SEEN_MAX_AGE = timedelta(days=30)
@@ -145,26 +145,16 @@ def prune_session_seen_sets(vault: Vault, now: datetime | None = None, *, dry_ru
     return removed
 
 
-# --- reading and rewriting one record --------------------------------------------------------
-
-
-def _load(vault: Vault, project: str, record_id: str) -> tuple[Record, Path]:
-    from memosite.indexing import read_record
-    from memosite.lookup import get_record
-
-    found = get_record(vault, project, record_id=record_id)
-    path = vault.root / found.path
-    return read_record(path), path
-
-
-def _rewrite(vault: Vault, record: Record, path: Path) -> None:
-    from memosite.indexing import index_record
-
-    atomic_write_text(path, serialize_record(record))
-    index_record(vault, record, path)
-
-
 # --- hits ------------------------------------------------------------------------------------
+
+
+def _hit_text(path: Path, hits: int, last_hit: str) -> str:
+    """The file with only ``hits`` and ``lastHit`` changed: a hit is usage, not an edit, so no
+    other key (not even one a hand-written record leaves to its default) is written."""
+    raw = parse_record(path.read_bytes().decode("utf-8"), path, validate=False)
+    raw.frontmatter["hits"] = hits
+    raw.frontmatter["lastHit"] = last_hit
+    return serialize_record(raw)
 
 
 def record_hits(
@@ -179,9 +169,11 @@ def record_hits(
 
     With a ``session_id`` a record is counted at most once per session; without one, every call
     counts. Unknown or unreadable ids are skipped. ``updated`` is left alone: a hit is not an edit.
+    All the hits of one call are one unit of work (one commit).
     """
     from memosite.errors import InvalidRecord, StorageError
-    from memosite.indexing import rebuild_views
+    from memosite.lookup import locate_record
+    from memosite.mutation import mutation
 
     now_iso = format_iso(now or utc_now())
     wanted = list(dict.fromkeys(i.strip() for i in ids if isinstance(i, str) and i.strip()))
@@ -189,28 +181,25 @@ def record_hits(
         return []
     session = session_id.strip() if isinstance(session_id, str) and session_id.strip() else None
     counted: list[str] = []
-    kinds: set[str] = set()
-    with vault.lock():
+    with mutation(vault, f"hits {project}") as unit:
         seen_path = _seen_file(vault, session) if session else None
         seen = _read_seen(seen_path) if seen_path else set()
         for record_id in wanted:
             if _seen_key(project, record_id) in seen:
                 continue
             try:
-                record, path = _load(vault, project, record_id)
-            except (RecordNotFound, InvalidArguments, InvalidRecord, StorageError) as exc:
-                warn(f"hit not counted for {record_id}: {exc.message}")
+                record, path = locate_record(vault, project, record_id=record_id)
+                hits = int(record.frontmatter.get("hits") or 0) + 1
+                record.frontmatter["hits"] = hits
+                record.frontmatter["lastHit"] = now_iso
+                unit.write(record, path, text=_hit_text(path, hits, now_iso))
+            except (RecordNotFound, InvalidArguments, InvalidRecord, StorageError, OSError, UnicodeDecodeError) as exc:
+                warn(f"hit not counted for {record_id}: {getattr(exc, 'message', exc)}")
                 continue
-            fm = record.frontmatter
-            fm["hits"] = int(fm.get("hits") or 0) + 1
-            fm["lastHit"] = now_iso
-            _rewrite(vault, record, path)
             counted.append(record_id)
-            kinds.add(record.kind)
         if seen_path is not None and counted:
             _remember_seen(seen_path, [_seen_key(project, i) for i in counted])
-        if kinds:
-            rebuild_views(vault, project, kinds)
+        unit.retitle(f"hits {project}: {', '.join(counted)}" if counted else f"hits {project}")
     return counted
 
 
@@ -228,21 +217,20 @@ def record_feedback(
     """Count one helpful or stale vote and set ``lastFeedback``. A record whose stale votes outweigh
     its helpful ones is flagged stale (views show it, rankings put it last). ``updated`` is left
     alone: feedback is not an edit. Raises RECORD_NOT_FOUND for an unknown id."""
-    from memosite import gitsync
-    from memosite.indexing import rebuild_views
+    from memosite.lookup import locate_record
+    from memosite.mutation import mutation
 
     if not isinstance(record_id, str) or not record_id.strip():
         raise InvalidArguments("feedback needs a record id")
     now_iso = format_iso(now or utc_now())
-    with vault.lock():
-        record, path = _load(vault, project, record_id.strip())
+    with mutation(vault, "feedback") as unit:
+        record, path = locate_record(vault, project, record_id=record_id.strip())
         fm = record.frontmatter
         key = "helpfulCount" if helpful else "staleCount"
         fm[key] = int(fm.get(key) or 0) + 1
         fm["lastFeedback"] = now_iso
-        _rewrite(vault, record, path)
-        rebuild_views(vault, project, {record.kind})
-        gitsync.request_commit(vault, f"feedback {record.kind}:{record.id} {'helpful' if helpful else 'stale'}")
+        unit.retitle(f"feedback {record.kind}:{record.id} {'helpful' if helpful else 'stale'}")
+        unit.write(record, path)
     return FeedbackResult(
         id=record.id,
         kind=record.kind,
@@ -272,36 +260,23 @@ def rank_traps(
             raise InvalidArguments(f"invalid layer {layer!r}: expected one of {', '.join(LAYERS)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArguments(f"invalid limit {limit!r}: expected a positive integer")
-    now_iso = format_iso(now or utc_now())
-    if vault.index().fresh:
-        from memosite.indexing import ensure_index
+    from memosite.indexing import ensure_index
 
-        ensure_index(vault)
-    where = "project = ? AND kind = 'trap' AND status = 'active' AND (expires_at IS NULL OR expires_at > ?)"
-    params: list[Any] = [project, now_iso]
-    if layer is not None:
-        where += " AND layer = ?"
-        params.append(layer)
-    conn = vault.index().conn
-    total = int(conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()[0])
-    rows = conn.execute(
-        "SELECT id, title, severity, layer, occurrences, hits, helpful, stale, path, path_patterns "
-        f"FROM records WHERE {where} ORDER BY (stale > helpful), occurrences DESC, hits DESC, "
-        "severity_weight DESC, updated DESC, path LIMIT ?",
-        [*params, limit],
-    )
+    now_iso = format_iso(now or utc_now())
+    ensure_index(vault)
+    total, rows = queries.ranked_traps(vault.index(), project, now_iso, layer=layer, limit=limit)
     traps = [
         RankedTrap(
-            id=row["id"],
-            title=row["title"],
-            severity=row["severity"],
-            layer=row["layer"],
-            occurrences=row["occurrences"],
-            hits=row["hits"],
-            helpful=row["helpful"],
-            stale=row["stale"],
-            path=row["path"],
-            path_patterns=json.loads(row["path_patterns"]),
+            id=row.id,
+            title=row.title,
+            severity=row.severity,
+            layer=row.layer,
+            occurrences=row.occurrences or 1,
+            hits=row.hits,
+            helpful=row.helpful,
+            stale=row.stale,
+            path=row.path,
+            path_patterns=row.path_patterns,
         )
         for row in rows
     ]

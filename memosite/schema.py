@@ -8,6 +8,7 @@ bare dates) and the author's quoting and comments survive.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Mapping
@@ -19,8 +20,9 @@ from typing import Any
 import yaml
 
 from memosite.errors import InvalidArguments, InvalidRecord
+from memosite.kinds import KIND_FACTS, KINDS, directory_for_kind
+from memosite.text import slugify as text_slugify
 
-KINDS = ("trap", "decision", "spec", "plan", "state", "log", "scratch", "review", "prompt", "session")
 STATUSES = ("active", "paused", "shipped", "superseded", "archived", "completed")
 SOURCES = ("agent", "human", "imported")
 SEVERITIES = ("low", "medium", "high", "critical")
@@ -28,18 +30,7 @@ LAYERS = ("application", "domain", "web", "infrastructure", "tests", "devops", "
 LINK_TYPES = ("fixes", "contradicts", "causes")
 DELIVERABLE_TYPES = ("pr", "commit", "spec")
 
-KIND_DIRS: dict[str, str] = {
-    "trap": "traps",
-    "decision": "decisions",
-    "spec": "specs",
-    "plan": "plans",
-    "state": "plans",
-    "log": "logs",
-    "scratch": "scratch",
-    "review": "reviews",
-    "prompt": "prompts",
-    "session": "sessions",
-}
+KIND_DIRS: dict[str, str] = {kind: facts.directory for kind, facts in KIND_FACTS.items()}
 SEVERITY_WEIGHT = {"critical": 4, "high": 3, "medium": 2, "low": 1}
 
 _ENUM_FIELDS: dict[str, tuple[str, ...]] = {
@@ -78,12 +69,18 @@ def normalize_kind(kind: Any) -> str:
 
 def is_flagged_stale(helpful: int, stale: int) -> bool:
     """Feedback salience: a record whose stale votes outweigh its helpful ones is flagged stale
-    (shown as such and ranked lower). SQL spells the same rule ``(stale > helpful)``."""
+    (shown as such and ranked lower). :func:`flagged_stale_sql` spells the same rule in SQL."""
     return stale > helpful
 
 
+def flagged_stale_sql(table: str = "") -> str:
+    """:func:`is_flagged_stale` over the index's ``helpful``/``stale`` columns (of ``table``)."""
+    prefix = f"{table}." if table else ""
+    return f"({prefix}stale > {prefix}helpful)"
+
+
 def subdir_for_kind(kind: str) -> str:
-    return KIND_DIRS.get(kind, f"{kind}s")
+    return directory_for_kind(kind)
 
 
 def validate_slug(slug: str, what: str = "slug") -> str:
@@ -98,8 +95,8 @@ def validate_slug(slug: str, what: str = "slug") -> str:
 
 
 def slugify(text: str, max_length: int = 80) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:max_length].rstrip("-")
+    """An ASCII slug for a title in any script (see :func:`memosite.text.slugify`)."""
+    return text_slugify(text, max_length)
 
 
 # --- dates -----------------------------------------------------------------------------------
@@ -459,7 +456,8 @@ def parse_record(text: str, path: Path | None = None, *, validate: bool = True) 
     chunks = _split_chunks(fm_text if fm_text.endswith("\n") or not fm_text else fm_text + "\n", data)
     source = None
     if chunks is not None:
-        normalized = validate_frontmatter(data, require=False) if validate else data
+        # A copy: a caller changing the record's values must not change what "unchanged" means.
+        normalized = validate_frontmatter(data, require=False) if validate else copy.deepcopy(data)
         source = _SourceText(chunks=chunks, values=normalized)
     return Record(frontmatter=frontmatter, body=body, path=path, source=source)
 

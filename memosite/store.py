@@ -1,53 +1,58 @@
 """The write engine: upsert, append, forget, restore, and listing (``get`` lives in :mod:`lookup`).
 
-Every mutation validates, scans for secrets, then — under the vault lock — writes the Markdown file
-atomically, updates the index, rewrites the affected views and requests a vault commit.
+Every mutation runs in one unit of work (:mod:`memosite.mutation`): validated and secret-scanned
+first, then under the vault lock the files change atomically, the index follows, the views of the
+touched kinds are rewritten once and one vault commit is requested. An upsert is planned before it
+is applied (:mod:`memosite.writeplan`), so its result says what it did: ``created``, ``updated``
+or ``recurrence``.
 """
 
 from __future__ import annotations
 
 import os
 import secrets as _random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memosite import gitsync
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
-from memosite.expiration import (
-    compute_expires_at,
-    iso_or_none,
-    parse_expires_at,
-    resolve_expires_at,
-    validate_ttl_input,
-)
-from memosite.index import IndexEntry
-from memosite.indexing import (
-    ensure_index,
-    index_record,
-    read_record,
-    rebuild_views,
-    refresh_project,
-    remove_record_files,
-)
+from memosite.expiration import is_expired_iso, iso_or_none, resolve_expires_at
+from memosite.index import queries
+from memosite.indexing import ensure_index, read_record, refresh_project
 from memosite.lookup import locate_record, writable_target
-from memosite.recurrence import classify_trap, is_recurrence, pattern_key
-from memosite.schema import (
-    Record,
-    format_iso,
-    normalize_kind,
-    serialize_record,
-    slugify,
-    utc_now,
-    validate_frontmatter,
-    validate_slug,
-)
+from memosite.mutation import Mutation, mutation
+from memosite.recurrence import is_recurrence, pattern_key
+from memosite.schema import Record, format_iso, normalize_kind, slugify, utc_now, validate_frontmatter, validate_slug
 from memosite.secrets import assert_no_secrets
-from memosite.vault import Tombstone, Vault, atomic_write_text
+from memosite.vault import Tombstone, Vault
+from memosite.writeplan import (
+    UpsertAction,
+    UpsertPlan,
+    UpsertRequest,
+    describe,
+    normalize_upsert,
+    prepare_upsert,
+    same_title,
+    sanitize_paths,
+)
 
-_EXCLUDED_PATH_PARTS = (".git", "node_modules", "__pycache__", ".venv", ".memosite")
+__all__ = [
+    "AppendResult",
+    "ForgetResult",
+    "RecordSummary",
+    "UpsertResult",
+    "append_event",
+    "derive_slug",
+    "forget_record",
+    "list_records",
+    "restore_record",
+    "sanitize_paths",
+    "upsert_record",
+]
+
+MAX_UNIQUE_SUFFIX = 1000
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -63,11 +68,37 @@ class UpsertResult:
     created: str
     updated: str
     expires_at: str | None
-    recurrence: bool = False
+    action: UpsertAction = "updated"
+    occurrences: int | None = None
     superseded: bool = False
 
+    @property
+    def recurrence(self) -> bool:
+        return self.action == "recurrence"
+
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "project": self.project,
+            "path": self.path,
+            "status": self.status,
+            "created": self.created,
+            "updated": self.updated,
+            "expires_at": self.expires_at,
+            "action": self.action,
+            "recurrence": self.recurrence,
+            "occurrences": self.occurrences,
+            "superseded": self.superseded,
+        }
+
+    def summary(self) -> str:
+        """The CLI's one line: what happened, to which record."""
+        what = f"{self.kind} {self.id}"
+        if self.action == "recurrence":
+            return f"recurrence of {what} (occurrences {self.occurrences}) → {self.path}"
+        extra = " (superseding its predecessor)" if self.superseded else ""
+        return f"{self.action} {what}{extra} → {self.path}"
 
 
 @dataclass
@@ -87,6 +118,7 @@ class ForgetResult:
     kind: str
     status: str  # "archived" or "purged"
     purged: bool
+    restored: list[str] = field(default_factory=list)  # predecessors a purge made active again
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -110,62 +142,57 @@ class RecordSummary:
         return dict(self.__dict__)
 
 
-# --- helpers ---------------------------------------------------------------------------------
-
-
-def sanitize_paths(values: Sequence[Any]) -> list[str]:
-    """Clean path patterns: relative, forward slashes, no captures of VCS/dependency/vault dirs."""
-    cleaned: list[str] = []
-    for value in values:
-        if not isinstance(value, str) or "\x00" in value:
-            raise InvalidArguments(f"invalid path {value!r}")
-        path = value.strip().replace("\\", "/")
-        while path.startswith("./"):
-            path = path[2:]
-        if not path:
-            continue
-        parts = [part for part in path.split("/") if part]
-        if any(part in _EXCLUDED_PATH_PARTS for part in parts):
-            continue
-        cleaned.append(path)
-    return list(dict.fromkeys(cleaned))
+# --- slugs -----------------------------------------------------------------------------------
 
 
 def _epoch_ms(now: datetime) -> int:
     return int(now.timestamp() * 1000)
 
 
-def derive_slug(
-    kind: str,
-    frontmatter: Mapping[str, Any],
-    slug: str | None,
-    now: datetime,
-) -> str:
+def _named_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None) -> str | None:
+    """The slug when the caller named the record: an explicit slug, the id, or a prompt's or a
+    session's own name (``prompt-<sessionId>-t<turn>``, ``session-<sessionId>``)."""
+    if slug:
+        return validate_slug(slug)
+    if frontmatter.get("id"):
+        return validate_slug(str(frontmatter["id"]), "id")
+    session_id = frontmatter.get("sessionId")
+    if kind == "prompt" and session_id and frontmatter.get("turn") is not None:
+        return validate_slug(f"prompt-{slugify(str(session_id))}-t{frontmatter['turn']}")
+    if kind == "session" and session_id:
+        return validate_slug(f"session-{slugify(str(session_id))}")
+    return None
+
+
+def derive_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None, now: datetime) -> str:
     """explicit slug → frontmatter id → slugify(title) → ``<kind>-<ms>``.
 
     prompt and session records follow their own rule after the id instead of the title:
     ``prompt-<sessionId>-t<turn>`` (else ``prompt-<ms>-<6 hex>``) and ``session-<sessionId>``
     (else ``session-<ms>``), so their names say where they come from.
     """
-    if slug:
-        return validate_slug(slug)
-    if frontmatter.get("id"):
-        return validate_slug(str(frontmatter["id"]), "id")
-    session_id = frontmatter.get("sessionId")
+    named = _named_slug(kind, frontmatter, slug)
+    if named is not None:
+        return named
     if kind == "prompt":
-        if session_id and frontmatter.get("turn") is not None:
-            return validate_slug(f"prompt-{slugify(str(session_id))}-t{frontmatter['turn']}")
         return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
     if kind == "session":
-        return validate_slug(f"session-{slugify(str(session_id))}") if session_id else f"session-{_epoch_ms(now)}"
+        return f"session-{_epoch_ms(now)}"
     title = frontmatter.get("title")
     if isinstance(title, str) and slugify(title):
         return slugify(title)
     return f"{kind}-{_epoch_ms(now)}"
 
 
-def _write(vault: Vault, path: Path, record: Record) -> None:
-    atomic_write_text(path, serialize_record(record))
+def _unique_candidates(slug: str) -> Iterator[str]:
+    yield slug
+    for n in range(2, MAX_UNIQUE_SUFFIX):
+        suffix = f"-{n}"
+        yield f"{slug[: 200 - len(suffix)]}{suffix}"
+    raise InvalidArguments(f"no free slug left for {slug!r}: give one with --slug")
+
+
+# --- upsert ----------------------------------------------------------------------------------
 
 
 def _read_existing(path: Path) -> Record | None:
@@ -178,7 +205,80 @@ def _read_existing(path: Path) -> Record | None:
         raise InvalidRecord(f"{exc.message}; fix or remove the file before writing it again") from exc
 
 
-# --- upsert ----------------------------------------------------------------------------------
+def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: datetime) -> tuple[str, Record | None]:
+    """The slug to write and the record there now.
+
+    A slug or id the caller gave names the record to update. A slug derived from the title (or a
+    timestamp) only updates a record of the same kind and title; any other record there is left
+    alone and the next free ``<slug>-2``, ``<slug>-3`` … is used, so no upsert ever replaces a
+    record it did not name.
+    """
+    named = _named_slug(request.kind, request.frontmatter, request.slug)
+    if named is not None:
+        return named, _read_existing(writable_target(vault, vault.record_path(project, request.kind, named)))
+    for candidate in _unique_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
+        path = writable_target(vault, vault.record_path(project, request.kind, candidate))
+        if not path.exists():
+            return candidate, None
+        try:
+            existing = read_record(path)
+        except InvalidRecord:
+            continue  # a hand-written file that does not parse: never ours to overwrite
+        if (
+            existing.kind == request.kind
+            and existing.status != "superseded"
+            and request.title is not None
+            and same_title(existing.frontmatter.get("title"), request.title)
+        ):
+            return candidate, existing
+    raise AssertionError("unreachable")  # _unique_candidates raises when it runs out
+
+
+def _find_recurrence(vault: Vault, project: str, body: str, patterns: Sequence[str]) -> Record | None:
+    for candidate in queries.live_traps_with_patterns(vault.index(), project, pattern_key(patterns)):
+        if is_recurrence(body, candidate.body):
+            try:
+                return read_record(vault.root / candidate.path)
+            except InvalidRecord:
+                continue
+    return None
+
+
+def _find_older(vault: Vault, project: str, older_id: str | None) -> tuple[Record, Path] | None:
+    if older_id is None:
+        return None
+    try:
+        return locate_record(vault, project, record_id=older_id)
+    except (RecordNotFound, InvalidArguments, InvalidRecord):
+        return None
+
+
+def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetime) -> tuple[UpsertPlan, Path]:
+    """Gather what the vault holds for ``request`` (under the lock) and plan it."""
+    slug, existing = _locate_target(vault, project, request, now)
+    recurrence = None
+    if (
+        existing is None
+        and request.kind == "trap"
+        and request.supersedes is None
+        and not request.allow_duplicate
+        and request.body is not None
+    ):
+        recurrence = _find_recurrence(vault, project, request.body, request.frontmatter.get("pathPatterns") or [])
+    older = _find_older(vault, project, request.supersedes)
+    plan = prepare_upsert(
+        request,
+        project=project,
+        slug=slug,
+        existing=existing,
+        recurrence_of=recurrence,
+        older=older[0] if older is not None else None,
+        now=now,
+        config=vault.config,
+    )
+    if plan.action == "recurrence" and recurrence is not None and recurrence.path is not None:
+        return plan, recurrence.path
+    return plan, vault.record_path(project, request.kind, slug)
 
 
 def upsert_record(
@@ -186,164 +286,64 @@ def upsert_record(
     project: str,
     *,
     kind: str,
-    body: str,
+    body: str | None,
     slug: str | None = None,
     frontmatter: Mapping[str, Any] | None = None,
     path: str | None = None,
     allow_duplicate: bool = False,
     now: datetime | None = None,
 ) -> UpsertResult:
-    """Create or update one record (see the module docstring for the side effects)."""
+    """Create or update one record; ``body`` None keeps an existing record's body."""
     now = now or utc_now()
-    now_iso = format_iso(now)
-    kind = normalize_kind(kind)
-    if not isinstance(body, str) or not body.strip():
-        raise InvalidArguments("body must not be empty")
-    if frontmatter is not None and not isinstance(frontmatter, Mapping):
-        raise InvalidArguments("frontmatter must be an object")
-    incoming: dict[str, Any] = dict(frontmatter or {})
-    incoming.pop("kind", None)
-    if "ttl" in incoming and incoming["ttl"] not in (None, ""):
-        validate_ttl_input(incoming["ttl"])
-    if incoming.get("expires_at") not in (None, ""):
-        moment = parse_expires_at(incoming["expires_at"])
-        if moment is None:
-            raise InvalidArguments(
-                f'Invalid ttl duration or date: "{incoming["expires_at"]}"', details={"field": "expires_at"}
-            )
-        incoming["expires_at"] = format_iso(moment)
-    folded = [p for p in (path, incoming.pop("path", None)) if p]
-    if folded or "pathPatterns" in incoming:
-        patterns = incoming.get("pathPatterns") or []
-        if isinstance(patterns, str):
-            patterns = [patterns]
-        incoming["pathPatterns"] = sanitize_paths([*patterns, *folded])
-    if folded or "linkedPaths" in incoming:
-        linked = incoming.get("linkedPaths") or []
-        if isinstance(linked, str):
-            linked = [linked]
-        incoming["linkedPaths"] = sanitize_paths([*linked, *folded])
-    slug = derive_slug(kind, incoming, slug, now)
-    incoming.setdefault("id", slug)
-    if incoming.get("supersedes") not in (None, ""):
-        older_slug = validate_slug(str(incoming["supersedes"]), "supersedes id")
-        if older_slug == str(incoming["id"]):
-            raise InvalidArguments(f"{older_slug} cannot supersede itself")
-    validate_frontmatter({**incoming, "kind": kind, "project": project}, require=False)
-    assert_no_secrets(body, incoming)
+    request = normalize_upsert(
+        kind=kind, body=body, slug=slug, frontmatter=frontmatter, path=path, allow_duplicate=allow_duplicate
+    )
+    with mutation(vault, f"upsert {request.kind}") as unit:
+        plan, target = plan_upsert(vault, project, request, now)
+        return apply_upsert(unit, project, plan, target, now)
 
-    with vault.lock():
-        ensure_index(vault)
-        target = writable_target(vault, vault.record_path(project, kind, slug))
-        existing = _read_existing(target)
-        if existing is not None and existing.status == "superseded":
-            successor = existing.frontmatter.get("supersededBy")
-            raise InvalidTransition(
-                f"{existing.id} is superseded{f' by {successor}' if successor else ''} (terminal):"
-                " write the successor, or forget --purge this one"
-            )
-        if existing is None and kind == "trap" and not incoming.get("supersedes") and not allow_duplicate:
-            repeat = _find_recurrence(vault, project, body, incoming.get("pathPatterns") or [])
-            if repeat is not None:
-                return _bump_recurrence(vault, project, repeat, now)
 
-        merged: dict[str, Any] = dict(existing.frontmatter) if existing else {}
-        merged.update(incoming)
-        merged["kind"] = kind
-        merged["project"] = project
-        merged["created"] = (
-            (existing.frontmatter.get("created") if existing else None) or incoming.get("created") or now_iso
-        )
-        merged["updated"] = incoming.get("updated") or now_iso
-        if "ttl" in incoming and incoming["ttl"] not in (None, "") and "expires_at" not in incoming:
-            merged["expires_at"] = format_iso(compute_expires_at(merged["created"], incoming["ttl"]))
-        if kind == "trap":
-            classify_trap(merged, body)
-            merged.setdefault("occurrences", 1)
-            merged.setdefault("lastSeen", now_iso)
-        record = Record(
-            frontmatter=validate_frontmatter(merged),
-            body=body,
-            path=target,
-            source=existing.source if existing else None,
-        )
-        _write(vault, target, record)
-        index_record(vault, record, target)
-        touched_kinds = {kind}
-        superseded = False
-        older_id = record.frontmatter.get("supersedes")
-        if older_id and str(older_id) != record.id:
-            older = _mark_superseded(vault, project, str(older_id), record.id, now_iso)
-            if older is not None:
-                superseded = True
-                touched_kinds.add(older.kind)
-        rebuild_views(vault, project, touched_kinds)
-        gitsync.request_commit(vault, f"upsert {kind}:{record.id}")
-
+def apply_upsert(unit: Mutation, project: str, plan: UpsertPlan, target: Path, now: datetime) -> UpsertResult:
+    """Write a planned upsert and its side effect on the record it supersedes."""
+    vault = unit.vault
+    record = plan.record
+    verb = "recurrence" if plan.action == "recurrence" else "upsert"
+    unit.retitle(f"{verb} {record.kind}:{record.id}")
+    unit.write(record, target)
+    superseded = False
+    if plan.supersedes is not None and plan.supersedes != record.id:
+        superseded = _mark_superseded(unit, project, plan.supersedes, record.id, format_iso(now))
     fm = record.frontmatter
     return UpsertResult(
         id=record.id,
-        kind=kind,
+        kind=record.kind,
         project=project,
         path=vault.relative(target),
         status=record.status,
         created=fm["created"],
         updated=fm["updated"],
         expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
-        recurrence=False,
+        action=plan.action,
+        occurrences=plan.occurrences if record.kind == "trap" else None,
         superseded=superseded,
     )
 
 
-def _find_recurrence(vault: Vault, project: str, body: str, patterns: Sequence[str]) -> IndexEntry | None:
-    for candidate in vault.index().traps_with_patterns(project, pattern_key(patterns)):
-        if is_recurrence(body, candidate.body):
-            return candidate
-    return None
-
-
-def _bump_recurrence(vault: Vault, project: str, entry: IndexEntry, now: datetime) -> UpsertResult:
-    now_iso = format_iso(now)
-    path = vault.root / entry.path
-    record = read_record(path)
-    fm = record.frontmatter
-    fm["occurrences"] = int(fm.get("occurrences") or 1) + 1
-    fm["lastSeen"] = now_iso
-    fm["updated"] = now_iso
-    _write(vault, path, record)
-    index_record(vault, record, path)
-    rebuild_views(vault, project, {"trap"})
-    gitsync.request_commit(vault, f"recurrence trap:{record.id}")
-    return UpsertResult(
-        id=record.id,
-        kind="trap",
-        project=project,
-        path=entry.path,
-        status=record.status,
-        created=fm["created"],
-        updated=now_iso,
-        expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
-        recurrence=True,
-        superseded=False,
-    )
-
-
-def _mark_superseded(vault: Vault, project: str, older_id: str, newer_id: str, now_iso: str) -> Record | None:
-    try:
-        record, path = locate_record(vault, project, record_id=older_id)
-    except RecordNotFound:
-        return None
+def _mark_superseded(unit: Mutation, project: str, older_id: str, newer_id: str, now_iso: str) -> bool:
+    found = _find_older(unit.vault, project, older_id)
+    if found is None:
+        return False
+    record, path = found
     if record.status == "superseded" and record.frontmatter.get("supersededBy") == newer_id:
-        return record  # already done: a rewrite of the newer record must not touch the older one
+        return True  # already done: a rewrite of the newer record must not touch the older one
     record.frontmatter["status"] = "superseded"
     record.frontmatter["supersededBy"] = newer_id
     record.frontmatter["updated"] = now_iso
-    _write(vault, path, record)
-    index_record(vault, record, path)
-    return record
+    unit.write(record, path)
+    return True
 
 
-# --- lookup ----------------------------------------------------------------------------------
+# --- append ----------------------------------------------------------------------------------
 
 
 def event_id(kind: str, now: datetime) -> str:
@@ -370,8 +370,7 @@ def append_event(
         frontmatter["details"] = details
     assert_no_secrets(event, frontmatter)
     now_iso = format_iso(now)
-    with vault.lock():
-        ensure_index(vault)
+    with mutation(vault, f"append {kind}") as unit:
         while True:
             record_id = event_id(kind, now)
             path = writable_target(vault, vault.record_path(project, kind, record_id))
@@ -380,11 +379,8 @@ def append_event(
         fm = validate_frontmatter(
             {"id": record_id, "kind": kind, "project": project, "created": now_iso, "updated": now_iso, **frontmatter}
         )
-        record = Record(frontmatter=fm, body=event if event.endswith("\n") else event + "\n", path=path)
-        _write(vault, path, record)
-        index_record(vault, record, path)
-        rebuild_views(vault, project, {kind})
-        gitsync.request_commit(vault, f"append {kind}:{record_id}")
+        unit.retitle(f"append {kind}:{record_id}")
+        unit.write(Record(frontmatter=fm, body=event if event.endswith("\n") else event + "\n", path=path), path)
     return AppendResult(id=record_id, kind=kind, project=project, path=vault.relative(path))
 
 
@@ -402,13 +398,15 @@ def forget_record(
     now: datetime | None = None,
 ) -> ForgetResult:
     """Archive a record (file kept, ``status: archived``) or, with ``purge``, unlink it and
-    record a tombstone."""
+    record a tombstone. Purging a successor makes the record it superseded active again."""
     now_iso = format_iso(now or utc_now())
-    with vault.lock():
-        ensure_index(vault)
+    with mutation(vault, "forget") as unit:
         record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
+        unit.retitle(f"forget {record.kind}:{record.id}{' (purge)' if purge else ''}")
+        restored: list[str] = []
         if purge:
-            remove_record_files(vault, [Tombstone(project, record.kind, record.id, path, "forget")])
+            unit.remove([Tombstone(project, record.kind, record.id, path, "forget")])
+            restored = _revive_predecessor(unit, project, record, now_iso)
             status = "purged"
         else:
             if record.status == "superseded":
@@ -416,12 +414,33 @@ def forget_record(
             if record.status != "archived":
                 record.frontmatter["status"] = "archived"
                 record.frontmatter["updated"] = now_iso
-                _write(vault, path, record)
-                index_record(vault, record, path)
+                unit.write(record, path)
+            else:
+                unit.touch(project, [record.kind])
             status = "archived"
-        rebuild_views(vault, project, {record.kind})
-        gitsync.request_commit(vault, f"forget {record.kind}:{record.id}{' (purge)' if purge else ''}")
-    return ForgetResult(id=record.id, kind=record.kind, status=status, purged=purge)
+    return ForgetResult(id=record.id, kind=record.kind, status=status, purged=purge, restored=restored)
+
+
+def _revive_predecessor(unit: Mutation, project: str, successor: Record, now_iso: str) -> list[str]:
+    """The record ``successor`` superseded goes back to active when the successor is purged: it is
+    again the latest word (and a superseded record pointing at nothing could never be revived)."""
+    found = _find_older(unit.vault, project, str(successor.frontmatter.get("supersedes") or "") or None)
+    if found is None:
+        return []
+    older, path = found
+    if older.status != "superseded" or older.frontmatter.get("supersededBy") != successor.id:
+        return []
+    older.frontmatter["status"] = "active"
+    older.frontmatter.pop("supersededBy", None)
+    older.frontmatter["updated"] = now_iso
+    unit.write(older, path)
+    unit.note(f"{describe(older)} is active again: its successor {successor.id} was purged")
+    return [older.id]
+
+
+def _successor_exists(vault: Vault, project: str, record: Record) -> bool:
+    successor = record.frontmatter.get("supersededBy")
+    return successor not in (None, "") and _find_older(vault, project, str(successor)) is not None
 
 
 def restore_record(
@@ -433,12 +452,13 @@ def restore_record(
     slug: str | None = None,
     now: datetime | None = None,
 ) -> UpsertResult:
-    """archived → active. Superseded is terminal; anything else is not archived."""
+    """archived → active. A superseded record is terminal while its successor exists; once the
+    successor is gone it can be restored too."""
     now_iso = format_iso(now or utc_now())
-    with vault.lock():
-        ensure_index(vault)
+    with mutation(vault, "restore") as unit:
         record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
-        if record.status != "archived":
+        orphaned = record.status == "superseded" and not _successor_exists(vault, project, record)
+        if record.status != "archived" and not orphaned:
             reason = " (superseded is terminal)" if record.status == "superseded" else ""
             raise InvalidTransition(
                 f"cannot restore {record.id}: status is {record.status}, only archived records can be restored{reason}"
@@ -446,10 +466,9 @@ def restore_record(
         record.frontmatter["status"] = "active"
         record.frontmatter["updated"] = now_iso
         record.frontmatter.pop("archivedReason", None)
-        _write(vault, path, record)
-        index_record(vault, record, path)
-        rebuild_views(vault, project, {record.kind})
-        gitsync.request_commit(vault, f"restore {record.kind}:{record.id}")
+        record.frontmatter.pop("supersededBy", None)
+        unit.retitle(f"restore {record.kind}:{record.id}")
+        unit.write(record, path)
     fm = record.frontmatter
     return UpsertResult(
         id=record.id,
@@ -460,6 +479,7 @@ def restore_record(
         created=fm["created"],
         updated=fm["updated"],
         expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
+        action="updated",
     )
 
 
@@ -490,7 +510,7 @@ def list_records(
             path=e.path,
             updated=e.updated,
             expires_at=e.expires_at,
-            expired=bool(e.expires_at and e.expires_at <= now_iso),
+            expired=is_expired_iso(e.expires_at, now_iso),
             severity=e.severity,
             tags=e.tags,
         )

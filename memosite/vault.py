@@ -17,16 +17,15 @@ from filelock import FileLock, Timeout
 
 from memosite.config import DEFAULT_CONFIG, VaultConfig, load_config, validate_project_id
 from memosite.errors import LockTimeout, StorageError
-from memosite.schema import KIND_DIRS, format_iso, subdir_for_kind, utc_now, validate_slug
+from memosite.kinds import RECORD_DIRS
+from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 
 if TYPE_CHECKING:
-    from memosite.index import Index
+    from memosite.index.database import Index
 
 TEMP_PREFIX = ".memosite-tmp-"
 CONFLICT_MARK = ".conflict."
 INTERNAL_DIR = ".memosite"
-VIEW_FILES = ("TRAPS.md", "DECISIONS.md", "INDEX.md", "PROMPTS.md", "SESSIONS.md")
-RECORD_DIRS = tuple(dict.fromkeys(KIND_DIRS.values()))
 LOCK_TIMEOUT_SECONDS = 60.0
 
 
@@ -174,12 +173,7 @@ class Vault:
     def lock(self, timeout: float = LOCK_TIMEOUT_SECONDS) -> contextlib.AbstractContextManager[Any]:
         """The re-entrant, cross-process vault lock every mutation runs under."""
         self.internal_dir.mkdir(parents=True, exist_ok=True)
-        file_lock = FileLock(
-            str(self.internal_dir / "vault.lock"),
-            timeout=timeout,
-            is_singleton=True,
-            poll_interval=0.005,
-        )
+        file_lock = FileLock(str(self.internal_dir / "vault.lock"), is_singleton=True)
         return _translate_timeout(file_lock, timeout)
 
     # --- listing -----------------------------------------------------------------------------
@@ -243,7 +237,7 @@ class Vault:
 
     # --- index -------------------------------------------------------------------------------
     def index(self) -> Index:
-        from memosite.index import Index
+        from memosite.index.database import Index
 
         cached: Index | None = getattr(self, "_index", None)
         if cached is None:
@@ -261,7 +255,7 @@ class Vault:
 @contextlib.contextmanager
 def _translate_timeout(file_lock: FileLock, timeout: float) -> Iterator[FileLock]:
     try:
-        file_lock.acquire()
+        file_lock.acquire(timeout=timeout, poll_interval=0.005)
     except Timeout as exc:
         raise LockTimeout(f"vault is locked by another process (waited {timeout:.0f}s)") from exc
     try:

@@ -17,35 +17,13 @@ from typing import Any
 
 import jinja2
 
-from memosite.index import IndexEntry
+from memosite.index import IndexEntry, fragments
+from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.resources import data_path
 from memosite.schema import format_iso, utc_now
-from memosite.vault import VIEW_FILES, Vault, atomic_write_bytes
+from memosite.vault import Vault, atomic_write_bytes
 
-DURABLE_KINDS = ("trap", "decision", "spec", "plan", "log", "review", "prompt", "session")
-KIND_TITLES = {
-    "trap": "Traps",
-    "decision": "Decisions",
-    "spec": "Specs",
-    "plan": "Plans",
-    "log": "Logs",
-    "review": "Reviews",
-    "prompt": "Prompts",
-    "session": "Sessions",
-}
-VIEWS_FOR_KIND: dict[str, tuple[str, ...]] = {
-    "trap": ("TRAPS.md", "INDEX.md"),
-    "decision": ("DECISIONS.md", "INDEX.md"),
-    "prompt": ("PROMPTS.md", "INDEX.md"),
-    "session": ("SESSIONS.md", "INDEX.md"),
-    "spec": ("INDEX.md",),
-    "plan": ("INDEX.md",),
-    "log": ("INDEX.md",),
-    "review": ("INDEX.md",),
-    "state": (),
-    "scratch": (),
-}
-_ROW_MACRO = {"trap": "trap", "decision": "decision", "prompt": "prompt", "session": "session"}
+KIND_TITLES = {kind: facts.title for kind, facts in KIND_FACTS.items() if facts.durable}
 
 
 def _inline(value: Any) -> str:
@@ -150,17 +128,10 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
         return
     macros: Any = env.get_template("rows.md.j2").module
     view = _RowView(entry, link_for(entry))
-    macro_name = _ROW_MACRO.get(entry.kind)
+    macro_name = KIND_FACTS[entry.kind].row_macro
     entry.row_view = str(getattr(macros, macro_name)(view)) if macro_name else ""
     entry.row_index = str(macros.index_row(view))
     entry.row_line = str(macros.line(view))
-
-
-def views_for_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
-    names: dict[str, None] = {}
-    for kind in kinds:
-        names.update(dict.fromkeys(VIEWS_FOR_KIND.get(kind, ())))
-    return tuple(name for name in VIEW_FILES if name in names)
 
 
 class _Pieces:
@@ -189,23 +160,10 @@ class _Pieces:
         return out
 
 
-_LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > ?)"
-
-
 def _traps_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
     index = vault.index()
-    active_count, active = index.section(
-        "traps_active", "row_view", project, "trap", now_iso, where=_LIVE, params=(now_iso,)
-    )
-    inactive_count, inactive = index.section(
-        "traps_inactive",
-        "CASE WHEN status = 'active' THEN rtrim(row_line, char(10)) || ' · expired' || char(10) ELSE row_line END",
-        project,
-        "trap",
-        now_iso,
-        where=f"NOT ({_LIVE})",
-        params=(now_iso,),
-    )
+    active_count, active = fragments.section(index, fragments.TRAPS_ACTIVE, project, "trap", now_iso)
+    inactive_count, inactive = fragments.section(index, fragments.TRAPS_INACTIVE, project, "trap", now_iso)
     return {
         "active": pieces.put(active),
         "active_count": active_count,
@@ -214,54 +172,41 @@ def _traps_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
     }
 
 
-_NOT_EXPIRED = "(expires_at IS NULL OR expires_at > ?)"
 _DECISION_SECTIONS = {
-    "accepted": ("row_view", f"status IN ('active', 'shipped', 'completed') AND {_NOT_EXPIRED}"),
-    "proposed": ("row_view", f"status = 'paused' AND {_NOT_EXPIRED}"),
-    "archived": (
-        "row_line",
-        f"status != 'superseded' AND (status NOT IN ('paused', 'active', 'shipped', 'completed')"
-        f" OR NOT {_NOT_EXPIRED})",
-    ),
+    "accepted": fragments.DECISIONS_ACCEPTED,
+    "proposed": fragments.DECISIONS_PROPOSED,
+    "archived": fragments.DECISIONS_ARCHIVED,
 }
 
 
 def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
     index = vault.index()
     context: dict[str, Any] = {}
-    for name, (expression, where) in _DECISION_SECTIONS.items():
-        count, text = index.section(
-            f"decisions_{name}", expression, project, "decision", now_iso, where=where, params=(now_iso,)
-        )
+    for name, spec in _DECISION_SECTIONS.items():
+        count, text = fragments.section(index, spec, project, "decision", now_iso)
         context[name] = pieces.put(text)
         context[f"{name}_count"] = count
     superseded = [
         {
-            "title": row["title"],
-            "link": link_for_path(row["path"]),
-            "successor": row["superseded_by"],
-            "successor_title": row["successor_title"],
-            "successor_link": link_for_path(row["successor_path"]) if row["successor_path"] else None,
+            "title": row.title,
+            "link": link_for_path(row.path),
+            "successor": row.successor,
+            "successor_title": row.successor_title,
+            "successor_link": link_for_path(row.successor_path) if row.successor_path else None,
         }
-        for row in index.conn.execute(
-            "SELECT d.title, d.path, d.superseded_by, s.title AS successor_title, s.path AS successor_path"
-            " FROM records d LEFT JOIN records s ON s.project = d.project AND s.id = d.superseded_by"
-            " WHERE d.project = ? AND d.kind = 'decision' AND d.status = 'superseded'"
-            " ORDER BY d.updated DESC",
-            (project,),
-        )
+        for row in fragments.superseded_decisions(index, project)
     ]
     return {**context, "superseded": superseded, "total": index.count_kind(project, "decision")}
 
 
 def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
     index = vault.index()
-    counts = index.kind_counts(project)
+    counts = fragments.kind_counts(index, project)
     sections = []
     for kind in DURABLE_KINDS:
         count = counts.get(kind, 0)
-        active = index.section("live", "''", project, kind, now_iso, where=_LIVE, params=(now_iso,))[0] if count else 0
-        rows = pieces.put(index.section("index_rows", "row_index", project, kind, now_iso)[1]) if count else ""
+        active = fragments.section(index, fragments.LIVE_COUNT, project, kind, now_iso)[0] if count else 0
+        rows = pieces.put(fragments.section(index, fragments.INDEX_ROWS, project, kind, now_iso)[1]) if count else ""
         sections.append({"kind": kind, "title": KIND_TITLES[kind], "count": count, "active": active, "rows": rows})
     return {
         "sections": sections,
@@ -272,7 +217,7 @@ def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
 
 def _inventory_context(kind: str) -> Any:
     def build(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
-        count, rows = vault.index().section("inventory", "row_view", project, kind, now_iso)
+        count, rows = fragments.section(vault.index(), fragments.INVENTORY, project, kind, now_iso)
         return {"rows": pieces.put(rows), "count": count}
 
     return build

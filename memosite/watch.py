@@ -22,7 +22,8 @@ from typing import Any
 from memosite.config import validate_project_id
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.indexing import RefreshResult, rebuild_views, refresh_project
-from memosite.vault import RECORD_DIRS, Vault, is_record_name, warn
+from memosite.kinds import RECORD_DIRS
+from memosite.vault import Vault, is_record_name, warn
 
 CHANGE_EVENTS = frozenset({"created", "modified", "deleted", "moved"})
 DEFAULT_QUIET_SECONDS = 0.25

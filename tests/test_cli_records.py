@@ -40,9 +40,12 @@ def test_upsert_json_has_the_contract_fields() -> None:
         "created",
         "updated",
         "expires_at",
+        "action",
         "recurrence",
+        "occurrences",
         "superseded",
     }
+    assert data["action"] == "created" and data["occurrences"] == 1
     assert data["path"] == "projects/demo/traps/beware.md" and data["expires_at"] is None
 
 
@@ -86,11 +89,11 @@ def test_append_json_shape() -> None:
 def test_forget_and_restore_json_shape() -> None:
     run("upsert", "--kind", "trap", "--body", "x", "--slug", "t")
     code, data = run_json("forget", "--id", "t")
-    assert (code, data) == (0, {"id": "t", "kind": "trap", "status": "archived", "purged": False})
+    assert (code, data) == (0, {"id": "t", "kind": "trap", "status": "archived", "purged": False, "restored": []})
     code, data = run_json("restore", "--id", "t")
     assert code == 0 and data["status"] == "active"
     code, data = run_json("forget", "--kind", "trap", "--slug", "t", "--purge")
-    assert data == {"id": "t", "kind": "trap", "status": "purged", "purged": True}
+    assert data == {"id": "t", "kind": "trap", "status": "purged", "purged": True, "restored": []}
 
 
 @pytest.mark.parametrize(

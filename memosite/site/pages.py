@@ -17,10 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from memosite.errors import InvalidArguments
+from memosite.expiration import is_expired_iso
 from memosite.index import IndexEntry
+from memosite.kinds import DURABLE_KINDS, VIEW_FILES
 from memosite.schema import format_iso, parse_datetime, utc_now
-from memosite.vault import VIEW_FILES, Vault
-from memosite.views import DURABLE_KINDS, env_for, link_for, render_view
+from memosite.vault import Vault
+from memosite.views import env_for, link_for, render_view
 
 VIEW_TITLES = {
     "INDEX.md": "Index",
@@ -161,7 +163,7 @@ def inactive_reasons(entry: IndexEntry, now_iso: str) -> tuple[str, ...]:
     reasons = []
     if entry.status == "superseded":
         reasons.append("superseded")
-    if entry.expires_at is not None and entry.expires_at <= now_iso:
+    if is_expired_iso(entry.expires_at, now_iso):
         reasons.append("expired")
     if entry.status == "archived":
         reasons.append("archived")

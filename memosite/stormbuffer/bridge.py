@@ -125,6 +125,7 @@ class _Planned:
 
 def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
     """Bring every record of ``store`` (history included) into ``project`` of ``vault``."""
+    from memosite.mutation import mutation
     from memosite.schema import normalize_kind, validate_slug
     from memosite.store import upsert_record
 
@@ -145,25 +146,27 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
             slug = validate_slug(str(frontmatter.get("id") or record.key), "id")
         assert_no_secrets(record.body, frontmatter)
         plan.append(_Planned(record, kind, slug, frontmatter))
-    for planned in _superseders_first(plan):
-        written = upsert_record(
-            vault,
-            project,
-            kind=planned.kind,
-            body=planned.record.body,
-            slug=planned.slug,
-            frontmatter=planned.frontmatter,
-            allow_duplicate=True,
-        )
-        result.records.append(
-            BridgedRecord(
-                planned.record.id,
-                planned.record.kind,
-                planned.kind,
-                written.status,
-                written.path,
+    # One unit of work for the whole store: one lock, one view rebuild, one commit.
+    with mutation(vault, f"import stormbuffer store into {project} ({len(plan)} records)"):
+        for planned in _superseders_first(plan):
+            written = upsert_record(
+                vault,
+                project,
+                kind=planned.kind,
+                body=planned.record.body,
+                slug=planned.slug,
+                frontmatter=planned.frontmatter,
+                allow_duplicate=True,
             )
-        )
+            result.records.append(
+                BridgedRecord(
+                    planned.record.id,
+                    planned.record.kind,
+                    planned.kind,
+                    written.status,
+                    written.path,
+                )
+            )
     return result
 
 

@@ -1,0 +1,187 @@
+"""The connection to ``index.sqlite`` and the record rows: write, delete, look up, count.
+
+The index is a disposable cache of what the Markdown files say. :class:`Index` opens it (WAL, a
+busy timeout, a new file when the old one is damaged or from another version) and keeps one row
+per record file in step with the files; the view fragments, the queries of each feature and the
+full-text search live beside it in this package, the only place that speaks SQL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from memosite.errors import StorageError
+from memosite.index import fragments
+from memosite.index.entry import COLUMNS, IndexEntry
+from memosite.index.schema import ensure_schema
+from memosite.vault import warn
+
+
+class Index:
+    """A connection to ``index.sqlite`` (WAL, busy timeout). Cheap to open; safe across processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.fresh = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise StorageError(f"cannot open index {path.name}: {exc}") from exc
+            # Not a database, or damaged: the index is a cache of the Markdown, so start a new one.
+            warn(f"index {path.name} is damaged ({exc}); rebuilding it from the records")
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(f"{path}{suffix}").unlink()
+            try:
+                self.fresh = self._connect()
+            except sqlite3.Error as again:
+                raise StorageError(f"cannot open index {path.name}: {again}") from again
+        except OSError as exc:
+            raise StorageError(f"cannot open index {path.name}: {exc}") from exc
+        # View pieces this process has assembled, current while view_cache still holds their token.
+        self.pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
+
+    def _connect(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=True)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA busy_timeout = 30000")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        # Views scan whole fragment ranges: map the file instead of copying pages through read().
+        self.conn.execute("PRAGMA mmap_size = 268435456")
+        self.conn.execute("PRAGMA cache_size = -32768")
+        return ensure_schema(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- transactions ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); re-entrant on one connection."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # --- writes ------------------------------------------------------------------------------
+    def upsert(self, entry: IndexEntry) -> None:
+        placeholders = ", ".join("?" for _ in COLUMNS)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "path")
+        with self.transaction():
+            self.conn.execute(
+                f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({placeholders}) "
+                f"ON CONFLICT(path) DO UPDATE SET {updates}",
+                entry.as_params(),
+            )
+            fragments.replace_fragment(self.conn, entry)
+
+    def delete_path(self, path: str) -> bool:
+        with self.transaction():
+            fragments.drop_fragment(self.conn, path)
+            return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
+
+    def clear(self, project: str | None = None) -> None:
+        with self.transaction():
+            for table in ("records", "fragments", "fragment_chunks", "view_cache"):
+                if project is None:
+                    self.conn.execute(f"DELETE FROM {table}")
+                else:
+                    self.conn.execute(f"DELETE FROM {table} WHERE project = ?", (project,))
+
+    def optimize(self) -> None:
+        """Merge FTS5 segments (many deletions leave them fragmented and searches slower)."""
+        self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
+
+    # --- in-flight writes of units of work ---------------------------------------------------
+    def mark_inflight(self, unit: str, project: str, path: str) -> None:
+        """Note, before a file is written or removed, that ``path`` is being changed by ``unit``."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO inflight (path, project, unit) VALUES (?, ?, ?)", (path, project, unit)
+        )
+
+    def clear_inflight(self, units: Sequence[str]) -> None:
+        if units:
+            marks = ", ".join("?" for _ in units)
+            self.conn.execute(f"DELETE FROM inflight WHERE unit IN ({marks})", list(units))
+
+    def inflight(self) -> list[tuple[str, str, str]]:
+        """``(unit, project, path)`` of every change a unit of work has not finished."""
+        return [(r["unit"], r["project"], r["path"]) for r in self.conn.execute("SELECT * FROM inflight ORDER BY path")]
+
+    # --- reads -------------------------------------------------------------------------------
+    def _entries(self, sql: str, params: Sequence[Any] = ()) -> list[IndexEntry]:
+        return [IndexEntry.from_row(row) for row in self.conn.execute(sql, params)]
+
+    def by_path(self, path: str) -> IndexEntry | None:
+        found = self._entries("SELECT * FROM records WHERE path = ?", (path,))
+        return found[0] if found else None
+
+    def by_id(self, record_id: str, project: str | None = None) -> list[IndexEntry]:
+        if project is None:
+            return self._entries("SELECT * FROM records WHERE id = ? ORDER BY path", (record_id,))
+        return self._entries("SELECT * FROM records WHERE project = ? AND id = ? ORDER BY path", (project, record_id))
+
+    def entries(
+        self,
+        project: str | None = None,
+        kinds: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> list[IndexEntry]:
+        clauses, params = filters(project, kinds, statuses)
+        return self._entries(f"SELECT * FROM records{clauses} ORDER BY project, kind, updated DESC", params)
+
+    def kind_at(self, path: str) -> str | None:
+        row = self.conn.execute("SELECT kind FROM records WHERE path = ?", (path,)).fetchone()
+        return str(row[0]) if row is not None else None
+
+    def projects(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
+
+    def file_stats(self, project: str) -> dict[str, tuple[int, int]]:
+        return {
+            row[0]: (row[1], row[2])
+            for row in self.conn.execute("SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,))
+        }
+
+    def kinds_by_path(self, project: str) -> dict[str, str]:
+        return {
+            row[0]: row[1] for row in self.conn.execute("SELECT path, kind FROM records WHERE project = ?", (project,))
+        }
+
+    def count_kind(self, project: str, kind: str) -> int:
+        row = self.conn.execute("SELECT count(*) FROM records WHERE project = ? AND kind = ?", (project, kind))
+        return int(row.fetchone()[0])
+
+    def count(self, project: str | None = None) -> int:
+        clauses, params = filters(project, None, None)
+        return int(self.conn.execute(f"SELECT count(*) FROM records{clauses}", params).fetchone()[0])
+
+
+def filters(project: str | None, kinds: Sequence[str] | None, statuses: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """A ``WHERE`` clause (with its parameters) for a project, kinds and statuses."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if project is not None:
+        clauses.append("project = ?")
+        params.append(project)
+    if kinds:
+        clauses.append(f"kind IN ({', '.join('?' for _ in kinds)})")
+        params.extend(kinds)
+    if statuses:
+        clauses.append(f"status IN ({', '.join('?' for _ in statuses)})")
+        params.extend(statuses)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

@@ -1,0 +1,237 @@
+"""The unit of work: the one owner of the sequence every change to the vault runs.
+
+``with mutation(vault, "upsert trap:x") as unit:`` takes the vault lock once; inside, each
+:meth:`Mutation.write` and :meth:`Mutation.remove` notes the path as in flight in the index, changes
+the file atomically and updates its index row. When the block ends the unit rewrites, once per
+project, the views of every kind it touched, requests one vault commit with its message, and clears
+its in-flight notes. A batch (an import, a gc pass, a backfill) is one unit: one lock, one view
+rebuild, one commit. A unit opened inside another on the same vault joins it.
+
+A process killed inside a unit leaves its in-flight notes behind; the next process that opens the
+index (:func:`recover_interrupted`, run by ``ensure_index``) re-reads those paths, brings their rows
+and views in step with the files and commits what they hold. Ctrl-C once a file has changed is held
+back until the unit has finished, so a caller is never told "interrupted" about a write that stands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from memosite import gitsync
+from memosite.errors import InvalidRecord, LockTimeout, StorageError
+from memosite.indexing import build_entry, ensure_index, index_record, read_record, rebuild_views, remove_record_files
+from memosite.lookup import writable_target
+from memosite.schema import Record, serialize_record
+from memosite.vault import Tombstone, Vault, atomic_write_text, warn
+
+# Units running in this process (their in-flight notes are not leftovers to recover).
+_ACTIVE_UNITS: set[str] = set()
+
+
+@dataclass
+class Mutation:
+    """One unit of work on one vault; see the module docstring."""
+
+    vault: Vault
+    message: str
+    flush: bool = False
+    token: str = field(default_factory=lambda: f"{os.getpid()}-{secrets.token_hex(6)}")
+    notes: list[str] = field(default_factory=list)
+    touched: dict[str, set[str]] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    _joined: list[str] = field(default_factory=list)  # messages of units that joined this one
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.removed or self.touched)
+
+    # --- what a unit does ----------------------------------------------------------------------
+    def write(self, record: Record, path: Path, *, text: str | None = None) -> None:
+        """Write ``record`` to ``path`` atomically and index it (the views follow at the end).
+
+        ``text`` is the file's content when it is not ``serialize_record(record)`` (a hit rewrites
+        only the hit fields of the file as it was)."""
+        path = writable_target(self.vault, path)
+        relative = self.vault.relative(path)
+        project = _project_of(relative)
+        index = self.vault.index()
+        previous = index.kind_at(relative)
+        self._mark(project, relative)
+        atomic_write_text(path, serialize_record(record) if text is None else text)
+        self.written.append(relative)
+        index_record(self.vault, record, path)
+        self.touch(project, [record.kind, *([previous] if previous is not None else [])])
+
+    def remove(self, tombstones: Sequence[Tombstone]) -> None:
+        """Unlink record files, a tombstone recorded for each first (see ``remove_record_files``)."""
+        if not tombstones:
+            return
+        for tombstone in tombstones:
+            self._mark(tombstone.project, self.vault.relative(tombstone.path))
+        remove_record_files(self.vault, tombstones)
+        for tombstone in tombstones:
+            self.removed.append(self.vault.relative(tombstone.path))
+            self.touch(tombstone.project, [tombstone.kind])
+
+    def touch(self, project: str, kinds: Iterable[str]) -> None:
+        """Have the views of ``kinds`` in ``project`` rewritten when the unit ends."""
+        self.touched.setdefault(project, set()).update(kinds)
+
+    def note(self, line: str) -> None:
+        """One more line for the commit message (a batch lists what it did)."""
+        self.notes.append(line.replace("\n", " "))
+
+    def retitle(self, message: str) -> None:
+        """Say what this unit did once it knows (``upsert trap:<id>``). Inside a unit it joined,
+        the message becomes a line of the outer unit's commit instead."""
+        if self._joined:
+            self._joined[-1] = message
+        else:
+            self.message = message
+
+    # --- the sequence ------------------------------------------------------------------------
+    def _mark(self, project: str, relative: str) -> None:
+        try:
+            self.vault.index().mark_inflight(self.token, project, relative)
+        except sqlite3.Error as exc:
+            warn(f"could not note the write of {relative} in the index: {exc}")
+
+    def _finish(self) -> None:
+        """Views of the touched kinds once per project, one commit, then the in-flight notes go
+        (views and commits never fail a write that stands: they warn)."""
+        try:
+            for project, kinds in sorted(self.touched.items()):
+                if self.vault.project_dir(project).is_dir():
+                    rebuild_views(self.vault, project, kinds)
+            if self.changed:
+                gitsync.request_commit(self.vault, self.commit_message())
+            if self.flush:
+                try:
+                    gitsync.flush_pending(self.vault)
+                except StorageError as exc:
+                    warn(f"vault commit skipped: {exc.message}")
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.vault.index().clear_inflight([self.token])
+
+    def commit_message(self) -> str:
+        if not self.notes:
+            return self.message
+        return f"{self.message}\n\n" + "\n".join(self.notes)
+
+
+def _project_of(relative: str) -> str:
+    parts = relative.split("/")
+    if len(parts) < 3 or parts[0] != "projects":
+        raise StorageError(f"refusing to write {relative}: not a record path of a project")
+    return parts[1]
+
+
+@contextlib.contextmanager
+def mutation(vault: Vault, message: str, *, flush: bool = False) -> Iterator[Mutation]:
+    """The unit of work every change runs in (see the module docstring). ``flush`` also commits
+    the changes queued while ``vaultGit.atomic`` is off (gc ends a batch this way)."""
+    current: Mutation | None = getattr(vault, "_mutation", None)
+    if current is not None:
+        current._joined.append(message)
+        try:
+            yield current
+        finally:
+            current.note(current._joined.pop())
+        return
+    with vault.lock():
+        ensure_index(vault)
+        unit = Mutation(vault, message, flush=flush)
+        object.__setattr__(vault, "_mutation", unit)
+        _ACTIVE_UNITS.add(unit.token)
+        try:
+            with _interrupts_held(unit):
+                try:
+                    yield unit
+                finally:
+                    unit._finish()
+        finally:
+            _ACTIVE_UNITS.discard(unit.token)
+            object.__setattr__(vault, "_mutation", None)
+
+
+@contextlib.contextmanager
+def _interrupts_held(unit: Mutation) -> Iterator[None]:
+    """Ctrl-C before anything changed stops the unit; after, it waits until the unit is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        if not unit.changed:
+            raise KeyboardInterrupt
+        received.append(signum)
+
+    try:
+        previous = signal.signal(signal.SIGINT, hold)
+    except ValueError:  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            warn("interrupted: the change was finished first and is complete")
+
+
+def recover_interrupted(vault: Vault) -> list[str]:
+    """Finish what a killed unit of work left: re-read its in-flight paths, bring their index rows
+    and views in step with the files, commit. Returns the paths recovered (none while a live unit
+    holds the lock: it finishes its own)."""
+    index = vault.index()
+    if not any(unit not in _ACTIVE_UNITS for unit, _, _ in index.inflight()):
+        return []
+    try:
+        with vault.lock(timeout=0):
+            leftovers = [row for row in index.inflight() if row[0] not in _ACTIVE_UNITS]
+            if not leftovers:
+                return []
+            touched: dict[str, set[str]] = {}
+            for _, project, relative in leftovers:
+                touched.setdefault(project, set()).update(_resync_path(vault, relative))
+            for project, kinds in sorted(touched.items()):
+                if vault.project_dir(project).is_dir():
+                    rebuild_views(vault, project, kinds)
+            paths = sorted({relative for _, _, relative in leftovers})
+            gitsync.request_commit(vault, "recover interrupted writes\n\n" + "\n".join(paths))
+            index.clear_inflight(sorted({unit for unit, _, _ in leftovers}))
+            return paths
+    except LockTimeout:
+        return []
+
+
+def _resync_path(vault: Vault, relative: str) -> set[str]:
+    """Index one path as the file now is (or drop its row); the kinds whose views it affects."""
+    index = vault.index()
+    previous = index.kind_at(relative)
+    kinds = {previous} if previous is not None else set()
+    path = vault.root / relative
+    try:
+        if not vault.contains(path):
+            raise FileNotFoundError(relative)
+        record = read_record(path)
+    except (FileNotFoundError, InvalidRecord, StorageError):
+        index.delete_path(relative)
+        return kinds or {"trap"}
+    parts = relative.split("/")
+    if record.frontmatter.get("project") != parts[1]:
+        record.frontmatter["project"] = parts[1]  # the directory decides the project
+    index.upsert(build_entry(vault, record, path))
+    return kinds | {record.kind}

@@ -1,0 +1,109 @@
+"""Text in every script: folding, word tokens and slugs.
+
+* :func:`fold` — what two spellings of a word share: Unicode-normalised (NFKC), case-folded, with
+  the diacritics of Latin, Greek and Cyrillic letters removed (``Café`` → ``cafe``).
+* :func:`tokens` — the words of a text for comparing texts. Scripts written without spaces
+  (Chinese, Japanese, Korean syllables) have no words to split on, so each run of them gives its
+  character bigrams (a single character stands alone): ``数据库迁移`` → ``数据 据库 库迁 迁移``.
+* :func:`slugify` — a file name for a title: letters of any script transliterated to ASCII
+  (``anyascii``: ``Миграция`` → ``migratsiya``, ``数据`` → ``shu-ju``), everything else a hyphen.
+  Slugs stay ASCII on purpose: file systems normalise non-ASCII names differently (macOS stores
+  them decomposed), URLs escape them, and look-alike letters would make two slugs that read the same.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from anyascii import anyascii
+
+# Ideographs, kana, Hangul and the other scripts written without spaces between words.
+_UNSPACED = (
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x31F0, 0x31FF),  # Katakana extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x3134F),  # CJK extensions B–G
+    (0x0E00, 0x0E7F),  # Thai
+    (0x0E80, 0x0EFF),  # Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+)
+_WORD_RE = re.compile(r"\w+")
+
+
+def is_unspaced(char: str) -> bool:
+    """True for a character of a script written without spaces between words."""
+    point = ord(char)
+    return any(low <= point <= high for low, high in _UNSPACED)
+
+
+def fold(text: str) -> str:
+    """NFKC, case-folded, combining marks removed (see the module docstring)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    stripped = "".join(char for char in decomposed if not unicodedata.combining(char))
+    return unicodedata.normalize("NFKC", stripped)
+
+
+def words(text: str) -> list[str]:
+    """The folded words of ``text``; a run of an unspaced script is one word here."""
+    return _WORD_RE.findall(fold(text))
+
+
+def _split_unspaced(word: str) -> list[str]:
+    """A word into its spaced parts and its runs of unspaced characters, in order."""
+    parts: list[str] = []
+    current = ""
+    current_unspaced = False
+    for char in word:
+        unspaced = is_unspaced(char)
+        if current and unspaced != current_unspaced:
+            parts.append(current)
+            current = ""
+        current += char
+        current_unspaced = unspaced
+    if current:
+        parts.append(current)
+    return parts
+
+
+def bigrams(run: str) -> list[str]:
+    """Character bigrams of a run of an unspaced script (the run itself when it is one character)."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def tokens(text: str) -> set[str]:
+    """The word tokens of ``text`` in every script (see the module docstring)."""
+    found: set[str] = set()
+    for word in words(text):
+        for part in _split_unspaced(word):
+            if is_unspaced(part[0]):
+                found.update(bigrams(part))
+            else:
+                found.add(part)
+    return found
+
+
+def jaccard(left: str, right: str) -> float:
+    """Token overlap of two texts; 0.0 when either has no tokens (nothing to call similar)."""
+    a, b = tokens(left), tokens(right)
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def slugify(text: str, max_length: int = 80) -> str:
+    """An ASCII slug for ``text``, cut at a hyphen to at most ``max_length`` characters; empty when
+    nothing in ``text`` transliterates to a letter or digit."""
+    spaced = "".join(f" {char} " if is_unspaced(char) else char for char in unicodedata.normalize("NFKC", text))
+    ascii_text = anyascii(spaced).lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
+    if len(slug) <= max_length:
+        return slug
+    cut = slug[: max_length + 1]
+    return (cut.rsplit("-", 1)[0] if "-" in cut else cut[:max_length]).rstrip("-")

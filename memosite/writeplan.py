@@ -1,0 +1,222 @@
+"""Planning an upsert without touching the disk: validate the request, then decide what it does.
+
+:func:`normalize_upsert` checks and normalises what a caller sent (kind, body, frontmatter, TTL,
+paths, secrets) into an :class:`UpsertRequest`. :func:`prepare_upsert` takes that request and what
+the vault holds for it — the record at the target path, a trap it recurs, the record it supersedes —
+and returns an :class:`UpsertPlan` saying what will happen (``created``, ``updated`` or
+``recurrence``) and the exact record to write. :mod:`memosite.store` gathers the inputs under the
+vault lock and applies the plan inside one unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from memosite.config import VaultConfig
+from memosite.errors import InvalidArguments, InvalidTransition
+from memosite.expiration import compute_expires_at, parse_expires_at, validate_ttl_input
+from memosite.recurrence import classify_trap
+from memosite.schema import Record, format_iso, normalize_kind, validate_frontmatter, validate_slug
+from memosite.secrets import assert_no_secrets
+from memosite.text import fold
+
+UpsertAction = Literal["created", "updated", "recurrence"]
+_EXCLUDED_PATH_PARTS = (".git", "node_modules", "__pycache__", ".venv", ".memosite")
+
+
+@dataclass(frozen=True)
+class UpsertRequest:
+    """A validated upsert: ``body`` None keeps an existing record's body (a new one needs one)."""
+
+    kind: str
+    body: str | None
+    slug: str | None
+    frontmatter: dict[str, Any]
+    allow_duplicate: bool = False
+
+    @property
+    def title(self) -> str | None:
+        title = self.frontmatter.get("title")
+        return title if isinstance(title, str) and title.strip() else None
+
+    @property
+    def supersedes(self) -> str | None:
+        older = self.frontmatter.get("supersedes")
+        return str(older) if older not in (None, "") else None
+
+
+@dataclass
+class UpsertPlan:
+    """What an upsert will do: the record to write (at ``slug``) and its effect on others."""
+
+    action: UpsertAction
+    slug: str
+    record: Record
+    supersedes: str | None = None  # the id of the older record to mark superseded
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def occurrences(self) -> int | None:
+        value = self.record.frontmatter.get("occurrences")
+        return int(value) if value is not None else None
+
+
+def sanitize_paths(values: Sequence[Any]) -> list[str]:
+    """Clean path patterns: relative, forward slashes, no captures of VCS/dependency/vault dirs."""
+    cleaned: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or "\x00" in value:
+            raise InvalidArguments(f"invalid path {value!r}")
+        path = value.strip().replace("\\", "/")
+        while path.startswith("./"):
+            path = path[2:]
+        if not path:
+            continue
+        parts = [part for part in path.split("/") if part]
+        if any(part in _EXCLUDED_PATH_PARTS for part in parts):
+            continue
+        cleaned.append(path)
+    return list(dict.fromkeys(cleaned))
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def normalize_upsert(
+    *,
+    kind: str,
+    body: str | None,
+    slug: str | None = None,
+    frontmatter: Mapping[str, Any] | None = None,
+    path: str | None = None,
+    allow_duplicate: bool = False,
+) -> UpsertRequest:
+    """Check an upsert's arguments and normalise them; INVALID_ARGUMENTS or SAFETY_VIOLATION
+    (a secret) name what is wrong. Pure: reads nothing from disk."""
+    kind = normalize_kind(kind)
+    if body is not None and (not isinstance(body, str) or not body.strip()):
+        raise InvalidArguments("body must not be empty")
+    if frontmatter is not None and not isinstance(frontmatter, Mapping):
+        raise InvalidArguments("frontmatter must be an object")
+    incoming: dict[str, Any] = dict(frontmatter or {})
+    incoming.pop("kind", None)
+    if incoming.get("ttl") not in (None, ""):
+        validate_ttl_input(incoming["ttl"])
+    if incoming.get("expires_at") not in (None, ""):
+        moment = parse_expires_at(incoming["expires_at"])
+        if moment is None:
+            raise InvalidArguments(
+                f'Invalid ttl duration or date: "{incoming["expires_at"]}"', details={"field": "expires_at"}
+            )
+        incoming["expires_at"] = format_iso(moment)
+    folded = [p for p in (path, incoming.pop("path", None)) if p]
+    if folded or "pathPatterns" in incoming:
+        incoming["pathPatterns"] = sanitize_paths([*_as_list(incoming.get("pathPatterns")), *folded])
+    if folded or "linkedPaths" in incoming:
+        incoming["linkedPaths"] = sanitize_paths([*_as_list(incoming.get("linkedPaths")), *folded])
+    explicit = validate_slug(slug) if slug else None
+    if incoming.get("id") not in (None, ""):
+        validate_slug(str(incoming["id"]), "id")
+    if incoming.get("supersedes") not in (None, ""):
+        older = validate_slug(str(incoming["supersedes"]), "supersedes id")
+        if older in (incoming.get("id"), explicit):
+            raise InvalidArguments(f"{older} cannot supersede itself")
+    validate_frontmatter({**incoming, "kind": kind}, require=False)
+    assert_no_secrets(body or "", incoming)
+    return UpsertRequest(kind, body, explicit, incoming, bool(allow_duplicate))
+
+
+def same_title(left: Any, right: Any) -> bool:
+    """Two titles name the same record when they read the same (case, accents and spacing aside)."""
+    if not isinstance(left, str) or not isinstance(right, str):
+        return False
+    return " ".join(fold(left).split()) == " ".join(fold(right).split())
+
+
+def describe(record: Record) -> str:
+    """How errors name a record: project, kind and slug, never a file system path."""
+    slug = record.path.stem if record.path is not None else record.id
+    return f"{record.frontmatter.get('project')}/{record.kind}/{slug}"
+
+
+def check_target(request: UpsertRequest, existing: Record | None) -> None:
+    """A write may replace only a record of its own kind, and never a superseded one."""
+    if existing is None:
+        return
+    if existing.kind != request.kind:
+        raise InvalidArguments(
+            f"{describe(existing)} holds a {existing.kind}, not a {request.kind}: choose another slug",
+            details={"existing": {"kind": existing.kind, "id": existing.id}},
+        )
+    if existing.status == "superseded":
+        successor = existing.frontmatter.get("supersededBy")
+        raise InvalidTransition(
+            f"{existing.id} is superseded{f' by {successor}' if successor else ''} (terminal):"
+            " write the successor, or forget --purge this one"
+        )
+
+
+def prepare_upsert(
+    request: UpsertRequest,
+    *,
+    project: str,
+    slug: str,
+    existing: Record | None,
+    recurrence_of: Record | None = None,
+    older: Record | None = None,
+    now: datetime,
+    config: VaultConfig,
+) -> UpsertPlan:
+    """Decide what the upsert does (see the module docstring).
+
+    ``existing`` is the record at the target slug, ``recurrence_of`` a trap this new trap repeats
+    (its occurrences are bumped instead of creating a file), ``older`` the record it supersedes.
+    """
+    now_iso = format_iso(now)
+    check_target(request, existing)
+    if recurrence_of is not None and existing is None:
+        fm = dict(recurrence_of.frontmatter)
+        fm["occurrences"] = int(fm.get("occurrences") or 1) + 1
+        fm["lastSeen"] = now_iso
+        fm["updated"] = now_iso
+        record = Record(validate_frontmatter(fm), recurrence_of.body, recurrence_of.path, recurrence_of.source)
+        slug_of = recurrence_of.path.stem if recurrence_of.path is not None else recurrence_of.id
+        return UpsertPlan("recurrence", slug_of, record)
+    body = request.body if request.body is not None else (existing.body if existing is not None else None)
+    if body is None:
+        raise InvalidArguments("body must not be empty: a new record needs one (--body or --body-file)")
+    incoming = dict(request.frontmatter)
+    merged: dict[str, Any] = dict(existing.frontmatter) if existing is not None else {}
+    merged.update(incoming)
+    merged.setdefault("id", slug)
+    merged["kind"] = request.kind
+    merged["project"] = project
+    merged["created"] = (
+        (existing.frontmatter.get("created") if existing is not None else None) or incoming.get("created") or now_iso
+    )
+    merged["updated"] = incoming.get("updated") or now_iso
+    if incoming.get("ttl") not in (None, "") and "expires_at" not in incoming:
+        merged["expires_at"] = format_iso(compute_expires_at(merged["created"], incoming["ttl"]))
+    if request.kind == "trap":
+        classify_trap(merged, body)
+        if older is not None and older.kind == "trap" and existing is None and "occurrences" not in incoming:
+            # Rewording a trap must not lose how often it bit: the successor carries the count on.
+            merged["occurrences"] = int(older.frontmatter.get("occurrences") or 1) + 1
+        merged.setdefault("occurrences", 1)
+        merged.setdefault("lastSeen", now_iso)
+    record = Record(
+        frontmatter=validate_frontmatter(merged),
+        body=body,
+        path=existing.path if existing is not None else None,
+        source=existing.source if existing is not None else None,
+    )
+    supersedes = request.supersedes
+    if supersedes is not None and supersedes == record.id:
+        raise InvalidArguments(f"{supersedes} cannot supersede itself")
+    return UpsertPlan("updated" if existing is not None else "created", slug, record, supersedes=supersedes)
