@@ -1,8 +1,9 @@
 """Vault-git: every mutation asks for a commit of the vault (when ``vaultGit.enabled``).
 
 ``vaultGit.atomic`` true commits each change at once; false queues the message and
-:func:`flush_pending` commits the batch (gc does this at the end of a pass). The vault's
-disposable files (index, lock) are kept out of git by a ``.gitignore`` memosite writes.
+:func:`flush_pending` commits the batch (gc does this at the end of a pass). What memosite can
+rebuild (:data:`memosite.vault.DISPOSABLE_PATTERNS`) is kept out of git by a block memosite keeps
+in the vault's ``.gitignore``, merged into whatever else the file holds.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import subprocess
 from pathlib import Path
 
 from memosite.errors import StorageError
-from memosite.vault import Vault, warn
+from memosite.vault import DISPOSABLE_PATTERNS, Vault, atomic_write_text, warn
 
-_GITIGNORE = ".memosite/index.sqlite*\n.memosite/vault.lock\n.memosite/pending-commits\n.memosite-tmp-*\n"
+BLOCK_START = "# >>> memosite: disposable files, rebuilt from the records (managed block) >>>"
+BLOCK_END = "# <<< memosite <<<"
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -24,10 +26,36 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env.setdefault("GIT_AUTHOR_EMAIL", "memosite@localhost")
     env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
     env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=env,
+        check=False,
+    )
+
+
+def gitignore_block() -> str:
+    return "\n".join([BLOCK_START, *DISPOSABLE_PATTERNS, BLOCK_END]) + "\n"
+
+
+def merged_gitignore(existing: str) -> str:
+    """``existing`` with memosite's block added, or replaced when it is out of date; every other
+    line stays as the person wrote it."""
+    block = gitignore_block()
+    start, end = existing.find(BLOCK_START), existing.find(BLOCK_END)
+    if start != -1 and end > start:
+        return existing[:start] + block + existing[end + len(BLOCK_END) :].lstrip("\n")
+    if existing and not existing.endswith("\n"):
+        existing += "\n"
+    return existing + ("\n" if existing else "") + block
 
 
 def ensure_repo(vault: Vault) -> None:
+    """A git repository in the vault whose ``.gitignore`` keeps the disposable files out; files
+    an older memosite committed that are disposable now leave the index (not the disk)."""
     if shutil.which("git") is None:
         raise StorageError("vaultGit is enabled but git is not installed")
     if not (vault.root / ".git").exists():
@@ -35,8 +63,17 @@ def ensure_repo(vault: Vault) -> None:
         if result.returncode != 0:
             raise StorageError(f"git init failed: {result.stderr.strip()}")
     gitignore = vault.root / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text(_GITIGNORE, encoding="utf-8")
+    try:
+        existing = gitignore.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    wanted = merged_gitignore(existing)
+    if wanted != existing:
+        atomic_write_text(gitignore, wanted)
+        tracked = _git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+        stale = [name for name in tracked.stdout.split("\0") if name]
+        if stale:
+            _git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", "--", *stale)
 
 
 def commit_now(vault: Vault, message: str) -> bool:

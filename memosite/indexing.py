@@ -23,7 +23,7 @@ from memosite.kinds import KINDS, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, parse_record
 from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
-from memosite.views import env_for, render_fragments, write_views
+from memosite.views import env_for, render_fragments, templates_checksum_for, write_views
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -254,8 +254,34 @@ def ensure_index(vault: Vault) -> None:
     unit of work left half done is finished (see :func:`memosite.mutation.recover_interrupted`)."""
     from memosite.mutation import recover_interrupted
 
-    if vault.index().fresh:
-        vault.index().fresh = False
+    index = vault.index()
+    if index.fresh:
+        index.fresh = False
         for project in vault.projects():
             refresh_project(vault, project, force=True)
+        index.set_meta(TEMPLATES_META, templates_checksum_for(vault))
+    elif index.get_meta(TEMPLATES_META) != templates_checksum_for(vault):
+        rerender_templates(vault)
     recover_interrupted(vault)
+
+
+TEMPLATES_META = "templates_checksum"
+
+
+def rerender_templates(vault: Vault) -> None:
+    """The templates changed (a vault override appeared, changed or went): render every record's
+    view fragments again from its index row and rewrite every view."""
+    index = vault.index()
+    with vault.lock():
+        checksum = templates_checksum_for(vault)
+        if index.get_meta(TEMPLATES_META) == checksum:
+            return
+        env = env_for(vault)
+        with index.transaction():
+            for project in index.projects():
+                for entry in index.entries(project):
+                    render_fragments(entry, env)
+                    index.upsert(entry)
+            index.set_meta(TEMPLATES_META, checksum)
+        for project in vault.projects():
+            rebuild_views(vault, project)

@@ -27,6 +27,22 @@ TEMP_PREFIX = ".memosite-tmp-"
 CONFLICT_MARK = ".conflict."
 INTERNAL_DIR = ".memosite"
 LOCK_TIMEOUT_SECONDS = 60.0
+TOMBSTONES_FILE = "tombstones.jsonl"
+
+# What memosite can rebuild or only needs on this machine, as git ignore patterns relative to the
+# vault root: everything under .memosite/ but the tombstones (the history sync needs), temp files
+# of interrupted writes, the demo's marker, and the derived parts of each session directory (its
+# events.jsonl is the canonical log and stays).
+DISPOSABLE_PATTERNS = (
+    f"/{INTERNAL_DIR}/*",
+    f"!/{INTERNAL_DIR}/{TOMBSTONES_FILE}",
+    f"{TEMP_PREFIX}*",
+    "/projects/*/.memosite-demo",
+    "/projects/*/sessions/*/derived/",
+    "/projects/*/sessions/*/index/",
+    "/projects/*/sessions/*/manifest.json",
+    "/projects/*/sessions/*/*.pending",
+)
 
 
 def is_temp_name(name: str) -> bool:
@@ -135,7 +151,7 @@ class Vault:
 
     @property
     def tombstones_path(self) -> Path:
-        return self.internal_dir / "tombstones.jsonl"
+        return self.internal_dir / TOMBSTONES_FILE
 
     def project_dir(self, project: str) -> Path:
         return self.root / "projects" / validate_project_id(project)
@@ -252,12 +268,19 @@ class Vault:
             object.__setattr__(self, "_index", None)
 
 
+# How often this process took a vault lock it did not already hold (tests count a batch's locks).
+lock_acquisitions = 0
+
+
 @contextlib.contextmanager
 def _translate_timeout(file_lock: FileLock, timeout: float) -> Iterator[FileLock]:
+    global lock_acquisitions
     try:
         file_lock.acquire(timeout=timeout, poll_interval=0.005)
     except Timeout as exc:
         raise LockTimeout(f"vault is locked by another process (waited {timeout:.0f}s)") from exc
+    if file_lock.lock_counter == 1:
+        lock_acquisitions += 1
     try:
         yield file_lock
     finally:

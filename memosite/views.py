@@ -7,7 +7,6 @@ scratch records never appear in a view.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,23 +18,11 @@ import jinja2
 
 from memosite.index import IndexEntry, fragments
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
-from memosite.resources import data_path
 from memosite.schema import format_iso, utc_now
+from memosite.templates import environment_for
 from memosite.vault import Vault, atomic_write_bytes
 
 KIND_TITLES = {kind: facts.title for kind, facts in KIND_FACTS.items() if facts.durable}
-
-
-def _inline(value: Any) -> str:
-    return " ".join(str(value or "").split())
-
-
-def _cell(value: Any) -> str:
-    return _inline(value).replace("|", "\\|")
-
-
-def _day(value: Any) -> str:
-    return str(value)[:10] if value else ""
 
 
 DIGEST_CHARS = 320
@@ -63,42 +50,14 @@ def digest(body: str, limit: int = DIGEST_CHARS) -> tuple[str, bool]:
     return first, first != text
 
 
-@functools.lru_cache(maxsize=8)
-def template_env(override_dir: Path | None = None, bytecode_dir: Path | None = None) -> jinja2.Environment:
-    """Jinja environment over our templates; a vault's own ``templates/`` overrides them.
-
-    Compiled templates are kept in ``bytecode_dir`` (keyed by their source's checksum), so a
-    short-lived CLI process does not spend its first write compiling them.
-    """
-    loaders: list[jinja2.BaseLoader] = []
-    if override_dir is not None and override_dir.is_dir():
-        loaders.append(jinja2.FileSystemLoader(str(override_dir)))
-    loaders.append(jinja2.FileSystemLoader(str(data_path("templates"))))
-    env = jinja2.Environment(
-        loader=jinja2.ChoiceLoader(loaders),
-        autoescape=False,  # Markdown, not HTML: the site sanitises the rendered HTML instead
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.Undefined,
-        bytecode_cache=_bytecode_cache(bytecode_dir),
-    )
-    env.filters.update(inline=_inline, cell=_cell, day=_day, digest=digest)
-    return env
-
-
-def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
-    if directory is None:
-        return None
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None  # a cache, not a requirement
-    return jinja2.FileSystemBytecodeCache(str(directory))
-
-
 def env_for(vault: Vault) -> jinja2.Environment:
-    return template_env(vault.root / "templates", vault.internal_dir / "jinja-cache")
+    """The vault's template environment (its ``templates/`` over memosite's own)."""
+    return environment_for(vault, {"digest": digest})[0]
+
+
+def templates_checksum_for(vault: Vault) -> str:
+    """The checksum of the templates the vault's fragments and views are rendered with."""
+    return environment_for(vault, {"digest": digest})[1]
 
 
 def link_for_path(path: str) -> str:

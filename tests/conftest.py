@@ -1,11 +1,17 @@
-"""Every test gets its own vault and HOME under tmp_path."""
+"""Every test gets its own vault and HOME under tmp_path; shared ways to run the real CLI."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 
 @pytest.fixture(autouse=True)
@@ -24,9 +30,42 @@ def vault_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def vault(vault_dir: Path):  # type: ignore[no-untyped-def]
+def vault(vault_dir: Path) -> Iterator[Any]:
     from memosite.vault import Vault
 
     opened = Vault.open(vault_dir)
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session")
+def memosite_exe() -> Path:
+    """The installed ``memosite`` console script, next to the interpreter running the tests
+    (a venv's bin/ or Scripts/), wherever the checkout lives."""
+    directory = Path(sys.executable).parent
+    for name in ("memosite", "memosite.exe"):
+        if (directory / name).exists():
+            return directory / name
+    pytest.fail(f"the memosite console script is not installed next to {sys.executable}: pip install -e .")
+
+
+@dataclass(frozen=True)
+class CliOutcome:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., CliOutcome]:
+    """Run the command line in-process, through the same entry point as the console script."""
+    from memosite.cli import cli
+
+    def run(*args: str, input: str | None = None) -> CliOutcome:
+        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False, standalone_mode=True)
+        return CliOutcome(result.exit_code, result.stdout, result.stderr)
+
+    return run

@@ -174,7 +174,12 @@ def test_project_id_from_memosite_toml(tmp_path: Path, monkeypatch: pytest.Monke
 def test_console_script_runs_without_traceback_on_bad_input(tmp_path: Path) -> None:
     env = {**os.environ, "MEMOSITE_VAULT": str(tmp_path / "v")}
     proc = subprocess.run(
-        [*MEMOSITE, "get", "--id", "nope", "--json"], capture_output=True, text=True, env=env, check=False
+        [*MEMOSITE, "get", "--id", "nope", "--json"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        check=False,
     )
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "RECORD_NOT_FOUND"
     assert proc.stderr == ""

@@ -37,7 +37,10 @@ def test_eight_processes_upserting_and_appending_lose_nothing(vault_dir: Path) -
     Vault.open(vault_dir).close()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(vault_dir), str(w), str(PER_WORKER)], stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", _WORKER, str(vault_dir), str(w), str(PER_WORKER)],
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
         )
         for w in range(WORKERS)
     ]

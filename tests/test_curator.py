@@ -405,6 +405,7 @@ def test_gc_requests_a_vault_commit(vault_dir: Path) -> None:
         ["git", "-C", str(vault_dir), "log", "--format=%B"],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         check=True,
     ).stdout
     assert f"gc {P}" in log
@@ -412,6 +413,7 @@ def test_gc_requests_a_vault_commit(vault_dir: Path) -> None:
         ["git", "-C", str(vault_dir), "status", "--porcelain"],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         check=True,
     ).stdout
     assert status == ""

@@ -21,7 +21,6 @@ from memosite.vault import Vault
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 P = "demo"
-MEMOSITE = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "memosite"
 
 
 def trap(vault: Vault, slug: str, **fm: object) -> Path:
@@ -82,13 +81,14 @@ def test_hit_updates_index_and_trap_view(vault: Vault) -> None:
     assert "Hits: 1" in (vault.project_dir(P) / "TRAPS.md").read_text(encoding="utf-8")
 
 
-def test_get_counts_hit_once_per_session_across_processes(vault: Vault) -> None:
+def test_get_counts_hit_once_per_session_across_processes(vault: Vault, memosite_exe: Path) -> None:
     path = trap(vault, "t1")
     for session in ("agent-a", "agent-a", "agent-b"):
         done = subprocess.run(
-            [str(MEMOSITE), "get", "--id", "t1", "--session-id", session, "--json"],
+            [str(memosite_exe), "get", "--id", "t1", "--session-id", session, "--json"],
             capture_output=True,
             text=True,
+            encoding="utf-8",
             check=False,
             timeout=60,
             env=os.environ.copy(),

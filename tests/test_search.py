@@ -20,7 +20,6 @@ from memosite.vault import Vault
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 P = "demo"
-MEMOSITE = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "memosite"
 
 
 def put(vault: Vault, kind: str, slug: str, body: str, *, age: float = 1, project: str = P, **fm: object) -> None:
@@ -345,7 +344,7 @@ def test_cli_get_returns_expired_record_annotated(vault: Vault) -> None:
     assert json.loads(result.stdout)["expired"] is True
 
 
-def test_cli_search_subprocess_end_to_end(vault: Vault) -> None:
+def test_cli_search_subprocess_end_to_end(vault: Vault, memosite_exe: Path) -> None:
     upsert_record(
         vault,
         P,
@@ -354,9 +353,10 @@ def test_cli_search_subprocess_end_to_end(vault: Vault) -> None:
         frontmatter={"title": "Full-text search"},
     )
     done = subprocess.run(
-        [str(MEMOSITE), "search", "postgresql", "--json"],
+        [str(memosite_exe), "search", "postgresql", "--json"],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         check=False,
         timeout=60,
     )

@@ -13,7 +13,9 @@ SOURCES = ["memosite", "benchmarks", "tests"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, encoding="utf-8", check=False
+    )
 
 
 @pytest.mark.parametrize("command", [("ruff", "check", *SOURCES), ("ruff", "format", "--check", *SOURCES)])

@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from memosite.indexing import compile_project
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
 from memosite.views import render_view, write_views
@@ -151,12 +152,42 @@ def test_vault_templates_override_the_shipped_ones(vault: Vault) -> None:
     custom = vault.root / "templates" / "views"
     custom.mkdir(parents=True)
     (custom / "PROMPTS.md.j2").write_text("custom prompts for {{ project }}\n", encoding="utf-8")
-    from memosite.views import template_env
-
-    template_env.cache_clear()
     upsert_record(vault, "demo", kind="prompt", body="x", slug="p")
     assert _view(vault, "PROMPTS.md") == "custom prompts for demo\n"
-    template_env.cache_clear()
+
+
+def test_row_template_override_is_seen_without_reindex_in_one_process(vault: Vault) -> None:
+    """Rows are cached in the index as rendered text: a new, edited or removed override of the row
+    template re-renders them at the next command of the same (long-running) process."""
+    upsert_record(vault, "demo", kind="trap", body="Beware the lock.", slug="t", frontmatter={"title": "Lock"})
+    assert "### [UNRATED] Lock" in _view(vault, "TRAPS.md")
+    rows = vault.root / "templates" / "rows.md.j2"
+    rows.parent.mkdir(parents=True)
+    delegated = "".join(
+        f"{{% macro {name}(e) %}}{{{{ base.{name}(e) }}}}{{% endmacro %}}"
+        for name in ("decision", "prompt", "session", "index_row", "line")
+    )
+    rows.write_text(
+        '{% import "default:rows.md.j2" as base %}{% macro trap(e) %}CUSTOM {{ e.title }}\n{% endmacro %}' + delegated,
+        encoding="utf-8",
+    )
+    upsert_record(vault, "demo", kind="spec", body="unrelated", slug="s")
+    assert "CUSTOM Lock" in _view(vault, "TRAPS.md")
+    rows.write_text(rows.read_text(encoding="utf-8").replace("CUSTOM", "EDITED"), encoding="utf-8")
+    compile_project(vault, "demo")
+    assert "EDITED Lock" in _view(vault, "TRAPS.md")
+    rows.unlink()
+    compile_project(vault, "demo")
+    assert "### [UNRATED] Lock" in _view(vault, "TRAPS.md")
+
+
+def test_default_prefix_names_the_shipped_template(vault: Vault) -> None:
+    custom = vault.root / "templates" / "views"
+    custom.mkdir(parents=True)
+    (custom / "PROMPTS.md.j2").write_text('Team header\n{% include "default:views/PROMPTS.md.j2" %}', encoding="utf-8")
+    upsert_record(vault, "demo", kind="prompt", body="x", slug="p")
+    text = _view(vault, "PROMPTS.md")
+    assert text.startswith("Team header\n") and "# Prompts" in text
 
 
 def test_vault_git_commits_each_mutation_when_enabled(vault_dir: Path) -> None:
@@ -170,11 +201,15 @@ def test_vault_git_commits_each_mutation_when_enabled(vault_dir: Path) -> None:
     upsert_record(vault, "demo", kind="trap", body="x", slug="x")
     forget_record(vault, "demo", record_id="x")
     log = subprocess.run(
-        ["git", "-C", str(vault_dir), "log", "--format=%s"], capture_output=True, text=True, check=True
+        ["git", "-C", str(vault_dir), "log", "--format=%s"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
     )
     assert log.stdout.splitlines() == ["forget trap:x", "upsert trap:x"]
     tracked = subprocess.run(
-        ["git", "-C", str(vault_dir), "ls-files"], capture_output=True, text=True, check=True
+        ["git", "-C", str(vault_dir), "ls-files"], capture_output=True, text=True, encoding="utf-8", check=True
     ).stdout
     assert "projects/demo/traps/x.md" in tracked and "index.sqlite" not in tracked
     vault.close()
@@ -195,7 +230,11 @@ def test_vault_git_batched_mode_commits_on_flush(vault_dir: Path) -> None:
     assert not (vault_dir / ".git").exists()
     assert flush_pending(vault) is True
     log = subprocess.run(
-        ["git", "-C", str(vault_dir), "log", "--format=%B"], capture_output=True, text=True, check=True
+        ["git", "-C", str(vault_dir), "log", "--format=%B"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
     )
     assert "upsert trap:x" in log.stdout and "upsert spec:y" in log.stdout
     vault.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from memosite.cli._common import App, parse_json_option, read_body, vault_options
@@ -90,8 +88,8 @@ def get(app: App, record_id: str | None, kind: str | None, slug: str | None, ses
         kind=kind,
         slug=slug,
         cross_project=app.project_explicit is None,
+        session_id=session_id,
     )
-    _count_hit(app, found, session_id)
 
     def text() -> str:
         from memosite.schema import serialize_frontmatter
@@ -100,15 +98,6 @@ def get(app: App, record_id: str | None, kind: str | None, slug: str | None, ses
         return f"{banner}---\n{serialize_frontmatter(found.frontmatter)}---\n{found.body}"
 
     app.emit(found.to_json(), text)
-
-
-def _count_hit(app: App, found: Any, session_id: str | None) -> None:
-    """An agent's fetch is a hit (once per session); a person reading a record is not."""
-    if not session_id:
-        return
-    from memosite.salience import record_hits
-
-    record_hits(app.vault, found.project, [found.id], session_id=session_id)
 
 
 @click.command()

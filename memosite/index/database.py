@@ -102,6 +102,13 @@ class Index:
                 else:
                     self.conn.execute(f"DELETE FROM {table} WHERE project = ?", (project,))
 
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row is not None and row[0] is not None else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
     def optimize(self) -> None:
         """Merge FTS5 segments (many deletions leave them fragmented and searches slower)."""
         self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")

@@ -130,12 +130,15 @@ class StoreTools:
         count_hit = bool(sessionId) and not self.runtime.read_only
 
         def run(vault: Vault, project: str) -> Any:
-            found = get_record(vault, project, record_id=id, kind=kind, slug=slug, cross_project=projectId is None)
-            if count_hit:
-                from memosite.salience import record_hits
-
-                record_hits(vault, found.project, [found.id], session_id=sessionId)
-            return found
+            return get_record(
+                vault,
+                project,
+                record_id=id,
+                kind=kind,
+                slug=slug,
+                cross_project=projectId is None,
+                session_id=sessionId if count_hit else None,
+            )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=count_hit), name="get")
 

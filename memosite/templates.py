@@ -1,0 +1,135 @@
+"""The Jinja templates of the views and the site: memosite's own, overridden by a vault's.
+
+A vault may carry ``templates/`` with files of the same names as memosite's (``rows.md.j2``,
+``views/TRAPS.md.j2``, ``site/record.md.j2``, …); the vault's file wins, and ``default:<name>``
+always names memosite's own, so an override can extend it. Anything rendered from templates and
+kept (the view fragments in the index) is keyed by :func:`templates_checksum` of the effective set,
+and each vault builds its environment for that checksum: an override that appears, changes or goes
+is picked up by the next command, and by a long-running ``serve``, ``watch`` or ``mcp`` on its next
+rebuild.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+from memosite.resources import data_path
+from memosite.vault import warn
+
+if TYPE_CHECKING:
+    from memosite.vault import Vault
+
+DEFAULT_PREFIX = "default:"
+TEMPLATE_SUFFIX = ".j2"
+
+
+def _template_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """``(name, path)`` of every template under ``root``, never following a symlink out."""
+    if not root.is_dir() or root.is_symlink():
+        return
+    for walked, subdirs, files in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if not os.path.islink(os.path.join(walked, d)))
+        for name in sorted(files):
+            path = Path(walked) / name
+            if name.endswith(TEMPLATE_SUFFIX) and not path.is_symlink():
+                yield path.relative_to(root).as_posix(), path
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_checksum() -> str:
+    digest = hashlib.sha256()
+    for name, path in _template_files(data_path("templates")):
+        digest.update(f"{name}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, mtime_ns: int, ctime_ns: int, size: int) -> bytes:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).digest()
+    except OSError:
+        return b""
+
+
+def templates_checksum(override_dir: Path) -> str:
+    """A checksum of the effective templates: memosite's own plus ``override_dir``'s files."""
+    digest = hashlib.sha256(_builtin_checksum().encode())
+    for name, path in _template_files(override_dir):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"override:{name}\0".encode())
+        digest.update(_file_digest(str(path), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size))
+    return digest.hexdigest()[:32]
+
+
+def _inline(value: Any) -> str:
+    return " ".join(str(value or "").split())
+
+
+def _cell(value: Any) -> str:
+    return _inline(value).replace("|", "\\|")
+
+
+def _day(value: Any) -> str:
+    return str(value)[:10] if value else ""
+
+
+def build_environment(
+    override_dir: Path | None, bytecode_dir: Path | None, filters: dict[str, Callable[..., Any]]
+) -> jinja2.Environment:
+    """An environment over ``override_dir`` (when it exists) then memosite's templates, with
+    ``default:<name>`` naming memosite's own. Compiled templates are kept in ``bytecode_dir``
+    (keyed by their source's checksum), so a short-lived CLI process does not compile them."""
+    builtin = jinja2.FileSystemLoader(str(data_path("templates")))
+    loaders: list[jinja2.BaseLoader] = []
+    if override_dir is not None and override_dir.is_dir() and not override_dir.is_symlink():
+        loaders.append(jinja2.FileSystemLoader(str(override_dir)))
+    loaders.append(builtin)
+    defaults = jinja2.PrefixLoader({DEFAULT_PREFIX.rstrip(":"): builtin}, delimiter=":")
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader([defaults, *loaders]),
+        autoescape=False,  # Markdown, not HTML: the site sanitises the rendered HTML instead
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.Undefined,
+        bytecode_cache=_bytecode_cache(bytecode_dir),
+    )
+    env.filters.update(inline=_inline, cell=_cell, day=_day, **filters)
+    return env
+
+
+def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
+    if directory is None:
+        return None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if directory.is_symlink():
+            raise OSError("it is a symlink")
+    except OSError as exc:
+        warn(f"template cache {directory.name} not used: {exc}")
+        return None  # a cache, not a requirement
+    return jinja2.FileSystemBytecodeCache(str(directory))
+
+
+def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tuple[jinja2.Environment, str]:
+    """The vault's environment for its current templates, and their checksum (one environment per
+    vault object and checksum: an edited override gets a new one)."""
+    override = vault.root / "templates"
+    checksum = templates_checksum(override)
+    cached: tuple[str, jinja2.Environment] | None = getattr(vault, "_templates", None)
+    if cached is not None and cached[0] == checksum:
+        return cached[1], checksum
+    env = build_environment(override, vault.internal_dir / "jinja-cache", filters)
+    object.__setattr__(vault, "_templates", (checksum, env))
+    return env, checksum

@@ -1,0 +1,290 @@
+"""The unit of work: one lock, one view rebuild and one commit per change, however many files it
+touches; interrupted units finished by the next command; only what cannot be rebuilt in git."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memosite import vault as vault_module
+from memosite.curator import run_gc
+from memosite.demo import write_demo_vault
+from memosite.gitsync import BLOCK_START, merged_gitignore
+from memosite.lookup import get_record
+from memosite.mutation import mutation
+from memosite.salience import record_feedback, record_hits
+from memosite.search import search_records
+from memosite.store import append_event, forget_record, restore_record, upsert_record
+from memosite.vault import Vault
+
+
+def git_vault(vault_dir: Path, atomic: bool = True) -> Vault:
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text(
+        json.dumps({"vaultGit": {"enabled": True, "atomic": atomic}}), encoding="utf-8"
+    )
+    return Vault.open(vault_dir)
+
+
+def commits(vault: Vault) -> list[str]:
+    result = subprocess.run(
+        ["git", "-C", str(vault.root), "log", "--format=%s"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+    )
+    return result.stdout.splitlines() if result.returncode == 0 else []
+
+
+def tracked(vault: Vault) -> list[str]:
+    result = subprocess.run(
+        ["git", "-C", str(vault.root), "ls-files"], capture_output=True, text=True, encoding="utf-8", check=True
+    )
+    return result.stdout.splitlines()
+
+
+def test_every_write_path_makes_exactly_one_commit(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    steps = [
+        lambda: upsert_record(vault, "demo", kind="trap", body="Locks bite.", slug="t", frontmatter={"title": "T"}),
+        lambda: upsert_record(
+            vault, "demo", kind="trap", body="Locks bite again.", slug="t2", frontmatter={"supersedes": "t"}
+        ),
+        lambda: append_event(vault, "demo", event="deployed"),
+        lambda: record_hits(vault, "demo", ["t2"], session_id="s1"),
+        lambda: record_feedback(vault, "demo", "t2", helpful=True),
+        lambda: upsert_record(vault, "demo", kind="spec", body="Spec.", slug="s"),
+        lambda: forget_record(vault, "demo", record_id="s"),
+        lambda: restore_record(vault, "demo", record_id="s"),
+        lambda: forget_record(vault, "demo", record_id="s", purge=True),
+    ]
+    for n, step in enumerate(steps, start=1):
+        step()
+        assert len(commits(vault)) == n, f"step {n}"
+    assert commits(vault)[0] == "forget spec:s (purge)"
+    assert commits(vault)[-2] == "upsert trap:t2"  # the supersede side effect is in the same commit
+
+
+def test_a_hit_already_counted_in_the_session_commits_nothing(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t")
+    record_hits(vault, "demo", ["t"], session_id="s1")
+    before = len(commits(vault))
+    assert record_hits(vault, "demo", ["t"], session_id="s1") == []
+    assert len(commits(vault)) == before
+
+
+def test_a_batch_is_one_lock_one_view_rebuild_one_commit(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    before = vault_module.lock_acquisitions
+    views = vault.project_dir("acme-shop") / "TRAPS.md"
+    result = write_demo_vault(vault)
+    assert result.records > 20
+    assert vault_module.lock_acquisitions - before == 1
+    assert commits(vault) == ["demo acme-shop"]
+    assert views.is_file()
+
+
+def test_nested_units_join_the_outer_one(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    with mutation(vault, "import 2 records") as unit:
+        upsert_record(vault, "demo", kind="spec", body="one", slug="one")
+        upsert_record(vault, "demo", kind="spec", body="two", slug="two")
+        assert unit.written == ["projects/demo/specs/one.md", "projects/demo/specs/two.md"]
+    log = subprocess.run(
+        ["git", "-C", str(vault.root), "log", "--format=%B"], capture_output=True, text=True, encoding="utf-8"
+    ).stdout
+    assert log.splitlines()[0] == "import 2 records"
+    assert "upsert spec:one" in log and "upsert spec:two" in log
+    assert len(commits(vault)) == 1
+
+
+def test_gc_pass_is_one_commit_even_when_batched(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir, atomic=False)
+    upsert_record(
+        vault, "demo", kind="scratch", body="old note", slug="n", frontmatter={"ttl": "1s", "created": "2020-01-01"}
+    )
+    append_event(vault, "demo", event="kept")
+    assert commits(vault) == []  # batched: queued, not committed
+    result = run_gc(vault, "demo")
+    assert result.purged_scratch_count == 1
+    assert len(commits(vault)) == 1
+
+
+def test_only_what_cannot_be_rebuilt_is_tracked(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t")
+    get_record(vault, "demo", record_id="t")
+    record_hits(vault, "demo", ["t"], session_id="agent-1")
+    search_records(vault, "demo", "x")
+    upsert_record(vault, "demo", kind="scratch", body="y", slug="gone")
+    forget_record(vault, "demo", record_id="gone", purge=True)
+    (vault.internal_dir / "locks").mkdir(exist_ok=True)
+    (vault.internal_dir / "locks" / "s.lock").write_text("", encoding="utf-8")
+    upsert_record(vault, "demo", kind="spec", body="z", slug="s")
+    assert (vault.internal_dir / "jinja-cache").is_dir() and (vault.internal_dir / "hits").is_dir()
+    files = tracked(vault)
+    assert ".gitignore" in files and "config.json" in files and ".memosite/tombstones.jsonl" in files
+    others = [f for f in files if f not in {".gitignore", "config.json", ".memosite/tombstones.jsonl"}]
+    assert others and all(f.startswith("projects/demo/") and f.endswith(".md") for f in others), others
+
+
+def test_gitignore_block_merges_into_the_users_file(vault_dir: Path) -> None:
+    mine = "# my notes\n*.swp\n"
+    merged = merged_gitignore(mine)
+    assert merged.startswith(mine) and BLOCK_START in merged
+    assert merged_gitignore(merged) == merged
+    outdated = merged.replace("/.memosite/*\n", "")
+    assert merged_gitignore(outdated) == merged
+    vault = git_vault(vault_dir)
+    (vault.root / ".gitignore").write_text(mine, encoding="utf-8")
+    upsert_record(vault, "demo", kind="spec", body="z", slug="s")
+    assert (vault.root / ".gitignore").read_text(encoding="utf-8") == merged
+
+
+def test_files_an_older_version_committed_leave_git_not_the_disk(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    vault.internal_dir.mkdir(parents=True, exist_ok=True)
+    cache = vault.internal_dir / "jinja-cache" / "old.cache"
+    cache.parent.mkdir()
+    cache.write_bytes(b"x")
+    subprocess.run(["git", "init", "-q", str(vault.root)], check=True)
+    subprocess.run(["git", "-C", str(vault.root), "add", "-A"], check=True)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    subprocess.run(["git", "-C", str(vault.root), "commit", "-qm", "old"], check=True, env=env)
+    assert ".memosite/jinja-cache/old.cache" in tracked(vault)
+    upsert_record(vault, "demo", kind="spec", body="z", slug="s")
+    assert ".memosite/jinja-cache/old.cache" not in tracked(vault)
+    assert cache.exists()
+
+
+# --- interrupted units --------------------------------------------------------------------
+
+# Where a unit can die: before the file is written, after it is written, after the index row,
+# after the views, after the commit. The child process patches the step to SIGKILL itself.
+KILL_POINTS = {
+    "before-write": "memosite.mutation.atomic_write_text",
+    "before-index": "memosite.mutation.index_record",
+    "before-views": "memosite.mutation.rebuild_views",
+    "before-commit": "memosite.gitsync.request_commit",
+    "before-clear": "memosite.index.database.Index.clear_inflight",
+}
+
+CHILD = """
+import os, signal, sys
+import importlib
+target = sys.argv[1]
+module_name, _, attr = target.rpartition(".")
+try:
+    holder = importlib.import_module(module_name)
+    owner, name = holder, attr
+except ModuleNotFoundError:
+    module_name, _, cls = module_name.rpartition(".")
+    owner, name = getattr(importlib.import_module(module_name), cls), attr
+original = getattr(owner, name)
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+setattr(owner, name, die)
+from memosite.vault import Vault
+from memosite.store import upsert_record
+vault = Vault.open(sys.argv[2])
+upsert_record(vault, "demo", kind="trap", slug="fresh", body="A fresh trap about zeppelins.",
+              frontmatter={"title": "Zeppelins", "severity": "high"})
+"""
+
+
+@pytest.mark.parametrize("point", list(KILL_POINTS))
+def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Path, point: str) -> None:
+    vault = git_vault(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="An older trap.", slug="old", frontmatter={"title": "Old"})
+    vault.close()
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD), KILL_POINTS[point], str(vault_dir)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    written = (vault_dir / "projects" / "demo" / "traps" / "fresh.md").exists()
+    assert written == (point != "before-write")
+    reopened = Vault.open(vault_dir)
+    found = search_records(reopened, "demo", "zeppelins")
+    assert [hit.id for hit in found.results] == (["fresh"] if written else [])
+    traps_view = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
+    assert ("Zeppelins" in traps_view) == written
+    assert reopened.index().inflight() == []
+    if written:
+        assert (
+            subprocess.run(
+                ["git", "-C", str(vault_dir), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
+            ).stdout.strip()
+            == ""
+        )
+    reopened.close()
+
+
+INTERRUPTED_CHILD = """
+import os, signal, sys
+import memosite.mutation as mutation
+original = mutation.rebuild_views
+def interrupt_then_go_on(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)
+    return original(*args, **kwargs)
+mutation.rebuild_views = interrupt_then_go_on
+from memosite.cli import main
+main(["append", "--event", "deployed v2", "--json"])
+"""
+
+
+def test_ctrl_c_after_the_write_reports_success_and_writes_once(vault_dir: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(INTERRUPTED_CHILD)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+        env={**os.environ, "MEMOSITE_VAULT": str(vault_dir)},
+    )
+    assert child.returncode == 0, child.stderr
+    assert json.loads(child.stdout)["kind"] == "log"
+    assert "interrupted" in child.stderr
+    assert len(list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))) == 1
+
+
+INTERRUPTED_BEFORE = """
+import os, signal, sys
+import memosite.mutation as mutation
+# The first step of a write notes it in flight; an interrupt there comes before any file changed.
+mutation.Mutation._mark = lambda self, project, relative: os.kill(os.getpid(), signal.SIGINT)
+from memosite.cli import main
+main(["append", "--event", "deployed v2", "--json"])
+"""
+
+
+def test_ctrl_c_before_anything_is_written_stops_the_write(vault_dir: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(INTERRUPTED_BEFORE)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+        env={**os.environ, "MEMOSITE_VAULT": str(vault_dir)},
+    )
+    assert child.returncode == 1
+    assert json.loads(child.stdout)["error"]["message"] == "interrupted"
+    assert not list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))
