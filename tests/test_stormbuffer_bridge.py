@@ -20,7 +20,7 @@ from memosite.stormbuffer.store import Store
 from memosite.vault import Vault
 
 NOW = datetime(2026, 8, 5, 20, 9, tzinfo=UTC)
-CANONICAL = (Path(__file__).with_name("test_stormbuffer_format.py")).read_text(encoding="utf-8")
+CORPUS = Path(__file__).parent / "corpus" / "stormbuffer"
 
 
 def memosite_files(vault: Vault, project: str) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def store_files(store: Store) -> dict[str, bytes]:
     return {
         p.relative_to(store.path).as_posix(): p.read_bytes()
         for p in store.path.rglob("*")
-        if p.is_file() and p.name != ".lock"
+        if p.is_file() and not p.relative_to(store.path).as_posix().startswith("locks/")
     }
 
 
@@ -70,7 +70,7 @@ def store(tmp_path: Path) -> Store:
     store.add(kind="fact", title="Python 3.11", body="Runtime is 3.11.\n", access="agent", now=NOW)
     procedure = store.add(kind="procedure", title="Release", body="1. tag\n2. push\n", access="human", now=NOW)
     store.archive(procedure.record.id, now=NOW)
-    store.add(kind="checkpoint", title="Checkout v2", body="Half done.\n", access="human", scope="global", now=NOW)
+    store.add(kind="checkpoint", title="Checkout v2", body="Half done.\n", access="human", now=NOW)
     return store
 
 
@@ -96,11 +96,11 @@ def test_import_maps_kinds_and_statuses(vault: Vault, store: Store) -> None:
 
 
 def test_stormbuffer_to_vault_to_stormbuffer_loses_nothing(vault: Vault, store: Store, tmp_path: Path) -> None:
-    (store.path / "records" / "decision" / "01989af2-4305-7b19-88b1-e8ae4ea9a02b.md").write_text(
-        CANONICAL.split('CANONICAL = """\\\n', 1)[1]
-        .split('"""', 1)[0]
-        .replace("01989af2-4305-7b19-88b1-e8ae4ea9a03b", store.info.project_id),
-        encoding="utf-8",
+    # A record exactly as sbuf renders it, file named by its id: it must come back byte for byte.
+    assert store.info.project_id is not None
+    rendered = (CORPUS / "valid" / "rendered-by-sbuf.md").read_text(encoding="utf-8")
+    (store.path / "records" / "0198c0de-1000-7000-8000-000000000008.md").write_text(
+        rendered.replace("project:ledger", store.scope), encoding="utf-8"
     )
     before = store_files(store)
     import_store(vault, "demo", store)
@@ -202,4 +202,36 @@ def test_exported_files_pass_strict_parsing(vault: Vault, tmp_path: Path) -> Non
     export_project(vault, "acme-shop", tmp_path / "out")
     for path in (tmp_path / "out" / "records").rglob("*.md"):
         record = parse_record(path.read_text(encoding="utf-8"), path)
-        assert path.stem == record.key and path.parent.name == record.kind
+        assert path.stem == record.key and path.parent.name == "records"
+        assert record.scope == Store.open(tmp_path / "out").scope
+        assert all(source.actor for source in record.sources)
+
+
+def test_export_skips_what_stormbuffer_would_refuse_and_fills_in_actors(vault: Vault, tmp_path: Path) -> None:
+    target = Store.init(tmp_path / "out" / ".sbuf", name="Out")
+    upsert_record(
+        vault, "demo", kind="decision", body="Use UTC everywhere.\n", slug="utc",
+        frontmatter={"title": "  Use UTC\u0007 ", "tags": [" time ", "time", "\u3000"],
+                     "stormbuffer": {"scope": "global", "id": "0198c0de-9000-7000-8000-000000000001"}},
+    )  # fmt: skip
+    upsert_record(
+        vault, "demo", kind="decision", body="Prices are integer cents.\n", slug="cents",
+        frontmatter={"title": "Prices in cents — Цены", "tags": [" money "],
+                     "stormbuffer": {"sources": [{"kind": "document", "reference": "docs/money.md"}]}},
+    )  # fmt: skip
+    result = export_project(vault, "demo", target.path)
+    assert [(s.id, s.reason) for s in result.skipped if s.kind == "decision"] == [
+        ("utc", "a global-scope record goes to the global store (--global)")
+    ]
+    (written,) = [item.record for item in target.records()]
+    assert written.title == "Prices in cents — Цены" and written.tags == ("money",)
+    assert [(s.reference, s.actor) for s in written.sources] == [("docs/money.md", "agent")]
+    assert written.scope == target.scope
+
+
+def test_export_to_the_global_store_writes_global_records(vault: Vault, tmp_path: Path) -> None:
+    target = Store.init(tmp_path / "data" / "stormbuffer", global_store=True)
+    upsert_record(vault, "demo", kind="decision", body="Use UTC.\n", slug="utc", frontmatter={"title": "UTC"})
+    result = export_project(vault, "demo", target.path)
+    assert result.project_id is None and len(result.records) == 1
+    assert [item.record.scope for item in target.records()] == ["global"]

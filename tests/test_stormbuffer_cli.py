@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 
 from memosite.cli import cli
 
-MEMOSITE = Path("/work/main/.venv/bin/memosite")
+MEMOSITE = Path(sys.executable).with_name("memosite")
 
 
 @pytest.fixture
@@ -42,7 +43,9 @@ def add(*extra: str) -> dict[str, Any]:
 def test_init_add_show_list_json_shapes(workdir: Path) -> None:
     info = run_json("init", "--name", "Shop")
     assert info["path"] == str(workdir / ".sbuf") and info["created"] is True
-    assert info["scope"] == f"project:{info['project_id']}"
+    assert (info["scope"], info["visibility"], info["project_name"]) == ("project", "private", "Shop")
+    assert info["record_scope"] == f"project:{info['project_id']}"
+    assert (workdir / ".sbuf" / ".gitignore").read_text(encoding="utf-8") == "*\n!.gitignore\n"
     added = add("--tag", "db", "--alias", "pg", "--source-kind", "issue", "--source-ref", "#1", "--source-actor", "ana")
     assert added["status"] == "candidate" and added["access"] == "agent"
     assert added["sources"] == [{"kind": "issue", "reference": "#1", "actor": "ana"}]
@@ -77,6 +80,30 @@ def test_lifecycle_commands_and_refused_transition(workdir: Path) -> None:
     error = run("restore", old, ok=False)
     assert error.stdout == "" and len(error.stderr.strip().splitlines()) == 1
     assert "terminal" in error.stderr
+
+
+def test_reject_archives_a_candidate(workdir: Path) -> None:
+    run("init")
+    proposal = add()["id"]
+    rejected = run_json("reject", proposal)
+    assert rejected["status"] == "archived"
+    refused = run_json("reject", proposal, ok=False)
+    assert refused["error"]["code"] == "INVALID_TRANSITION" and "not candidate" in refused["error"]["message"]
+    assert run_json("list")["count"] == 0
+
+
+def test_global_store_commands(workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    info = run_json("init", "--global")
+    assert info["path"] == str(tmp_path / "data" / "stormbuffer") and info["record_scope"] == "global"
+    added = add("--global", "--access", "human")
+    assert added["scope"] == "global" and added["status"] == "active"
+    assert run_json("list", "--global")["count"] == 1
+    assert "stormbuffer init" in run_json("list", ok=False)["error"]["message"]  # no project store here
+    run("init")
+    refused = run_json("add", "--kind", "fact", "--title", "t", "--body", "b", "--scope", "global", ok=False)
+    assert refused["error"]["details"]["field"] == "scope" and "global store" in refused["error"]["message"]
+    assert run_json("list")["count"] == 0
 
 
 def test_forget_without_destroy_refuses(workdir: Path) -> None:
@@ -124,7 +151,7 @@ def test_validate_lists_each_problem_and_exits_1(workdir: Path) -> None:
     )
     result = run("validate", ok=False)
     lines = result.stdout.strip().splitlines()
-    assert f"{record}: format_version: must be 1, got 2" in lines
+    assert f"{record}: format_version: version 2 is unsupported; expected 1" in lines
     assert any(line.startswith(f"{record}: access:") for line in lines)
     assert result.stderr.strip() == "memosite: error: 2 problem(s) in 1 of 2 file(s)"
     payload = run_json("validate", str(record), ok=False)

@@ -43,6 +43,7 @@ from memosite.stormbuffer.model import (
     validate_record,
 )
 from memosite.stormbuffer.store import STORE_FILE, Store
+from memosite.stormbuffer.values import is_canonical_project_id, is_control, rust_trim
 from memosite.vault import Vault, atomic_write_text
 
 SIDECAR_DIR = "memosite"
@@ -76,7 +77,7 @@ class BridgeResult:
 
     direction: str  # "import" or "export"
     store: str
-    project_id: str
+    project_id: str | None
     project: str
     records: list[BridgedRecord] = field(default_factory=list)
     skipped: list[SkippedRecord] = field(default_factory=list)
@@ -224,13 +225,12 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
                 SkippedRecord(record.id, record.kind, f"{record.kind} records are not exported (no Stormbuffer kind)")
             )
     created = not (store_path / STORE_FILE).exists()
-    store = Store.init(
-        store_path,
-        name=name if created else None,
-        project_id=_inherited_project_id([r for _, r in exportable]) if created else None,
-    )
-    if not created and name is not None and name != store.info.name:
-        store.rename(name)
+    if created:
+        store = Store.init(store_path, name=name, project_id=_inherited_project_id([r for _, r in exportable]))
+    else:
+        store = Store.open(store_path)
+        if name is not None and name != store.info.name:
+            store.rename(name)
     result = BridgeResult(
         "export", str(store.path), store.info.project_id, project, skipped=skipped, store_created=created
     )
@@ -239,14 +239,23 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
     ids: dict[str, str] = {}
     for _, record in reversed(exportable):
         ids[str(record.frontmatter["id"])] = _storm_id(project, record.kind, record.frontmatter)
-    planned = [
-        _to_storm(vault, store, project, path, record.frontmatter, record.body, ids) for path, record in exportable
-    ]
-    _check_unique(vault, planned, [path for path, _ in exportable])
+    planned: list[_Exported] = []
+    planned_paths: list[Path] = []
+    for path, record in exportable:
+        converted = _to_storm(vault, store, project, path, record.frontmatter, record.body, ids)
+        if isinstance(converted, SkippedRecord):
+            result.skipped.append(converted)
+        else:
+            planned.append(converted)
+            planned_paths.append(path)
+    _check_unique(vault, planned, planned_paths)
     with store.lock():
-        existing = {item.record.key: item.record for item in store.records()}
-        _check_lifecycle(existing, planned)
-        everything = {**existing, **{p.record.key: p.record for p in planned}}
+        existing = {item.record.key: item for item in store.records()}
+        _check_lifecycle({key: item.record for key, item in existing.items()}, planned)
+        everything = {
+            **{key: item.record for key, item in existing.items()},
+            **{p.record.key: p.record for p in planned},
+        }
         newer = superseded_by_map(everything.values())
         sidecars = {}
         for item in planned:
@@ -258,21 +267,14 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
                 assert_no_secrets("", sidecar.to_json())
         for item in planned:
             before = existing.get(item.record.key)
-            record_changed = before is None or render_record(before) != render_record(item.record)
-            if record_changed:
-                store.save(item.record)
+            record_changed = before is None or render_record(before.record) != render_record(item.record)
+            written = store.save(item.record).path if record_changed else before.path if before else None
             sidecar_changed = _write_sidecar(store, item.record.id, sidecars[item.record.key])
             if not (record_changed or sidecar_changed):
                 result.unchanged += 1
                 continue
             result.records.append(
-                BridgedRecord(
-                    item.record.id,
-                    item.record.kind,
-                    item.memosite_kind,
-                    item.record.status,
-                    str(store.record_path(item.record.kind, item.record.id)),
-                )
+                BridgedRecord(item.record.id, item.record.kind, item.memosite_kind, item.record.status, str(written))
             )
     return result
 
@@ -293,13 +295,30 @@ def _inherited_project_id(records: list[Any]) -> str | None:
         if isinstance(scope, str) and scope != GLOBAL_SCOPE:
             found.add(scope_project_id(scope))
     candidate = found.pop() if len(found) == 1 else None
-    return candidate if is_uuid(candidate) else None
+    return candidate if is_canonical_project_id(candidate) else None
+
+
+def _clean_text(value: Any) -> str:
+    """A text Stormbuffer accepts: control characters become spaces, surrounding space goes."""
+    text = "".join(" " if is_control(char) else char for char in str(value))
+    return rust_trim(text)
+
+
+def _with_actor(data: Any, actor: str) -> Any:
+    # Stores memosite wrote before Stormbuffer's rules allowed sources without an actor.
+    if isinstance(data, Mapping) and "actor" not in data:
+        return {**data, "actor": actor}
+    return data
 
 
 def _to_storm(
     vault: Vault, store: Store, project: str, path: Path, fm: Mapping[str, Any], body: str, ids: Mapping[str, str]
-) -> _Exported:
-    """The Stormbuffer record for one memosite record; raises :class:`InvalidRecord` naming the file."""
+) -> _Exported | SkippedRecord:
+    """The Stormbuffer record for one memosite record; raises :class:`InvalidRecord` naming the file.
+
+    A record Stormbuffer cannot hold is skipped with the reason: one whose body has no text, or
+    a global-scope record when the store is a project store (it belongs in the global store).
+    """
     from memosite.indexing import record_title
     from memosite.schema import Record
 
@@ -309,9 +328,12 @@ def _to_storm(
     if not isinstance(raw_block, Mapping):
         raise InvalidRecord(f"{where}: invalid {BLOCK_KEY}: must be a mapping", details={"field": BLOCK_KEY})
     block: Mapping[str, Any] = raw_block
-    scope = block.get("scope")
-    if not isinstance(scope, str) or (scope != GLOBAL_SCOPE and scope != store.scope):
-        scope = store.scope  # a record moving to another store takes that store's identity
+    if not rust_trim(body) or "\x00" in body:
+        return SkippedRecord(str(fm["id"]), kind, "the body has no text (or a NUL), which Stormbuffer refuses")
+    if block.get("scope") == GLOBAL_SCOPE and store.scope != GLOBAL_SCOPE:
+        return SkippedRecord(str(fm["id"]), kind, "a global-scope record goes to the global store (--global)")
+    # A record moving to another store takes that store's identity.
+    scope = store.scope
     created_at = str(block["created_at"] if same_instant(block.get("created_at"), fm.get("created")) else fm["created"])
     updated_at = str(block["updated_at"] if same_instant(block.get("updated_at"), fm.get("updated")) else fm["updated"])
     if str(fm["updated"]) < str(fm["created"]):
@@ -321,26 +343,29 @@ def _to_storm(
     older = ids.get(str(fm.get("supersedes"))) if fm.get("supersedes") else None
     if older and isinstance(supersedes, list) and older not in supersedes:
         supersedes.append(older)
+    access = block.get("access", "human" if fm.get("source") == "human" else "agent")
+    actor = access if access in ("human", "agent") else "agent"
     try:
-        if "sources" in block:
+        if block.get("sources"):
             raw_sources = block["sources"]
             if not isinstance(raw_sources, list):
                 raise InvalidArguments("invalid sources: must be a list", details={"field": "sources"})
-            sources = tuple(source_from_json(s if isinstance(s, Mapping) else {}, n) for n, s in enumerate(raw_sources))
+            sources = tuple(source_from_json(_with_actor(s, actor), n) for n, s in enumerate(raw_sources))
         else:
-            sources = (Source(kind="document", reference=f"memosite://{project}/{kind}/{path.stem}"),)
+            sources = (Source(kind="document", reference=f"memosite://{project}/{kind}/{path.stem}", actor=actor),)
+        title = _clean_text(record_title(Record(frontmatter=dict(fm), body=body)) or "") or str(fm["id"])
         record = validate_record(
             StormRecord(
                 id=_storm_id(project, kind, fm),
-                title=record_title(Record(frontmatter=dict(fm), body=body)) or str(fm["id"]),
+                title=title,
                 kind=storm_kind_for(kind, block),
                 scope=scope,
                 status=STATUS_FROM_MEMOSITE.get(str(fm.get("status", "active")), "active"),
-                access=block.get("access", "human" if fm.get("source") == "human" else "agent"),
+                access=access,
                 created_at=created_at,
                 updated_at=updated_at,
                 body=body,
-                tags=tuple(str(t) for t in fm.get("tags") or () if str(t).strip()),
+                tags=tuple(dict.fromkeys(t for t in (_clean_text(tag) for tag in fm.get("tags") or ()) if t)),
                 aliases=tuple(block.get("aliases", ())),
                 supersedes=tuple(supersedes),
                 sources=sources,

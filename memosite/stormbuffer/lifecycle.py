@@ -1,4 +1,9 @@
-"""Lifecycle transitions: candidate → active → superseded, active ⇄ archived. Superseded is terminal."""
+"""Lifecycle transitions, as Stormbuffer's ``RecordStatus::can_transition_to`` and repository have them.
+
+candidate → active (promote) or archived (reject); active → superseded or archived;
+archived → active (restore). Superseded is terminal. Each operation also names the one status
+it starts from, like ``sbuf``'s ``approve``/``reject``/``archive``/``restore``.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,21 @@ from memosite.errors import InvalidTransition
 
 TRANSITIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
     {
-        "candidate": frozenset({"active"}),
+        "candidate": frozenset({"active", "archived"}),
         "active": frozenset({"superseded", "archived"}),
-        "archived": frozenset({"active"}),  # restore
+        "archived": frozenset({"active"}),
         "superseded": frozenset(),
+    }
+)
+
+# operation -> (the status it requires, the status it leaves)
+OPERATIONS: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
+    {
+        "promote": ("candidate", "active"),
+        "reject": ("candidate", "archived"),
+        "archive": ("active", "archived"),
+        "restore": ("archived", "active"),
+        "supersede": ("active", "superseded"),
     }
 )
 
@@ -20,23 +36,24 @@ RETRIEVABLE = ("candidate", "active")
 
 _HINTS = {
     "superseded": "superseded records are terminal",
-    "candidate": "promote it to active first",
+    "candidate": "promote it first, or reject it",
 }
 
 
 def can_transition(current: str, target: str) -> bool:
-    return target in TRANSITIONS.get(current, frozenset())
+    """An allowed step; staying in the same status is allowed too, as in Stormbuffer."""
+    return current == target or target in TRANSITIONS.get(current, frozenset())
 
 
-def check_transition(record_id: str, current: str, target: str) -> None:
-    """Raise :class:`InvalidTransition` unless ``current → target`` is an allowed step."""
-    if can_transition(current, target):
-        return
-    allowed = sorted(TRANSITIONS.get(current, frozenset()))
-    hint = _HINTS.get(current, f"from {current} only {', '.join(allowed)} is allowed")
+def check_operation(record_id: str, operation: str, current: str) -> str:
+    """The status ``operation`` leaves; :class:`InvalidTransition` unless it may start from ``current``."""
+    required, target = OPERATIONS[operation]
+    if current == required:
+        return target
+    hint = _HINTS.get(current, f"{operation} needs a {required} record")
     raise InvalidTransition(
-        f"cannot change {record_id} from {current} to {target}: {hint}",
-        details={"id": record_id, "from": current, "to": target, "allowed": allowed},
+        f"cannot {operation} {record_id}: it is {current}, not {required}; {hint}",
+        details={"id": record_id, "from": current, "to": target, "requires": required},
     )
 
 

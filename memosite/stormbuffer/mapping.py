@@ -66,23 +66,31 @@ def storm_kind_for(memosite_kind: str, block: Mapping[str, Any]) -> str:
     return KIND_FROM_MEMOSITE[memosite_kind]
 
 
+def memosite_time(written: str) -> str:
+    """How memosite stores the moment an RFC 3339 text names (InvalidRecord if it cannot)."""
+    try:
+        return format_iso(parse_timestamp(written).to_datetime())
+    except ValueError as exc:
+        raise InvalidRecord(f"timestamp {written!r} cannot be held by memosite: {exc}") from exc
+
+
 def same_instant(written: Any, iso: Any) -> bool:
     """True when the RFC 3339 text ``written`` names the moment memosite stores as ``iso``."""
     try:
-        return isinstance(iso, str) and format_iso(parse_timestamp(written)) == iso
+        return isinstance(iso, str) and format_iso(parse_timestamp(written).to_datetime()) == iso
     except ValueError:
         return False
 
 
 def superseded_by_map(records: Iterable[StormRecord]) -> dict[str, str]:
-    """old id (lower case) → id of the newest record that supersedes it, for superseded records."""
-    ordered = sorted(records, key=lambda r: (r.created, r.key))
+    """old id (canonical) → id of the newest record that supersedes it, for superseded records."""
+    ordered = sorted(records, key=lambda r: (r.created.instant, r.key))
     status = {r.key: r.status for r in ordered}
     result: dict[str, str] = {}
     for record in ordered:
-        for old in record.supersedes:
-            if status.get(old.lower()) == "superseded":
-                result[old.lower()] = record.id
+        for old in record.superseded_keys:
+            if status.get(old) == "superseded":
+                result[old] = record.id
     return result
 
 
@@ -109,8 +117,8 @@ def memosite_view(record: StormRecord, superseded_by: str | None = None) -> dict
         "title": record.title,
         "status": STATUS_TO_MEMOSITE[record.status],
         "source": "imported",
-        "created": format_iso(record.created),
-        "updated": format_iso(record.updated),
+        "created": memosite_time(record.created_at),
+        "updated": memosite_time(record.updated_at),
     }
     if record.tags:
         view["tags"] = list(record.tags)

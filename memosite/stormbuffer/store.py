@@ -1,81 +1,43 @@
-"""A Stormbuffer project store on disk.
+"""A Stormbuffer store on disk, laid out as ``stormbuffer-core`` lays it out.
 
-Layout (a directory, ``.sbuf`` by default, found upward from the working directory like git)::
+Layout (a project store is the nearest ``.sbuf`` directory upward from the working directory;
+the global store lives in the platform data directory, ``stormbuffer/``)::
 
     .sbuf/
-      store.toml                      format_version, project_id (stable UUID), name (editable)
-      records/<kind>/<id>.md          one record per file; <id> is the record's UUID, lower case
-      memosite/<id>.json              what a memosite export could not say in Stormbuffer fields
+      store.toml              format_version, scope, visibility, project_id, project_name
+      .gitignore              written by init: private stores track nothing
+      records/<id>.md         one record per file, flat; found by the id inside, whatever the name
+      locks/mutation.lock     the lock every writer (sbuf and memosite) takes
+      memosite/<id>.json      what a memosite export could not say in Stormbuffer fields
 
-The project id is the identity: record scopes say ``project:<project_id>``. Renaming the
-repository, moving the directory or changing ``name`` leaves it alone. Every change is an atomic
-file write under a lock file (``.sbuf/.lock``); nothing here keeps state outside the files.
+Every record of a store carries the store's scope (``global``, or ``project:<project_id>``). A
+change rewrites a record's file in place; a new record goes to ``records/<id>.md``. Two files
+holding one id make the store unusable until one is removed, as in Stormbuffer.
 """
 
 from __future__ import annotations
 
 import builtins
-import tomllib
+import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
-from memosite.errors import (
-    InvalidArguments,
-    InvalidRecord,
-    InvalidTransition,
-    LockTimeout,
-    RecordNotFound,
-    StorageError,
-)
+from memosite.errors import InvalidArguments, InvalidRecord, RecordNotFound, StorageError
 from memosite.secrets import assert_no_secrets
 from memosite.stormbuffer import lifecycle
-from memosite.stormbuffer.codec import read_record, render_record
-from memosite.stormbuffer.model import (
-    FORMAT_VERSION,
-    GLOBAL_SCOPE,
-    KINDS,
-    Problem,
-    Source,
-    StormRecord,
-    format_timestamp,
-    is_uuid,
-    new_uuid,
-    project_scope,
-    raise_problems,
-    validate_record,
-)
-from memosite.vault import atomic_write_text, is_temp_name
+from memosite.stormbuffer.codec import decode_record_bytes, parse_record, render_record
+from memosite.stormbuffer.locate import STORE_DIR_NAME, find_store, global_store_dir, resolve_store_dir
+from memosite.stormbuffer.lock import mutation_lock, write_pair
+from memosite.stormbuffer.model import Source, StormRecord, validate_record
+from memosite.stormbuffer.storefile import RECORDS_DIR, STORE_FILE, StoreInfo, project_name_problem, read_store_config
+from memosite.stormbuffer.values import Timestamp, new_uuid, parse_uuid
+from memosite.vault import atomic_write_text
 
-STORE_DIR_NAME = ".sbuf"
-STORE_FILE = "store.toml"
-RECORDS_DIR = "records"
-STORE_FIELDS = ("format_version", "project_id", "name")
+DEFAULT_SOURCE_REFERENCE = "memosite:stormbuffer"
 _MIN_PREFIX = 4
-_LOCK_TIMEOUT_SECONDS = 30.0
-
-
-@dataclass(frozen=True)
-class StoreInfo:
-    """What ``store.toml`` says, plus where the store lives."""
-
-    path: Path
-    project_id: str
-    name: str
-    created: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "project_id": self.project_id,
-            "name": self.name,
-            "scope": project_scope(self.project_id),
-            "created": self.created,
-        }
 
 
 @dataclass(frozen=True)
@@ -100,61 +62,23 @@ class ForgetOutcome:
         return dict(self.__dict__)
 
 
-# --- store.toml ------------------------------------------------------------------------------
+def default_source(access: str) -> Source:
+    """The source of a record written without one: this conversation, by the writer."""
+    return Source(kind="conversation", reference=DEFAULT_SOURCE_REFERENCE, actor=access)
 
 
-def check_store_file(data: dict[str, Any]) -> list[Problem]:
-    problems = [
-        Problem(str(k), "unknown field (allowed: " + ", ".join(STORE_FIELDS) + ")")
-        for k in data
-        if k not in STORE_FIELDS
-    ]
-    version = data.get("format_version")
-    if type(version) is not int or version != FORMAT_VERSION:
-        problems.append(Problem("format_version", f"must be {FORMAT_VERSION}, got {version!r}"))
-    if not is_uuid(data.get("project_id")):
-        problems.append(Problem("project_id", f"{data.get('project_id')!r} is not a non-nil UUID"))
-    name = data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        problems.append(Problem("name", "must be a non-empty string"))
-    return problems
+def _stamp(now: datetime | None) -> Timestamp:
+    return Timestamp.from_datetime(now) if now is not None else Timestamp.now()
 
 
-def _render_store_file(project_id: str, name: str) -> str:
-    import tomli_w
-
-    return tomli_w.dumps({"format_version": FORMAT_VERSION, "project_id": project_id, "name": name})
-
-
-def find_store(start: Path) -> Path | None:
-    """The nearest ``.sbuf`` directory holding a ``store.toml``, from ``start`` upward."""
-    start = start.absolute()
-    for directory in (start, *start.parents):
-        candidate = directory / STORE_DIR_NAME
-        if (candidate / STORE_FILE).is_file():
-            return candidate
-    return None
-
-
-def resolve_store_dir(store: str | Path | None, cwd: Path) -> Path:
-    """``--store DIR`` (the store itself, or a directory holding ``.sbuf``), else search upward."""
-    if store is not None:
-        path = Path(store).expanduser()
-        path = path if path.is_absolute() else cwd / path
-        if not (path / STORE_FILE).is_file() and (path / STORE_DIR_NAME / STORE_FILE).is_file():
-            return path / STORE_DIR_NAME
-        return path
-    found = find_store(cwd)
-    if found is None:
-        raise InvalidArguments(
-            f"no Stormbuffer store ({STORE_DIR_NAME}/{STORE_FILE}) in {cwd} or any parent; "
-            "run `memosite stormbuffer init` or pass --store DIR"
-        )
-    return found
+def _touched_at(record: StormRecord, now: datetime | None) -> str:
+    """The new ``updated_at``: now, but never before ``created_at`` (clock skew, hand edits)."""
+    moment = _stamp(now)
+    return moment.render() if moment.instant >= record.created.instant else record.created_at
 
 
 class Store:
-    """One project store. Open an existing one with :meth:`open`, make one with :meth:`init`."""
+    """One store. Open an existing one with :meth:`open`, make one with :meth:`init`."""
 
     def __init__(self, path: Path, info: StoreInfo) -> None:
         self.path = path
@@ -162,125 +86,99 @@ class Store:
 
     # --- opening -------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path) -> Store:
+    def open(cls, path: Path, expected_scope: str | None = None) -> Store:
         store_file = path / STORE_FILE
-        try:
-            data = tomllib.loads(store_file.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise InvalidArguments(f"not a Stormbuffer store: {store_file} does not exist") from exc
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InvalidRecord(f"{store_file}: cannot read: {exc}", details={"field": "file"}) from exc
-        raise_problems(check_store_file(data), InvalidRecord, str(store_file))
-        return cls(path, StoreInfo(path=path, project_id=data["project_id"], name=data["name"]))
+        if not store_file.is_file():
+            raise InvalidArguments(
+                f"store is not initialized: {store_file} does not exist; run `memosite stormbuffer init`"
+            )
+        config = read_store_config(store_file, expected_scope)
+        return cls(path, StoreInfo(path=path, config=config))
 
     @classmethod
-    def init(cls, path: Path, *, name: str | None = None, project_id: str | None = None) -> Store:
-        """Create the store (idempotent: an existing store is opened and left as it is)."""
-        if (path / STORE_FILE).exists():
-            store = cls.open(path)
-            if name is not None and name != store.info.name:
-                raise InvalidArguments(
-                    f"a store already exists at {path} (name {store.info.name!r}); "
-                    "use `memosite stormbuffer rename` to change its name"
-                )
-            return store
-        if project_id is not None and not is_uuid(project_id):
-            raise InvalidArguments(
-                f"invalid project_id {project_id!r}: not a non-nil UUID", details={"field": "project_id"}
-            )
-        default_name = path.absolute().parent.name if path.name == STORE_DIR_NAME else path.name
-        display = (name if name is not None else default_name).strip() or "project"
-        info = StoreInfo(path=path, project_id=project_id or new_uuid(), name=display, created=True)
-        try:
-            (path / RECORDS_DIR).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create {path}: {exc.strerror or exc}") from exc
-        atomic_write_text(path / STORE_FILE, _render_store_file(info.project_id, info.name))
+    def init(
+        cls,
+        path: Path,
+        *,
+        name: str | None = None,
+        shared: bool = False,
+        global_store: bool = False,
+        project_id: str | None = None,
+    ) -> Store:
+        """Create the store, or complete an existing one (see :func:`.initialization.initialize_store`)."""
+        from memosite.stormbuffer.initialization import initialize_store
+
+        info = initialize_store(path, name=name, shared=shared, global_store=global_store, project_id=project_id)
         return cls(path, info)
 
     @property
     def scope(self) -> str:
-        return project_scope(self.info.project_id)
+        """The scope every record of this store carries."""
+        return self.info.config.record_scope
 
-    def lock(self) -> _StoreLock:
-        return _StoreLock(self.path / ".lock")
+    def lock(self) -> Any:
+        return mutation_lock(self.path)
 
     def rename(self, name: str) -> StoreInfo:
-        """Change the display name. The project id, and so every record's scope, stays."""
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidArguments("invalid name: must be a non-empty string", details={"field": "name"})
+        """Change a project store's display name; its project id, and so every scope, stays."""
+        if not self.info.config.is_project:
+            raise InvalidArguments("the global store has no project name")
+        problem = project_name_problem(name)
+        if problem:
+            raise InvalidArguments(f"invalid project_name: {problem}", details={"field": "project_name"})
         with self.lock():
-            atomic_write_text(self.path / STORE_FILE, _render_store_file(self.info.project_id, name))
-            self.info = StoreInfo(path=self.path, project_id=self.info.project_id, name=name)
+            config = replace(read_store_config(self.path / STORE_FILE, "project"), project_name=name)
+            atomic_write_text(self.path / STORE_FILE, config.render())
+            self.info = StoreInfo(path=self.path, config=config)
         return self.info
 
     # --- files ---------------------------------------------------------------------------
-    def record_path(self, kind: str, record_id: str) -> Path:
-        return self.path / RECORDS_DIR / kind / f"{record_id.lower()}.md"
+    def new_record_path(self, record_id: str) -> Path:
+        return self.path / RECORDS_DIR / f"{parse_uuid(record_id) or record_id.lower()}.md"
 
     def record_files(self) -> Iterator[Path]:
-        """Every ``*.md`` under ``records/`` (temp files skipped), in a stable order."""
+        """Every regular ``*.md`` file under ``records/`` at any depth (symlinks skipped), sorted."""
         base = self.path / RECORDS_DIR
-        if not base.is_dir():
-            return
-        for path in sorted(base.rglob("*.md")):
-            if path.is_file() and not is_temp_name(path.name):
-                yield path
+        found: list[Path] = []
+        for current, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(current, d))]
+            for filename in filenames:
+                full = Path(current) / filename
+                if filename.endswith(".md") and full.is_file() and not full.is_symlink():
+                    found.append(full)
+        yield from sorted(found)
 
-    def _write(self, record: StormRecord) -> Path:
-        validate_record(record)
-        path = self.record_path(record.kind, record.id)
-        atomic_write_text(path, render_record(record))
-        return path
-
-    def save(self, record: StormRecord) -> StoredStormRecord:
-        """Write ``record`` as is (after validation and a secret scan); used by import/export."""
-        assert_no_secrets(record.body, record.frontmatter())
-        self.check_scope(record.scope)
-        with self.lock():
-            stale = self._find_exact(record.key)
-            path = self._write(record)
-            if stale is not None and stale != path:
-                stale.unlink(missing_ok=True)  # the kind changed: the file moved directories
-        return StoredStormRecord(record, path)
-
-    def check_scope(self, scope: str) -> None:
-        if scope not in (GLOBAL_SCOPE, self.scope):
-            raise InvalidArguments(
-                f"invalid scope {scope!r}: this store holds 'global' and {self.scope!r} records",
+    def _read(self, path: Path) -> StoredStormRecord:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InvalidRecord(f"{path}: cannot read: {exc.strerror or exc}", details={"field": "file"}) from exc
+        record = parse_record(decode_record_bytes(data, path), path)
+        if record.scope != self.scope:
+            raise InvalidRecord(
+                f"{path}: record {record.id} is outside this store's scope ({record.scope!r}, not {self.scope!r})",
                 details={"field": "scope"},
             )
+        return StoredStormRecord(record, path)
 
-    # --- lookup --------------------------------------------------------------------------
-    def _find_exact(self, key: str) -> Path | None:
-        for kind in KINDS:
-            path = self.record_path(kind, key)
-            if path.is_file():
-                return path
-        return None
-
-    def get(self, record_id: str) -> StoredStormRecord:
-        """A record by id, or by a unique id prefix of at least four characters."""
-        if not isinstance(record_id, str) or not record_id.strip() or any(c in record_id for c in "/\\\x00."):
-            raise InvalidArguments(f"invalid id {record_id!r}", details={"field": "id"})
-        key = record_id.strip().lower()
-        path = self._find_exact(key)
-        if path is None and len(key) >= _MIN_PREFIX:
-            matches = [p for p in self.record_files() if p.stem.startswith(key)]
-            if len(matches) > 1:
-                raise InvalidArguments(
-                    f"id prefix {record_id!r} is ambiguous: {', '.join(p.stem for p in matches[:5])}",
-                    details={"field": "id", "matches": [p.stem for p in matches]},
+    def scan(self) -> builtins.list[StoredStormRecord]:
+        """Every record, in file order. A broken file, a foreign scope or a repeated id raises."""
+        seen: dict[str, Path] = {}
+        found = []
+        for path in self.record_files():
+            item = self._read(path)
+            first = seen.setdefault(item.record.key, path)
+            if first != path:
+                raise InvalidRecord(
+                    f"record {item.record.key} appears in multiple files: {first} and {path}",
+                    details={"field": "id", "files": [str(first), str(path)]},
                 )
-            path = matches[0] if matches else None
-        if path is None:
-            raise RecordNotFound(f"Record not found: {record_id} in store {self.path}")
-        return StoredStormRecord(read_record(path), path)
+            found.append(item)
+        return found
 
-    def records(self) -> list[StoredStormRecord]:
-        """Every record, oldest first. A broken file raises :class:`InvalidRecord`."""
-        found = [StoredStormRecord(read_record(path), path) for path in self.record_files()]
-        return sorted(found, key=lambda item: (item.record.created, item.record.key))
+    def records(self) -> builtins.list[StoredStormRecord]:
+        """Every record, oldest first."""
+        return sorted(self.scan(), key=lambda item: (item.record.created.instant, item.record.key))
 
     def list(
         self, *, include_all: bool = False, kinds: Sequence[str] | None = None
@@ -292,7 +190,56 @@ class Store:
             if (include_all or item.record.status in lifecycle.RETRIEVABLE) and (not kinds or item.record.kind in kinds)
         ]
 
+    def get(self, record_id: str) -> StoredStormRecord:
+        """A record by id (any UUID spelling), or by a unique id prefix of at least four characters."""
+        if not isinstance(record_id, str) or not record_id.strip():
+            raise InvalidArguments(f"invalid id {record_id!r}", details={"field": "id"})
+        items = self.scan()
+        canonical = parse_uuid(record_id.strip())
+        if canonical is not None:
+            matches = [item for item in items if item.record.key == canonical]
+        else:
+            prefix = record_id.strip().lower()
+            if len(prefix) < _MIN_PREFIX or any(char not in "0123456789abcdef-" for char in prefix):
+                raise InvalidArguments(
+                    f"invalid id {record_id!r}: give a UUID or at least {_MIN_PREFIX} of its first characters",
+                    details={"field": "id"},
+                )
+            matches = [item for item in items if item.record.key.startswith(prefix)]
+            if len(matches) > 1:
+                raise InvalidArguments(
+                    f"id prefix {record_id!r} is ambiguous: {', '.join(m.record.key for m in matches[:5])}",
+                    details={"field": "id", "matches": [m.record.key for m in matches]},
+                )
+        if not matches:
+            raise RecordNotFound(f"Record not found: {record_id} in store {self.path}")
+        return matches[0]
+
+    def check_scope(self, scope: str) -> None:
+        if scope != self.scope:
+            where = "the global store" if scope == "global" else f"the store of {scope}"
+            raise InvalidArguments(
+                f"invalid scope {scope!r}: this store holds only {self.scope!r} records; write it to {where}",
+                details={"field": "scope"},
+            )
+
+    def _write(self, item: StoredStormRecord) -> StoredStormRecord:
+        atomic_write_text(item.path, render_record(item.record))
+        return item
+
     # --- changes -------------------------------------------------------------------------
+    def save(self, record: StormRecord) -> StoredStormRecord:
+        """Write ``record`` as is (validated, secret-scanned): in place if its id exists, else new."""
+        validate_record(record)
+        assert_no_secrets(record.body, record.frontmatter())
+        self.check_scope(record.scope)
+        with self.lock():
+            existing = [item for item in self.scan() if item.record.key == record.key]
+            path = existing[0].path if existing else self.new_record_path(record.id)
+            if not existing and path.exists():
+                raise InvalidRecord(f"{path} exists but holds another record", details={"field": "id"})
+            return self._write(StoredStormRecord(record, path))
+
     def add(
         self,
         *,
@@ -308,16 +255,15 @@ class Store:
         supersedes: str | None = None,
         now: datetime | None = None,
     ) -> StoredStormRecord:
-        """Create a record. Agents' records start as candidates; people's may start active.
+        """Create a record in ``records/<id>.md``. Agents' records start as candidates.
 
-        With ``supersedes`` the new record replaces an active one in the same step.
+        With ``supersedes`` the new record names an active one it replaces: an active new record
+        supersedes it at once, a candidate only when it is promoted (as ``sbuf`` proposes updates).
         """
-        if not isinstance(body, str) or not body.strip():
-            raise InvalidArguments("invalid body: must not be empty", details={"field": "body"})
-        stamp = format_timestamp(now or datetime.now().astimezone())
+        stamp = _stamp(now).render()
         record = validate_record(
             StormRecord(
-                id=new_uuid(now),
+                id=new_uuid(now.timestamp() if now else None),
                 title=title,
                 kind=kind,
                 scope=scope or self.scope,
@@ -328,53 +274,63 @@ class Store:
                 body=body,
                 tags=tuple(dict.fromkeys(tags)),
                 aliases=tuple(dict.fromkeys(aliases)),
-                sources=tuple(sources),
+                sources=tuple(sources) or (default_source(access),),
             )
         )
         self.check_scope(record.scope)
         assert_no_secrets(body, record.frontmatter())
         with self.lock():
+            path = self.new_record_path(record.id)
+            if path.exists():
+                raise InvalidRecord(f"record destination already exists: {path}", details={"field": "id"})
             if supersedes is None:
-                return StoredStormRecord(record, self._write(record))
+                return self._write(StoredStormRecord(record, path))
             older = self.get(supersedes)
-            lifecycle.check_transition(older.record.id, older.record.status, "superseded")
-            record = record.evolve(supersedes=(older.record.id,))
-            path = self._write(record)
-            self._set_status(older, "superseded", now)
-            return StoredStormRecord(record, path)
+            lifecycle.check_operation(older.record.key, "supersede", older.record.status)
+            record = record.evolve(supersedes=(older.record.key,))
+            if record.status == "candidate":
+                return self._write(StoredStormRecord(record, path))
+            return self._supersede_pair(older, StoredStormRecord(record, path), None, now)[1]
 
-    def _set_status(self, item: StoredStormRecord, status: str, now: datetime | None) -> StoredStormRecord:
-        old = item.record
-        lifecycle.check_transition(old.id, old.status, status)
-        changed = old.evolve(status=status, updated_at=_touched_at(old, now))
-        return StoredStormRecord(changed, self._write(changed))
+    def _supersede_pair(
+        self, older: StoredStormRecord, newer: StoredStormRecord, newer_before: bytes | None, now: datetime | None
+    ) -> tuple[StoredStormRecord, StoredStormRecord]:
+        """Mark ``older`` superseded and write ``newer`` in one journalled step."""
+        old_record = older.record.evolve(status="superseded", updated_at=_touched_at(older.record, now))
+        old_before = older.path.read_bytes()
+        write_pair(
+            self.path,
+            (older.path, old_before, render_record(old_record)),
+            (newer.path, newer_before, render_record(newer.record)),
+        )
+        return StoredStormRecord(old_record, older.path), newer
 
-    def transition(self, record_id: str, status: str, *, now: datetime | None = None) -> StoredStormRecord:
-        """Move one record to ``status`` if its lifecycle allows it (only status and updated_at change)."""
-        with self.lock():
-            return self._set_status(self.get(record_id), status, now)
-
-    def promote(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
-        return self.transition(record_id, "active", now=now)
-
-    def archive(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
-        return self.transition(record_id, "archived", now=now)
-
-    def restore(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
+    def transition(self, record_id: str, operation: str, *, now: datetime | None = None) -> StoredStormRecord:
+        """Apply ``operation`` (promote, reject, archive, restore): status and updated_at change."""
         with self.lock():
             item = self.get(record_id)
-            status = item.record.status
-            if status != "archived":
-                why = (
-                    "superseded records are terminal"
-                    if status == "superseded"
-                    else ("only archived records can be restored")
-                )
-                raise InvalidTransition(
-                    f"cannot restore {item.record.id}: it is {status}; {why}",
-                    details={"id": item.record.id, "from": item.record.status, "to": "active"},
-                )
-            return self._set_status(item, "active", now)
+            status = lifecycle.check_operation(item.record.key, operation, item.record.status)
+            changed = item.record.evolve(status=status, updated_at=_touched_at(item.record, now))
+            if operation == "promote" and len(changed.supersedes) == 1:
+                # Promoting a proposed replacement retires the record it replaces (sbuf's approve).
+                older = self.get(changed.superseded_keys[0])
+                lifecycle.check_operation(older.record.key, "supersede", older.record.status)
+                return self._supersede_pair(older, StoredStormRecord(changed, item.path), item.path.read_bytes(), now)[
+                    1
+                ]
+            return self._write(StoredStormRecord(changed, item.path))
+
+    def promote(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
+        return self.transition(record_id, "promote", now=now)
+
+    def reject(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
+        return self.transition(record_id, "reject", now=now)
+
+    def archive(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
+        return self.transition(record_id, "archive", now=now)
+
+    def restore(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
+        return self.transition(record_id, "restore", now=now)
 
     def supersede(
         self, old_id: str, *, by: str, now: datetime | None = None
@@ -387,19 +343,17 @@ class Store:
                 raise InvalidArguments("a record cannot supersede itself", details={"field": "by"})
             if newer.record.status not in lifecycle.RETRIEVABLE:
                 raise InvalidArguments(
-                    f"{newer.record.id} is {newer.record.status}; the replacing record must be candidate or active",
+                    f"{newer.record.key} is {newer.record.status}; the replacing record must be candidate or active",
                     details={"field": "by"},
                 )
-            lifecycle.check_transition(older.record.id, older.record.status, "superseded")
+            lifecycle.check_operation(older.record.key, "supersede", older.record.status)
             new_record = newer.record
-            if older.record.id not in new_record.supersedes:
+            if older.record.key not in new_record.superseded_keys:
                 new_record = new_record.evolve(
-                    supersedes=(*new_record.supersedes, older.record.id),
+                    supersedes=(*new_record.supersedes, older.record.key),
                     updated_at=_touched_at(new_record, now),
                 )
-            new_path = self._write(new_record)
-            old_item = self._set_status(older, "superseded", now)
-            return old_item, StoredStormRecord(new_record, new_path)
+            return self._supersede_pair(older, StoredStormRecord(new_record, newer.path), newer.path.read_bytes(), now)
 
     def forget(self, record_id: str, *, destroy: bool = False) -> ForgetOutcome:
         """Delete a record file for good. Refused unless ``destroy`` is set: to retire a record
@@ -415,29 +369,10 @@ class Store:
                 item.path.unlink()
             except OSError as exc:
                 raise StorageError(f"cannot delete {item.path}: {exc.strerror or exc}") from exc
-        return ForgetOutcome(id=item.record.id, kind=item.record.kind, path=str(item.path), destroyed=True)
+        return ForgetOutcome(id=item.record.key, kind=item.record.kind, path=str(item.path), destroyed=True)
 
 
-def _touched_at(record: StormRecord, now: datetime | None) -> str:
-    """The new ``updated_at``: now, but never before ``created_at`` (clock skew, hand edits)."""
-    moment = now or datetime.now().astimezone()
-    return format_timestamp(moment) if moment >= record.created else record.created_at
-
-
-class _StoreLock:
-    """A cross-process lock on the store; re-entrant within one process."""
-
-    def __init__(self, path: Path) -> None:
-        self._lock = FileLock(str(path), timeout=_LOCK_TIMEOUT_SECONDS, is_singleton=True)
-
-    def __enter__(self) -> _StoreLock:
-        try:
-            self._lock.acquire()
-        except Timeout as exc:
-            raise LockTimeout(f"timed out waiting for the store lock {self._lock.lock_file}") from exc
-        except OSError as exc:
-            raise StorageError(f"cannot lock {self._lock.lock_file}: {exc.strerror or exc}") from exc
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
+__all__ = [
+    "RECORDS_DIR", "STORE_DIR_NAME", "STORE_FILE", "ForgetOutcome", "Store", "StoreInfo",
+    "StoredStormRecord", "default_source", "find_store", "global_store_dir", "resolve_store_dir",
+]  # fmt: skip
