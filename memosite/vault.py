@@ -22,6 +22,7 @@ from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
+    from memosite.provenance import Actor
 
 TEMP_PREFIX = ".memosite-tmp-"
 CONFLICT_MARK = ".conflict."
@@ -130,6 +131,9 @@ class Vault:
 
     root: Path
     config: VaultConfig
+    # Who changes the vault through this object (set by the CLI or the MCP server); None: a
+    # person, with git's own identity.
+    actor: Actor | None = None
 
     @classmethod
     def open(cls, root: Path | str, *, create: bool = True) -> Vault:
