@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from memosite.errors import BuildError, InvalidArguments
 from memosite.resources import data_path
+from memosite.site.destination import check_destination, place_site
 from memosite.vault import Vault
 
 if TYPE_CHECKING:
@@ -159,16 +160,6 @@ def _site_size(site_dir: Path) -> tuple[int, int]:
     return pages, total
 
 
-def _check_destination(out_dir: Path, vault: Vault) -> None:
-    """Refuse to replace anything that is not a previously built site."""
-    if out_dir == vault.root or out_dir in vault.root.parents or vault.root in out_dir.parents:
-        raise InvalidArguments(f"refusing to build into {out_dir}: it overlaps the vault {vault.root}")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidArguments(f"refusing to build into {out_dir}: it is not a directory")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "index.html").is_file():
-        raise InvalidArguments(f"refusing to replace {out_dir}: it is not empty and does not look like a built site")
-
-
 def build_site(
     vault: Vault,
     *,
@@ -182,10 +173,11 @@ def build_site(
     """Build the vault's site into ``out_dir``, replacing a previous build there only on success.
 
     A failed build (MkDocs error, strict-mode warning, secret found in the output) leaves
-    ``out_dir`` exactly as it was.
+    ``out_dir`` exactly as it was. ``out_dir`` must be new, empty or a site memosite built (see
+    :mod:`memosite.site.destination`); files a person keeps there beside the site stay.
     """
-    out_dir = Path(out_dir).absolute()
-    _check_destination(out_dir, vault)
+    destination = check_destination(out_dir, vault.root)
+    out_dir = destination.path
     started = time.monotonic()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.memosite-build-", dir=out_dir.parent))
@@ -202,7 +194,7 @@ def build_site(
         )
         warnings = run_build(config)
         plugin = memosite_plugin(config)
-        _swap_into_place(staging, out_dir)
+        place_site(staging, destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -216,21 +208,6 @@ def build_site(
         seconds=round(time.monotonic() - started, 3),
         warnings=warnings,
     )
-
-
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    if not out_dir.exists():
-        os.replace(staging, out_dir)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.memosite-old-", dir=out_dir.parent))
-    os.replace(out_dir, retired / out_dir.name)
-    try:
-        os.replace(staging, out_dir)
-    except OSError:
-        os.replace(retired / out_dir.name, out_dir)
-        raise
-    finally:
-        shutil.rmtree(retired, ignore_errors=True)
 
 
 def publish_to_dir(

@@ -1,0 +1,113 @@
+"""Where ``build --out`` and ``publish --to`` may write: only new, empty or memosite-built folders,
+never into the vault, and a rebuild removes only what the previous build wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memosite.errors import InvalidArguments
+from memosite.site.build import build_site, publish_to_dir
+from memosite.site.destination import MANIFEST
+from memosite.store import upsert_record
+from memosite.vault import Vault
+
+PROJECT = "shop"
+
+
+def _trap(vault: Vault, title: str, body: str) -> str:
+    return upsert_record(
+        vault, PROJECT, kind="trap", body=body, frontmatter={"title": title}, allow_duplicate=True
+    ).path
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def filled(vault: Vault) -> Vault:
+    _trap(vault, "Café rounding — ошибка округления", "Rounding half-up: 1.005 → 1.01 (ελληνικά, 日本語, عربى, 🎉).")
+    return vault
+
+
+def test_a_users_folder_with_an_index_html_is_left_alone(filled: Vault, tmp_path: Path) -> None:
+    project = tmp_path / "my-project"
+    (project / "src").mkdir(parents=True)
+    (project / "index.html").write_text("<h1>mine</h1>", encoding="utf-8")
+    (project / "notes.txt").write_text("keep me", encoding="utf-8")
+    (project / "src/main.py").write_text("print('hi')\n", encoding="utf-8")
+    before = _tree(project)
+    for publish in (
+        lambda: build_site(filled, out_dir=project),
+        lambda: publish_to_dir(filled, dest=project),
+    ):
+        with pytest.raises(InvalidArguments, match="memosite did not build it"):
+            publish()
+    assert _tree(project) == before
+    assert [p.name for p in tmp_path.iterdir() if "memosite" in p.name] == []  # no staging left behind
+
+
+def test_a_rebuild_removes_only_what_the_previous_build_wrote(filled: Vault, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    gone = filled.root / _trap(filled, "Flaky clock", "The test clock drifts.")
+    build_site(filled, out_dir=site)
+    manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+    assert "memory/shop/traps/flaky-clock/index.html" in manifest["files"]
+    (site / "CNAME").write_text("memory.example.org\n", encoding="utf-8")  # a person's own file
+    (site / "memory/README.txt").write_text("added by hand", encoding="utf-8")
+    gone.unlink()
+
+    build_site(filled, out_dir=site)
+
+    assert (site / "CNAME").read_text(encoding="utf-8") == "memory.example.org\n"
+    assert (site / "memory/README.txt").read_text(encoding="utf-8") == "added by hand"
+    assert not (site / "memory/shop/traps/flaky-clock").exists()
+    assert (site / "memory/shop/traps").is_dir()
+    manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+    assert "CNAME" not in manifest["files"] and "memory/shop/traps/flaky-clock/index.html" not in manifest["files"]
+
+
+def test_a_rebuild_never_replaces_a_file_memosite_did_not_write(filled: Vault, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    build_site(filled, out_dir=site)
+    manifest_path = site / MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["files"].remove("404.html")  # as if a person had put their own 404 page there
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    (site / "404.html").write_text("my 404", encoding="utf-8")
+    with pytest.raises(InvalidArguments, match=r"404\.html"):
+        build_site(filled, out_dir=site)
+    assert (site / "404.html").read_text(encoding="utf-8") == "my 404"
+
+
+def test_a_new_folder_reached_through_a_symlink_into_the_vault_is_refused(filled: Vault, tmp_path: Path) -> None:
+    link = tmp_path / "public"
+    link.symlink_to(filled.root / "projects" / PROJECT)
+    before = _tree(filled.root / "projects")
+    with pytest.raises(InvalidArguments, match="overlaps the vault"):
+        build_site(filled, out_dir=link / "site")
+    with pytest.raises(InvalidArguments, match="overlaps the vault"):
+        publish_to_dir(filled, dest=link)
+    assert _tree(filled.root / "projects") == before
+
+
+def test_the_vault_itself_and_a_folder_holding_it_are_refused(filled: Vault, tmp_path: Path) -> None:
+    for target in (filled.root, filled.root.parent, filled.root / ".memosite" / "site"):
+        with pytest.raises(InvalidArguments, match="overlaps the vault"):
+            build_site(filled, out_dir=target)
+
+
+def test_cli_refusal_is_one_line_and_a_failing_exit(filled: Vault, tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    project = tmp_path / "mine"
+    project.mkdir()
+    (project / "index.html").write_text("x", encoding="utf-8")
+    (project / "notes.txt").write_text("keep", encoding="utf-8")
+    for args in (["build", "--out", str(project)], ["publish", "--to", str(project)]):
+        outcome = run_cli(*args)
+        assert outcome.exit_code != 0
+        lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "memosite did not build it" in lines[0] and "Traceback" not in outcome.stderr
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "keep"
