@@ -45,6 +45,12 @@ class SafetyViolation(MemositeError):
     code = "SAFETY_VIOLATION"
 
 
+class VaultNotFound(MemositeError):
+    """A command that only reads was pointed at a vault that does not exist (it creates none)."""
+
+    code = "VAULT_NOT_FOUND"
+
+
 class InvalidTransition(MemositeError):
     """A lifecycle change the record's status does not allow (superseded is terminal)."""
 

@@ -12,31 +12,66 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
-from memosite.kinds import KINDS, views_for_kinds
+from memosite.kinds import KINDS, kinds_in_directory, views_for_kinds
 from memosite.recurrence import pattern_key
-from memosite.schema import SEVERITY_WEIGHT, Record, parse_record
+from memosite.schema import SEVERITY_WEIGHT, Record, format_iso, parse_record
 from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
 from memosite.views import env_for, render_fragments, templates_checksum_for, write_views
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
+def record_label(path: Path) -> str:
+    """How messages name a record file: ``<project>/<kind dir>/<file>``, never an absolute path."""
+    parts = path.parts
+    if len(parts) >= 4 and parts[-4] == "projects":
+        return "/".join(parts[-3:])
+    return path.name
+
+
+def path_defaults(path: Path) -> dict[str, Any]:
+    """What a record's place in the vault tells about it, for a file written by hand that leaves
+    the required fields out: the id is the file name, the kind its directory's (``plans/`` means a
+    plan), the project its project directory, created and updated the file's modification time."""
+    parts = path.parts
+    if len(parts) < 4 or parts[-4] != "projects":
+        return {}
+    defaults: dict[str, Any] = {"id": path.stem, "project": parts[-3]}
+    kinds = kinds_in_directory(parts[-2])
+    if kinds:
+        defaults["kind"] = kinds[0]
+    try:
+        stamp = format_iso(datetime.fromtimestamp(path.stat().st_mtime, UTC))
+    except OSError:
+        return defaults
+    defaults["created"] = stamp
+    defaults["updated"] = stamp
+    return defaults
+
+
 def read_record(path: Path) -> Record:
-    """Read and parse one record file; InvalidRecord when it does not parse or validate."""
+    """Read and parse one record file; InvalidRecord when it does not parse or validate.
+
+    Required fields a hand-written file leaves out are inferred from its path (see
+    :func:`path_defaults`); they are written into the file only by the next change to it.
+    """
+    label = record_label(path)
     try:
         text = path.read_bytes().decode("utf-8")  # no newline translation: bodies stay byte-exact
     except UnicodeDecodeError as exc:
-        raise InvalidRecord(f"not UTF-8 text: {path}") from exc
+        raise InvalidRecord(f"not UTF-8 text: {label} (byte {exc.start})") from exc
     except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return parse_record(text, path)
+        raise StorageError(f"cannot read {label}: {exc.strerror or exc}") from exc
+    return parse_record(text, path, defaults=path_defaults(path), where=label)
 
 
 def record_title(record: Record) -> str:

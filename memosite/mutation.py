@@ -32,6 +32,7 @@ from memosite.indexing import build_entry, ensure_index, index_record, read_reco
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
 from memosite.vault import Tombstone, Vault, atomic_write_text, warn
+from memosite.workspace import check_vault_placement
 
 # Units running in this process (their in-flight notes are not leftovers to recover).
 _ACTIVE_UNITS: set[str] = set()
@@ -149,6 +150,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False) -> Iterator[Mut
         finally:
             current.note(current._joined.pop())
         return
+    check_vault_placement(vault.root, vault.product_root)
     with vault.lock():
         ensure_index(vault)
         unit = Mutation(vault, message, flush=flush)

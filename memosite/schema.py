@@ -429,9 +429,21 @@ def _split_chunks(text: str, values: Mapping[str, Any]) -> dict[str, str] | None
     return chunks
 
 
-def parse_record(text: str, path: Path | None = None, *, validate: bool = True) -> Record:
-    """Parse a record file. Raises :class:`InvalidRecord` when it is not a valid record."""
-    where = f" in {path}" if path else ""
+def parse_record(
+    text: str,
+    path: Path | None = None,
+    *,
+    validate: bool = True,
+    defaults: Mapping[str, Any] | None = None,
+    where: str | None = None,
+) -> Record:
+    """Parse a record file. Raises :class:`InvalidRecord` when it is not a valid record.
+
+    ``defaults`` fill required fields the file leaves out (what its path tells: see
+    :func:`memosite.indexing.read_record`); they are not part of the file's own text, so a rewrite
+    emits them as new keys. ``where`` names the file in messages (default: ``path``).
+    """
+    where = f" in {where}" if where else f" in {path}" if path else ""
     fence = _FENCE_RE.match(text)
     if not fence:
         raise InvalidRecord(f"no YAML frontmatter{where}")
@@ -446,11 +458,18 @@ def parse_record(text: str, path: Path | None = None, *, validate: bool = True) 
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 2})" if mark is not None else ""
         raise InvalidRecord(f"frontmatter is not valid YAML{where}{line}") from exc
+    except (ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        # An integer of more than 4,300 digits, a nesting too deep to build: not a record.
+        raise InvalidRecord(f"frontmatter holds a value memosite cannot read{where}: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidRecord(f"frontmatter must be a mapping{where}")
     data = {str(key): value for key, value in data.items()}
     try:
-        frontmatter = validate_frontmatter(data) if validate else data
+        given = dict(data)
+        for key, value in (defaults or {}).items():
+            if given.get(key) in (None, ""):
+                given[key] = value
+        frontmatter = validate_frontmatter(given) if validate else data
     except InvalidArguments as exc:
         raise InvalidRecord(f"{exc.message}{where}", details=exc.details) from exc
     chunks = _split_chunks(fm_text if fm_text.endswith("\n") or not fm_text else fm_text + "\n", data)

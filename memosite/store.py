@@ -215,7 +215,15 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
     """
     named = _named_slug(request.kind, request.frontmatter, request.slug)
     if named is not None:
-        return named, _read_existing(writable_target(vault, vault.record_path(project, request.kind, named)))
+        path = writable_target(vault, vault.record_path(project, request.kind, named))
+        if request.slug is None and request.frontmatter.get("id") and not path.exists():
+            # An id names the record wherever its file is (a hand-written file named otherwise).
+            try:
+                record, found = locate_record(vault, project, record_id=named, kind=request.kind)
+                return found.stem, record
+            except RecordNotFound:
+                pass
+        return named, _read_existing(path)
     for candidate in _unique_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
         path = writable_target(vault, vault.record_path(project, request.kind, candidate))
         if not path.exists():

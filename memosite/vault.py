@@ -134,6 +134,8 @@ class Vault:
     # Who changes the vault through this object (set by the CLI or the MCP server); None: a
     # person, with git's own identity.
     actor: Actor | None = None
+    # The git work tree of the product being worked on; writes into a vault inside it are refused.
+    product_root: Path | None = None
 
     @classmethod
     def open(cls, root: Path | str, *, create: bool = True) -> Vault:

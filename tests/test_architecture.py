@@ -33,9 +33,14 @@ def _sql_uses(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and (node.attr in SQL_CALLS or node.attr == "conn"):
             found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: .{node.attr}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect":
-            if isinstance(node.func.value, ast.Name) and node.func.value.id == "sqlite3":
-                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: sqlite3.connect")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "connect"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "sqlite3"
+        ):
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: sqlite3.connect")
     return found
 
 
@@ -136,7 +141,7 @@ def test_kind_table_holds_the_seed_facts() -> None:
     }
     assert set(DURABLE_KINDS) == set(KINDS) - {"state", "scratch"}
     assert set(PRIVATE_KINDS) == {"scratch", "state", "review"}
-    assert ARCHIVE_ON_EXPIRE_KINDS == {"trap", "decision", "plan"}
+    assert {"trap", "decision", "plan"} == ARCHIVE_ON_EXPIRE_KINDS
     assert {k: f.default_ttl for k, f in KIND_FACTS.items() if f.default_ttl} == {
         "scratch": "scratchDays",
         "review": "reviewDays",

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from memosite.cli import cli, main
+from memosite.vault import Vault
 
 MEMOSITE = [sys.executable, "-m", "memosite"]
 
@@ -112,14 +113,14 @@ def test_forget_and_restore_json_shape() -> None:
         (["upsert", "--kind", "trap", "--body", "x", "--project", "../x"], "INVALID_ARGUMENTS"),
     ],
 )
-def test_errors_are_json_with_stable_code_and_exit_1(args: list[str], code: str) -> None:
+def test_errors_are_json_with_stable_code_and_exit_1(vault: Vault, args: list[str], code: str) -> None:
     exit_code, out, err = run(*args, "--json")
     assert exit_code == 1
     assert json.loads(out)["error"]["code"] == code
     assert "Traceback" not in out + err
 
 
-def test_errors_without_json_are_one_line_on_stderr() -> None:
+def test_errors_without_json_are_one_line_on_stderr(vault: Vault) -> None:
     exit_code, out, err = run("get", "--id", "missing")
     assert exit_code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("memosite: error: Record not found")
@@ -172,6 +173,7 @@ def test_project_id_from_memosite_toml(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_console_script_runs_without_traceback_on_bad_input(tmp_path: Path) -> None:
+    Vault.open(tmp_path / "v").close()
     env = {**os.environ, "MEMOSITE_VAULT": str(tmp_path / "v")}
     proc = subprocess.run(
         [*MEMOSITE, "get", "--id", "nope", "--json"],
@@ -278,6 +280,27 @@ def test_demo_runs_again_without_rewriting_its_records(tmp_path: Path) -> None:
     code, data = run_json("demo", "--vault", str(target))
     assert code == 0 and data["records"] == 0
     assert trap.read_text(encoding="utf-8").endswith("edited by a person\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["get", "--id", "x"], ["list"], ["search", "retries"], ["bootstrap"], ["rank"], ["forget", "--id", "x"], ["gc"]],
+)
+def test_read_only_commands_never_create_a_vault(vault_dir: Path, args: list[str]) -> None:
+    code, data = run_json(*args)
+    assert code == 1 and data["error"]["code"] == "VAULT_NOT_FOUND"
+    assert "memosite init" in data["error"]["message"] and str(vault_dir) not in data["error"]["message"]
+    assert not vault_dir.exists()
+
+
+def test_options_before_the_command_work_as_after_it(tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    code, _ = run_json("upsert", "--vault", str(other), "--kind", "spec", "--body", "b", "--slug", "s")
+    assert code == 0
+    result = CliRunner().invoke(cli, ["--vault", str(other), "--project", "demo", "--json", "list"])
+    assert result.exit_code == 0 and [r["id"] for r in json.loads(result.stdout)["records"]] == ["s"]
+    result = CliRunner().invoke(cli, ["--json", "get", "--vault", str(other), "--id", "s"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["id"] == "s"
 
 
 def test_empty_vault_option_is_refused() -> None:

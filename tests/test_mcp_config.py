@@ -26,7 +26,7 @@ def test_print_config_claude_is_a_claude_mcp_add_command(vault_dir: Path) -> Non
     assert words[:5] == ["claude", "mcp", "add", "memosite", "--"]
     launched = words[5:]
     assert Path(launched[0]).is_absolute()
-    assert launched[-3:] == ["mcp", "--vault", str(vault_dir)]
+    assert launched[-5:] == ["mcp", "--vault", str(vault_dir), "--project", "demo"]
     assert ".mcp.json" in stderr
 
 
@@ -35,9 +35,17 @@ def test_print_config_json_clients_get_their_server_map(vault_dir: Path, client:
     stdout, _ = print_config("--print-config", client)
     entry = json.loads(stdout)[key]["memosite"]
     assert Path(entry["command"]).is_absolute()
-    assert entry["args"][-3:] == ["mcp", "--vault", str(vault_dir)]
-    assert "--project" not in entry["args"]  # the client's working directory picks the project
+    # A client starts the server wherever it likes: the snippet pins the project of this directory.
+    assert entry["args"][-5:] == ["mcp", "--vault", str(vault_dir), "--project", "demo"]
     assert (entry.get("type") == "stdio") is (client == "vscode")
+
+
+def test_print_config_outside_any_project_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMOSITE_PROJECT")
+    monkeypatch.chdir(Path.home())
+    outcome = CliRunner().invoke(cli, ["mcp", "--print-config", "cursor"])
+    assert outcome.exit_code == 1 and outcome.stdout == ""
+    assert "pass --project" in outcome.stderr and len(outcome.stderr.splitlines()) == 1
 
 
 def test_print_config_pins_vault_project_and_read_only_when_given(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ import click
 
 # command name -> "module:attribute"; modules are imported on first use.
 COMMANDS: dict[str, str] = {
+    "init": "memosite.cli.workspace:init",
+    "status": "memosite.cli.workspace:status",
+    "edit": "memosite.cli.records:edit",
     "upsert": "memosite.cli.records:upsert",
     "get": "memosite.cli.records:get",
     "append": "memosite.cli.records:append",
@@ -66,13 +69,19 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="memosite")
-def cli() -> None:
+@click.option("--vault", "vault_arg", metavar="DIR", help="Vault directory, for every command after it.")
+@click.option("--project", "project_arg", metavar="ID", help="Project id, for every command after it.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def cli(ctx: click.Context, vault_arg: str | None, project_arg: str | None, as_json: bool) -> None:
     """memosite: durable project memory for coding agents, kept as Markdown.
 
     Every command takes --vault DIR (or MEMOSITE_VAULT; default ~/.memosite),
     --project ID (or MEMOSITE_PROJECT; default from .memosite.toml, the git
-    repository or the directory name) and --json for machine-readable output.
+    repository or the directory name) and --json for machine-readable output,
+    before or after the command's name.
     """
+    ctx.obj = {"vault": vault_arg, "project": project_arg, "json": as_json}
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -15,21 +15,30 @@ import click
 from memosite.errors import MemositeError
 
 if TYPE_CHECKING:
+    from memosite.config import ProjectIdentity
     from memosite.vault import Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# Commands that may create the vault when there is none yet; every other command reads, and on a
+# missing vault says so instead of leaving an empty one behind.
+CREATING_COMMANDS = frozenset(
+    {"init", "upsert", "append", "demo", "edit", "session start", "stormbuffer import", "sync"}
+)
+
+
 class App:
     """The composition root of one CLI call: configuration is resolved here, once."""
 
-    def __init__(self, vault_arg: str | None, project_arg: str | None, as_json: bool) -> None:
+    def __init__(self, vault_arg: str | None, project_arg: str | None, as_json: bool, command: str = "") -> None:
         self.vault_arg = vault_arg
         self.project_arg = project_arg
         self.as_json = as_json
+        self.command = command
         self.env = dict(os.environ)
         self._vault: Vault | None = None
-        self._project: str | None = None
+        self._identity: ProjectIdentity | None = None
 
     @property
     def vault_root(self) -> Path:
@@ -38,20 +47,46 @@ class App:
         return resolve_vault_root(self.vault_arg, self.env)
 
     @property
+    def vault_source(self) -> str:
+        """How the vault was chosen: ``--vault``, ``MEMOSITE_VAULT`` or the default."""
+        if self.vault_arg:
+            return "--vault"
+        return "MEMOSITE_VAULT" if self.env.get("MEMOSITE_VAULT") else "default (~/.memosite)"
+
+    @property
     def vault(self) -> Vault:
         if self._vault is None:
+            from memosite.errors import VaultNotFound
             from memosite.vault import Vault
 
-            self._vault = Vault.open(self.vault_root)
+            root = self.vault_root
+            if not root.is_dir() and self.command not in CREATING_COMMANDS:
+                raise VaultNotFound(
+                    f"no vault yet at the one {self.vault_source} names: `memosite init` creates it"
+                    " (so does the first upsert or append)"
+                )
+            self._vault = Vault.open(root)
+            self._vault.product_root = self.product_root
         return self._vault
 
     @property
-    def project(self) -> str:
-        if self._project is None:
+    def identity(self) -> ProjectIdentity:
+        if self._identity is None:
             from memosite.config import resolve_project
 
-            self._project = resolve_project(self.project_arg, self.env).id
-        return self._project
+            self._identity = resolve_project(self.project_arg, self.env)
+        return self._identity
+
+    @property
+    def project(self) -> str:
+        return self.identity.id
+
+    @property
+    def product_root(self) -> Path | None:
+        """The git work tree of the product the command runs in (the vault must not lie in it)."""
+        from memosite.workspace import find_work_tree
+
+        return find_work_tree(Path.cwd())
 
     @property
     def project_explicit(self) -> str | None:
@@ -114,7 +149,15 @@ def vault_options(func: F) -> F:
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
     @functools.wraps(func)
     def wrapper(vault_arg: str | None, project_arg: str | None, as_json: bool, **kwargs: Any) -> Any:
-        app = App(vault_arg, project_arg, as_json)
+        ctx = click.get_current_context()
+        shared = ctx.find_root().obj if isinstance(ctx.find_root().obj, dict) else {}
+        command = " ".join(ctx.command_path.split()[1:])
+        app = App(
+            vault_arg if vault_arg is not None else shared.get("vault"),
+            project_arg if project_arg is not None else shared.get("project"),
+            as_json or bool(shared.get("json")),
+            command,
+        )
         try:
             return func(app, **kwargs)
         except MemositeError as exc:
@@ -158,6 +201,18 @@ MAX_BODY_BYTES = 8_000_000
 
 
 def read_body(body: str | None, body_file: str | None) -> str:
+    """The body from ``--body`` or ``--body-file`` (``-`` for stdin); one of them is required."""
+    from memosite.errors import InvalidArguments
+
+    found = read_optional_body(body, body_file)
+    if found is None:
+        raise InvalidArguments("a body is required: --body TEXT or --body-file PATH|-")
+    return found
+
+
+def read_optional_body(body: str | None, body_file: str | None) -> str | None:
+    """The body from ``--body`` or ``--body-file`` (``-`` for stdin); None when neither is given
+    (an upsert of an existing record then keeps its body)."""
     from memosite.errors import InvalidArguments
 
     if body is not None and body_file is not None:
@@ -177,6 +232,4 @@ def read_body(body: str | None, body_file: str | None) -> str:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidArguments(f"--body-file is not UTF-8 text (byte {exc.start})") from exc
-    if body is None:
-        raise InvalidArguments("a body is required: --body TEXT or --body-file PATH|-")
     return body

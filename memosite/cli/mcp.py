@@ -33,44 +33,56 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
     Nothing but protocol goes to stdout; warnings and logs go to stderr. Several servers (one per
     agent session) may share a vault.
     """
-    from memosite.config import resolve_project, resolve_vault_root
+    from pathlib import Path
+
+    from memosite.config import resolve_vault_root, validate_project_id
     from memosite.errors import MemositeError
 
     env = dict(os.environ)
     try:
         root = resolve_vault_root(vault_arg, env)
         if client is not None:
-            _print_config(client, root, project_arg, read_only)
+            _print_config(client, root, project_arg, read_only, env)
             return
-        project = resolve_project(project_arg, env).id
         from memosite.mcp_server import run_stdio
+        from memosite.mcp_server.project import announce, at_start
         from memosite.vault import Vault
 
+        project = at_start(project_arg, env, Path.cwd())
+        if project.identity is not None:
+            validate_project_id(project.identity.id)
         vault = Vault.open(root)
         if sys.stdin.isatty():
             sys.stderr.write(
-                f"memosite: serving MCP on stdin/stdout (vault {root}, project {project}); "
-                "a client starts this for you, see `memosite mcp --print-config claude`. "
-                "Ctrl-C to stop.\n"
+                "memosite: serving MCP on stdin/stdout; a client starts this for you, see "
+                "`memosite mcp --print-config claude`. Ctrl-C to stop.\n"
             )
-        run_stdio(vault, project, read_only=read_only)
+        announce(project)
+        run_stdio(vault, project, read_only=read_only, env=env)
     except MemositeError as exc:
         sys.stderr.write(f"memosite: error: {exc.message}\n")
         raise SystemExit(exc.exit_code) from None
 
 
-def _print_config(client: str, root: object, project: str | None, read_only: bool) -> None:
+def _print_config(client: str, root: object, project: str | None, read_only: bool, env: dict[str, str]) -> None:
+    """The snippet always pins the project: a client starts the server wherever it likes (often
+    ``/`` or the home directory), so the project of the directory this runs in is written in."""
     from pathlib import Path
 
-    from memosite.config import validate_project_id
+    from memosite.config import resolve_project, validate_project_id
+    from memosite.errors import InvalidArguments
     from memosite.mcp_server.client_config import client_config, launch_command, memosite_executable
+    from memosite.mcp_server.project import is_meaningless_directory
 
-    launch = launch_command(
-        memosite_executable(),
-        Path(str(root)),
-        project=validate_project_id(project) if project else None,
-        read_only=read_only,
-    )
+    if project:
+        pinned = validate_project_id(project)
+    elif env.get("MEMOSITE_PROJECT") or not is_meaningless_directory(Path.cwd(), env):
+        pinned = resolve_project(None, env).id
+    else:
+        raise InvalidArguments(
+            f"which project? {Path.cwd()} is no project: run this in your repository, or pass --project ID"
+        )
+    launch = launch_command(memosite_executable(), Path(str(root)), project=pinned, read_only=read_only)
     config = client_config(client, launch)
     sys.stdout.write(config.snippet)
     sys.stderr.write(f"# {config.hint}\n")

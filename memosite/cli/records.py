@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import click
 
-from memosite.cli._common import App, parse_json_option, read_body, vault_options
+from memosite.cli._common import App, parse_json_option, read_optional_body, vault_options
 
 
 @click.command()
 @click.option(
     "--kind", required=True, help="trap, decision, spec, plan, state, log, scratch, review, prompt or session."
 )
-@click.option("--body", help="The Markdown body.")
+@click.option("--body", help="The Markdown body (a new record needs one; an existing one keeps its body without).")
 @click.option("--body-file", help="Read the body from a file, or '-' for stdin.")
 @click.option("--slug", help="File name (without .md); derived from the id or title when absent.")
+@click.option("--id", "record_id", help="The record's id: update that record (with --kind when ids repeat).")
 @click.option("--title")
 @click.option("--status", help="active, paused, shipped, superseded, archived or completed.")
 @click.option("--severity", help="low, medium, high or critical.")
@@ -35,6 +36,7 @@ def upsert(
     body: str | None,
     body_file: str | None,
     slug: str | None,
+    record_id: str | None,
     frontmatter_json: str | None,
     tags: tuple[str, ...],
     path_patterns: tuple[str, ...],
@@ -53,6 +55,8 @@ def upsert(
     for option, value in fields.items():
         if value is not None:
             frontmatter[names.get(option, option)] = value
+    if record_id is not None:
+        frontmatter["id"] = record_id
     if tags:
         frontmatter["tags"] = list(tags)
     if path_patterns:
@@ -61,14 +65,13 @@ def upsert(
         app.vault,
         app.project,
         kind=kind,
-        body=read_body(body, body_file),
+        body=read_optional_body(body, body_file),
         slug=slug,
         frontmatter=frontmatter,
         path=path,
         allow_duplicate=allow_duplicate,
     )
-    verb = "recurrence of" if result.recurrence else "wrote"
-    app.emit(result.to_json(), f"{verb} {result.kind} {result.id} → {result.path}")
+    app.emit(result.to_json(), result.summary())
 
 
 @click.command()
@@ -195,3 +198,30 @@ def reindex(app: App, all_projects: bool) -> None:
         {"projects": counts, "total": sum(counts.values())},
         "\n".join(f"indexed {count} records in {project}" for project, count in counts.items()) or "no projects",
     )
+
+
+@click.command()
+@click.argument("record_id", metavar="ID")
+@click.option("--kind", help="The record's kind, when its id names records of several kinds.")
+@vault_options
+def edit(app: App, record_id: str, kind: str | None) -> None:
+    """Edit a record in $VISUAL or $EDITOR; the saved file is checked before it replaces the record.
+
+    An invalid save (broken frontmatter, a secret, a wrong field) is refused with the reason and the
+    record stays as it was; what you wrote is kept in a file whose name the error gives.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from memosite.edit import apply_edit, begin_edit
+
+    session = begin_edit(app.vault, app.project, record_id=record_id, kind=kind)
+    scratch = Path(tempfile.mkdtemp(prefix="memosite-edit-")) / session.file_name
+    scratch.write_text(session.original, encoding="utf-8")
+    click.edit(filename=str(scratch), require_save=False)
+    edited = scratch.read_bytes().decode("utf-8", errors="strict")
+    result = apply_edit(app.vault, session, edited, rescue=scratch)
+    if result.changed:
+        scratch.unlink(missing_ok=True)
+        scratch.parent.rmdir()
+    app.emit(result.to_json(), result.summary())

@@ -169,6 +169,15 @@ class Index:
             row[0]: row[1] for row in self.conn.execute("SELECT path, kind FROM records WHERE project = ?", (project,))
         }
 
+    def counts_by_kind_and_status(self, project: str) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for kind, status, count in self.conn.execute(
+            "SELECT kind, status, count(*) FROM records WHERE project = ? GROUP BY kind, status ORDER BY kind, status",
+            (project,),
+        ):
+            counts.setdefault(kind, {})[status] = int(count)
+        return counts
+
     def count_kind(self, project: str, kind: str) -> int:
         row = self.conn.execute("SELECT count(*) FROM records WHERE project = ? AND kind = ?", (project, kind))
         return int(row.fetchone()[0])

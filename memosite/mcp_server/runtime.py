@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +24,8 @@ import anyio.to_thread
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from memosite.errors import MemositeError
+from memosite.mcp_server.project import SessionProject, agent_actor, announce, from_roots, require
+from memosite.provenance import Actor
 from memosite.vault import Vault
 
 logger = logging.getLogger("memosite.mcp")
@@ -89,13 +93,42 @@ class ToolRuntime:
     :class:`Vault` (and so its own SQLite connection, which may not cross threads).
     """
 
-    def __init__(self, vault_root: Path, default_project: str, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        vault_root: Path,
+        project: SessionProject,
+        *,
+        read_only: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.vault_root = vault_root
-        self.default_project = default_project
+        self.project = project
         self.read_only = read_only
+        self.env = dict(env or {})
+        # One server process serves one agent session: its hits count once per record.
+        self.session_id = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
+        self.actor: Actor = Actor.mcp_client(None, None, self.session_id)
+        self._prepared = False
         self._write_lock = asyncio.Lock()
         self._limiter = anyio.CapacityLimiter(MAX_WORKER_THREADS)
         self._local = threading.local()
+
+    @property
+    def default_project(self) -> str | None:
+        return self.project.identity.id if self.project.identity is not None else None
+
+    async def prepare(self, session: Any) -> None:
+        """Once per session, before the first tool runs: who the agent is (``initialize``) and,
+        unless a project was pinned, the project of the client's first root."""
+        if self._prepared or session is None:
+            return
+        self._prepared = True
+        self.actor = agent_actor(session, self.session_id)
+        if not self.project.reason.startswith("pinned"):
+            rooted = await from_roots(session, self.env)
+            if rooted is not None:
+                self.project = rooted
+                announce(rooted)
 
     def vault(self) -> Vault:
         """The calling thread's vault, opened on first use."""
@@ -124,7 +157,9 @@ class ToolRuntime:
     async def _in_thread(self, work: ToolCall) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             vault = self.vault()
-            project = work.project_id if work.project_id is not None else self.default_project
+            vault.actor = self.actor
+            vault.product_root = self.project.product_root
+            project = work.project_id if work.project_id is not None else require(self.project)
             # Validates the id (no separators, no '..') before any path is built from it.
             vault.project_dir(project)
             result = work.run(vault, project)

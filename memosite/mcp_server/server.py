@@ -6,18 +6,21 @@ import contextlib
 import inspect
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
-from pydantic import ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from memosite import __version__
+from memosite.config import ProjectIdentity
 from memosite.errors import InvalidArguments, MemositeError
+from memosite.mcp_server.project import SessionProject
 from memosite.mcp_server.runtime import ToolRuntime, error_result
+from memosite.mcp_server.schemas import OUTPUT_SCHEMAS
 from memosite.vault import Vault
 
 logger = logging.getLogger("memosite.mcp")
@@ -25,14 +28,15 @@ logger = logging.getLogger("memosite.mcp")
 SERVER_NAME = "memosite"
 
 
-def _instructions(project: str, read_only: bool) -> str:
+def _instructions(project: str | None, read_only: bool) -> str:
+    which = f"project {project!r}" if project else "the project of your first root"
     mode = (
         "This server is read-only: it can look memory up but not change it."
         if read_only
         else "Write with upsert (traps, decisions, specs, plans, state), append (log events), forget/restore and gc."
     )
     return (
-        f"memosite is this project's durable memory (project '{project}'). At the start of a task "
+        f"memosite is this project's durable memory ({which}). At the start of a task "
         "call bootstrap for a brief of the traps, decisions and current state; before changing a "
         "file, search with its path to see the traps recorded for it. When something bites you, "
         "upsert a trap; when you choose between options, upsert a decision with the reasons. "
@@ -55,6 +59,7 @@ class MemositeMCP(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
+            await self.runtime.prepare(_session_of(context))
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             cause = exc.__cause__
@@ -85,28 +90,59 @@ class MemositeMCP(MCPServer[Any]):
 WRITE_TOOL_NAMES = frozenset({"upsert", "append", "forget", "restore", "gc"})
 
 
+def _session_of(context: Any) -> Any:
+    """The client session behind a tool call's context (None outside a request)."""
+    try:
+        return context.request_context.session if context is not None else None
+    except (AttributeError, ValueError, LookupError):
+        return None
+
+
 def describe_validation_error(tool: str, error: ValidationError) -> str:
     """One line naming each bad argument and what was expected (never echoing the value)."""
-    problems = []
+    unknown = [str(item["loc"][0]) for item in error.errors() if item.get("type") == "extra_forbidden" and item["loc"]]
+    problems = [f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"] if unknown else []
     for item in error.errors():
+        if item.get("type") == "extra_forbidden":
+            continue
         where = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
         problems.append(f"{where}: {item.get('msg', 'invalid value')}")
     return f"invalid arguments for {tool}: " + "; ".join(problems)
 
 
-def build_server(vault: Vault, default_project: str, *, read_only: bool = False) -> MemositeMCP:
+def _make_strict(tool: Any) -> None:
+    """Refuse arguments the tool does not take (an agent's misspelt or invented argument must not
+    be dropped without a word), in the advertised schema and in validation."""
+    model = tool.fn_metadata.arg_model
+    strict = type(model.__name__, (model,), {"model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True)})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = {**tool.parameters, "additionalProperties": False}
+
+
+def build_server(
+    vault: Vault,
+    project: SessionProject | str | None,
+    *,
+    read_only: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> MemositeMCP:
     """A server exposing memosite's tools for ``vault``; ``read_only`` keeps only the read tools.
 
-    The vault's root is shared, not the object: every worker thread opens its own ``Vault``.
+    ``project`` is the session's project as known at start (a plain id pins it). The vault's root
+    is shared, not the object: every worker thread opens its own ``Vault``.
     """
-    vault.project_dir(default_project)  # reject a bad project id before serving
-    runtime = ToolRuntime(vault.root, default_project, read_only=read_only)
+    if not isinstance(project, SessionProject):
+        if project is not None:
+            vault.project_dir(project)  # reject a bad project id before serving
+        identity = ProjectIdentity(project, project, "explicit") if project is not None else None
+        project = SessionProject(identity, "pinned by the caller" if identity else "no project")
+    runtime = ToolRuntime(vault.root, project, read_only=read_only, env=env)
     server = MemositeMCP(
         runtime,
         name=SERVER_NAME,
         title="memosite",
         description="Durable project memory for coding agents, kept as Markdown.",
-        instructions=_instructions(default_project, read_only),
+        instructions=_instructions(runtime.default_project, read_only),
         version=__version__,
         lifespan=_stdout_guard,
         log_level="WARNING",
@@ -115,6 +151,12 @@ def build_server(vault: Vault, default_project: str, *, read_only: bool = False)
         if read_only and not hints.read_only_hint:
             continue
         server.add_tool(fn, name=name, title=hints.title, description=inspect.getdoc(fn), annotations=hints)
+        tool = server._tool_manager.get_tool(name)
+        assert tool is not None
+        _make_strict(tool)
+        if name in OUTPUT_SCHEMAS:
+            tool.fn_metadata.output_schema = OUTPUT_SCHEMAS[name]
+            tool.__dict__.pop("output_schema", None)  # a cached_property: read it again
     return server
 
 
@@ -143,9 +185,11 @@ async def _stdout_guard(_server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]
         yield {}
 
 
-def run_stdio(vault: Vault, default_project: str, *, read_only: bool = False) -> None:
+def run_stdio(
+    vault: Vault, project: SessionProject | str | None, *, read_only: bool = False, env: Mapping[str, str] | None = None
+) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
-    server = build_server(vault, default_project, read_only=read_only)
+    server = build_server(vault, project, read_only=read_only, env=env)
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(server.run_stdio_async)
 

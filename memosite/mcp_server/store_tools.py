@@ -50,11 +50,12 @@ class StoreTools:
         self,
         kind: Annotated[KindName, Field(description=_KIND_HELP)],
         body: Annotated[
-            str,
+            str | None,
             Field(
-                description="The Markdown body. Must not be empty; never put secrets (keys, tokens, passwords) in it."
+                description="The Markdown body; never put secrets (keys, tokens, passwords) in it. A new "
+                "record needs one; omit it to change only fields of an existing record."
             ),
-        ],
+        ] = None,
         slug: Annotated[
             str | None,
             Field(
@@ -88,6 +89,23 @@ class StoreTools:
                 "paths and a near-identical body bumps the existing one's occurrences."
             ),
         ] = False,
+        title: Annotated[str | None, Field(description="The record's title (also accepted in frontmatter).")] = None,
+        severity: Annotated[
+            Literal["low", "medium", "high", "critical"] | None, Field(description="For traps: how much it hurts.")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description='Tags, e.g. ["payments"].')] = None,
+        layer: Annotated[
+            str | None,
+            Field(description="application, domain, web, infrastructure, tests, devops or other."),
+        ] = None,
+        module: Annotated[str | None, Field(description="The module or component it is about.")] = None,
+        status: Annotated[
+            Literal["active", "paused", "shipped", "superseded", "archived", "completed"] | None,
+            Field(description="The record's status (default active)."),
+        ] = None,
+        ttl: Annotated[str | None, Field(description="Time to live: '7d', '48h', '30m' or a date.")] = None,
+        expires_at: Annotated[str | None, Field(description="Expiry: RFC 3339 or YYYY-MM-DD.")] = None,
+        supersedes: Annotated[str | None, Field(description="Id of the record this one replaces.")] = None,
     ) -> CallToolResult:
         """Create or update one memory record (a Markdown file in the vault).
 
@@ -97,6 +115,18 @@ class StoreTools:
         """
         from memosite.store import upsert_record
 
+        fields = {
+            "title": title,
+            "severity": severity,
+            "tags": tags,
+            "layer": layer,
+            "module": module,
+            "status": status,
+            "ttl": ttl,
+            "expires_at": expires_at,
+            "supersedes": supersedes,
+        }
+
         def run(vault: Vault, project: str) -> Any:
             return upsert_record(
                 vault,
@@ -104,7 +134,7 @@ class StoreTools:
                 kind=kind,
                 body=body,
                 slug=slug,
-                frontmatter=frontmatter,
+                frontmatter=merge_fields(frontmatter, fields),
                 path=path,
                 allow_duplicate=allowDuplicate,
             )
@@ -127,7 +157,9 @@ class StoreTools:
         """
         from memosite.lookup import get_record
 
-        count_hit = bool(sessionId) and not self.runtime.read_only
+        # A read counts as a hit of this agent session (the server's own when none is given).
+        count_hit = not self.runtime.read_only
+        session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
             return get_record(
@@ -137,7 +169,7 @@ class StoreTools:
                 kind=kind,
                 slug=slug,
                 cross_project=projectId is None,
-                session_id=sessionId if count_hit else None,
+                session_id=session if count_hit else None,
             )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=count_hit), name="get")
@@ -199,6 +231,21 @@ class StoreTools:
             return restore_record(vault, project, record_id=id, kind=kind, slug=slug)
 
         return await self.runtime.call(ToolCall(run, projectId, writes=True), name="restore")
+
+
+def merge_fields(frontmatter: dict[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """The upsert's frontmatter with the fields given at the top level of the call; a field given
+    both ways with different values is refused (which one the agent meant cannot be guessed)."""
+    from memosite.errors import InvalidArguments
+
+    merged = dict(frontmatter or {})
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if name in merged and merged[name] != value:
+            raise InvalidArguments(f"{name} is given twice, at the top level and in frontmatter, with different values")
+        merged[name] = value
+    return merged
 
 
 # name -> annotations; read-only tools are the ones a --read-only server exposes.

@@ -1,0 +1,100 @@
+"""Setting up and looking around: ``memosite init`` and ``memosite status``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memosite.cli._common import App, vault_options
+
+
+@click.command()
+@click.option("--name", help="The project's display name (default: the id).")
+@click.option("--no-pin", is_flag=True, help="Do not write .memosite.toml into the repository.")
+@vault_options
+def init(app: App, name: str | None, no_pin: bool) -> None:
+    """Create the vault and this project, and pin the project id in .memosite.toml.
+
+    The file goes to the root of the git repository you run it in (or the current directory), so
+    every clone and worktree of the repository uses the same project. Commit it.
+    """
+    from memosite.workspace import check_vault_placement, find_work_tree, init_workspace
+
+    root = app.vault_root
+    check_vault_placement(root, app.product_root)
+    identity = app.identity
+    pin_in = None if no_pin else (find_work_tree(Path.cwd()) or Path.cwd())
+    result = init_workspace(root, identity.id, name or identity.name, pin_in=pin_in)
+
+    def text() -> str:
+        made = ", ".join(result.created) if result.created else "nothing new (already set up)"
+        lines = [f"vault    {result.vault}", f"project  {result.project}", f"created  {made}"]
+        if result.project_file:
+            lines.append(f"pinned   {result.project_file}")
+        lines += ["", "Next:", *(f"  {step}" for step in result.next_steps)]
+        return "\n".join(lines)
+
+    app.emit(result.to_json(), text)
+
+
+@click.command()
+@vault_options
+def status(app: App) -> None:
+    """Where the vault is, which project (and why), record counts, index freshness, expired records
+    awaiting gc, conflicts and vault git. Changes nothing."""
+    from memosite.status import vault_status
+
+    report = vault_status(app.vault_root, app.vault_source, app.identity)
+
+    def text() -> str:
+        lines = [
+            f"vault      {report.vault} ({report.vault_source}){'' if report.vault_exists else ' — not created yet'}",
+            f"project    {report.project} ({_project_source(report.project_source)})",
+        ]
+        if not report.vault_exists:
+            lines.append("next       memosite init")
+            return "\n".join(lines)
+        kinds = ", ".join(
+            f"{kind} {sum(by.values())}" + (f" ({', '.join(f'{s} {n}' for s, n in by.items())})" if len(by) > 1 else "")
+            for kind, by in report.counts.items()
+        )
+        lines.append(f"records    {report.total}{': ' + kinds if kinds else ''}")
+        index = report.index
+        if index.missing:
+            lines.append("index      not built yet: the next command builds it (or memosite reindex)")
+        elif index.up_to_date:
+            lines.append(f"index      up to date ({index.indexed} records)")
+        else:
+            parts = [
+                f"{len(index.changed)} edited since indexed" if index.changed else "",
+                f"{len(index.not_indexed)} not indexed" if index.not_indexed else "",
+                f"{len(index.not_on_disk)} indexed but gone" if index.not_on_disk else "",
+                f"{index.interrupted} interrupted writes" if index.interrupted else "",
+            ]
+            lines.append(f"index      behind the files: {', '.join(p for p in parts if p)} (any command catches up)")
+        lines.append(
+            f"gc         {report.expired_awaiting_gc} expired records await gc (memosite gc --dry-run)"
+            if report.expired_awaiting_gc
+            else "gc         nothing expired"
+        )
+        lines.append(f"conflicts  {len(report.conflicts)}" + "".join(f"\n  {c}" for c in report.conflicts))
+        git = report.git
+        if git is not None:
+            state = "off" if not git.enabled else "on" + (" (no commit yet)" if not git.repository else "")
+            if git.pending_commits:
+                state += f", {git.pending_commits} changes queued for the next commit"
+            lines.append(f"vault git  {state}")
+        return "\n".join(lines)
+
+    app.emit(report.to_json(), text)
+
+
+def _project_source(source: str) -> str:
+    return {
+        "explicit": "--project",
+        "env": "MEMOSITE_PROJECT",
+        "project-file": ".memosite.toml",
+        "git": "the git repository's name",
+        "directory": "the directory's name",
+    }.get(source, source)

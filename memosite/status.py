@@ -1,0 +1,169 @@
+"""``memosite status``: where the vault is, which project and why, and what needs attention.
+
+Read-only: nothing here writes a record, refreshes the index or creates a vault. It compares the
+index with the files (so a stale index is reported, not silently fixed), counts records by kind and
+status, the expired records a gc pass would sweep, ``.conflict.`` sidecars, an interrupted unit of
+work, and the state of vault git.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memosite.config import ProjectIdentity
+from memosite.schema import utc_now
+from memosite.vault import CONFLICT_MARK, Vault
+
+
+@dataclass
+class IndexFreshness:
+    indexed: int = 0
+    on_disk: int = 0
+    not_indexed: list[str] = field(default_factory=list)  # files the index does not know
+    not_on_disk: list[str] = field(default_factory=list)  # rows whose file is gone
+    changed: list[str] = field(default_factory=list)  # files edited since they were indexed
+    missing: bool = False  # no index yet
+    interrupted: int = 0  # changes of a unit of work that did not finish
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.not_indexed or self.not_on_disk or self.changed or self.missing or self.interrupted)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "upToDate": self.up_to_date,
+            "indexed": self.indexed,
+            "onDisk": self.on_disk,
+            "notIndexed": self.not_indexed,
+            "notOnDisk": self.not_on_disk,
+            "changed": self.changed,
+            "missing": self.missing,
+            "interrupted": self.interrupted,
+        }
+
+
+@dataclass
+class GitState:
+    enabled: bool
+    repository: bool
+    pending_commits: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "repository": self.repository, "pendingCommits": self.pending_commits}
+
+
+@dataclass
+class StatusReport:
+    vault: str
+    vault_source: str
+    vault_exists: bool
+    project: str
+    project_name: str
+    project_source: str
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    expired_awaiting_gc: int = 0
+    index: IndexFreshness = field(default_factory=IndexFreshness)
+    conflicts: list[str] = field(default_factory=list)
+    git: GitState | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(sum(by_status.values()) for by_status in self.counts.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "vault": self.vault,
+            "vaultSource": self.vault_source,
+            "vaultExists": self.vault_exists,
+            "project": self.project,
+            "projectName": self.project_name,
+            "projectSource": self.project_source,
+            "records": self.total,
+            "counts": self.counts,
+            "expiredAwaitingGc": self.expired_awaiting_gc,
+            "index": self.index.to_json(),
+            "conflicts": self.conflicts,
+            "git": self.git.to_json() if self.git is not None else None,
+        }
+
+
+def index_freshness(vault: Vault, project: str) -> IndexFreshness:
+    """The index compared with the project's files, without changing either."""
+    freshness = IndexFreshness(missing=not vault.index_path.exists())
+    if freshness.missing:
+        freshness.on_disk = sum(1 for _ in vault.iter_record_files(project))
+        return freshness
+    index = vault.index()
+    known = index.file_stats(project)
+    freshness.indexed = len(known)
+    seen: set[str] = set()
+    for path in vault.iter_record_files(project):
+        relative = vault.relative(path)
+        seen.add(relative)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        if relative not in known:
+            freshness.not_indexed.append(relative)
+        elif known[relative] != (stat.st_mtime_ns, stat.st_size):
+            freshness.changed.append(relative)
+    freshness.on_disk = len(seen)
+    freshness.not_on_disk = sorted(set(known) - seen)
+    freshness.interrupted = len(index.inflight())
+    return freshness
+
+
+def conflict_sidecars(vault: Vault, project: str) -> list[str]:
+    base = vault.project_dir(project)
+    if not base.is_dir() or base.is_symlink():
+        return []
+    return sorted(vault.relative(p) for p in base.glob(f"*/*{CONFLICT_MARK}*.md") if not p.is_symlink())
+
+
+def vault_status(
+    vault_root: Path,
+    vault_source: str,
+    identity: ProjectIdentity,
+    *,
+    now: datetime | None = None,
+) -> StatusReport:
+    """The report of ``memosite status`` (see the module docstring)."""
+    report = StatusReport(
+        vault=str(vault_root),
+        vault_source=vault_source,
+        vault_exists=vault_root.is_dir(),
+        project=identity.id,
+        project_name=identity.name,
+        project_source=identity.source,
+    )
+    if not report.vault_exists:
+        return report
+    vault = Vault.open(vault_root, create=False)
+    try:
+        report.index = index_freshness(vault, identity.id)
+        report.conflicts = conflict_sidecars(vault, identity.id)
+        report.git = GitState(
+            enabled=vault.config.git_enabled,
+            repository=(vault.root / ".git").exists(),
+            pending_commits=_pending_commits(vault),
+        )
+        if not report.index.missing:
+            from memosite.curator import plan_gc
+
+            report.counts = vault.index().counts_by_kind_and_status(identity.id)
+            plan = plan_gc(vault, identity.id, now=now or utc_now())
+            report.expired_awaiting_gc = len(plan.archive) + len(plan.remove) + len(plan.unparseable_scratch)
+    finally:
+        vault.close()
+    return report
+
+
+def _pending_commits(vault: Vault) -> int:
+    try:
+        return len((vault.internal_dir / "pending-commits").read_text(encoding="utf-8").splitlines())
+    except FileNotFoundError:
+        return 0
