@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from memosite.mdtext import code_span, markdown_text
 from memosite.resources import data_path
 from memosite.vault import warn
 
@@ -105,7 +106,7 @@ def build_environment(
         undefined=jinja2.Undefined,
         bytecode_cache=_bytecode_cache(bytecode_dir),
     )
-    env.filters.update(inline=_inline, cell=_cell, day=_day, **filters)
+    env.filters.update(inline=_inline, cell=_cell, day=_day, md=markdown_text, mdcode=code_span, **filters)
     return env
 
 

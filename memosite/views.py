@@ -8,7 +8,7 @@ scratch records never appear in a view.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,11 +16,14 @@ from typing import Any
 
 import jinja2
 
-from memosite.index import IndexEntry, fragments
+from memosite.index import Index, IndexEntry, fragments
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, utc_now
 from memosite.templates import environment_for
 from memosite.vault import Vault, atomic_write_bytes
+
+# (section name, project, kind, rows shown, rows in all) -> Markdown placed after a cut section
+MoreNote = Callable[[str, str, str, int, int], str]
 
 KIND_TITLES = {kind: facts.title for kind, facts in KIND_FACTS.items() if facts.durable}
 
@@ -102,8 +105,23 @@ class _Pieces:
 
     _MARK = re.compile("\x00piece:(\\d+)\x00")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None, more: MoreNote | None = None) -> None:
         self.blobs: list[list[bytes]] = []
+        self.limit = limit
+        self.more = more
+
+    def section(
+        self, index: Index, spec: fragments.Section, project: str, kind: str, now_iso: str
+    ) -> tuple[int, list[bytes]]:
+        """A view section: all of it, or (with ``limit``) its first rows and a note on the rest."""
+        if self.limit is None:
+            return fragments.section(index, spec, project, kind, now_iso)
+        from memosite.index.site import section_head
+
+        count, head = section_head(index, spec, project, kind, now_iso, self.limit)
+        if count > self.limit and self.more is not None:
+            head += self.more(spec.name, project, kind, self.limit, count).encode("utf-8")
+        return count, [head]
 
     def put(self, blobs: list[bytes]) -> str:
         self.blobs.append(blobs)
@@ -121,8 +139,8 @@ class _Pieces:
 
 def _traps_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
     index = vault.index()
-    active_count, active = fragments.section(index, fragments.TRAPS_ACTIVE, project, "trap", now_iso)
-    inactive_count, inactive = fragments.section(index, fragments.TRAPS_INACTIVE, project, "trap", now_iso)
+    active_count, active = pieces.section(index, fragments.TRAPS_ACTIVE, project, "trap", now_iso)
+    inactive_count, inactive = pieces.section(index, fragments.TRAPS_INACTIVE, project, "trap", now_iso)
     return {
         "active": pieces.put(active),
         "active_count": active_count,
@@ -134,6 +152,7 @@ def _traps_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
 _DECISION_SECTIONS = {
     "accepted": fragments.DECISIONS_ACCEPTED,
     "proposed": fragments.DECISIONS_PROPOSED,
+    "expired": fragments.DECISIONS_EXPIRED,
     "archived": fragments.DECISIONS_ARCHIVED,
 }
 
@@ -142,7 +161,7 @@ def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces
     index = vault.index()
     context: dict[str, Any] = {}
     for name, spec in _DECISION_SECTIONS.items():
-        count, text = fragments.section(index, spec, project, "decision", now_iso)
+        count, text = pieces.section(index, spec, project, "decision", now_iso)
         context[name] = pieces.put(text)
         context[f"{name}_count"] = count
     superseded = [
@@ -164,8 +183,8 @@ def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
     sections = []
     for kind in DURABLE_KINDS:
         count = counts.get(kind, 0)
-        active = fragments.section(index, fragments.LIVE_COUNT, project, kind, now_iso)[0] if count else 0
-        rows = pieces.put(fragments.section(index, fragments.INDEX_ROWS, project, kind, now_iso)[1]) if count else ""
+        active = pieces.section(index, fragments.LIVE_COUNT, project, kind, now_iso)[0] if count else 0
+        rows = pieces.put(pieces.section(index, fragments.INDEX_ROWS, project, kind, now_iso)[1]) if count else ""
         sections.append({"kind": kind, "title": KIND_TITLES[kind], "count": count, "active": active, "rows": rows})
     return {
         "sections": sections,
@@ -176,7 +195,7 @@ def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
 
 def _inventory_context(kind: str) -> Any:
     def build(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
-        count, rows = fragments.section(vault.index(), fragments.INVENTORY, project, kind, now_iso)
+        count, rows = pieces.section(vault.index(), fragments.INVENTORY, project, kind, now_iso)
         return {"rows": pieces.put(rows), "count": count}
 
     return build
@@ -191,19 +210,38 @@ _CONTEXTS = {
 }
 
 
-def render_view_bytes(vault: Vault, project: str, name: str, now: datetime | None = None) -> list[bytes]:
-    """The UTF-8 Markdown of one compiled view, from the index, as pieces to write in order."""
+def render_view_bytes(
+    vault: Vault,
+    project: str,
+    name: str,
+    now: datetime | None = None,
+    *,
+    limit: int | None = None,
+    more: MoreNote | None = None,
+) -> list[bytes]:
+    """The UTF-8 Markdown of one compiled view, from the index, as pieces to write in order.
+
+    With ``limit``, each section shows only its first ``limit`` rows (the site's view pages stay
+    small at any size) followed by ``more(section, project, kind, shown, total)``."""
     now = now or utc_now()
     now_iso = format_iso(now)
-    pieces = _Pieces()
+    pieces = _Pieces(limit, more)
     context = _CONTEXTS[name](vault, project, now_iso, pieces)
     template = env_for(vault).get_template(f"views/{name}.j2")
     return pieces.assemble(template.render(project=project, compiled=now_iso, **context))
 
 
-def render_view(vault: Vault, project: str, name: str, now: datetime | None = None) -> str:
-    """The Markdown of one compiled view, from the index."""
-    return b"".join(render_view_bytes(vault, project, name, now)).decode("utf-8")
+def render_view(
+    vault: Vault,
+    project: str,
+    name: str,
+    now: datetime | None = None,
+    *,
+    limit: int | None = None,
+    more: MoreNote | None = None,
+) -> str:
+    """The Markdown of one compiled view, from the index (see :func:`render_view_bytes`)."""
+    return b"".join(render_view_bytes(vault, project, name, now, limit=limit, more=more)).decode("utf-8")
 
 
 def write_views(

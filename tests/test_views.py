@@ -80,7 +80,7 @@ def test_decisions_summary_accepted_proposed_and_superseded_sections(vault: Vaul
     upsert_record(vault, "demo", kind="decision", body="s", slug="s", frontmatter={"title": "S", "status": "shipped"})
     upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"title": "B", "supersedes": "a"})
     text = _view(vault, "DECISIONS.md")
-    assert "| 2 | 1 | 1 | 0 | 4 |" in text
+    assert "| 2 | 1 | 0 | 1 | 0 | 4 |" in text
     accepted = text.split("## Accepted")[1].split("## Proposed")[0]
     assert "### S" in accepted and "### B" in accepted and "### A" not in accepted
     assert "### P" in text.split("## Proposed")[1]
@@ -269,3 +269,76 @@ def test_digest_cuts_a_long_paragraph_at_a_word() -> None:
 
     text, more = digest("word " * 200)
     assert more and text.endswith(" …") and len(text) <= 330 and "wor …" not in text
+
+
+HOSTILE = "[Login](https://evil.example/x) **bold** # heading <b>x</b> `tick` _em_ {#id .cls} | pipe &amp;"
+
+
+def _rendered(markdown_text: str) -> str:
+    import markdown
+
+    return markdown.Markdown(extensions=["tables", "attr_list", "toc", "admonition"]).convert(markdown_text)
+
+
+def test_frontmatter_text_in_every_view_shows_as_the_characters_it_is(vault: Vault) -> None:
+    fields = {
+        "title": HOSTILE,
+        "tags": [HOSTILE, "ok"],
+        "module": "src/[x](https://evil.example)`",
+        "pathPatterns": ["src/**/*.py", "[y](https://evil.example)"],
+        "severity": "high",
+    }
+    upsert_record(vault, "demo", kind="trap", body="Body text.", slug="hostile-trap", frontmatter=fields)
+    upsert_record(vault, "demo", kind="decision", body="d", slug="hostile-decision", frontmatter={"title": HOSTILE})
+    upsert_record(
+        vault,
+        "demo",
+        kind="prompt",
+        body="p",
+        slug="hostile-prompt",
+        frontmatter={"title": HOSTILE, "sessionId": "[s](https://evil.example)", "turn": 1},
+    )
+    upsert_record(
+        vault,
+        "demo",
+        kind="session",
+        body="s",
+        slug="hostile-session",
+        frontmatter={"title": HOSTILE, "sessionId": "s9", "goal": HOSTILE, "turns": 2},
+    )
+    for name in ("TRAPS.md", "DECISIONS.md", "INDEX.md", "PROMPTS.md", "SESSIONS.md"):
+        html = _rendered(_view(vault, name))
+        assert 'href="https://evil.example' not in html, name
+        assert "<strong>bold</strong>" not in html and "<b>x</b>" not in html and "<em>em</em>" not in html, name
+        assert "**bold**" in html and "[Login](https://evil.example/x)" in html, name
+        assert 'class="cls"' not in html and 'id="id"' not in html, name
+
+
+def test_expired_records_read_as_expired_in_index_and_decisions_and_counts_agree(vault: Vault) -> None:
+    past = {"expires_at": "2021-01-01"}
+    upsert_record(vault, "demo", kind="decision", body="live", slug="live", frontmatter={"title": "Live one"})
+    upsert_record(vault, "demo", kind="decision", body="old", slug="old", frontmatter={"title": "Old one", **past})
+    upsert_record(vault, "demo", kind="spec", body="spec", slug="gone-spec", frontmatter={"title": "Gone spec", **past})
+    upsert_record(vault, "demo", kind="trap", body="trap", slug="gone-trap", frontmatter={"title": "Gone trap", **past})
+    index = _view(vault, "INDEX.md")
+    assert "| [old](decisions/old.md) | Old one | expired |" in index
+    assert "| [gone-spec](specs/gone-spec.md) | Gone spec | expired |" in index
+    assert "| [live](decisions/live.md) | Live one | active |" in index
+    assert "| decision | 2 | 1 |" in index and "| spec | 1 | 0 |" in index and "| trap | 1 | 0 |" in index
+    decisions = _view(vault, "DECISIONS.md")
+    assert "| 1 | 0 | 1 | 0 | 0 | 2 |" in decisions
+    expired_section = decisions.split("## Expired", 1)[1]
+    assert "- [Old one](decisions/old.md) · decision · expired" in expired_section
+    assert "## Archived" not in decisions
+    traps = _view(vault, "TRAPS.md")
+    assert "- [Gone trap](traps/gone-trap.md) · trap · expired" in traps and "· active" not in traps
+
+
+def test_a_record_that_expires_later_turns_expired_when_the_view_is_compiled_then(vault: Vault) -> None:
+    upsert_record(
+        vault, "demo", kind="spec", body="s", slug="soon", frontmatter={"title": "Soon", "expires_at": "2026-12-01"}
+    )
+    before = render_view(vault, "demo", "INDEX.md", now=NOW)
+    after = render_view(vault, "demo", "INDEX.md", now=NOW + timedelta(days=3))
+    assert "| Soon | active |" in before and "| spec | 1 | 1 |" in before
+    assert "| Soon | expired |" in after and "| spec | 1 | 0 |" in after

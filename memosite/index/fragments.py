@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memosite.expiration import not_expired_sql
+from memosite.expiration import expired_sql, not_expired_sql
 from memosite.index.entry import FRAGMENT_COLUMNS, IndexEntry
 
 if TYPE_CHECKING:
@@ -82,7 +82,14 @@ def _count_chunk(
 
 
 def _joined(
-    index: Index, expression: str, project: str, kind: str, *, where: str = "", params: Sequence[Any] = ()
+    index: Index,
+    expression: str,
+    project: str,
+    kind: str,
+    *,
+    where: str = "",
+    params: Sequence[Any] = (),
+    expression_params: Sequence[Any] = (),
 ) -> tuple[int, bytes]:
     """Count and UTF-8 concatenation of a fragment ``expression`` over matching rows in view order:
     no per-row Python work, and bytes (no decoding of megabytes of text just to encode it again)."""
@@ -90,7 +97,7 @@ def _joined(
     row = index.conn.execute(
         f"SELECT count(*), CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
         f"(SELECT {expression} AS piece FROM fragments WHERE {clauses} ORDER BY {VIEW_ORDER})",
-        [project, kind, *params],
+        [*expression_params, project, kind, *params],
     ).fetchone()
     return int(row[0]), bytes(row[1])
 
@@ -99,7 +106,8 @@ def _joined(
 class Section:
     """One named view section: which fragment column (or expression) of which rows.
 
-    ``where`` may hold ``?`` placeholders, each bound to the instant the view is compiled at.
+    ``expression`` and ``where`` may hold ``?`` placeholders, each bound to the instant the view
+    is compiled at.
     """
 
     name: str
@@ -110,25 +118,43 @@ class Section:
     def now_params(self) -> int:
         return self.where.count("?")
 
+    @property
+    def expression_now_params(self) -> int:
+        return self.expression.count("?")
 
+
+# A record "reads as expired" once its expiry has passed, unless it already reads as archived or
+# superseded (which say more). Rows that show a status hold two renderings joined by char(31)
+# (see templates/rows.md.j2): the live one, then the expired one.
+SHOWS_EXPIRED = f"(status NOT IN ('archived', 'superseded') AND {expired_sql()})"
+_SEPARATOR = "instr({column}, char(31))"
+
+
+def as_of_compile(column: str) -> str:
+    """The rendering of a two-variant fragment ``column`` that is true at the compile instant (a
+    fragment from an override without the separator is shown as it is)."""
+    at = _SEPARATOR.format(column=column)
+    return (
+        f"CASE WHEN {at} = 0 THEN {column} WHEN {SHOWS_EXPIRED} THEN substr({column}, {at} + 1)"
+        f" ELSE substr({column}, 1, {at} - 1) END"
+    )
+
+
+_ACCEPTED = "status IN ('active', 'shipped', 'completed')"
 TRAPS_ACTIVE = Section("traps_active", "row_view", _LIVE)
-TRAPS_INACTIVE = Section(
-    "traps_inactive",
-    "CASE WHEN status = 'active' THEN rtrim(row_line, char(10)) || ' · expired' || char(10) ELSE row_line END",
-    f"NOT ({_LIVE})",
-)
-DECISIONS_ACCEPTED = Section(
-    "decisions_accepted", "row_view", f"status IN ('active', 'shipped', 'completed') AND {_NOT_EXPIRED}"
-)
+TRAPS_INACTIVE = Section("traps_inactive", as_of_compile("row_line"), f"NOT ({_LIVE})")
+DECISIONS_ACCEPTED = Section("decisions_accepted", "row_view", f"{_ACCEPTED} AND {_NOT_EXPIRED}")
 DECISIONS_PROPOSED = Section("decisions_proposed", "row_view", f"status = 'paused' AND {_NOT_EXPIRED}")
+DECISIONS_EXPIRED = Section("decisions_expired", as_of_compile("row_line"), SHOWS_EXPIRED)
 DECISIONS_ARCHIVED = Section(
     "decisions_archived",
     "row_line",
-    f"status != 'superseded' AND (status NOT IN ('paused', 'active', 'shipped', 'completed') OR NOT {_NOT_EXPIRED})",
+    f"status = 'archived' OR (status NOT IN ('superseded', 'paused', 'active', 'shipped', 'completed')"
+    f" AND {_NOT_EXPIRED})",
 )
 LIVE_COUNT = Section("live", "''", _LIVE)
-INDEX_ROWS = Section("index_rows", "row_index")
-INVENTORY = Section("inventory", "row_view")
+INDEX_ROWS = Section("index_rows", as_of_compile("row_index"))
+INVENTORY = Section("inventory", as_of_compile("row_view"))
 
 
 def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) -> tuple[int, list[bytes]]:
@@ -138,6 +164,7 @@ def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) 
     cost of a write stays near constant as a kind grows.
     """
     params = (now_iso,) * spec.now_params
+    expression_params = (now_iso,) * spec.expression_now_params
     total = 0
     pieces: list[bytes] = []
     # Every chunk of the kind in view order, with its cached piece's metadata when there is one.
@@ -164,6 +191,7 @@ def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) 
                 kind,
                 where=f"{in_chunk} AND ({spec.where})" if spec.where else in_chunk,
                 params=(*chunk_params, *params),
+                expression_params=expression_params,
             )
             if not current:
                 # A row still present means no fragment of the chunk changed since it was
