@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memosite.errors import InvalidArguments, InvalidRecord, StorageError
+from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
 from memosite.indexing import path_defaults, record_label
 from memosite.kinds import directory_for_kind
 from memosite.lookup import locate_record
@@ -74,7 +74,7 @@ def apply_edit(
     try:
         record = parse_record(edited, session.path, defaults=path_defaults(session.path), where=label)
         assert_no_secrets(record.body, record.frontmatter)
-    except (InvalidRecord, InvalidArguments) as exc:
+    except (InvalidRecord, InvalidArguments, SafetyViolation) as exc:
         raise type(exc)(f"edit refused, {label} unchanged: {exc.message}{kept}", details=exc.details) from exc
     if record.frontmatter.get("project") != session.project:
         raise InvalidArguments(f"edit refused, {label} unchanged: project must stay {session.project}{kept}")

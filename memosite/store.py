@@ -264,15 +264,20 @@ def _find_older(vault: Vault, project: str, older_id: str | None) -> tuple[Recor
 def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetime) -> tuple[UpsertPlan, Path]:
     """Gather what the vault holds for ``request`` (under the lock) and plan it."""
     slug, existing = _locate_target(vault, project, request, now)
+    named = _named_slug(request.kind, request.frontmatter, request.slug) is not None
     recurrence = None
-    if (
-        existing is None
-        and request.kind == "trap"
-        and request.supersedes is None
-        and not request.allow_duplicate
-        and request.body is not None
-    ):
-        recurrence = _find_recurrence(vault, project, request.body, request.frontmatter.get("pathPatterns") or [])
+    patterns = request.frontmatter.get("pathPatterns") or []
+    if request.kind == "trap" and request.supersedes is None and not request.allow_duplicate and request.body:
+        if existing is None:
+            recurrence = _find_recurrence(vault, project, request.body, patterns)
+        elif (
+            not named
+            and existing.status not in ("archived", "superseded")
+            and pattern_key(existing.frontmatter.get("pathPatterns") or []) == pattern_key(patterns)
+            and is_recurrence(request.body, existing.body)
+        ):
+            # The same trap, by title, seen again: counted, not rewritten.
+            recurrence = existing
     older = _find_older(vault, project, request.supersedes)
     plan = prepare_upsert(
         request,

@@ -175,12 +175,12 @@ def prepare_upsert(
 ) -> UpsertPlan:
     """Decide what the upsert does (see the module docstring).
 
-    ``existing`` is the record at the target slug, ``recurrence_of`` a trap this new trap repeats
-    (its occurrences are bumped instead of creating a file), ``older`` the record it supersedes.
+    ``existing`` is the record at the target slug, ``recurrence_of`` a trap this trap repeats (its
+    occurrences are bumped instead of writing the new text), ``older`` the record it supersedes.
     """
     now_iso = format_iso(now)
     check_target(request, existing)
-    if recurrence_of is not None and existing is None:
+    if recurrence_of is not None:
         fm = dict(recurrence_of.frontmatter)
         fm["occurrences"] = int(fm.get("occurrences") or 1) + 1
         fm["lastSeen"] = now_iso

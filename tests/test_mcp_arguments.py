@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import Client, types
 
 from memosite.indexing import read_record
@@ -219,7 +218,6 @@ def test_a_vault_inside_the_roots_repository_is_refused(tmp_path: Path) -> None:
     assert not (vault_dir / "projects").exists() or not any((vault_dir / "projects").iterdir())
 
 
-@pytest.mark.xfail(strict=True, reason="vault git authors commits from vault.actor with the sync work (issue 12)")
 def test_the_mcp_client_is_named_in_the_commit(vault_dir: Path) -> None:
     vault_dir.mkdir(parents=True)
     (vault_dir / "config.json").write_text('{"vaultGit": {"enabled": true, "atomic": true}}', encoding="utf-8")
