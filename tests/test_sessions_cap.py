@@ -11,7 +11,7 @@ import pytest
 from memosite.sessions import CapLimits, CapSummary, EvictionContext, Session
 from memosite.sessions.cap import _clean_cuts, plan_cap_eviction
 from memosite.sessions.errors import SummaryHookFailed
-from memosite.sessions.events import Event
+from memosite.sessions.events import Event, decode_event
 from memosite.sessions.log import LoggedEvent
 from memosite.sessions.paths import SessionPaths
 from memosite.vault import Vault
@@ -38,6 +38,18 @@ def run_turns(session: Session, first: int, count: int, events_per_turn: int = 3
 
 
 def lines(vault: Vault) -> list[dict]:
+    """memosite's view of each line (seq, time, turn, type, payload)."""
+    path = SessionPaths.for_session(vault, "demo", "s1").events
+    result, offset = [], 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        event = decode_event(line, offset)
+        assert event is not None
+        result.append(event.to_json())
+        offset += len(line)
+    return result
+
+
+def raw(vault: Vault) -> list[dict]:
     path = SessionPaths.for_session(vault, "demo", "s1").events
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -105,6 +117,11 @@ def test_passing_the_event_cap_replaces_old_turns_by_a_summary(vault_dir: Path) 
         assert session.last_cap is not None and session.last_cap.rewritten
     written = lines(vault)
     assert written[0]["type"] == "session.summary"
+    compacted = raw(vault)[0]["event"]
+    assert (compacted["type"], compacted["thread_id"], compacted["trigger"], compacted["mode"]) == (
+        "thread.compact_boundary", "s1", "auto", "local",
+    )  # fmt: skip
+    assert compacted["original_message_count"] == written[0]["payload"]["evicted"]["events"]
     assert len(written) <= 40
     seqs = [line["seq"] for line in written]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
@@ -182,7 +199,7 @@ def test_failing_summary_hook_leaves_the_log_untouched(vault_dir: Path) -> None:
     with pytest.raises(SummaryHookFailed, match="summariser offline"):
         session.end_turn()
     before = paths.events.read_bytes(), paths.manifest.read_bytes(), paths.turns_index.read_bytes()
-    assert json.loads(before[0].splitlines()[0])["type"] == "session.started"
+    assert json.loads(before[0].splitlines()[0])["event"]["type"] == "thread.started"
     assert not paths.pending_rewrite.exists()
     with pytest.raises(SummaryHookFailed):
         session.close()
@@ -230,3 +247,25 @@ def test_interrupted_rewrite_marker_forces_a_rescan(vault_dir: Path) -> None:
     assert not paths.pending_rewrite.exists()
     with open_session(vault) as session:
         assert session.log.rescan_reason is None
+
+
+def test_a_zero_cap_is_disabled_as_max_events_zero_is_in_vtcode(vault_dir: Path) -> None:
+    assert not CapLimits(max_events=0, max_bytes=0).exceeded(10**9, 10**12)
+    assert CapLimits(max_events=0, max_bytes=100).exceeded(10**9, 101)
+    assert not CapLimits(max_events=0, max_bytes=100).exceeded(10**9, 100)
+    vault = capped_vault(vault_dir, events=0)
+    with Session.start(vault, "demo", session_id="s1", goals=["keep everything"], sync_record=False) as session:
+        run_turns(session, 1, 30)
+        assert session.last_cap is None
+    written = lines(vault)
+    assert written[0]["type"] == "session.started" and len(written) == 2 + 30 * 5
+    assert "session.summary" not in {line["type"] for line in written}
+
+
+def test_with_the_event_cap_off_the_byte_cap_still_applies(vault_dir: Path) -> None:
+    vault = capped_vault(vault_dir, events=0, size=12_000)
+    with Session.start(vault, "demo", session_id="s1", sync_record=False) as session:
+        run_turns(session, 1, 40)
+        assert session.last_cap is not None and session.last_cap.rewritten
+    path = SessionPaths.for_session(vault, "demo", "s1").events
+    assert path.stat().st_size <= 12_000 and lines(vault)[0]["type"] == "session.summary"

@@ -83,7 +83,8 @@ def test_pack_and_verify_exit_codes(vault_dir: Path) -> None:
     run_json("start", "--id", "s1")
     run_json("end", "--session", "s1")
     packed = run_json("pack", "s1")
-    assert {entry["path"] for entry in packed["files"]} >= {"events.jsonl", "manifest.json"}
+    assert {entry["path"] for entry in packed["entries"]} >= {"events.jsonl", "manifest.json"}
+    assert packed["pack"].endswith("derived/audit-pack.json")
     assert run("verify", "s1")[0] == 0
 
     session_dir = vault_dir / "projects" / "demo" / "sessions" / "s1"
@@ -130,6 +131,7 @@ def test_bad_input_is_one_json_error_and_exit_1(vault_dir: Path, args: list[str]
 
 
 def test_errors_are_one_line_without_traceback_in_a_real_process(vault_dir: Path) -> None:
+    assert memosite("session", "start", "--id", "real").returncode == 0  # the vault exists
     result = memosite("session", "append", "--session", "ghost", "--type", "message", "--text", "hi")
     assert result.returncode == 1
     assert result.stdout == ""

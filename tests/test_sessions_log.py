@@ -47,9 +47,20 @@ def paths(vault: Vault, session_id: str = "s1") -> SessionPaths:
     return SessionPaths.for_session(vault, "demo", session_id)
 
 
-def log_lines(vault: Vault, session_id: str = "s1") -> list[dict]:
+def raw_lines(vault: Vault, session_id: str = "s1") -> list[dict]:
     text = paths(vault, session_id).events.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines()]
+
+
+def log_lines(vault: Vault, session_id: str = "s1") -> list[dict]:
+    """memosite's view of each line: seq, time, turn, type, payload."""
+    result, offset = [], 0
+    for line in paths(vault, session_id).events.read_bytes().splitlines(keepends=True):
+        event = decode_event(line, offset)
+        assert event is not None, line
+        result.append(event.to_json())
+        offset += len(line)
+    return result
 
 
 def one_turn_session(vault: Vault, session_id: str = "s1", turns: int = 2) -> None:
@@ -80,22 +91,76 @@ def test_events_keep_append_order_with_strictly_increasing_seq(vault: Vault) -> 
         "fact",
         "turn.completed",
     ]
-    assert all(set(line) == {"version", "seq", "time", "turn", "type", "payload"} for line in lines)
     assert [line["turn"] for line in lines] == [None, None, 1, 1, 1, 1, 2, 2, 2, 2]
+    assert not any(line["foreign"] for line in lines)
     times = [line["time"] for line in lines]
     assert times == sorted(times) and all(t.endswith("Z") for t in times)
+
+
+def test_every_line_is_a_vtcode_versioned_thread_event(vault: Vault) -> None:
+    one_turn_session(vault)
+    lines = raw_lines(vault)
+    assert all(list(line) == ["schema_version", "event"] and line["schema_version"] == "0.11.0" for line in lines)
+    assert [line["event"]["type"] for line in lines] == [
+        "thread.started", "goal.set", "turn.started", "item.completed", "fact", "turn.completed",
+        "turn.started", "item.completed", "fact", "turn.completed",
+    ]  # fmt: skip
+    assert lines[0]["event"]["thread_id"] == "s1"
+    assert lines[3]["event"]["item"] == {"id": "s1-4", "type": "agent_message", "text": "work in turn 1"}
+    assert lines[5]["event"]["usage"] == {
+        "input_tokens": 0, "cached_input_tokens": 0, "cache_creation_tokens": 0, "output_tokens": 0,
+    }  # fmt: skip
+    assert lines[4]["event"]["text"] == "fact 1"
+    assert lines[3]["event"]["memosite"] == {"seq": 4, "time": lines[3]["event"]["memosite"]["time"], "turn": 1}
+
+
+def test_ending_a_session_writes_thread_completed_with_its_turns(vault: Vault) -> None:
+    one_turn_session(vault)
+    with reopen(vault) as session:
+        session.end()
+    last = raw_lines(vault)[-1]["event"]
+    assert {k: last[k] for k in ("type", "thread_id", "session_id", "subtype", "outcome_code", "num_turns")} == {
+        "type": "thread.completed", "thread_id": "s1", "session_id": "s1", "subtype": "success",
+        "outcome_code": "completed", "num_turns": 2,
+    }  # fmt: skip
 
 
 def test_turn_index_maps_each_turn_to_its_byte_offsets(vault: Vault) -> None:
     one_turn_session(vault)
     data = paths(vault).events.read_bytes()
     index = json.loads(paths(vault).turns_index.read_text(encoding="utf-8"))
-    assert [turn["turn"] for turn in index["turns"]] == [1, 2]
-    for turn in index["turns"]:
-        start_line = data[turn["start"] :].split(b"\n", 1)[0]
-        end_line = data[turn["end"] :].split(b"\n", 1)[0]
-        assert json.loads(start_line)["type"] == "turn.started"
-        assert json.loads(end_line) == {**json.loads(end_line), "type": "turn.completed", "turn": turn["turn"]}
+    entries = index["entries"]
+    assert [entry["turn_number"] for entry in entries] == [1, 2]
+    assert all(
+        set(entry) == {"turn_number", "start_offset", "end_offset", "event_count", "ts", "memosite"}
+        for entry in entries
+    )
+    for entry in entries:
+        turn_bytes = data[entry["start_offset"] : entry["end_offset"]]
+        turn_lines = [json.loads(line)["event"]["type"] for line in turn_bytes.splitlines()]
+        assert turn_lines == ["turn.started", "item.completed", "fact", "turn.completed"]
+        assert entry["event_count"] == 4 and turn_bytes.endswith(b"\n")
+        end_line = data[entry["memosite"]["end"] :].split(b"\n", 1)[0]
+        assert json.loads(end_line)["event"]["type"] == "turn.completed"
+        assert entry["ts"].endswith("Z")
+
+
+def test_manifest_has_vtcodes_fields(vault: Vault) -> None:
+    one_turn_session(vault)
+    manifest = json.loads(paths(vault).manifest.read_text(encoding="utf-8"))
+    assert list(manifest)[:7] == [
+        "session_id", "schema_version", "created_at", "updated_at", "turn_count", "event_count", "status",
+    ]  # fmt: skip
+    assert (manifest["session_id"], manifest["schema_version"], manifest["turn_count"]) == ("s1", 1, 2)
+    assert (manifest["event_count"], manifest["status"]) == (10, "active")
+    with reopen(vault) as session:
+        session.start_turn()
+    manifest = json.loads(paths(vault).manifest.read_text(encoding="utf-8"))
+    assert manifest["turn_count"] == 2  # vtcode counts completed turns; turn 3 is open
+    with reopen(vault) as session:
+        session.end()
+    manifest = json.loads(paths(vault).manifest.read_text(encoding="utf-8"))
+    assert (manifest["status"], manifest["turn_count"]) == ("completed", 3)  # turn 3 ended as aborted (turn.failed)
 
 
 # --- buffering boundaries --------------------------------------------------------------------
@@ -244,17 +309,18 @@ def test_reopen_with_missing_or_torn_metadata_rescans_the_log(vault: Vault, dama
         assert session.log.rescan_reason is None
 
 
-def _edit_json(path: Path, **changes: object) -> None:
+def _edit_json(path: Path, memosite: dict[str, object] | None = None, **changes: object) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     data.update(changes)
+    data["memosite"].update(memosite or {})
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
 def test_lying_manifest_about_sequence_numbers_is_caught(vault: Vault) -> None:
     one_turn_session(vault)
     p = paths(vault)
-    _edit_json(p.manifest, nextSeq=10, eventCount=9)
-    _edit_json(p.turns_index, nextSeq=10)
+    _edit_json(p.manifest, {"nextSeq": 10}, event_count=9)
+    _edit_json(p.turns_index, {"nextSeq": 10})
     with reopen(vault) as session:
         assert session.log.rescan_reason == "the last event does not carry the manifest's sequence number"
         assert session.log.meta.next_seq == 11
@@ -264,7 +330,7 @@ def test_lying_manifest_about_sequence_numbers_is_caught(vault: Vault) -> None:
 
 def test_lying_manifest_about_status_is_caught(vault: Vault) -> None:
     one_turn_session(vault)
-    _edit_json(paths(vault).manifest, status="ended")
+    _edit_json(paths(vault).manifest, status="completed")
     with reopen(vault) as session:
         assert session.log.rescan_reason is not None
         assert session.log.meta.status == "active"
@@ -274,11 +340,11 @@ def test_lying_turn_index_offsets_are_caught(vault: Vault) -> None:
     one_turn_session(vault)
     p = paths(vault)
     index = json.loads(p.turns_index.read_text(encoding="utf-8"))
-    index["turns"][0]["start"] += 1  # points into the middle of a line
+    index["entries"][0]["start_offset"] += 1  # points into the middle of a line
     p.turns_index.write_text(json.dumps(index), encoding="utf-8")
     with reopen(vault) as session:
         assert session.log.rescan_reason == "turn 1 does not start where the index says"
-        assert session.log.turns[0].start_offset == index["turns"][0]["start"] - 1
+        assert session.log.turns[0].start_offset == index["entries"][0]["start_offset"] - 1
 
 
 def test_offsets_past_the_end_of_the_log_trigger_a_rescan(vault: Vault) -> None:
@@ -286,7 +352,7 @@ def test_offsets_past_the_end_of_the_log_trigger_a_rescan(vault: Vault) -> None:
     p = paths(vault)
     size = p.events.stat().st_size
     index = json.loads(p.turns_index.read_text(encoding="utf-8"))
-    index["turns"][1]["end"] = size + 500
+    index["entries"][1]["memosite"]["end"] = size + 500
     p.turns_index.write_text(json.dumps(index), encoding="utf-8")
     with reopen(vault) as session:
         assert "impossible offset" in (session.log.rescan_reason or "")
@@ -297,7 +363,7 @@ def test_truncated_log_behind_valid_metadata_is_rescanned(vault: Vault) -> None:
     one_turn_session(vault)
     p = paths(vault)
     data = p.events.read_bytes()
-    last_turn_start = json.loads(p.turns_index.read_text(encoding="utf-8"))["turns"][1]["start"]
+    last_turn_start = json.loads(p.turns_index.read_text(encoding="utf-8"))["entries"][1]["start_offset"]
     p.events.write_bytes(data[:last_turn_start])
     with reopen(vault) as session:
         assert session.log.rescan_reason is not None

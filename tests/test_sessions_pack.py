@@ -33,7 +33,11 @@ def pack_document(paths: SessionPaths) -> dict:
 
 def test_pack_lists_every_file_with_its_sha256_except_itself(vault: Vault, packed: SessionPaths) -> None:
     document = pack_document(packed)
-    listed = {entry["path"]: entry for entry in document["files"]}
+    assert packed.audit_pack == packed.dir / "derived" / "audit-pack.json"
+    assert list(document) == ["schema_version", "session_id", "created_at", "algorithm", "entries"]
+    assert (document["schema_version"], document["session_id"], document["algorithm"]) == (1, "s1", "sha256")
+    assert all(list(entry) == ["path", "bytes", "sha256"] for entry in document["entries"])
+    listed = {entry["path"]: entry for entry in document["entries"]}
     assert set(listed) == {
         "events.jsonl",
         "manifest.json",
@@ -44,7 +48,7 @@ def test_pack_lists_every_file_with_its_sha256_except_itself(vault: Vault, packe
     for path, entry in listed.items():
         data = (packed.dir / path).read_bytes()
         assert entry["sha256"] == hashlib.sha256(data).hexdigest()
-        assert entry["size"] == len(data)
+        assert entry["bytes"] == len(data)
     assert (packed.audit_pack.stat().st_mode & 0o777) == 0o600
 
 
@@ -94,6 +98,7 @@ def test_a_file_replaced_by_a_symlink_counts_as_changed(vault: Vault, packed: Se
         "C:/windows",
         "a\\b",
         "audit-pack.json",
+        "derived/audit-pack.json",
         "",
     ],
 )
@@ -101,7 +106,7 @@ def test_pack_entries_pointing_outside_the_session_are_invalid(
     vault: Vault, packed: SessionPaths, bad_path: str
 ) -> None:
     document = pack_document(packed)
-    document["files"].append({"path": bad_path, "sha256": "0" * 64, "size": 0})
+    document["entries"].append({"path": bad_path, "bytes": 0, "sha256": "0" * 64})
     packed.audit_pack.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(InvalidPack):
         verify_session(vault, "demo", "s1")
@@ -116,7 +121,7 @@ def test_an_entry_through_a_symlinked_directory_is_not_followed(
     (packed.dir / "linkdir").symlink_to(outside, target_is_directory=True)
     document = pack_document(packed)
     digest = hashlib.sha256(b"outside the session").hexdigest()
-    document["files"].append({"path": "linkdir/secret.txt", "sha256": digest, "size": 19})
+    document["entries"].append({"path": "linkdir/secret.txt", "bytes": 19, "sha256": digest})
     packed.audit_pack.write_text(json.dumps(document), encoding="utf-8")
     result = verify_session(vault, "demo", "s1")
     assert not result.ok and result.changed == ["linkdir/secret.txt"]
@@ -126,9 +131,20 @@ def test_an_entry_through_a_symlinked_directory_is_not_followed(
     "content",
     [
         "not json",
-        json.dumps({"version": 9, "sessionId": "s1", "algorithm": "sha256", "files": []}),
-        json.dumps({"version": 1, "sessionId": "other", "algorithm": "sha256", "files": []}),
-        json.dumps({"version": 1, "sessionId": "s1", "algorithm": "sha256", "files": [{"path": "events.jsonl"}]}),
+        json.dumps({"schema_version": 9, "session_id": "s1", "algorithm": "sha256", "entries": []}),
+        json.dumps({"schema_version": 1, "session_id": "other", "algorithm": "sha256", "entries": []}),
+        json.dumps({"schema_version": 1, "session_id": "s1", "algorithm": "md5", "entries": []}),
+        json.dumps(
+            {"schema_version": 1, "session_id": "s1", "algorithm": "sha256", "entries": [{"path": "events.jsonl"}]}
+        ),
+        json.dumps(
+            {
+                "schema_version": 1,
+                "session_id": "s1",
+                "algorithm": "sha256",
+                "entries": [{"path": "events.jsonl", "bytes": -1, "sha256": "0" * 64}],
+            }
+        ),
     ],
 )
 def test_malformed_packs_are_invalid(vault: Vault, packed: SessionPaths, content: str) -> None:
@@ -157,3 +173,25 @@ def test_repacking_accounts_for_new_files(vault: Vault, packed: SessionPaths) ->
     pack_session(vault, "demo", "s1")
     result = verify_session(vault, "demo", "s1")
     assert result.ok and result.unaccounted == [] and result.checked == 6
+
+
+def test_a_pack_from_an_older_memosite_still_verifies_and_the_next_pack_replaces_it(
+    vault: Vault, packed: SessionPaths
+) -> None:
+    document = pack_document(packed)
+    legacy = {
+        "version": 1,
+        "sessionId": "s1",
+        "created": document["created_at"],
+        "algorithm": "sha256",
+        "files": [{"path": e["path"], "sha256": e["sha256"], "size": e["bytes"]} for e in document["entries"]],
+    }
+    packed.audit_pack.unlink()
+    packed.legacy_audit_pack.write_text(json.dumps(legacy), encoding="utf-8")
+    result = verify_session(vault, "demo", "s1")
+    assert result.ok and result.checked == 5 and result.unaccounted == []
+    packed.events.write_bytes(packed.events.read_bytes() + b"\n")
+    assert verify_session(vault, "demo", "s1").changed == ["events.jsonl"]
+    repacked = pack_session(vault, "demo", "s1")
+    assert repacked.replaced_legacy and not packed.legacy_audit_pack.exists() and packed.audit_pack.exists()
+    assert verify_session(vault, "demo", "s1").ok

@@ -149,3 +149,58 @@ def test_retention_reads_keep_and_age_from_config(vault_dir: Path, keep: int) ->
     result = apply_retention(vault, "demo", now=NOW)
     assert (result.keep, result.max_age_days) == (keep, 10)
     assert len(result.removed) == 3 - keep
+
+
+# --- zero-turn and crashed sessions, vtcode's sessions -------------------------------------------
+
+
+def test_a_session_that_never_started_a_turn_is_closed_once_it_has_ended(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=30)
+    ended = make(vault, "zero-ended", "2025-10-01")
+    young = make(vault, "zero-young", "2026-02-27")
+    result = apply_retention(vault, "demo", now=NOW)
+    assert result.removed == ["zero-ended"]
+    assert not ended.exists() and young.is_dir()
+
+
+def test_a_crashed_session_stays_active_and_is_kept(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    crashed = make(vault, "crashed-empty", "2025-01-01", ended=False)
+    moment = "2025-01-02T10:00:00.000Z"
+    with Session.start(vault, "demo", session_id="crashed-mid-turn", clock=lambda: moment, sync_record=False) as s:
+        s.start_turn()
+        s.append("message", text="the process died here")
+    # Killed before any metadata: the manifest is gone, only the log tells what happened.
+    (sessions_root(vault, "demo") / "crashed-mid-turn" / "manifest.json").unlink()
+    result = apply_retention(vault, "demo", now=NOW)
+    assert result.removed == []
+    assert {d.session_id: d.reason for d in result.decisions} == {
+        "crashed-empty": "active",
+        "crashed-mid-turn": "active",
+    }
+    assert crashed.is_dir()
+
+
+def test_a_directory_that_never_became_a_session_is_never_touched(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=0)
+    stub = sessions_root(vault, "demo") / "half-made"
+    stub.mkdir(parents=True)
+    (stub / "events.jsonl").write_bytes(b"")
+    result = apply_retention(vault, "demo", now=NOW)
+    assert result.decisions == [] and stub.is_dir()
+
+
+def test_retention_over_a_vtcode_root_follows_vtcodes_status(vault_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    vault = configured(vault_dir, keep=0, days=30)
+    root = tmp_path / "sessions"
+    shutil.copytree(Path(__file__).parent / "corpus" / "vtcode" / "workspace" / ".vtcode" / "sessions", root)
+    later = datetime(2026, 12, 1, tzinfo=UTC)
+    dry = apply_retention(vault, "demo", now=later, root=root, dry_run=True)
+    assert dry.removed == ["sess-2026-08-23-a"] and (root / "sess-2026-08-23-a").is_dir()
+    result = apply_retention(vault, "demo", now=later, root=root)
+    assert result.removed == ["sess-2026-08-23-a"]
+    assert not (root / "sess-2026-08-23-a").exists()
+    assert (root / "exec_task_9c01").is_dir()  # active: protected
+    assert (root / "not-a-session" / "notes.txt").is_file()

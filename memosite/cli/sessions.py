@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,23 +12,72 @@ from memosite.cli._common import App, parse_json_option, vault_options
 if TYPE_CHECKING:
     from memosite.sessions import SearchResults, SessionSummary
 
+_ROOT_HELP = (
+    "A sessions root to use instead of the project's, e.g. .vtcode/sessions "
+    "(default: sessions.root in config.json, relative to the working directory)."
+)
+_DIR_HELP = "One session directory, e.g. .vtcode/sessions/<id> (its parent is the root, its name the id)."
+
+
+def _root_option(func: Any) -> Any:
+    return click.option("--root", "root_dir", metavar="DIR", help=_ROOT_HELP)(func)
+
+
+def _dir_option(func: Any) -> Any:
+    return click.option("--dir", "session_dir", metavar="PATH", help=_DIR_HELP)(func)
+
+
+def _root(app: App, root_dir: str | None) -> Path | None:
+    from memosite.sessions.paths import configured_root
+
+    if root_dir is not None:
+        return Path(root_dir).expanduser().absolute()
+    return configured_root(app.vault, Path.cwd())
+
+
+def _target(app: App, session_id: str | None, root_dir: str | None, session_dir: str | None) -> tuple[Path | None, str]:
+    """(root, session id) from ID, --root and --dir."""
+    from memosite.errors import InvalidArguments
+    from memosite.sessions.errors import SessionNotFound
+
+    if session_dir is not None:
+        if root_dir is not None:
+            raise InvalidArguments("give --dir or --root, not both")
+        path = Path(session_dir).expanduser().absolute()
+        if not path.is_dir():
+            raise SessionNotFound(f"no session directory {session_dir}")
+        if session_id is not None and session_id != path.name:
+            raise InvalidArguments(f"the session id {session_id!r} is not the name of --dir {path.name!r}")
+        return path.parent, path.name
+    if session_id is None:
+        raise InvalidArguments("give a session ID (or --dir PATH)")
+    return _root(app, root_dir), session_id
+
 
 @click.group()
 def session() -> None:
-    """Agent session logs: start, append, turns, end, show, search, pack, verify, retain."""
+    """Agent session logs: start, append, turns, end, show, search, pack, verify, retain.
+
+    Sessions are written in vtcode-memory's layout and shapes (events.jsonl of versioned
+    ThreadEvent envelopes, manifest.json, index/turns.json, derived/), so an existing vtcode
+    session directory opens too (--dir, --root, or sessions.root in config.json); memosite reads
+    those sessions but does not append to them.
+    """
 
 
 @session.command()
 @click.option("--id", "session_id", metavar="ID", help="Session id (default: UTC time plus a random suffix).")
 @click.option("--goal", "goals", multiple=True, metavar="TEXT", help="A goal for this session (repeatable).")
+@_root_option
 @vault_options
-def start(app: App, session_id: str | None, goals: tuple[str, ...]) -> None:
+def start(app: App, session_id: str | None, goals: tuple[str, ...], root_dir: str | None) -> None:
     """Start a session; prints its id and the previous session's handoff."""
     from memosite.sessions import Session, latest_handoff
 
-    with Session.start(app.vault, app.project, session_id=session_id, goals=goals) as opened:
+    root = _root(app, root_dir)
+    with Session.start(app.vault, app.project, session_id=session_id, goals=goals, root=root) as opened:
         summary = opened.summary()
-    previous = latest_handoff(app.vault, app.project, exclude=summary.session_id)
+    previous = latest_handoff(app.vault, app.project, exclude=summary.session_id, root=root)
     data = {**summary.to_json(), "previousHandoff": previous}
     text = f"started session {summary.session_id}"
     if previous:
@@ -42,13 +92,16 @@ def start(app: App, session_id: str | None, goals: tuple[str, ...]) -> None:
 )
 @click.option("--text", metavar="TEXT", help="The event's text (payload.text).")
 @click.option("--data", "data_json", metavar="JSON", help="A JSON object merged into the payload.")
+@_root_option
 @vault_options
-def append(app: App, session_id: str, event_type: str, text: str | None, data_json: str | None) -> None:
-    """Append one event to a session's log."""
+def append(
+    app: App, session_id: str, event_type: str, text: str | None, data_json: str | None, root_dir: str | None
+) -> None:
+    """Append one event to a session's log (a message is written as vtcode's agent_message item)."""
     from memosite.sessions import Session
 
     data = parse_json_option("--data", data_json)
-    with Session.open(app.vault, app.project, session_id) as opened:
+    with Session.open(app.vault, app.project, session_id, root=_root(app, root_dir)) as opened:
         event = opened.append(event_type, text=text, data=data)
     app.emit({"sessionId": session_id, "event": event.to_json()}, f"appended {event.type} #{event.seq} to {session_id}")
 
@@ -60,12 +113,13 @@ def turn() -> None:
 
 @turn.command("start")
 @click.option("--session", "session_id", required=True, metavar="ID")
+@_root_option
 @vault_options
-def turn_start(app: App, session_id: str) -> None:
+def turn_start(app: App, session_id: str, root_dir: str | None) -> None:
     """Start the next turn (fails while a turn is open)."""
     from memosite.sessions import Session
 
-    with Session.open(app.vault, app.project, session_id) as opened:
+    with Session.open(app.vault, app.project, session_id, root=_root(app, root_dir)) as opened:
         event = opened.start_turn()
     app.emit({"sessionId": session_id, "event": event.to_json()}, f"turn {event.turn} started in {session_id}")
 
@@ -73,12 +127,13 @@ def turn_start(app: App, session_id: str) -> None:
 @turn.command("end")
 @click.option("--session", "session_id", required=True, metavar="ID")
 @click.option("--status", default="completed", show_default=True, help="completed, failed or aborted.")
+@_root_option
 @vault_options
-def turn_end(app: App, session_id: str, status: str) -> None:
+def turn_end(app: App, session_id: str, status: str, root_dir: str | None) -> None:
     """End the open turn."""
     from memosite.sessions import Session
 
-    with Session.open(app.vault, app.project, session_id) as opened:
+    with Session.open(app.vault, app.project, session_id, root=_root(app, root_dir)) as opened:
         event = opened.end_turn(status)
         cap = opened.last_cap
     data = {"sessionId": session_id, "event": event.to_json(), "cap": cap.to_json() if cap else None}
@@ -87,12 +142,13 @@ def turn_end(app: App, session_id: str, status: str) -> None:
 
 @session.command()
 @click.option("--session", "session_id", required=True, metavar="ID")
+@_root_option
 @vault_options
-def end(app: App, session_id: str) -> None:
+def end(app: App, session_id: str, root_dir: str | None) -> None:
     """End a session (an open turn is aborted first)."""
     from memosite.sessions import Session
 
-    with Session.open(app.vault, app.project, session_id) as opened:
+    with Session.open(app.vault, app.project, session_id, root=_root(app, root_dir)) as opened:
         opened.end()
         summary = opened.summary()
     app.emit(summary.to_json(), f"ended session {session_id}\n\n{summary.handoff}")
@@ -119,25 +175,29 @@ def _describe(summary: SessionSummary) -> str:
 
 
 @session.command()
-@click.argument("session_id", metavar="ID")
+@click.argument("session_id", metavar="ID", required=False)
 @click.option("--events", "recent", default=10, show_default=True, help="How many recent events to show.")
+@_root_option
+@_dir_option
 @vault_options
-def show(app: App, session_id: str, recent: int) -> None:
+def show(app: App, session_id: str | None, recent: int, root_dir: str | None, session_dir: str | None) -> None:
     """Show a session: status, turns, goals, facts and recent events."""
     from memosite.sessions import Session
 
-    with Session.open(app.vault, app.project, session_id, writable=False) as opened:
+    root, session_id = _target(app, session_id, root_dir, session_dir)
+    with Session.open(app.vault, app.project, session_id, writable=False, root=root) as opened:
         summary = opened.summary(recent=recent)
     app.emit(summary.to_json(), _describe(summary))
 
 
 @session.command("list")
+@_root_option
 @vault_options
-def list_(app: App) -> None:
-    """List the project's sessions."""
+def list_(app: App, root_dir: str | None) -> None:
+    """List the project's sessions (or those of a sessions root)."""
     from memosite.sessions import list_sessions
 
-    entries = list_sessions(app.vault, app.project)
+    entries = list_sessions(app.vault, app.project, root=_root(app, root_dir))
     rows = [entry.to_json() for entry in entries]
     text = (
         "\n".join(
@@ -164,34 +224,48 @@ def _format_hits(results: SearchResults) -> str:
 @click.argument("query")
 @click.option("--session", "session_id", metavar="ID", help="Search only this session.")
 @click.option("--limit", default=10, show_default=True, type=int)
+@_root_option
+@_dir_option
 @vault_options
-def search(app: App, query: str, session_id: str | None, limit: int) -> None:
-    """BM25 search over the event text of the project's sessions."""
+def search(
+    app: App, query: str, session_id: str | None, limit: int, root_dir: str | None, session_dir: str | None
+) -> None:
+    """BM25 search over the event text of the sessions (agent messages, tools, facts, ...)."""
     from memosite.sessions import search_sessions
 
-    results = search_sessions(app.vault, app.project, query, session_id=session_id, limit=limit)
+    if session_dir is not None:
+        root, session_id = _target(app, session_id, root_dir, session_dir)
+    else:
+        root = _root(app, root_dir)
+    results = search_sessions(app.vault, app.project, query, session_id=session_id, limit=limit, root=root)
     app.emit(results.to_json(), _format_hits(results))
 
 
 @session.command()
-@click.argument("session_id", metavar="ID")
+@click.argument("session_id", metavar="ID", required=False)
+@_root_option
+@_dir_option
 @vault_options
-def pack(app: App, session_id: str) -> None:
-    """Write audit-pack.json: the SHA-256 of every file of the session directory."""
+def pack(app: App, session_id: str | None, root_dir: str | None, session_dir: str | None) -> None:
+    """Write derived/audit-pack.json: the SHA-256 of every file of the session directory."""
     from memosite.sessions import pack_session
 
-    result = pack_session(app.vault, app.project, session_id)
-    app.emit(result.to_json(), f"packed {len(result.files)} files of {session_id} → {result.pack_path}")
+    root, session_id = _target(app, session_id, root_dir, session_dir)
+    result = pack_session(app.vault, app.project, session_id, root=root)
+    app.emit(result.to_json(), f"packed {len(result.entries)} files of {session_id} → {result.pack_path}")
 
 
 @session.command()
-@click.argument("session_id", metavar="ID")
+@click.argument("session_id", metavar="ID", required=False)
+@_root_option
+@_dir_option
 @vault_options
-def verify(app: App, session_id: str) -> None:
+def verify(app: App, session_id: str | None, root_dir: str | None, session_dir: str | None) -> None:
     """Check the session against its audit pack; exit 1 if a file changed or is missing."""
     from memosite.sessions import verify_session
 
-    result = verify_session(app.vault, app.project, session_id)
+    root, session_id = _target(app, session_id, root_dir, session_dir)
+    result = verify_session(app.vault, app.project, session_id, root=root)
     lines = [f"{session_id}: {'ok' if result.ok else 'FAILED'} ({result.checked} files checked)"]
     lines += [f"  changed: {path}" for path in result.changed]
     lines += [f"  missing: {path}" for path in result.missing]
@@ -203,12 +277,13 @@ def verify(app: App, session_id: str) -> None:
 
 @session.command()
 @click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
+@_root_option
 @vault_options
-def retain(app: App, dry_run: bool) -> None:
+def retain(app: App, dry_run: bool, root_dir: str | None) -> None:
     """Remove old ended sessions beyond sessions.keep / sessions.maxAgeDays (config.json)."""
     from memosite.sessions import apply_retention
 
-    result = apply_retention(app.vault, app.project, dry_run=dry_run)
+    result = apply_retention(app.vault, app.project, dry_run=dry_run, root=_root(app, root_dir))
     verb = "would remove" if dry_run else "removed"
     lines: list[Any] = [f"{verb} {len(result.removed)} session(s); kept {len(result.decisions) - len(result.removed)}"]
     lines += [f"  {verb}: {name}" for name in result.removed]

@@ -1,9 +1,11 @@
 """Per-session event logs: an append-only ``events.jsonl`` per agent session, its turn index,
 manifest and derived views, cap eviction, retention, BM25 search and audit packs.
 
-Layout: ``<vault>/projects/<p>/sessions/<session-id>/`` (0700) holding ``events.jsonl``,
-``manifest.json``, ``index/turns.json``, ``index/search.bin``, ``derived/memory.json``,
-``derived/progress.json`` and, once packed, ``audit-pack.json`` (all 0600).
+Layout (vtcode-memory's): ``<root>/<session-id>/`` (0700) holding ``events.jsonl`` (one
+``{"schema_version", "event": {"type", ...}}`` envelope a line), ``manifest.json``,
+``index/turns.json``, ``index/search.bin``, ``derived/memory.json``, ``derived/progress.json`` and,
+once packed, ``derived/audit-pack.json`` (all 0600). The root is the project's
+``<vault>/projects/<p>/sessions/`` unless one is named (such as a workspace's ``.vtcode/sessions``).
 """
 
 from __future__ import annotations

@@ -30,11 +30,13 @@ MAX_SUMMARY_TEXT = 4000
 
 @dataclass(frozen=True)
 class CapLimits:
+    """The event and byte caps of a log; 0 disables a cap (as ``max_events == 0`` does in vtcode)."""
+
     max_events: int
     max_bytes: int
 
     def exceeded(self, events: int, size: int) -> bool:
-        return events > self.max_events or size > self.max_bytes
+        return (self.max_events > 0 and events > self.max_events) or (self.max_bytes > 0 and size > self.max_bytes)
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,14 @@ def plan_cap_eviction(entries: Sequence[LoggedEvent], limits: CapLimits, log_siz
     session-end event are never evicted; a prefix that is only an earlier summary is not worth
     a rewrite.
     """
-    target_events = max(1, int(limits.max_events * CAP_LOW_WATER))
+    unlimited = len(entries) + 1, log_size + 1
+    target_events = max(1, int(limits.max_events * CAP_LOW_WATER)) if limits.max_events > 0 else unlimited[0]
     # Leave room for the summary line itself, or a byte cap would rewrite on every flush.
-    target_bytes = max(1, int(limits.max_bytes * CAP_LOW_WATER) - min(SUMMARY_RESERVE_BYTES, limits.max_bytes // 4))
+    target_bytes = (
+        max(1, int(limits.max_bytes * CAP_LOW_WATER) - min(SUMMARY_RESERVE_BYTES, limits.max_bytes // 4))
+        if limits.max_bytes > 0
+        else unlimited[1]
+    )
     cuts = _clean_cuts(entries)
     if not cuts:
         return CapPlan(cut=0)
@@ -223,7 +230,7 @@ def enforce_event_cap(log: EventLog, limits: CapLimits, hook: SummaryHook = defa
             "facts": [fact.to_json() for fact in carried.facts],
         },
     )
-    data = summary_event.encode() + log.read_bytes(plan.evicted_bytes)
+    data = summary_event.encode(log.paths.session_id, log.state.completed_turns) + log.read_bytes(plan.evicted_bytes)
     log.replace_log(data)
     return CapResult(
         evicted_events=plan.evicted_events,

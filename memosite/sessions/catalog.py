@@ -1,8 +1,9 @@
-"""Finding the sessions of a project: direct child directories that validate as sessions.
+"""Finding the sessions of a root: direct child directories that validate as sessions.
 
-A child counts as a session only if it is a real directory (not a symlink) with a valid id and
-either a manifest naming that id or a log whose first event is ``session.started``. Anything
-else under ``sessions/`` (the ``session-*.md`` records, stray directories, symlinks) is ignored.
+A child counts as a session only if it is a real directory (not a symlink) with a valid name
+and either a manifest naming it or a log whose first event starts the session
+(``thread.started``). Manifests memosite writes, vtcode writes and older memosite ones are all
+read. Anything else (the ``session-*.md`` records, stray directories, symlinks) is ignored.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from memosite.sessions import safefs
 from memosite.sessions.events import SESSION_STARTED, decode_event
 from memosite.sessions.log import EventLog
 from memosite.sessions.metadata import Manifest
-from memosite.sessions.paths import EVENTS_FILE, MANIFEST_FILE, SessionPaths, sessions_root, validate_session_id
+from memosite.sessions.paths import (
+    EVENTS_FILE,
+    MANIFEST_FILE,
+    SessionPaths,
+    sessions_root,
+    validate_dir_name,
+    validate_session_id,
+)
 from memosite.vault import Vault
 
 
@@ -60,14 +68,18 @@ def _first_event_is_start(path: Path) -> bool:
     finally:
         os.close(fd)
     line, newline, _ = head.partition(b"\n")
-    event = decode_event(line) if newline else None
+    event = decode_event(line, 0) if newline else None
     return event is not None and event.type == SESSION_STARTED
 
 
-def validate_session_dir(root: Path, name: str, project: str) -> SessionEntry | None:
-    """The session in ``root/name``, or None when that entry is not a session directory."""
+def validate_session_dir(root: Path, name: str, project: str, *, named_root: bool = False) -> SessionEntry | None:
+    """The session in ``root/name``, or None when that entry is not a session directory.
+
+    ``named_root``: ``root`` is a root the user named (such as ``.vtcode/sessions``), where
+    names follow vtcode's rule rather than memosite's.
+    """
     try:
-        validate_session_id(name)
+        validate_dir_name(name) if named_root else validate_session_id(name)
     except InvalidArguments:
         return None
     path = root / name
@@ -92,8 +104,8 @@ def validate_session_dir(root: Path, name: str, project: str) -> SessionEntry | 
     return SessionEntry(name, path, log.meta)
 
 
-def iter_sessions(root: Path, project: str) -> Iterator[SessionEntry]:
-    """Valid sessions under ``root`` (a project's ``sessions/``), in name order."""
+def iter_sessions(root: Path, project: str, *, named_root: bool = False) -> Iterator[SessionEntry]:
+    """Valid sessions under ``root`` (a project's ``sessions/`` or a named root), in name order."""
     if safefs.refuse_symlink(root) is None:
         return
     try:
@@ -101,12 +113,12 @@ def iter_sessions(root: Path, project: str) -> Iterator[SessionEntry]:
     except (FileNotFoundError, NotADirectoryError):
         return
     for name in names:
-        entry = validate_session_dir(root, name, project)
+        entry = validate_session_dir(root, name, project, named_root=named_root)
         if entry is not None:
             yield entry
 
 
-def list_sessions(vault: Vault, project: str) -> list[SessionEntry]:
-    """The project's sessions, most recently active first."""
-    entries = list(iter_sessions(sessions_root(vault, project), project))
+def list_sessions(vault: Vault, project: str, *, root: Path | None = None) -> list[SessionEntry]:
+    """The sessions of the project (or of ``root``), most recently active first."""
+    entries = list(iter_sessions(root or sessions_root(vault, project), project, named_root=root is not None))
     return sorted(entries, key=lambda entry: (entry.last_activity, entry.session_id), reverse=True)

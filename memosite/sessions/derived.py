@@ -4,6 +4,11 @@ Both are regenerated from ``events.jsonl`` and stamped with the log generation a
 offset they cover. On open, fresh views are caught up from that offset; stale or malformed ones
 are rebuilt from the start of the log. A cap summary carries both forward, so they survive
 eviction of the events that produced them.
+
+Each view also carries the fields vtcode reads from the same file: ``memory.json`` its
+``session_id`` and ``grounded_facts: [{fact}]`` (what ``query_facts`` and ``search_memory``
+read), ``progress.json`` a ``ProgressLedger`` (``session_id``, ``goal``, ``milestones``,
+``confidence``, ``stalled_since``, ``updated_at``) built from the goals.
 """
 
 from __future__ import annotations
@@ -59,11 +64,34 @@ class DerivedState:
             "throughSeq": self.through_seq,
         }
 
+    def _ledger_view(self, session_id: str, updated: str) -> dict[str, Any]:
+        """vtcode's ProgressLedger for these goals: open goals in progress, completed ones done."""
+        goals = list(self.ledger.goals.values())
+        current = next((goal for goal in goals if goal.status == "open"), goals[0] if goals else None)
+        return {
+            "session_id": session_id,
+            "goal": current.text if current else "",
+            "milestones": [
+                {"id": g.id, "description": g.text, "status": "done" if g.status == "completed" else "in_progress"}
+                for g in goals
+            ],
+            "confidence": 1.0,
+            "stalled_since": None,
+            "updated_at": updated,
+        }
+
     def save(self, log: EventLog) -> None:
         """Write both views (atomic, 0600). Not fsynced: they are stamped and regenerable."""
-        stamp = self._stamp(log.paths.session_id)
-        progress = {**stamp, "goals": self.ledger.to_json()}
-        memory = {**stamp, "facts": [fact.to_json() for fact in self.facts]}
+        session_id = log.paths.session_id
+        stamp = self._stamp(session_id)
+        updated = log.meta.updated or log.meta.created_at
+        progress = {**self._ledger_view(session_id, updated), **stamp, "goals": self.ledger.to_json()}
+        memory = {
+            "session_id": session_id,
+            "grounded_facts": [{"fact": fact.text} for fact in self.facts],
+            **stamp,
+            "facts": [fact.to_json() for fact in self.facts],
+        }
         safefs.ensure_private_dir(log.paths.derived_dir)
         for path, data in ((log.paths.progress, progress), (log.paths.memory, memory)):
             text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -19,6 +19,12 @@ class SessionEnded(InvalidTransition):
     code = "SESSION_ENDED"
 
 
+class SessionForeign(InvalidTransition):
+    """A write to a session vtcode wrote: memosite reads those sessions, it does not append to them."""
+
+    code = "SESSION_FOREIGN"
+
+
 class SymlinkRefused(StorageError):
     """A session directory or file turned out to be a symlink; nothing was read or written."""
 

@@ -60,5 +60,5 @@ def read_line_at(path: Path, offset: int) -> bytes:
 
 
 def line_is(fd: int, offset: int, kind: LifecycleKind, turn: int, seq: int | None) -> bool:
-    event = decode_event(line_at(fd, offset) or b"-")
+    event = decode_event(line_at(fd, offset) or b"-", offset)
     return event is not None and event.type == kind.value and event.turn == turn and event.seq == seq

@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 
 from memosite.errors import InvalidTransition, LockTimeout, StorageError
 from memosite.sessions import safefs
-from memosite.sessions.errors import SessionEnded, SessionExists, SessionNotFound
+from memosite.sessions.errors import SessionEnded, SessionExists, SessionForeign, SessionNotFound
 from memosite.sessions.events import (
     SESSION_ENDED,
     SESSION_STARTED,
@@ -67,19 +67,27 @@ class LoggedEvent:
     size: int
 
 
-def apply_transition(meta: Manifest, state: TurnState, event: Event, offset: int) -> None:
+def apply_transition(meta: Manifest, state: TurnState, event: Event, offset: int, end: int | None = None) -> None:
     """Apply one event's effect on session and turn state, or raise without changing anything.
 
-    The single transition function used when appending and when rescanning the log.
+    The single transition function used when appending and when rescanning the log. ``end`` is
+    the offset just past the event's line. Events vtcode wrote go through :func:`apply_foreign`.
     """
+    end = offset + 1 if end is None else end
+    if event.foreign:
+        apply_foreign(meta, state, event, offset, end)
+        return
     if meta.status == "ended":
         raise SessionEnded(f"session {meta.session_id} has ended")
     kind = LifecycleKind.of(event.type)
     if kind is not None:
         if event.turn is None:
             raise InvalidTransition(f"{event.type} needs a turn number")
-        state.apply(kind, event.turn, event.seq, offset)
-    elif event.type == SESSION_SUMMARY:
+        span = state.apply(kind, event.turn, event.seq, offset, end)
+        if kind is LifecycleKind.STARTED:
+            span.start_time = event.time
+        return
+    if event.type == SESSION_SUMMARY:
         state.rebase(event.payload.get("lastTurn"))
         start = event.payload.get("startTime")
         if isinstance(start, str):
@@ -91,6 +99,24 @@ def apply_transition(meta: Manifest, state: TurnState, event: Event, offset: int
         if state.open_turn is not None:
             raise InvalidTransition(f"turn {state.open_turn.turn} is still open")
         meta.status, meta.end_time = "ended", event.time
+    state.note(event.seq, offset, end)
+
+
+def apply_foreign(meta: Manifest, state: TurnState, event: Event, offset: int, end: int) -> None:
+    """A vtcode-written event, taken as vtcode takes it: ``thread.started`` and ``turn.started``
+    make the session active again, only ``thread.completed`` ends it, and an end without an open
+    turn changes no turn."""
+    kind = LifecycleKind.of(event.type)
+    if event.type == SESSION_STARTED or kind is LifecycleKind.STARTED:
+        meta.status, meta.end_time = "active", None
+    if event.type == SESSION_ENDED:
+        # vtcode leaves such a turn unclosed; memosite's state has no open turn in an ended session.
+        state.close_open()
+    state.apply_foreign(kind, event.seq, offset, end)
+    if event.type == SESSION_STARTED and meta.start_time is None:
+        meta.start_time = event.time or None
+    elif event.type == SESSION_ENDED:
+        meta.status, meta.end_time = "ended", event.time or meta.updated
 
 
 class EventLog:
@@ -106,6 +132,7 @@ class EventLog:
         self.clock = clock
         self.rescan_reason: str | None = None
         self.torn_tail_repaired = False
+        self.foreign_events = 0
         self._lock = lock
         self._buffer: list[bytes] = []
         self._buffered_bytes = 0
@@ -135,7 +162,9 @@ class EventLog:
             safefs.ensure_private_dir(paths.derived_dir)
             fd = safefs.open_private(paths.events, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             os.close(fd)
-            log = cls(paths, Manifest(paths.session_id, project), writable=True, clock=clock, lock=lock)
+            log = cls(
+                paths, Manifest(paths.session_id, project, created=clock()), writable=True, clock=clock, lock=lock
+            )
             log.publish_metadata()
         except BaseException:
             lock.release()
@@ -172,8 +201,9 @@ class EventLog:
             self.state = TurnState(base=index.base, turns=index.turns)
             self._durable_bytes = manifest.log_bytes
             return
-        previous_generation = manifest.generation if manifest is not None else _stale_generation(self.paths)
-        self.rescan(reason or "metadata missing", previous_generation=previous_generation)
+        trusted = manifest is not None and manifest.trusted
+        previous_generation = manifest.generation if manifest and trusted else _stale_generation(self.paths)
+        self.rescan(reason or "metadata missing", previous_generation=previous_generation, described=manifest)
 
     def _check_metadata(self) -> tuple[str | None, Manifest | None, TurnIndex | None]:
         paths = self.paths
@@ -184,6 +214,8 @@ class EventLog:
             return "manifest missing or malformed", None, None
         if manifest.session_id != paths.session_id:
             return "manifest names another session", manifest, None
+        if not manifest.trusted:
+            return "the manifest was written by vtcode or an older memosite", manifest, None
         log_info = safefs.refuse_symlink(paths.events)
         if log_info is None:
             return "events.jsonl is missing", manifest, None
@@ -207,7 +239,9 @@ class EventLog:
             last = last_line(fd, manifest.log_bytes)
             if last is None:
                 return "the log does not end with a complete line"
-            event = decode_event(last)
+            event = decode_event(last, manifest.log_bytes - len(last))
+            if event is not None and event.foreign:
+                return "the log ends with an event vtcode wrote"
             if event is None and manifest.malformed_lines == 0:
                 return "the last line is not a valid event"
             if event is not None and event.seq != manifest.next_seq - 1:
@@ -227,18 +261,22 @@ class EventLog:
             os.close(fd)
         return None
 
-    def rescan(self, reason: str, *, previous_generation: int = 0) -> None:
+    def rescan(self, reason: str, *, previous_generation: int = 0, described: Manifest | None = None) -> None:
         """Rebuild turn state and manifest from ``events.jsonl`` alone.
 
         Lines that do not decode, go backwards in sequence or break the turn lifecycle are
         counted as malformed and skipped, so they can never open or close a turn. A torn last
         line (no newline, from a killed writer) is closed with a newline when writable, so the
         next append starts on a line of its own; no byte of the log is removed.
+
+        Events vtcode wrote carry no time; ``described`` (the manifest found, if any) supplies
+        the session's times then. A log holding such events is read-only for memosite.
         """
         meta = Manifest(self.paths.session_id, self.meta.project, generation=previous_generation + 1)
         state = TurnState()
         offset = 0
         torn = False
+        foreign = 0
         try:
             with contextlib.closing(_open_log(self.paths.events)) as handle:
                 for line in handle:
@@ -247,24 +285,35 @@ class EventLog:
                         meta.malformed_lines += 1
                         offset += len(line)
                         break
-                    event = decode_event(line)
+                    event = decode_event(line, offset)
                     if event is None or event.seq < meta.next_seq:
                         meta.malformed_lines += 1
                     else:
                         try:
-                            apply_transition(meta, state, event, offset)
+                            apply_transition(meta, state, event, offset, offset + len(line))
                         except InvalidTransition:
                             meta.malformed_lines += 1
                         else:
                             meta.event_count += 1
                             meta.next_seq = event.seq + 1
-                            meta.updated = event.time
+                            meta.updated = event.time or meta.updated
+                            foreign += event.foreign
                     offset += len(line)
         except FileNotFoundError:
             pass
         except OSError as exc:
             raise StorageError(f"cannot read {self.paths.events}: {exc.strerror or exc}") from exc
+        if described is not None and not described.trusted:
+            meta.created = described.created
+            meta.updated = meta.updated or described.updated
+            meta.start_time = meta.start_time or described.created
+        meta.created = meta.created or meta.start_time
+        if foreign and self.writable:
+            raise SessionForeign(
+                f"session {self.paths.session_id} was written by vtcode: memosite reads it but does not write to it"
+            )
         self.meta, self.state = meta, state
+        self.foreign_events = foreign
         self._durable_bytes = offset
         self.rescan_reason = reason
         if not self.writable:
@@ -291,9 +340,9 @@ class EventLog:
         else:
             turn = self.state.current_turn_number
         event = Event(seq=self.meta.next_seq, time=self.clock(), turn=turn, type=event_type, payload=payload or {})
-        line = event.encode()
+        line = event.encode(self.paths.session_id, self.state.completed_turns)
         offset = self._durable_bytes + self._buffered_bytes
-        apply_transition(self.meta, self.state, event, offset)
+        apply_transition(self.meta, self.state, event, offset, offset + len(line))
         self._buffer.append(line)
         self._buffered_bytes += len(line)
         self.meta.next_seq = event.seq + 1
@@ -340,6 +389,7 @@ class EventLog:
         self.meta.turn_base = self.state.base
         self.meta.last_turn = self.state.last_turn
         self.meta.open_turn = self.state.current_turn_number
+        self.meta.completed_turns = self.state.completed_turns
 
     def replace_log(self, data: bytes) -> None:
         """Swap in a rewritten log (cap eviction): marker, atomic replace, rescan, unmark.
@@ -400,7 +450,7 @@ class EventLog:
                 for line in handle:
                     if offset + len(line) > end or not line.endswith(b"\n"):
                         break
-                    event = decode_event(line)
+                    event = self._placed(decode_event(line, offset), offset)
                     if event is not None:
                         yield LoggedEvent(offset, event, len(line))
                     offset += len(line)
@@ -416,7 +466,13 @@ class EventLog:
     def event_at(self, offset: int) -> Event | None:
         self.flush()
         line = read_line_at(self.paths.events, offset)
-        return decode_event(line) if line else None
+        return self._placed(decode_event(line, offset), offset) if line else None
+
+    def _placed(self, event: Event | None, offset: int) -> Event | None:
+        """A vtcode-written event gets the turn its position puts it in."""
+        if event is None or not event.foreign:
+            return event
+        return replace(event, turn=self.state.turn_at(offset))
 
     def tail(self, count: int) -> list[Event]:
         """The last ``count`` valid events, read backwards from the end of the log."""
@@ -432,7 +488,7 @@ class EventLog:
                 if line is None:
                     break
                 end -= len(line)
-                event = decode_event(line)
+                event = self._placed(decode_event(line, end), end)
                 if event is not None:
                     found.append(event)
             return list(reversed(found))

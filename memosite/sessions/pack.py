@@ -1,10 +1,14 @@
-"""Audit packs: ``audit-pack.json`` holds the SHA-256 of every file of a session directory.
+"""Audit packs: ``derived/audit-pack.json`` holds the SHA-256 of every file of a session directory.
 
-``pack`` hashes every regular file (except ``audit-pack.json`` itself and in-flight temp
-files) and refuses symlinks. ``verify`` recomputes: a changed or missing file fails, a file
-added after packing is reported as unaccounted without failing. Entry paths are validated
-before use — relative, normalised, no ``..`` — and opened component by component without
-following symlinks, so a pack can never make verification read outside its session.
+The pack is ``{"schema_version", "session_id", "created_at", "algorithm": "sha256", "entries":
+[{"path", "bytes", "sha256"}]}``. ``pack`` hashes every regular file (except the pack itself
+and in-flight temp files) and refuses symlinks. ``verify`` recomputes: a changed or missing file
+fails, a file added after packing is reported as unaccounted without failing. Entry paths are
+validated before use — relative, normalised, no ``..`` — and opened component by component
+without following symlinks, so a pack can never make verification read outside its session.
+
+Sessions packed before memosite used vtcode's layout have ``<session>/audit-pack.json`` with
+``files[{path, sha256, size}]``; verify still reads it, and the next pack replaces it.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from typing import Any
 from memosite.errors import StorageError
 from memosite.sessions import safefs
 from memosite.sessions.errors import InvalidPack, PackNotFound, SymlinkRefused
-from memosite.sessions.paths import AUDIT_PACK_FILE, SessionPaths
+from memosite.sessions.paths import AUDIT_PACK_FILE, LEGACY_AUDIT_PACK_FILE, SessionPaths
 from memosite.vault import Vault, is_temp_name
 
 PACK_VERSION = 1
+_PACK_FILES = (AUDIT_PACK_FILE, LEGACY_AUDIT_PACK_FILE)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
@@ -36,7 +41,7 @@ class PackEntry:
     size: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "sha256": self.sha256, "size": self.size}
+        return {"path": self.path, "bytes": self.size, "sha256": self.sha256}
 
 
 @dataclass(frozen=True)
@@ -44,14 +49,16 @@ class PackResult:
     session_id: str
     pack_path: Path
     created: str
-    files: list[PackEntry]
+    entries: list[PackEntry]
+    replaced_legacy: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
             "sessionId": self.session_id,
             "pack": str(self.pack_path),
             "created": self.created,
-            "files": [entry.to_json() for entry in self.files],
+            "entries": [entry.to_json() for entry in self.entries],
+            "replacedLegacyPack": self.replaced_legacy,
         }
 
 
@@ -88,7 +95,7 @@ def validate_entry_path(value: Any) -> tuple[str, ...]:
     parts = value.split("/")
     if pure.is_absolute() or any(part in ("", ".", "..") for part in parts) or ":" in parts[0]:
         raise InvalidPack(f"pack entry {value!r} points outside the session directory")
-    if value == AUDIT_PACK_FILE:
+    if value in _PACK_FILES:
         raise InvalidPack("a pack cannot list itself")
     return tuple(parts)
 
@@ -107,7 +114,7 @@ def _walk(directory: Path, *, refuse_links: bool) -> tuple[list[str], list[str]]
                 if refuse_links:
                     raise SymlinkRefused(f"refusing to pack symlink {full}")
                 links.append(relative)
-            elif stat.S_ISREG(info.st_mode) and relative != AUDIT_PACK_FILE and not is_temp_name(name):
+            elif stat.S_ISREG(info.st_mode) and relative not in _PACK_FILES and not is_temp_name(name):
                 files.append(relative)
         dirnames[:] = [d for d in dirnames if not os.path.islink(base / d)]
     return sorted(files), sorted(links)
@@ -149,7 +156,7 @@ def _hash_inside(directory: Path, parts: tuple[str, ...]) -> tuple[str, int] | N
 
 
 def write_pack(paths: SessionPaths, created: str) -> PackResult:
-    """Hash the session directory and write ``audit-pack.json`` (the caller holds the session)."""
+    """Hash the session directory and write ``derived/audit-pack.json`` (the caller holds the session)."""
     if safefs.refuse_symlink(paths.dir) is None:
         raise PackNotFound(f"no session {paths.session_id!r}")
     files, _ = _walk(paths.dir, refuse_links=True)
@@ -160,48 +167,73 @@ def write_pack(paths: SessionPaths, created: str) -> PackResult:
             raise SymlinkRefused(f"{relative} changed while packing")
         entries.append(PackEntry(relative, hashed[0], hashed[1]))
     document = {
-        "version": PACK_VERSION,
-        "sessionId": paths.session_id,
-        "created": created,
+        "schema_version": PACK_VERSION,
+        "session_id": paths.session_id,
+        "created_at": created,
         "algorithm": "sha256",
-        "files": [entry.to_json() for entry in entries],
+        "entries": [entry.to_json() for entry in entries],
     }
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if safefs.refuse_symlink(paths.derived_dir) is None:
+        safefs.ensure_private_dir(paths.derived_dir)
     safefs.write_private(paths.audit_pack, text.encode("utf-8"))
-    return PackResult(paths.session_id, paths.audit_pack, created, entries)
+    replaced = safefs.refuse_symlink(paths.legacy_audit_pack) is not None
+    if replaced:
+        safefs.remove_private(paths.legacy_audit_pack)
+    return PackResult(paths.session_id, paths.audit_pack, created, entries, replaced)
+
+
+def _entry(item: Any, seen: set[str], *, size_key: str) -> PackEntry:
+    if not isinstance(item, dict):
+        raise InvalidPack("a pack entry is not an object")
+    path = item.get("path")
+    validate_entry_path(path)
+    assert isinstance(path, str)  # validate_entry_path refused anything else
+    digest, size = item.get("sha256"), item.get(size_key)
+    if (
+        not isinstance(digest, str)
+        or len(digest) != 64
+        or not isinstance(size, int)
+        or isinstance(size, bool)
+        or size < 0
+        or path in seen
+    ):
+        raise InvalidPack(f"pack entry {path!r} is malformed or repeated")
+    seen.add(path)
+    return PackEntry(path, digest.lower(), size)
 
 
 def read_pack(paths: SessionPaths) -> tuple[str, list[PackEntry]]:
-    """Parse and validate ``audit-pack.json``; InvalidPack for anything untrustworthy."""
+    """Parse and validate the pack (``derived/audit-pack.json``, else an older memosite's)."""
+    legacy = False
     try:
         raw = safefs.read_private(paths.audit_pack)
     except FileNotFoundError:
-        raise PackNotFound(f"session {paths.session_id} has no audit pack; run pack first") from None
+        try:
+            raw = safefs.read_private(paths.legacy_audit_pack)
+            legacy = True
+        except FileNotFoundError:
+            raise PackNotFound(f"session {paths.session_id} has no audit pack; run pack first") from None
     try:
         document = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidPack(f"audit-pack.json is not valid JSON: {exc}") from exc
-    if not isinstance(document, dict) or document.get("version") != PACK_VERSION:
-        raise InvalidPack("audit-pack.json has an unknown version")
-    if document.get("sessionId") != paths.session_id or document.get("algorithm") != "sha256":
-        raise InvalidPack("audit-pack.json belongs to another session or algorithm")
-    files = document.get("files")
-    if not isinstance(files, list):
-        raise InvalidPack("audit-pack.json has no file list")
-    entries: list[PackEntry] = []
+        raise InvalidPack(f"the audit pack is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise InvalidPack("the audit pack is not a JSON object")
+    keys = ("version", "sessionId", "created", "files", "size") if legacy else (
+        "schema_version", "session_id", "created_at", "entries", "bytes",
+    )  # fmt: skip
+    version_key, id_key, created_key, list_key, size_key = keys
+    if document.get(version_key) != PACK_VERSION:
+        raise InvalidPack("the audit pack has an unknown version")
+    if document.get(id_key) != paths.session_id or document.get("algorithm") != "sha256":
+        raise InvalidPack("the audit pack belongs to another session or algorithm")
+    items = document.get(list_key)
+    if not isinstance(items, list):
+        raise InvalidPack(f"the audit pack has no {list_key} list")
     seen: set[str] = set()
-    for item in files:
-        if not isinstance(item, dict):
-            raise InvalidPack("a pack entry is not an object")
-        path = item.get("path")
-        validate_entry_path(path)
-        assert isinstance(path, str)  # validate_entry_path refused anything else
-        digest, size = item.get("sha256"), item.get("size")
-        if not isinstance(digest, str) or len(digest) != 64 or not isinstance(size, int) or path in seen:
-            raise InvalidPack(f"pack entry {path!r} is malformed or repeated")
-        seen.add(path)
-        entries.append(PackEntry(path, digest.lower(), size))
-    return str(document.get("created", "")), entries
+    entries = [_entry(item, seen, size_key=size_key) for item in items]
+    return str(document.get(created_key, "")), entries
 
 
 def verify_pack(paths: SessionPaths) -> VerifyResult:
@@ -225,14 +257,21 @@ def verify_pack(paths: SessionPaths) -> VerifyResult:
     return VerifyResult(paths.session_id, created, len(entries), changed, missing, unaccounted)
 
 
-def pack_session(vault: Vault, project: str, session_id: str) -> PackResult:
-    """Flush the session (holding its lock) and pack its directory."""
+def pack_session(vault: Vault, project: str, session_id: str, *, root: Path | None = None) -> PackResult:
+    """Flush the session (holding its lock) and pack its directory.
+
+    A session vtcode wrote is packed as it stands: memosite does not write into its log.
+    """
+    from memosite.sessions.log import EventLog, default_clock
     from memosite.sessions.session import Session
 
-    with Session.open(vault, project, session_id, sync_record=False) as session:
+    paths = SessionPaths.for_session(vault, project, session_id, root)
+    if EventLog.open(paths, project, writable=False).foreign_events:
+        return write_pack(paths, default_clock())
+    with Session.open(vault, project, session_id, sync_record=False, root=root) as session:
         session.flush()
         return write_pack(session.log.paths, session.log.clock())
 
 
-def verify_session(vault: Vault, project: str, session_id: str) -> VerifyResult:
-    return verify_pack(SessionPaths.for_session(vault, project, session_id))
+def verify_session(vault: Vault, project: str, session_id: str, *, root: Path | None = None) -> VerifyResult:
+    return verify_pack(SessionPaths.for_session(vault, project, session_id, root))

@@ -1,7 +1,14 @@
-"""Where a session lives: ``<vault>/projects/<p>/sessions/<session-id>/`` and its files."""
+"""Where a session lives and its files, laid out as vtcode-memory lays out a session directory.
+
+By default a project's sessions live in ``<vault>/projects/<p>/sessions/<session-id>/``; a
+sessions root can also be named (``--root``, ``sessions.root`` in config.json), such as a
+workspace's ``.vtcode/sessions``. A session directory holds ``events.jsonl``, ``manifest.json``,
+``index/turns.json`` and ``derived/`` (``memory.json``, ``progress.json``, ``audit-pack.json``).
+"""
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,9 +21,10 @@ from memosite.vault import Vault
 EVENTS_FILE = "events.jsonl"
 MANIFEST_FILE = "manifest.json"
 PENDING_REWRITE_FILE = "rewrite.pending"
-AUDIT_PACK_FILE = "audit-pack.json"
 INDEX_DIR = "index"
 DERIVED_DIR = "derived"
+AUDIT_PACK_FILE = f"{DERIVED_DIR}/audit-pack.json"
+LEGACY_AUDIT_PACK_FILE = "audit-pack.json"  # where memosite packed before it used vtcode's layout
 
 
 MAX_SESSION_ID_LENGTH = 120
@@ -31,6 +39,16 @@ def validate_session_id(session_id: str) -> str:
     if len(session_id) > MAX_SESSION_ID_LENGTH:
         raise InvalidArguments(f"session id is longer than {MAX_SESSION_ID_LENGTH} characters")
     return session_id
+
+
+_DIR_NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
+
+
+def validate_dir_name(name: str) -> str:
+    """A session directory name as vtcode makes them (ASCII letters, digits, '-', '_', '.')."""
+    if not isinstance(name, str) or not _DIR_NAME_RE.match(name) or ".." in name:
+        raise InvalidArguments(f"invalid session directory name {name!r}")
+    return name
 
 
 def new_session_id(now: datetime | None = None) -> str:
@@ -49,8 +67,10 @@ class SessionPaths:
     session_id: str
 
     @classmethod
-    def for_session(cls, vault: Vault, project: str, session_id: str) -> SessionPaths:
-        return cls(root=sessions_root(vault, project), session_id=validate_session_id(session_id))
+    def for_session(cls, vault: Vault, project: str, session_id: str, root: Path | None = None) -> SessionPaths:
+        if root is None:
+            return cls(root=sessions_root(vault, project), session_id=validate_session_id(session_id))
+        return cls(root=root, session_id=validate_dir_name(session_id))
 
     @property
     def dir(self) -> Path:
@@ -71,6 +91,10 @@ class SessionPaths:
     @property
     def audit_pack(self) -> Path:
         return self.dir / AUDIT_PACK_FILE
+
+    @property
+    def legacy_audit_pack(self) -> Path:
+        return self.dir / LEGACY_AUDIT_PACK_FILE
 
     @property
     def index_dir(self) -> Path:
@@ -95,3 +119,15 @@ class SessionPaths:
     @property
     def progress(self) -> Path:
         return self.derived_dir / "progress.json"
+
+
+def configured_root(vault: Vault, cwd: Path) -> Path | None:
+    """``sessions.root`` from config.json (relative to ``cwd``, the workspace), if it is set."""
+    settings = vault.config.raw.get("sessions")
+    value = settings.get("root") if isinstance(settings, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArguments(f"{vault.root / 'config.json'}: sessions.root must be a directory path, got {value!r}")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else cwd / path

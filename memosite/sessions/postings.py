@@ -25,6 +25,7 @@ from memosite.sessions import safefs
 from memosite.sessions.events import LIFECYCLE_TYPES, RESERVED_TYPES, Event, event_text
 from memosite.sessions.log import EventLog, LoggedEvent
 from memosite.sessions.paths import SessionPaths
+from memosite.sessions.wire import VTCODE_ITEM_SNAPSHOTS
 from memosite.vault import warn
 
 INDEX_MAGIC = b"MEMOSITE-SESSION-SEARCH\n"
@@ -59,8 +60,11 @@ def searchable_text(event: Event) -> str:
     """What search sees of an event: every string in its payload.
 
     Session bookkeeping (start, end, summary) and turn events contribute only their ``text``:
-    their other fields are ids, ledgers and counters, which would only add noise.
+    their other fields are ids, ledgers and counters, which would only add noise. vtcode's
+    snapshots of an item still in progress add nothing: the completed item holds the whole text.
     """
+    if event.type in VTCODE_ITEM_SNAPSHOTS:
+        return ""
     return event.text if event.type in _TEXT_ONLY_TYPES else event_text(event)
 
 

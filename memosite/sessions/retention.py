@@ -1,9 +1,14 @@
 """Retention: keep the newest N sessions and those younger than D days, remove the rest.
 
-Only direct child directories of ``sessions/`` that validate as sessions are candidates. An
+Only direct child directories of the sessions root that validate as sessions are candidates. An
 active session, a session another process holds open, a symlink and anything that is not a
-session are never removed, and the path removed is always ``sessions/<entry name>`` as listed —
+session are never removed, and the path removed is always ``<root>/<entry name>`` as listed —
 never a path read from a manifest.
+
+Status follows vtcode: only the event that ends a session (``thread.completed``) makes it
+removable, whatever it holds. A session that never started a turn is an ordinary closed session
+once it has ended, and one that crashed before ending stays active, so it is kept. A directory
+with neither a manifest nor a log that starts a session is not a session and is never touched.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
@@ -92,10 +98,9 @@ def plan_retention(
     return decisions
 
 
-def _confirm_removable(vault: Vault, project: str, name: str) -> str | None:
+def _confirm_removable(root: Path, project: str, name: str, *, named_root: bool) -> str | None:
     """Re-check a removal candidate from its log, not just its manifest; None means go ahead."""
-    root = sessions_root(vault, project)
-    if validate_session_dir(root, name, project) is None:
+    if validate_session_dir(root, name, project, named_root=named_root) is None:
         return "no longer a session directory"
     try:
         log = EventLog.open(SessionPaths(root, name), project, writable=False)
@@ -106,8 +111,7 @@ def _confirm_removable(vault: Vault, project: str, name: str) -> str | None:
     return None
 
 
-def _remove_session_dir(vault: Vault, project: str, name: str) -> None:
-    root = sessions_root(vault, project)
+def _remove_session_dir(root: Path, name: str) -> None:
     path = root / name
     info = safefs.refuse_symlink(path)
     if info is None or not stat.S_ISDIR(info.st_mode):
@@ -125,21 +129,22 @@ def _remove_session_dir(vault: Vault, project: str, name: str) -> None:
 
 
 def apply_retention(
-    vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None
+    vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None, root: Path | None = None
 ) -> RetentionResult:
     """Plan with the vault's ``sessions.keep`` / ``sessions.maxAgeDays`` and remove (unless dry run)."""
     keep, max_age = vault.config.sessions_keep, vault.config.sessions_max_age_days
     result = RetentionResult(dry_run=dry_run, keep=keep, max_age_days=max_age)
+    base, named = root or sessions_root(vault, project), root is not None
     with vault.lock():
-        entries = list(iter_sessions(sessions_root(vault, project), project))
+        entries = list(iter_sessions(base, project, named_root=named))
         result.decisions = plan_retention(entries, keep=keep, max_age_days=max_age, now=now or utc_now())
         for decision in result.decisions:
             if not decision.remove:
                 continue
-            problem = _confirm_removable(vault, project, decision.session_id)
+            problem = _confirm_removable(base, project, decision.session_id, named_root=named)
             lock: FileLock | None = None
             if problem is None:
-                lock_path = session_lock_path(vault, project, decision.session_id)
+                lock_path = session_lock_path(vault, project, decision.session_id, root)
                 lock_path.parent.mkdir(parents=True, exist_ok=True)
                 lock = FileLock(str(lock_path), timeout=0)
                 try:
@@ -153,7 +158,7 @@ def apply_retention(
                 continue
             try:
                 if not dry_run:
-                    _remove_session_dir(vault, project, decision.session_id)
+                    _remove_session_dir(base, decision.session_id)
                 result.removed.append(decision.session_id)
             finally:
                 lock.release()

@@ -19,6 +19,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, mul, truediv
+from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, StorageError
@@ -258,19 +259,26 @@ def rank(corpus: Corpus, scores: dict[int, float], limit: int) -> list[tuple[int
 
 
 def search_sessions(
-    vault: Vault, project: str, query: str, *, session_id: str | None = None, limit: int = 10
+    vault: Vault,
+    project: str,
+    query: str,
+    *,
+    session_id: str | None = None,
+    limit: int = 10,
+    root: Path | None = None,
 ) -> SearchResults:
-    """Search one session (``session_id``) or every session of the project."""
+    """Search one session (``session_id``) or every session of the project (or of ``root``)."""
     if limit < 1:
         raise InvalidArguments("limit must be at least 1")
     terms = list(dict.fromkeys(tokenize(query)))
     if not terms:
         raise InvalidArguments("the query has no words to search for")
-    root = sessions_root(vault, project)
+    base = root or sessions_root(vault, project)
     if session_id is not None:
-        all_paths = [SessionPaths.for_session(vault, project, session_id)]
+        all_paths = [SessionPaths.for_session(vault, project, session_id, root)]
     else:
-        all_paths = [SessionPaths(root, entry.session_id) for entry in iter_sessions(root, project)]
+        entries = iter_sessions(base, project, named_root=root is not None)
+        all_paths = [SessionPaths(base, entry.session_id) for entry in entries]
     corpus = Corpus([session_index(paths, project) for paths in all_paths])
     scores = score_chunks(corpus, terms, limit)
     hits = []
@@ -279,7 +287,8 @@ def search_sessions(
         position, chunk = corpus.locate(key)
         index, paths = corpus.indexes[position], all_paths[position]
         seq, part = index.chunks["seq"][chunk], index.chunks["part"][chunk]
-        event = decode_event(read_line_at(paths.events, index.chunks["offset"][chunk]) or b"-")
+        offset = index.chunks["offset"][chunk]
+        event = decode_event(read_line_at(paths.events, offset) or b"-", offset)
         if event is None or event.seq != seq:
             raise StorageError(f"session {index.session_id} changed during the search; search again")
         hits.append(
@@ -288,7 +297,7 @@ def search_sessions(
                 session_id=index.session_id,
                 seq=seq,
                 part=part,
-                turn=event.turn,
+                turn=event.turn if not event.foreign else (index.chunks["turn"][chunk] or None),
                 time=event.time,
                 type=event.type,
                 score=final,

@@ -7,6 +7,7 @@ The vault's ``session-<id>`` record is refreshed at start, at each turn end and 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,13 +29,19 @@ from memosite.sessions.events import (
 from memosite.sessions.ledger import render_handoff
 from memosite.sessions.lifecycle import LifecycleKind, kind_for_status
 from memosite.sessions.log import Clock, EventLog, LoggedEvent, default_clock
-from memosite.sessions.paths import SessionPaths, new_session_id, sessions_root
+from memosite.sessions.paths import SessionPaths, new_session_id, sessions_root, validate_session_id
 from memosite.vault import Vault
 
 
-def session_lock_path(vault: Vault, project: str, session_id: str) -> Path:
-    """Locks live outside the session directory so they never show up in an audit pack."""
-    return vault.internal_dir / "locks" / "sessions" / project / f"{session_id}.lock"
+def session_lock_path(vault: Vault, project: str, session_id: str, root: Path | None = None) -> Path:
+    """Locks live outside the session directory so they never show up in an audit pack.
+
+    Sessions of a named root lock under a key of that root, so equal names in two roots differ.
+    """
+    if root is None:
+        return vault.internal_dir / "locks" / "sessions" / project / f"{session_id}.lock"
+    key = hashlib.sha256(str(root.absolute()).encode("utf-8")).hexdigest()[:16]
+    return vault.internal_dir / "locks" / "roots" / key / f"{session_id}.lock"
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,7 @@ class Session:
         clock: Clock = default_clock,
         summary_hook: SummaryHook = default_summary_hook,
         sync_record: bool = True,
+        root: Path | None = None,
     ) -> Session:
         """Create the session directory, log ``session.started`` and the initial goals.
 
@@ -128,9 +136,9 @@ class Session:
             if not isinstance(text, str) or not text.strip():
                 raise InvalidArguments("a goal needs a non-empty text")
             Event(seq=0, time="", turn=None, type=GOAL_SET, payload={"text": text}).encode()  # JSON, size, secrets
-        paths = SessionPaths.for_session(vault, project, session_id or new_session_id())
+        paths = SessionPaths.for_session(vault, project, validate_session_id(session_id or new_session_id()), root)
         log = EventLog.create(
-            paths, project, lock_path=session_lock_path(vault, project, paths.session_id), clock=clock
+            paths, project, lock_path=session_lock_path(vault, project, paths.session_id, root), clock=clock
         )
         session = cls(
             vault,
@@ -162,9 +170,14 @@ class Session:
         clock: Clock = default_clock,
         summary_hook: SummaryHook = default_summary_hook,
         sync_record: bool = True,
+        root: Path | None = None,
     ) -> Session:
-        paths = SessionPaths.for_session(vault, project, session_id)
-        lock_path = session_lock_path(vault, project, paths.session_id) if writable else None
+        """Open a session (``root``: a named sessions root instead of the project's).
+
+        A session vtcode wrote opens read-only; opening it for writing raises SessionForeign.
+        """
+        paths = SessionPaths.for_session(vault, project, session_id, root)
+        lock_path = session_lock_path(vault, project, paths.session_id, root) if writable else None
         log = EventLog.open(paths, project, writable=writable, lock_path=lock_path, clock=clock)
         try:
             derived = load_derived(log)
@@ -297,17 +310,17 @@ class Session:
         )
 
 
-def latest_handoff(vault: Vault, project: str, *, exclude: str | None = None) -> str | None:
+def latest_handoff(vault: Vault, project: str, *, exclude: str | None = None, root: Path | None = None) -> str | None:
     """The handoff of the most recently active ended session of the project, if any."""
     from memosite.sessions.catalog import iter_sessions
 
     ended = [
         entry
-        for entry in iter_sessions(sessions_root(vault, project), project)
+        for entry in iter_sessions(root or sessions_root(vault, project), project, named_root=root is not None)
         if not entry.active and entry.session_id != exclude
     ]
     if not ended:
         return None
     newest = max(ended, key=lambda entry: (entry.last_activity, entry.session_id))
-    with Session.open(vault, project, newest.session_id, writable=False, sync_record=False) as session:
+    with Session.open(vault, project, newest.session_id, writable=False, sync_record=False, root=root) as session:
         return session.handoff()
