@@ -30,6 +30,7 @@ def memosite(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", "from memosite.cli import main; main()", *args],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         timeout=60,
         env=dict(os.environ),
     )

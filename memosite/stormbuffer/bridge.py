@@ -251,6 +251,7 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
     _check_unique(vault, planned, planned_paths)
     with store.lock():
         existing = {item.record.key: item for item in store.records()}
+        known = {key: found.path for key, found in existing.items()}
         _check_lifecycle({key: item.record for key, item in existing.items()}, planned)
         everything = {
             **{key: item.record for key, item in existing.items()},
@@ -268,7 +269,7 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
         for item in planned:
             before = existing.get(item.record.key)
             record_changed = before is None or render_record(before.record) != render_record(item.record)
-            written = store.save(item.record).path if record_changed else before.path if before else None
+            written = store.save(item.record, known=known).path if record_changed else before.path if before else None
             sidecar_changed = _write_sidecar(store, item.record.id, sidecars[item.record.key])
             if not (record_changed or sidecar_changed):
                 result.unchanged += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -228,15 +228,20 @@ class Store:
         return item
 
     # --- changes -------------------------------------------------------------------------
-    def save(self, record: StormRecord) -> StoredStormRecord:
-        """Write ``record`` as is (validated, secret-scanned): in place if its id exists, else new."""
+    def save(self, record: StormRecord, *, known: Mapping[str, Path] | None = None) -> StoredStormRecord:
+        """Write ``record`` as is (validated, secret-scanned): in place if its id exists, else new.
+
+        ``known`` maps ids to files from a scan the caller made holding this store's lock, so a
+        batch of saves does not rescan the store for each record.
+        """
         validate_record(record)
         assert_no_secrets(record.body, record.frontmatter())
         self.check_scope(record.scope)
         with self.lock():
-            existing = [item for item in self.scan() if item.record.key == record.key]
-            path = existing[0].path if existing else self.new_record_path(record.id)
-            if not existing and path.exists():
+            if known is None:
+                known = {item.record.key: item.path for item in self.scan()}
+            path = known.get(record.key) or self.new_record_path(record.id)
+            if record.key not in known and path.exists():
                 raise InvalidRecord(f"{path} exists but holds another record", details={"field": "id"})
             return self._write(StoredStormRecord(record, path))
 
