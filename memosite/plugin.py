@@ -1,4 +1,5 @@
-"""The ``memosite`` MkDocs plugin: a vault's records, views and Memory page as virtual pages.
+"""The ``memosite`` MkDocs plugin: a vault's records, views, dashboards and Memory page as virtual
+pages.
 
 Add it to any MkDocs site::
 
@@ -9,24 +10,29 @@ Add it to any MkDocs site::
           projects: [acme-shop]       # default: every project
           prefix: memory              # URL prefix of the memory section
           include_inactive_in_search: false
+          cache: auto                 # the page cache: auto, true or false
 
 Nothing is written into ``docs_dir``: pages are generated in ``on_files``. Record pages stay out
 of the navigation (a nav entry per record would make the site grow with the square of the
-records). Record HTML is sanitised, and the build scans its own output for secrets and fails,
-leaving nothing published, when it finds one.
+records). Record HTML is sanitised, and the build scans what it publishes for secrets (each page's
+content, title and table of contents, every other output file, ``records.json``, the feeds and
+the search index) and fails, leaving nothing published, when it finds one.
 
-The plugin keeps state between builds of one process (it defines ``on_startup``, so MkDocs reuses
-the instance while serving): a page whose Markdown did not change is not rebuilt by a dirty build,
-and the search index is completed from the previous build's entries, so a dirty rebuild stays
-whole.
+Pages are cached by what they depend on (:mod:`memosite.site.cache`). A build run with
+``dirty=True`` (``memosite build`` and ``serve`` do) renders only pages whose key changed and
+copies the others from the cache; the search index is completed from the cached entries. The
+plugin keeps its state between builds of one process (it defines ``on_startup``, so MkDocs reuses
+the instance while serving).
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
+import json
 import logging
 import os
+import posixpath
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,14 +52,19 @@ from memosite.errors import MemositeError
 
 if TYPE_CHECKING:
     from memosite.secrets import SecretFinding
-    from memosite.site.output import OutputScanner
-    from memosite.site.pages import SiteContent, SitePage
+    from memosite.site.cache import CachedPage, PageCache, Scanner
+    from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
 log = logging.getLogger("mkdocs.plugins.memosite")
 
-# Below this many pages a helper process costs more than it saves.
-PARALLEL_SCAN_PAGES = 200
 ASSETS = ("assets/memosite/memory.css", "assets/memosite/memory.js")
+OVERVIEW_MARK = "<!-- memosite:overview -->"
+SEARCH_INDEX = "search/search_index.json"
+SCANNED_SUFFIXES = (".html", ".json", ".xml", ".txt")
+# Plugins whose output for a page depends only on that page and the configuration: with any other
+# plugin in the site, cache: auto keeps no pages (the plugin may add something else, e.g. a date).
+DETERMINISTIC_PLUGINS = frozenset({"search", "material/search", "memosite", "tags", "material/tags", "offline"})
+_BADGE = re.compile(r"(<h3[^>]*>)\[(CRITICAL|HIGH|MEDIUM|LOW|UNRATED)\] ")
 
 
 class MemositePluginConfig(Config):
@@ -61,29 +72,39 @@ class MemositePluginConfig(Config):
     projects = c.ListOfItems(c.Type(str), default=[])
     prefix = c.Type(str, default="memory")
     include_inactive_in_search = c.Type(bool, default=False)
+    cache = c.Choice(("auto", "true", "false", True, False), default="auto")
 
 
 class _VirtualPage(File):
-    """A generated page that knows whether the previous build already wrote this exact page."""
+    """A generated page that knows whether it must be rendered in this build."""
 
-    unchanged = False
+    render_needed = True
 
     def is_modified(self) -> bool:
-        return not self.unchanged or not os.path.isfile(self.abs_dest_path)
+        return self.render_needed
+
+
+class _AlwaysBuilt(File):
+    """A page of the user's docs that shows the overview: it changes with the vault."""
+
+    def is_modified(self) -> bool:
+        return True
+
+
+@dataclass
+class _PageState:
+    key: str
+    search: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
 class _BuildMemory:
-    """What the last successful build into ``site_dir`` produced (for dirty rebuilds)."""
+    """What the last successful build into ``site_dir`` produced (serve rebuilds from it)."""
 
     key: tuple[Any, ...] = ()
-    fingerprints: dict[str, str] = field(default_factory=dict)  # src_uri -> hash of its Markdown
+    written: dict[str, _PageState] = field(default_factory=dict)  # src_uri -> page in site_dir
     dest_paths: dict[str, str] = field(default_factory=dict)  # src_uri -> abs_dest_path
-    search_docs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # page url -> docs
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    other_search: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # url -> docs (user pages)
 
 
 class MemositePlugin(BasePlugin[MemositePluginConfig]):
@@ -94,18 +115,34 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self.vault_root: Path | None = None
         self.prefix = "memory"
         self.projects: list[str] = []
-        # memosite's own ``serve`` runs its own vault watcher and turns this off.
+        # memosite's own ``serve`` runs its own vault watcher and turns these off after the first build.
         self.watch_vault_on_serve = True
+        self.recompile_vault = True
         self._memory = _BuildMemory()
+        self._memo: RecordMemo | None = None
         self._content: SiteContent | None = None
         self._files: Files | None = None
+        self._cache: PageCache | None = None
+        self._scanner: Scanner | None = None
+        self._keys: dict[str, str] = {}  # src_uri -> key of this build
+        self._reuse: dict[str, CachedPage | _PageState] = {}  # src_uri -> where an unrendered page comes from
+        self._details: dict[str, str] = {}  # page url -> anchor of its "Record details" section
+        self._rendered: set[str] = set()  # src_uris of virtual pages rendered by this build
+        self._handled: set[str] = set()  # abs paths of outputs already scanned
         self._started_ns = 0
-        self._scanner: OutputScanner | None = None
+        self._site_name = ""
+        self._scope = ""
+        self._overview_charts: dict[str, str] | None = None
 
     @property
     def published_records(self) -> int:
         """How many records the last build published."""
         return len(self._content.records) if self._content is not None else 0
+
+    @property
+    def rendered_pages(self) -> int:
+        """How many generated pages the last build rendered (the rest came from the cache)."""
+        return len(self._rendered)
 
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -127,6 +164,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         for asset, option in zip(ASSETS, (config.extra_css, config.extra_javascript), strict=True):
             if asset not in [str(item) for item in option]:
                 option.append(asset)
+        self._site_name = config.site_name
         key = (
             str(self.vault_root),
             config.site_dir,
@@ -137,34 +175,53 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         )
         if key != self._memory.key:
             self._memory = _BuildMemory(key=key)
+            self._memo = None
         return config
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self._started_ns = time.time_ns()
 
+    def _cache_wanted(self, config: MkDocsConfig) -> bool:
+        setting = self.config.cache
+        if setting in (True, "true"):
+            return True
+        if setting in (False, "false"):
+            return False
+        return all(name in DETERMINISTIC_PLUGINS for name in config.plugins)
+
     # --- pages -------------------------------------------------------------------------------
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         from memosite.indexing import ensure_index
         from memosite.resources import data_path
-        from memosite.site.pages import collect_site_content
+        from memosite.site.cache import PageCache, Scanner, digest
+        from memosite.site.pages import RecordMemo, collect_site_content
         from memosite.vault import Vault
         from memosite.watch import recompile_projects
 
         assert self.vault_root is not None
+        if self._memo is None:
+            self._memo = RecordMemo()
         try:
             vault = Vault.open(self.vault_root, create=False)
             try:
                 ensure_index(vault)
-                # Files first: edits made by hand since the last compile reach the index and the
-                # vault's own views before the site is made from them.
-                recompile_projects(vault, self.projects)
-                content = collect_site_content(vault, prefix=self.prefix, projects=self.projects)
+                if self.recompile_vault:
+                    # Files first: edits made by hand since the last compile reach the index and the
+                    # vault's own views before the site is made from them.
+                    recompile_projects(vault, self.projects)
+                content = collect_site_content(vault, prefix=self.prefix, projects=self.projects, memo=self._memo)
+                scope = _site_scope(config, files, self._memo.templates)
+                self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
             finally:
                 vault.close()
         except MemositeError as exc:
             raise PluginError(f"memosite: {exc.message}") from exc
+        self._scanner = Scanner(self._cache.clean)
+        if self._memory.written and scope != self._scope:
+            self._memory.written = {}  # the configuration changed: what serve wrote is stale
+        self._scope = scope
 
-        previous = self._memory.fingerprints
+        self._keys, self._reuse, self._rendered, self._handled = {}, {}, set(), set()
         for page in content.pages:
             existing = files.get_file_from_path(page.src_uri)
             if existing is not None:
@@ -173,53 +230,117 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             inclusion = InclusionLevel.NOT_IN_NAV if page.role == "record" else InclusionLevel.UNDEFINED
             virtual = _VirtualPage.generated(config, page.src_uri, content=page.markdown, inclusion=inclusion)
             assert isinstance(virtual, _VirtualPage)  # generated() builds an instance of its class
-            virtual.unchanged = previous.get(page.src_uri) == _digest(page.fingerprint)
+            key = digest(scope, page.src_uri, page.fingerprint, *sorted(page.charts.values()))
+            self._keys[page.src_uri] = key
+            written = self._memory.written.get(page.src_uri)
+            cached = self._cache.lookup(page.src_uri, key)
+            if written is not None and written.key == key and os.path.isfile(virtual.abs_dest_path):
+                self._reuse[page.src_uri] = written
+                virtual.render_needed = False
+            elif cached is not None:
+                self._reuse[page.src_uri] = cached
+                virtual.render_needed = False
             files.append(virtual)
+        for file in files.documentation_pages():
+            if not isinstance(file, _VirtualPage) and _shows_overview(file):
+                file.__class__ = _AlwaysBuilt
+        self._content = content
+        self._files = files
         urls = {file.src_uri: file.url for file in files}
         records_json = content.records_json(lambda uri: urls.get(uri, uri))
         files.append(File.generated(config, content.records_json_uri, content=records_json))
+        self._add_feeds(config, files, content, urls)
         assets = data_path("site_src")
         for asset in ASSETS:
             if asset not in files:
                 files.append(File.generated(config, asset, abs_src_path=str(assets / asset)))
-        self._content = content
-        self._files = files
         return files
+
+    def _add_feeds(self, config: MkDocsConfig, files: Files, content: SiteContent, urls: dict[str, str]) -> None:
+        from memosite.schema import utc_now
+        from memosite.site.dashboard import render_feed
+
+        now = utc_now()
+        for uri, source in content.feeds.items():
+            text = render_feed(
+                source,
+                src_uri=uri,
+                site_name=config.site_name,
+                site_url=config.site_url,
+                url_for=lambda u: urls.get(u, u),
+                now=now,
+            )
+            files.append(File.generated(config, uri, content=text))
 
     def _site_page(self, page: Page) -> SitePage | None:
         return self._content.page(page.file.src_uri) if self._content is not None else None
 
     def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         site_page = self._site_page(page)
-        if site_page is None or site_page.record is None:
+        if site_page is None:
+            if OVERVIEW_MARK in markdown and self._content is not None and self._content.overview is not None:
+                return self._with_overview(markdown, page)
             return markdown
         # MkDocs themes print the title unescaped; hand them text that is already escaped.
         page.meta["title"] = html.escape(site_page.title, quote=False)
-        if not site_page.record.searchable_by_default and not self.config.include_inactive_in_search:
+        searchable = site_page.searchable and (
+            site_page.record is None or site_page.record.searchable_by_default or self.config.include_inactive_in_search
+        )
+        if not searchable:
             page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}
         return markdown
+
+    def _with_overview(self, markdown: str, page: Page) -> str:
+        from memosite.site.dashboard import overview_markdown
+        from memosite.vault import Vault
+        from memosite.views import env_for
+
+        assert self._content is not None and self._content.overview is not None and self.vault_root is not None
+        vault = Vault.open(self.vault_root, create=False)
+        try:
+            env = env_for(vault)
+        finally:
+            vault.close()
+        text, charts = overview_markdown(env, self._content.overview, posixpath.dirname(page.file.src_uri))
+        self._overview_charts = charts
+        return markdown.replace(OVERVIEW_MARK, text)
 
     def on_page_content(self, html_text: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         from memosite.sanitize import sanitize_html
 
         site_page = self._site_page(page)
-        if site_page is None or site_page.role == "memory":
+        if site_page is None:
+            charts = self._overview_charts
+            if charts:
+                self._overview_charts = None
+                return _with_charts(html_text, charts)
             return html_text
-        _sanitize_toc(page.toc, sanitize_html)
-        return sanitize_html(html_text)
-
-    def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
-        from memosite.site.output import OutputScanner
-
-        to_write = sum(1 for f in files.documentation_pages() if f.page is not None and f.page.content is not None)
-        parallel = to_write >= PARALLEL_SCAN_PAGES and (os.cpu_count() or 1) > 1
-        self._scanner = OutputScanner(Path(config.site_dir), parallel=parallel)
-        return env
+        self._rendered.add(site_page.src_uri)
+        if site_page.role != "memory":
+            _sanitize_toc(page.toc, sanitize_html)
+            html_text = sanitize_html(html_text)
+        if site_page.role == "record":
+            html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
+            details = _details_anchor(page.toc)
+            if details:
+                self._details[page.url] = details
+        elif site_page.role == "view":
+            html_text = _BADGE.sub(_badge, html_text)
+        if site_page.role in ("dashboard", "changelog"):
+            html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
+        html_text = _with_charts(html_text, site_page.charts)
+        if self._scanner is not None:
+            where = page.file.dest_uri
+            self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), html_text], where)
+        return html_text
 
     @event_priority(-100)  # scan what is written, after every other plugin had its say
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str:
-        if self._scanner is not None:
-            self._scanner.submit(page.file.abs_dest_path, output)
+        site_page = self._site_page(page)
+        if self._scanner is not None and (site_page is None or site_page.role != "record"):
+            # Pages other than records are few: scan them whole, theme chrome (site name, nav) too.
+            self._scanner.scan(output, page.file.dest_uri)
+        self._handled.add(os.path.abspath(page.file.abs_dest_path))
         return output
 
     # --- serving -----------------------------------------------------------------------------
@@ -242,42 +363,207 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     # --- after the build ---------------------------------------------------------------------
     @event_priority(-100)  # after the search plugin has written its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
-        from memosite.site.output import (
-            OutputScanner,
-            clean_site_dir,
-            complete_search_index,
-            remove_outputs,
-        )
-
-        assert self._files is not None and self._content is not None
+        assert self._files is not None and self._content is not None and self._cache is not None
+        assert self._scanner is not None
         site_dir = Path(config.site_dir)
-        pages = [f.page for f in self._files.documentation_pages() if f.page is not None]
-        rebuilt = {page.url for page in pages if page.content is not None}
-        incremental = len(rebuilt) < len(pages)  # a dirty build skipped the unchanged pages
-        self._memory.search_docs = complete_search_index(
-            site_dir, [page.url for page in pages], rebuilt, self._memory.search_docs, rewrite=incremental
-        )
-        generated = {f.src_uri: f.abs_dest_path for f in self._files if isinstance(f, _VirtualPage)}
-        if incremental:
-            remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in generated])
-        scanner = self._scanner or OutputScanner(site_dir, parallel=False)
-        self._scanner = None
-        findings = scanner.finish(modified_since_ns=self._started_ns - 1_000_000_000 if incremental else None)
+        virtual = {f.src_uri: f for f in self._files if isinstance(f, _VirtualPage)}
+        for uri, source in self._reuse.items():
+            dest = virtual[uri].abs_dest_path
+            if isinstance(source, _PageState):
+                continue  # already in site_dir from the previous build
+            if not self._cache.copy_to(source, dest):
+                raise PluginError(f"memosite: the page cache lost {uri}; build again (it rebuilds the page)")
+            self._handled.add(os.path.abspath(dest))
+        fresh = self._search_entries(site_dir, virtual)
+        _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
+        self._scan_outputs(site_dir, virtual)
+        findings = self._scanner.findings
         if findings:
+            from memosite.site.output import clean_site_dir
+
             clean_site_dir(site_dir)
             self._memory = _BuildMemory(key=self._memory.key)
+            self._cache.forget_added()
             raise PluginError(_refusal(findings))
-        self._memory.fingerprints = {
-            page.src_uri: _digest(page.fingerprint) for page in self._content.pages if page.src_uri in generated
-        }
-        self._memory.dest_paths = generated
+        written: dict[str, _PageState] = {}
+        for uri, file in virtual.items():
+            key = self._keys[uri]
+            reused = self._reuse.get(uri)
+            if reused is None:
+                search = fresh.get(file.url, [])
+                self._cache.store(uri, key, file.abs_dest_path, search)
+            else:
+                search = reused.search
+                if not isinstance(reused, _PageState):
+                    self._cache.keep(uri, reused)
+                elif (entry := self._cache.pages.get(uri)) is not None and entry.key == key:
+                    self._cache.keep(uri, entry)
+            written[uri] = _PageState(key, search)
+        self._cache.clean = self._scanner.used
+        self._cache.save()
+        self._memory.written = written
+        self._memory.dest_paths = {uri: f.abs_dest_path for uri, f in virtual.items()}
+
+    def _search_entries(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> dict[str, list[dict[str, Any]]]:
+        """Complete ``search_index.json``: entries of rendered pages (minus each record's "Record
+        details" section), cached entries of every other page; returns the fresh entries by URL."""
+        path = site_dir / SEARCH_INDEX
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return {}
+        by_url: dict[str, list[dict[str, Any]]] = {}
+        for doc in data.get("docs", []):
+            location = str(doc.get("location", ""))
+            url, _, anchor = location.partition("#")
+            if anchor and self._details.get(url) == anchor:
+                continue
+            by_url.setdefault(url, []).append(doc)
+        ours = {f.url: uri for uri, f in virtual.items()}
+        parts: list[list[dict[str, Any]]] = []
+        others = dict(self._memory.other_search)
+        assert self._files is not None
+        for file in self._files.documentation_pages():
+            url = file.url
+            if url in ours:
+                uri = ours[url]
+                reused = self._reuse.get(uri)
+                docs = by_url.get(url, []) if reused is None else reused.search
+            else:
+                rendered = file.page is not None and file.page.content is not None
+                docs = by_url.get(url, []) if rendered else others.get(url, [])
+                others[url] = docs
+            parts.append(docs)
+        self._memory.other_search = others
+        data["docs"] = [doc for docs in parts for doc in docs]
+        assert self._scanner is not None
+        for docs in by_url.values():
+            self._scanner.scan(json.dumps(docs, ensure_ascii=False), SEARCH_INDEX)
+        path.write_text(json.dumps(data, separators=(",", ":"), default=str), encoding="utf-8")
+        self._handled.add(os.path.abspath(path))
+        return by_url
+
+    def _scan_outputs(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
+        """Every output file this build wrote that no other check covered (records.json, feeds,
+        sitemap, the theme's and other plugins' files), each remembered when clean."""
+        assert self._scanner is not None and self._content is not None
+        records = site_dir / self._content.records_json_uri
+        for line in _json_rows(records):
+            self._scanner.scan(line, self._content.records_json_uri)
+        self._handled.add(os.path.abspath(records))
+        for directory, _dirs, names in os.walk(site_dir):
+            for name in names:
+                if not name.endswith(SCANNED_SUFFIXES):
+                    continue
+                full = os.path.abspath(os.path.join(directory, name))
+                if full in self._handled:
+                    continue
+                try:
+                    if os.stat(full).st_mtime_ns < self._started_ns - 1_000_000_000:
+                        continue  # not written by this build (serve's site_dir keeps older files)
+                    text = Path(full).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                self._scanner.scan(text, Path(full).relative_to(site_dir).as_posix())
 
     def on_build_error(self, *, error: Exception) -> None:
         # A failed build may leave a half-written site: the next one must rebuild every page.
         self._memory = _BuildMemory(key=self._memory.key)
-        if self._scanner is not None:
-            self._scanner.close()
-            self._scanner = None
+        if self._cache is not None:
+            self._cache.forget_added()
+
+
+def _site_scope(config: MkDocsConfig, files: Files, templates: str) -> str:
+    """A digest of everything a generated page depends on besides its own Markdown."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from memosite.site.cache import digest
+
+    versions = []
+    for package in ("memosite", "mkdocs", "mkdocs-material", "pymdown-extensions", "Markdown", "nh3"):
+        try:
+            versions.append(f"{package}={version(package)}")
+        except PackageNotFoundError:
+            versions.append(f"{package}=?")
+    skipped = {"site_dir", "docs_dir", "config_file_path", "dev_addr", "plugins", "theme", "watch", "serve"}
+    settings = {k: v for k, v in config.items() if k not in skipped}
+    theme = {k: v for k, v in config.theme.items()}
+    plugins = {name: dict(plugin.config) for name, plugin in config.plugins.items()}
+    stamps = []
+    for directory in [*config.theme.dirs]:
+        if os.path.isdir(directory) and "site-packages" not in directory:
+            for walked, _dirs, names in os.walk(directory):
+                for name in sorted(names):
+                    info = os.stat(os.path.join(walked, name))
+                    stamps.append(f"{walked}/{name}:{info.st_mtime_ns}:{info.st_size}")
+    for file in files.documentation_pages():
+        if file.abs_src_path and os.path.isfile(file.abs_src_path):
+            info = os.stat(file.abs_src_path)
+            stamps.append(f"{file.src_uri}:{info.st_mtime_ns}:{info.st_size}")
+    return digest(
+        *versions,
+        templates,
+        json.dumps(settings, sort_keys=True, default=str),
+        json.dumps(theme, sort_keys=True, default=str),
+        json.dumps(plugins, sort_keys=True, default=str),
+        *stamps,
+    )
+
+
+def _shows_overview(file: File) -> bool:
+    if not file.abs_src_path or not file.src_uri.endswith(".md"):
+        return False
+    try:
+        with open(file.abs_src_path, encoding="utf-8", errors="replace") as handle:
+            return OVERVIEW_MARK in handle.read()
+    except OSError:
+        return False
+
+
+def _json_rows(path: Path) -> list[str]:
+    """``records.json`` as one text per record (scanned, and remembered, one by one)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [path.read_text(encoding="utf-8", errors="replace")] if path.exists() else []
+    return [json.dumps(row, ensure_ascii=False, sort_keys=True) for row in data.get("records", [])]
+
+
+def _with_charts(html_text: str, charts: dict[str, str] | None) -> str:
+    for token, svg in (charts or {}).items():
+        html_text = html_text.replace(f"<p>{token}</p>", f'<figure class="memosite-figure">{svg}</figure>')
+    return html_text
+
+
+def _badge(match: re.Match[str]) -> str:
+    level = match.group(2).lower()
+    return f'{match.group(1)}<span class="memosite-severity memosite-severity--{level}">{level}</span> '
+
+
+def _details_anchor(toc: Any) -> str | None:
+    found = None
+    for item in toc or ():
+        if isinstance(item, AnchorLink) and item.level <= 2 and item.title == "Record details":
+            found = item.id
+        for child in item.children or ():
+            if isinstance(child, AnchorLink) and child.level == 2 and child.title == "Record details":
+                found = child.id
+    return found
+
+
+def _toc_text(items: Any) -> str:
+    out: list[str] = []
+    for item in items or ():
+        if isinstance(item, AnchorLink):
+            out.append(item.title)
+            out.append(_toc_text(item.children))
+    return "\n".join(out)
+
+
+def _remove_outputs(site_dir: Path, paths: list[str]) -> None:
+    from memosite.site.output import remove_outputs
+
+    remove_outputs(site_dir, paths)
 
 
 def _refusal(findings: list[SecretFinding]) -> str:

@@ -99,11 +99,13 @@ def load_site_config(
     dev_addr: str | None = None,
     site_url: str | None = None,
     fallback_site_url: str | None = None,
+    site_name: str | None = None,
 ) -> MkDocsConfig:
     """The MkDocs configuration that publishes ``vault`` into ``site_dir``.
 
     Without ``config_file`` this is memosite's own site (the packaged ``mkdocs.yml`` with its
-    ``site_src``). The vault is always the one given here, whatever a config file says.
+    ``site_src``), named ``site_name`` or "<project> memory" (the one project published; "Project
+    memory" for several). The vault is always the one given here, whatever a config file says.
     ``site_url`` (where the site will be served) overrides the config's; Material's instant
     navigation and ``sitemap.xml`` need one; ``fallback_site_url`` is used when neither gives one.
     """
@@ -114,10 +116,14 @@ def load_site_config(
     if config_file is None:
         path = data_path("mkdocs.yml")
         overrides["docs_dir"] = str(data_path("site_src"))
+        published = list(projects) if projects else vault.projects()
+        overrides["site_name"] = site_name or (f"{published[0]} memory" if len(published) == 1 else "Project memory")
     else:
         path = Path(config_file)
         if not path.is_file():
             raise InvalidArguments(f"no MkDocs config at {path}")
+        if site_name:
+            overrides["site_name"] = site_name
     if strict:
         overrides["strict"] = True
     if dev_addr:
@@ -138,16 +144,32 @@ def load_site_config(
     return config
 
 
-def run_build(config: MkDocsConfig, *, dirty: bool = False, serve_url: str | None = None) -> list[str]:
-    """One MkDocs build of ``config``; returns its warnings, raises BuildError when it fails."""
+class _NoDirtyNotice(logging.Filter):
+    """memosite's builds are 'dirty' on purpose (the page cache decides what is rendered); MkDocs'
+    notice about it would count as a warning under --strict."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "'dirty' build is being performed" not in record.getMessage()
+
+
+def run_build(config: MkDocsConfig, *, dirty: bool = True, serve_url: str | None = None) -> list[str]:
+    """One MkDocs build of ``config``; returns its warnings, raises BuildError when it fails.
+
+    ``dirty`` lets the memosite plugin skip generated pages its cache already holds (MkDocs then
+    renders only pages it is told changed); the site directory is not emptied first."""
     from mkdocs.commands.build import build
     from mkdocs.exceptions import MkDocsException
 
+    quiet = _NoDirtyNotice()
+    logger = logging.getLogger("mkdocs.commands.build")
+    logger.addFilter(quiet)
     with _collect_mkdocs_warnings() as warnings:
         try:
             build(config, dirty=dirty, serve_url=serve_url)
         except (MkDocsException, SystemExit) as exc:
             raise _failure(exc, warnings) from None
+        finally:
+            logger.removeFilter(quiet)
     return list(warnings)
 
 
@@ -169,6 +191,7 @@ def build_site(
     projects: Sequence[str] | None = None,
     site_url: str | None = None,
     fallback_site_url: str | None = None,
+    site_name: str | None = None,
 ) -> BuildResult:
     """Build the vault's site into ``out_dir``, replacing a previous build there only on success.
 
@@ -191,6 +214,7 @@ def build_site(
             projects=projects,
             site_url=site_url,
             fallback_site_url=fallback_site_url,
+            site_name=site_name,
         )
         warnings = run_build(config)
         plugin = memosite_plugin(config)

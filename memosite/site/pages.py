@@ -8,6 +8,7 @@ Paths are ``<prefix>/<project>/<kind dir>/<slug>.md`` for records and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import re
@@ -19,8 +20,10 @@ from typing import Any
 from memosite.errors import InvalidArguments
 from memosite.expiration import is_expired_iso
 from memosite.index import IndexEntry
-from memosite.kinds import DURABLE_KINDS, VIEW_FILES
+from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, parse_datetime, utc_now
+from memosite.site import changelog
+from memosite.site.dashboard import FeedSource, Overview, dashboard_page, overview_markdown
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
 
@@ -33,6 +36,9 @@ VIEW_TITLES = {
 }
 NAV_VIEW_ORDER = ("INDEX.md", "TRAPS.md", "DECISIONS.md", "PROMPTS.md", "SESSIONS.md")
 
+# The site shows this many rows of each view section; the Memory table holds every record.
+SITE_SECTION_ROWS = 100
+SEVERITIES = ("critical", "high", "medium", "low")
 _PREFIX_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _COMPILED_STAMP = re.compile(r"^> Last compiled: .*$", re.MULTILINE)
 
@@ -74,13 +80,22 @@ class PublishedRecord:
 
 @dataclass
 class SitePage:
-    """One virtual Markdown page of the memory section."""
+    """One virtual Markdown page of the memory section.
+
+    ``charts`` maps a placeholder paragraph of the Markdown to the SVG that replaces it once the
+    page is HTML (SVG is made here, escaped, and never passes through the sanitiser)."""
 
     src_uri: str
     markdown: str
-    role: str  # "record", "view" or "memory"
+    role: str  # "record", "view", "memory", "dashboard" or "changelog"
     title: str
     record: PublishedRecord | None = None
+    charts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def searchable(self) -> bool:
+        """Site search finds records: views, dashboards and the changelog are left out."""
+        return self.role == "record"
 
     @property
     def fingerprint(self) -> str:
@@ -98,6 +113,8 @@ class SiteContent:
     projects: list[str]
     records: list[PublishedRecord] = field(default_factory=list)
     pages: list[SitePage] = field(default_factory=list)
+    feeds: dict[str, FeedSource] = field(default_factory=dict)  # src_uri -> what the feed lists
+    overview: Overview | None = None
     _by_uri: dict[str, SitePage] = field(default_factory=dict, repr=False)
 
     @property
@@ -107,6 +124,10 @@ class SiteContent:
     @property
     def records_json_uri(self) -> str:
         return f"{self.prefix}/records.json"
+
+    @property
+    def feed_uri(self) -> str:
+        return f"{self.prefix}/feed.xml"
 
     def add(self, page: SitePage) -> None:
         self.pages.append(page)
@@ -144,10 +165,13 @@ class SiteContent:
 
 
 def nav_section(prefix: str, projects: Sequence[str], title: str = "Memory") -> dict[str, Any]:
-    """An MkDocs ``nav`` entry for the memory section: the Memory page and each project's views."""
+    """An MkDocs ``nav`` entry for the memory section: the Memory page and, per project, its home,
+    its changelog and its views."""
     children: list[Any] = [{"All records": f"{prefix}/index.md"}]
     for project in projects:
-        children.append({project: [{VIEW_TITLES[name]: f"{prefix}/{project}/{name}"} for name in NAV_VIEW_ORDER]})
+        pages = [{"Overview": f"{prefix}/{project}/index.md"}, {"What changed": f"{prefix}/{project}/CHANGES.md"}]
+        pages += [{VIEW_TITLES[name]: f"{prefix}/{project}/{name}"} for name in NAV_VIEW_ORDER]
+        children.append({project: pages})
     return {title: children}
 
 
@@ -176,16 +200,47 @@ def _linked(target: IndexEntry | None, here: str) -> dict[str, str] | None:
     return {"title": target.title, "link": posixpath.relpath(link_for(target), posixpath.dirname(here))}
 
 
+_ATX_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def body_without_title(body: str, title: str) -> str:
+    """The body, minus a first ``# heading`` that only repeats the record's title (the page has
+    its own H1)."""
+    text = body.lstrip("\n")
+    first, _, rest = text.partition("\n")
+    match = _ATX_HEADING.match(first)
+    if match and _one_line(match.group(1)) == _one_line(title):
+        return rest
+    return body
+
+
+def shown_status(entry: IndexEntry, inactive: Sequence[str]) -> str:
+    """The status a reader sees: "expired" once the record has expired, unless it already reads
+    as archived or superseded (the rule of the views, memosite.index.fragments.SHOWS_EXPIRED)."""
+    if "expired" in inactive and entry.status not in ("archived", "superseded"):
+        return "expired"
+    return entry.status
+
+
 def _record_context(record: PublishedRecord, by_id: dict[str, IndexEntry]) -> dict[str, Any]:
     entry = record.entry
     here = link_for(entry)
+    view = KIND_FACTS[entry.kind].views[0] if entry.kind in KIND_FACTS and KIND_FACTS[entry.kind].views else "INDEX.md"
     return {
         "title": entry.title,
         "id": entry.id,
         "project": entry.project,
         "kind": entry.kind,
         "status": entry.status,
+        "shown_status": shown_status(entry, record.inactive),
+        "view": view,
+        "view_title": VIEW_TITLES[view],
         "severity": entry.severity,
+        "severity_class": entry.severity if entry.severity in SEVERITIES else "unrated",
         "layer": entry.layer,
         "module": entry.module,
         "tags": entry.tags,
@@ -203,7 +258,7 @@ def _record_context(record: PublishedRecord, by_id: dict[str, IndexEntry]) -> di
         "superseded_by": _linked(by_id.get(entry.superseded_by or ""), here),
         "superseded_by_id": entry.superseded_by,
         "inactive": record.inactive,
-        "body": entry.body,
+        "body": body_without_title(entry.body, entry.title),
         "path": entry.path,
     }
 
@@ -219,39 +274,124 @@ def resolve_projects(vault: Vault, wanted: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(wanted))
 
 
+def _more_note(prefix_to_memory: str) -> Callable[[str, str, str, int, int], str]:
+    def note(section: str, project: str, kind: str, shown: int, total: int) -> str:
+        return (
+            f"\n\n*Showing the first {shown} of {total:,}. Every one of them is in the"
+            f" [Memory table]({prefix_to_memory}?project={project}&kind={kind}).*\n\n"
+        )
+
+    return note
+
+
+@dataclass
+class RecordMemo:
+    """What a long-running process (``serve``) keeps between builds: each published record's index
+    row and rendered page, so a rebuild reads and renders only the records that changed."""
+
+    entries: dict[str, dict[str, IndexEntry]] = field(default_factory=dict)  # project -> path -> entry
+    pages: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (context digest, markdown)
+    templates: str = ""
+
+    def refresh(self, vault: Vault, project: str) -> list[IndexEntry]:
+        """The project's durable records, re-reading only rows whose file changed."""
+        index = vault.index()
+        known = self.entries.get(project)
+        if known is None:
+            known = {e.path: e for e in index.entries(project, kinds=DURABLE_KINDS)}
+        else:
+            stats = index.file_stats(project)
+            for path in [p for p in known if p not in stats]:
+                del known[path]
+            for path, stamp in stats.items():
+                entry = known.get(path)
+                if entry is None or (entry.mtime_ns, entry.size) != stamp:
+                    fresh = index.by_path(path)
+                    if fresh is not None and fresh.kind in DURABLE_KINDS:
+                        known[path] = fresh
+                    else:
+                        known.pop(path, None)
+        self.entries[project] = known
+        return sorted(known.values(), key=lambda e: e.path)
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
 def collect_site_content(
     vault: Vault,
     *,
     prefix: str,
     projects: Iterable[str],
     now: datetime | None = None,
+    memo: RecordMemo | None = None,
+    section_rows: int | None = SITE_SECTION_ROWS,
 ) -> SiteContent:
     """The memory section's pages from the index (call ``refresh_project`` first to be current).
 
-    state and scratch records never get a page, exactly as they never appear in a view.
+    state and scratch records never get a page, exactly as they never appear in a view. With a
+    ``memo`` from the previous build, only changed records are read and rendered again.
     """
-    now_iso = format_iso(now or utc_now())
+    now = now or utc_now()
+    now_iso = format_iso(now)
     content = SiteContent(prefix=normalize_prefix(prefix), projects=list(projects))
     env = env_for(vault)
+    from memosite.views import templates_checksum_for
+
+    checksum = templates_checksum_for(vault)
+    memo = memo if memo is not None else RecordMemo()
+    if memo.templates != checksum:
+        memo.pages.clear()
+        memo.templates = checksum
     record_template = env.get_template("site/record.md.j2")
-    index = vault.index()
+    sources: list[FeedSource] = []
     for project in content.projects:
-        entries = index.entries(project, kinds=DURABLE_KINDS)
+        entries = memo.refresh(vault, project)
         by_id = {entry.id: entry for entry in entries}
-        for entry in sorted(entries, key=lambda e: e.path):
+        published: list[PublishedRecord] = []
+        for entry in entries:
             src_uri = f"{content.prefix}/{project}/{link_for(entry)}"
             record = PublishedRecord(entry, src_uri, inactive_reasons(entry, now_iso))
-            markdown = record_template.render(r=_record_context(record, by_id))
+            context = _record_context(record, by_id)
+            key = _digest(json.dumps(context, sort_keys=True, default=str, ensure_ascii=False))
+            cached = memo.pages.get(entry.path)
+            if cached is not None and cached[0] == key:
+                markdown = cached[1]
+            else:
+                markdown = record_template.render(r=context)
+                memo.pages[entry.path] = (key, markdown)
             content.add(SitePage(src_uri, markdown, "record", entry.title, record))
+            published.append(record)
+        more = _more_note("../index.md")
         for name in VIEW_FILES:
             content.add(
                 SitePage(
                     f"{content.prefix}/{project}/{name}",
-                    render_view(vault, project, name, now),
+                    render_view(vault, project, name, now, limit=section_rows, more=more),
                     "view",
                     f"{VIEW_TITLES[name]} — {project}",
                 )
             )
+        source = FeedSource.for_project(vault, project, published, now)
+        sources.append(source)
+        for page in dashboard_page(env, content.prefix, source, now):
+            content.add(page)
+        content.feeds[f"{content.prefix}/{project}/feed.xml"] = source
+    for path in [p for p in memo.pages if not any(p in known for known in memo.entries.values())]:
+        del memo.pages[path]
+    content.overview = Overview(content.prefix, sources, now)
+    content.feeds[content.feed_uri] = FeedSource.merged(sources)
     memory = env.get_template("site/memory.md.j2").render(projects=content.projects)
     content.add(SitePage(content.memory_uri, memory, "memory", "Memory"))
     return content
+
+
+__all__ = [
+    "RecordMemo",
+    "SiteContent",
+    "SitePage",
+    "changelog",
+    "collect_site_content",
+    "overview_markdown",
+]

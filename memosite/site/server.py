@@ -1,9 +1,10 @@
 """``memosite serve``: the site with live reload, kept current by the vault watcher.
 
-The first build is a full one. After that a record edit goes: watcher (debounced) -> index and
-views recompiled -> a dirty MkDocs build that re-renders only pages whose Markdown changed
-(the plugin completes the search index and ``records.json``) -> browsers reload. An edit of the
-site's own sources or its mkdocs.yml gets a full build.
+The first build takes every unchanged page from the page cache (a warm start). After that a
+record edit goes: watcher (debounced) -> index and views recompiled once -> a dirty MkDocs build
+that re-renders only pages whose key changed (the plugin keeps each record's row and page between
+builds, and completes the search index and ``records.json``) -> browsers reload. An edit of the
+site's own sources, its mkdocs.yml or the set of projects gets a full build.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class SiteServer:
         self._stopped = threading.Event()
         self._server: LiveReloadServer | None = None
         self._sources: list[Path] = []
-        self._stamp: tuple[tuple[str, int, int], ...] = ()
+        self._stamp: tuple[object, ...] = ()
         self._lock = threading.Lock()
         self._last_config: MkDocsConfig | None = None
 
@@ -137,21 +138,32 @@ class SiteServer:
         return config
 
     def build(self) -> None:
-        """Build the site: dirty when only the vault changed since the last build, else full."""
+        """Build the site: dirty (only changed pages, the rest from the page cache or the last
+        build) unless the site's own sources, its config or the set of projects changed."""
         with self._lock:
             config = self._config()
+            plugin = memosite_plugin(config)
             sources = [Path(config.docs_dir)]
             if config.config_file_path:
                 sources.append(Path(config.config_file_path))
-            stamp = _sources_stamp(sources)
-            dirty = self.builds > 0 and stamp == self._stamp
+            stamp = (_sources_stamp(sources), tuple(self._projects()))
+            full = self.builds > 0 and stamp != self._stamp
             if self._last_config is None:
                 # As `mkdocs serve` does: plugins that keep state between builds get told once.
                 config.plugins.on_startup(command="serve", dirty=False)
+            # After the first build the vault watcher has already recompiled what changed.
+            plugin.recompile_vault = self.builds == 0
             self._last_config = config
-            run_build(config, dirty=dirty, serve_url=self.url)
+            run_build(config, dirty=not full, serve_url=self.url)
             self._sources, self._stamp = sources, stamp
             self.builds += 1
+
+    def _projects(self) -> list[str]:
+        vault = Vault.open(self.vault_root, create=False)
+        try:
+            return vault.projects()
+        finally:
+            vault.close()
 
     def _vault_changed(self, batch: WatchBatch) -> None:
         if self._server is not None:

@@ -1,0 +1,209 @@
+"""The memory changelog: what changed in a project, week by week, and its Atom feed.
+
+Events come from the records themselves (created, updated, superseded, archived, expired), from
+the vault's tombstones (purged and forgotten files) and, when vault git is on, from its history
+(one event per commit that touched the project). The feed is Atom 1.0 (RFC 4287).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from memosite.expiration import is_expired_iso
+from memosite.index import IndexEntry
+from memosite.schema import parse_datetime
+from memosite.vault import Vault
+
+ACTIONS = ("created", "updated", "superseded", "archived", "expired", "purged", "committed")
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """One thing that happened to a project's memory."""
+
+    when: str  # ISO instant
+    project: str
+    action: str
+    kind: str
+    record_id: str
+    title: str
+    src_uri: str | None = None  # the record's page, when it still has one
+
+    @property
+    def week(self) -> str:
+        """The Monday (UTC) of the event's ISO week, ``YYYY-MM-DD``."""
+        return week_of(self.when)
+
+
+def week_of(moment: str) -> str:
+    try:
+        day = parse_datetime(moment).astimezone(UTC).date()
+    except ValueError:
+        return moment[:10]
+    return (day - timedelta(days=day.weekday())).isoformat()
+
+
+def record_events(
+    entries: Iterable[IndexEntry], src_uri: Callable[[IndexEntry], str], now_iso: str
+) -> list[ChangeEvent]:
+    """Created / updated / superseded / archived / expired events of the published records."""
+    events: list[ChangeEvent] = []
+    for entry in entries:
+        page = src_uri(entry)
+
+        def add(when: str | None, action: str, entry: IndexEntry = entry, page: str = page) -> None:
+            if when:
+                events.append(ChangeEvent(when, entry.project, action, entry.kind, entry.id, entry.title, page))
+
+        add(entry.created, "created")
+        if entry.status == "superseded":
+            add(entry.updated, "superseded")
+        elif entry.status == "archived":
+            add(entry.updated, "archived")
+        elif entry.updated and entry.updated != entry.created:
+            add(entry.updated, "updated")
+        if is_expired_iso(entry.expires_at, now_iso):
+            add(entry.expires_at, "expired")
+    return events
+
+
+def tombstone_events(vault: Vault, project: str) -> list[ChangeEvent]:
+    """Files removed from the project (gc purges, ``forget --purge``), from ``tombstones.jsonl``."""
+    events = []
+    for stone in vault.read_tombstones():
+        if stone.get("project") != project or not stone.get("deletedAt"):
+            continue
+        record_id = str(stone.get("id", ""))
+        reason = str(stone.get("reason") or "purged")
+        title = f"{record_id} ({reason})" if reason not in ("purged", "purge") else record_id
+        events.append(
+            ChangeEvent(str(stone["deletedAt"]), project, "purged", str(stone.get("kind", "")), record_id, title)
+        )
+    return events
+
+
+def git_events(vault: Vault, project: str, *, limit: int = 500) -> list[ChangeEvent]:
+    """Vault-git commits that touched the project (only when vault git is on and git works)."""
+    if not vault.config.git_enabled or not (vault.root / ".git").exists():
+        return []
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(vault.root), "log", f"-{limit}", "--format=%H%x1f%cI%x1f%s", "--", f"projects/{project}"],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    events = []
+    for line in done.stdout.splitlines():
+        parts = line.split("\x1f")
+        if len(parts) != 3:
+            continue
+        sha, when, subject = parts
+        try:
+            instant = parse_datetime(when).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        except ValueError:
+            continue
+        events.append(ChangeEvent(instant, project, "committed", "commit", sha[:12], subject))
+    return events
+
+
+def newest_first(events: Iterable[ChangeEvent]) -> list[ChangeEvent]:
+    return sorted(events, key=lambda e: (e.when, ACTIONS.index(e.action), e.record_id), reverse=True)
+
+
+def by_week(events: Sequence[ChangeEvent]) -> list[tuple[str, list[ChangeEvent]]]:
+    """``(monday, events)`` newest week first; events newest first within a week."""
+    weeks: dict[str, list[ChangeEvent]] = {}
+    for event in newest_first(events):
+        weeks.setdefault(event.week, []).append(event)
+    return sorted(weeks.items(), reverse=True)
+
+
+def weekly_counts(events: Sequence[ChangeEvent], actions: Sequence[str], weeks: Sequence[str]) -> list[int]:
+    wanted = set(actions)
+    counts = dict.fromkeys(weeks, 0)
+    for event in events:
+        if event.action in wanted and event.week in counts:
+            counts[event.week] += 1
+    return [counts[w] for w in weeks]
+
+
+def last_weeks(now: datetime, count: int) -> list[str]:
+    """The Mondays of the last ``count`` ISO weeks, oldest first (the current week last)."""
+    monday = now.astimezone(UTC).date() - timedelta(days=now.astimezone(UTC).weekday())
+    return [(monday - timedelta(weeks=n)).isoformat() for n in range(count - 1, -1, -1)]
+
+
+def _atom_time(moment: str) -> str:
+    try:
+        return parse_datetime(moment).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return "1970-01-01T00:00:00Z"
+
+
+def atom_feed(
+    *,
+    title: str,
+    feed_id: str,
+    self_url: str,
+    site_url: str,
+    events: Sequence[ChangeEvent],
+    url_for: Callable[[str], str],
+    now: datetime,
+    limit: int = 50,
+) -> str:
+    """An Atom 1.0 feed of the newest ``limit`` events (``url_for`` maps a page's src_uri to its
+    URL; URLs may be relative to the feed, ``xml:base`` says against what)."""
+    newest = newest_first(events)[:limit]
+    updated = _atom_time(newest[0].when) if newest else now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        f'<feed xmlns="http://www.w3.org/2005/Atom" xml:base={quoteattr(self_url)}>',
+        f"  <title>{escape(title)}</title>",
+        f"  <id>{escape(feed_id)}</id>",
+        f"  <updated>{updated}</updated>",
+        f'  <link rel="self" type="application/atom+xml" href={quoteattr(self_url)}/>',
+        f'  <link rel="alternate" type="text/html" href={quoteattr(site_url)}/>',
+        "  <author><name>memosite</name></author>",
+        '  <generator uri="https://pypi.org/project/memosite/">memosite</generator>',
+    ]
+    for event in newest:
+        link = url_for(event.src_uri) if event.src_uri else site_url
+        entry_id = f"{feed_id}:{event.project}:{event.kind}:{event.record_id}:{event.action}:{event.when}"
+        summary = f"{event.kind} {event.record_id} {event.action} in {event.project}"
+        lines += [
+            "  <entry>",
+            f"    <title>{escape(event.action.capitalize())}: {escape(event.title)}</title>",
+            f"    <id>{escape(entry_id)}</id>",
+            f"    <updated>{_atom_time(event.when)}</updated>",
+            f'    <link rel="alternate" type="text/html" href={quoteattr(link)}/>',
+            f"    <category term={quoteattr(event.action)}/>",
+            f"    <summary>{escape(summary)}</summary>",
+            "  </entry>",
+        ]
+    lines.append("</feed>")
+    return "\n".join(lines) + "\n"
+
+
+def conflict_files(vault: Vault, project: str) -> list[str]:
+    """Sync conflict sidecars (``*.conflict.*``) waiting in the project's record directories."""
+    from memosite.kinds import RECORD_DIRS
+    from memosite.vault import CONFLICT_MARK
+
+    found: list[str] = []
+    base = vault.project_dir(project)
+    for subdir in RECORD_DIRS:
+        directory = base / subdir
+        if directory.is_dir() and not directory.is_symlink():
+            found += sorted(vault.relative(Path(p)) for p in directory.iterdir() if CONFLICT_MARK in p.name)
+    return found

@@ -1,0 +1,250 @@
+"""The pages a reader opens first: each project's home (counts, recent changes, the traps that
+matter, what needs attention, charts), its "What changed" page, the site-wide overview, and the
+Atom feeds built from the same events.
+
+Every figure is computed here from the published records with the rules the views use (expiry,
+flagged stale, "reads as expired"), so a dashboard never disagrees with a view.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+from memosite.kinds import DURABLE_KINDS, KIND_FACTS
+from memosite.schema import format_iso
+from memosite.site import changelog
+from memosite.site.charts import horizontal_bars, weekly_bars
+from memosite.vault import Vault
+
+if TYPE_CHECKING:
+    from memosite.site.pages import PublishedRecord, SitePage
+
+CHART_WEEKS = 12
+SEVERITY_ORDER = ("critical", "high", "medium", "low")
+STATUS_COLUMNS = ("active", "expired", "paused", "shipped", "completed", "superseded", "archived")
+
+
+@dataclass
+class FeedSource:
+    """One project's published records and change events (or several projects' merged)."""
+
+    project: str | None
+    records: list[PublishedRecord]
+    events: list[changelog.ChangeEvent]
+    conflicts: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_project(cls, vault: Vault, project: str, records: list[PublishedRecord], now: datetime) -> FeedSource:
+        by_entry = {id(r.entry): r.src_uri for r in records}
+        events = changelog.record_events([r.entry for r in records], lambda e: by_entry[id(e)], format_iso(now))
+        events += changelog.tombstone_events(vault, project)
+        events += changelog.git_events(vault, project)
+        return cls(project, records, events, changelog.conflict_files(vault, project))
+
+    @classmethod
+    def merged(cls, sources: Sequence[FeedSource]) -> FeedSource:
+        return cls(
+            None,
+            [r for s in sources for r in s.records],
+            [e for s in sources for e in s.events],
+            [c for s in sources for c in s.conflicts],
+        )
+
+
+@dataclass
+class Overview:
+    """The site-wide overview, placed into a page holding ``<!-- memosite:overview -->``."""
+
+    prefix: str
+    sources: list[FeedSource]
+    now: datetime
+
+
+def _shown(record: PublishedRecord) -> str:
+    from memosite.site.pages import shown_status
+
+    return shown_status(record.entry, record.inactive)
+
+
+def _live(record: PublishedRecord) -> bool:
+    return record.entry.status == "active" and "expired" not in record.inactive
+
+
+def _link(src_uri: str, base: str) -> str:
+    return posixpath.relpath(src_uri, base or ".")
+
+
+def project_stats(source: FeedSource, now: datetime, base: str) -> dict[str, Any]:
+    """What a project's home shows, with links relative to ``base`` (the page's directory)."""
+    records = source.records
+    counts: dict[str, Counter[str]] = {kind: Counter() for kind in DURABLE_KINDS}
+    for record in records:
+        counts[record.entry.kind][_shown(record)] += 1
+    columns = [c for c in STATUS_COLUMNS if any(counts[k][c] for k in counts)]
+    table = [
+        {"kind": KIND_FACTS[k].title, "total": sum(counts[k].values()), "by": [counts[k][c] for c in columns]}
+        for k in DURABLE_KINDS
+        if counts[k]
+    ]
+    now_iso = format_iso(now)
+    since = {days: format_iso(now - timedelta(days=days)) for days in (7, 30)}
+    changed = [e for e in source.events if e.action != "committed" and e.when <= now_iso]
+    recent = {days: Counter(e.action for e in changed if e.when >= start) for days, start in since.items()}
+    traps = [r for r in records if r.entry.kind == "trap" and _live(r)]
+
+    def item(record: PublishedRecord, figure: str) -> dict[str, str]:
+        return {"title": record.entry.title, "link": _link(record.src_uri, base), "figure": figure}
+
+    recurring = sorted(traps, key=lambda r: (-(r.entry.occurrences or 1), r.entry.title))[:5]
+    recalled = sorted([r for r in traps if r.entry.hits], key=lambda r: (-r.entry.hits, r.entry.title))[:5]
+    stale = [r for r in records if r.entry.is_stale_flagged and "superseded" not in r.inactive]
+    review = [r for r in records if r.entry.kind == "review" and _live(r)]
+    latest = [
+        {
+            "when": e.when[:10],
+            "action": e.action,
+            "kind": e.kind,
+            "title": e.title,
+            "link": _link(e.src_uri, base) if e.src_uri else None,
+        }
+        for e in changelog.newest_first(changed)[:10]
+    ]
+    return {
+        "columns": columns,
+        "table": table,
+        "total": len(records),
+        "live": sum(1 for r in records if _live(r)),
+        "recent": recent,
+        "latest": latest,
+        "recurring": [item(r, f"{r.entry.occurrences or 1}×") for r in recurring],
+        "recalled": [item(r, f"{r.entry.hits} hits") for r in recalled],
+        "stale": [item(r, f"{r.entry.stale} stale / {r.entry.helpful} helpful") for r in stale[:10]],
+        "stale_count": len(stale),
+        "review": [item(r, r.entry.updated[:10] if r.entry.updated else "") for r in review[:10]],
+        "review_count": len(review),
+        "conflicts": source.conflicts,
+    }
+
+
+def charts(source: FeedSource, now: datetime, token: str) -> dict[str, str]:
+    """The home's charts, keyed by the placeholder paragraph each replaces."""
+    weeks = changelog.last_weeks(now, CHART_WEEKS)
+    records = [e for e in source.events if e.kind != "log" and e.action in ("created", "updated")]
+    logs = [e for e in source.events if e.kind == "log" and e.action in ("created", "updated")]
+    traps = [r for r in source.records if r.entry.kind == "trap" and _live(r)]
+    severity = Counter(r.entry.severity or "unrated" for r in traps)
+    layers = Counter(r.entry.layer or "other" for r in traps)
+    order = [s for s in (*SEVERITY_ORDER, "unrated") if severity[s]]
+    return {
+        f"{token}-activity": weekly_bars(
+            "Activity per week",
+            weeks,
+            [
+                ("records changed", changelog.weekly_counts(records, ("created", "updated"), weeks)),
+                ("log events", changelog.weekly_counts(logs, ("created", "updated"), weeks)),
+            ],
+        ),
+        f"{token}-severity": horizontal_bars(
+            "Live traps by severity",
+            [(s, severity[s]) for s in order],
+            css=[f"memosite-chart__bar--{s}" for s in order],
+        ),
+        f"{token}-layer": horizontal_bars("Live traps by layer", layers.most_common(8)),
+    }
+
+
+def dashboard_page(env: jinja2.Environment, prefix: str, source: FeedSource, now: datetime) -> list[SitePage]:
+    """A project's home page and its "What changed" page."""
+    from memosite.site.pages import SitePage
+
+    project = source.project or ""
+    base = f"{prefix}/{project}"
+    token = f"MEMOSITECHART{project.replace('-', '').replace('.', '').replace('_', '')}"
+    figures = charts(source, now, token)
+    home = env.get_template("site/dashboard.md.j2").render(
+        project=project, stats=project_stats(source, now, base), charts=list(figures), now=format_iso(now)
+    )
+    weeks = [(week, [_event(e, base) for e in events]) for week, events in changelog.by_week(source.events)]
+    changes = env.get_template("site/changelog.md.j2").render(project=project, weeks=weeks)
+    return [
+        SitePage(f"{base}/index.md", home, "dashboard", f"{project} — overview", charts=figures),
+        SitePage(f"{base}/CHANGES.md", changes, "changelog", f"What changed — {project}"),
+    ]
+
+
+def _event(event: changelog.ChangeEvent, base: str) -> dict[str, Any]:
+    return {
+        "when": event.when[:16].replace("T", " "),
+        "action": event.action,
+        "kind": event.kind,
+        "id": event.record_id,
+        "title": event.title,
+        "link": _link(event.src_uri, base) if event.src_uri else None,
+    }
+
+
+def overview_markdown(env: jinja2.Environment, overview: Overview, page_dir: str) -> tuple[str, dict[str, str]]:
+    """The site-wide overview for a page in ``page_dir``, and its charts."""
+    merged = FeedSource.merged(overview.sources)
+    projects = []
+    for source in overview.sources:
+        stats = project_stats(source, overview.now, page_dir)
+        projects.append(
+            {
+                "name": source.project,
+                "home": _link(f"{overview.prefix}/{source.project}/index.md", page_dir),
+                "changes": _link(f"{overview.prefix}/{source.project}/CHANGES.md", page_dir),
+                "total": stats["total"],
+                "live": stats["live"],
+                "week": sum(stats["recent"][7].values()),
+                "stale": stats["stale_count"],
+                "review": stats["review_count"],
+            }
+        )
+    figures = charts(merged, overview.now, "MEMOSITECHARTSITE")
+    text = env.get_template("site/overview.md.j2").render(
+        projects=projects,
+        stats=project_stats(merged, overview.now, page_dir),
+        charts=list(figures),
+        memory=_link(f"{overview.prefix}/index.md", page_dir),
+        feed=_link(f"{overview.prefix}/feed.xml", page_dir),
+    )
+    return text, figures
+
+
+def render_feed(
+    source: FeedSource,
+    *,
+    src_uri: str,
+    site_name: str,
+    site_url: str | None,
+    url_for: Callable[[str], str],
+    now: datetime,
+) -> str:
+    """The Atom feed at ``src_uri``; with ``site_url`` its links are absolute."""
+    feed_url = url_for(src_uri)
+    base = (site_url or "").rstrip("/") + "/" if site_url else ""
+    self_url = base + feed_url if base else posixpath.basename(feed_url)
+    feed_dir = posixpath.dirname(feed_url)
+
+    def page_url(uri: str) -> str:
+        url = url_for(uri)
+        return base + url if base else posixpath.relpath(url or ".", feed_dir or ".")
+
+    name = source.project or "all projects"
+    return changelog.atom_feed(
+        title=f"{site_name}: what changed in {name}",
+        feed_id=f"urn:memosite:{source.project or 'site'}",
+        self_url=self_url,
+        site_url=base or "./",
+        events=source.events,
+        url_for=page_url,
+        now=now,
+    )
