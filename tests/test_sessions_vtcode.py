@@ -233,3 +233,12 @@ def test_a_session_written_into_a_vtcode_root_is_one_vtcode_lists(workspace: Pat
     pack_session(vault, "demo", "memosite-run", root=root)
     assert verify_session(vault, "demo", "memosite-run", root=root).ok
     assert (paths.dir / "derived" / "audit-pack.json").is_file()
+
+
+def test_a_vault_session_named_by_dir_shares_the_lock_of_its_id(vault: Vault) -> None:
+    from memosite.sessions.paths import sessions_root
+    from memosite.sessions.session import session_lock_path
+
+    own = session_lock_path(vault, "demo", "s1")
+    assert session_lock_path(vault, "demo", "s1", sessions_root(vault, "demo")) == own
+    assert session_lock_path(vault, "demo", "s1", Path("elsewhere")) != own

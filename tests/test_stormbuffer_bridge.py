@@ -235,3 +235,23 @@ def test_export_to_the_global_store_writes_global_records(vault: Vault, tmp_path
     result = export_project(vault, "demo", target.path)
     assert result.project_id is None and len(result.records) == 1
     assert [item.record.scope for item in target.records()] == ["global"]
+
+
+def test_records_with_other_uuid_spellings_import_under_their_canonical_id(vault: Vault, tmp_path: Path) -> None:
+    store = Store.init(tmp_path / "spell" / ".sbuf")
+    older = store.add(kind="fact", title="Older", body="older\n", access="human", now=NOW).record
+    text = (CORPUS / "valid" / "id-unhyphenated.md").read_text(encoding="utf-8")
+    text = text.replace("project:ledger", store.scope).replace(
+        "{0198c0de-1000-7000-8000-000000000002}", older.id.upper()
+    )
+    (store.path / "records" / "spelled.md").write_text(text, encoding="utf-8")
+    result = import_store(vault, "demo", store)
+    ids = {item.id for item in result.records}
+    assert "0198c0de-1000-7000-8000-000000000005" in ids
+    found = get_record(vault, "demo", record_id="0198c0de-1000-7000-8000-000000000005")
+    assert found.frontmatter["stormbuffer"]["id"] == "0198C0DE100070008000000000000005"
+    before = (store.path / "records" / "spelled.md").read_bytes()
+    exported = export_project(vault, "demo", store.path)
+    assert (exported.records, exported.unchanged) == ([], 2)  # same record, whatever its spelling
+    assert (store.path / "records" / "spelled.md").read_bytes() == before
+    assert sorted(p.name for p in (store.path / "records").glob("*.md")) == sorted([f"{older.key}.md", "spelled.md"])

@@ -43,7 +43,7 @@ from memosite.stormbuffer.model import (
     validate_record,
 )
 from memosite.stormbuffer.store import STORE_FILE, Store
-from memosite.stormbuffer.values import is_canonical_project_id, is_control, rust_trim
+from memosite.stormbuffer.values import is_canonical_project_id, is_control, parse_uuid, rust_trim
 from memosite.vault import Vault, atomic_write_text
 
 SIDECAR_DIR = "memosite"
@@ -99,7 +99,7 @@ class BridgeResult:
 
 
 def sidecar_path(store: Store, record_id: str) -> Path:
-    return store.path / SIDECAR_DIR / f"{record_id.lower()}.json"
+    return store.path / SIDECAR_DIR / f"{parse_uuid(record_id) or record_id.lower()}.json"
 
 
 def read_sidecar(store: Store, record_id: str) -> Sidecar | None:
@@ -161,7 +161,7 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
             )
             result.records.append(
                 BridgedRecord(
-                    planned.record.id,
+                    planned.record.key,
                     planned.record.kind,
                     planned.kind,
                     written.status,
@@ -275,7 +275,7 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
                 result.unchanged += 1
                 continue
             result.records.append(
-                BridgedRecord(item.record.id, item.record.kind, item.memosite_kind, item.record.status, str(written))
+                BridgedRecord(item.record.key, item.record.kind, item.memosite_kind, item.record.status, str(written))
             )
     return result
 

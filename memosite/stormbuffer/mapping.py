@@ -90,7 +90,7 @@ def superseded_by_map(records: Iterable[StormRecord]) -> dict[str, str]:
     for record in ordered:
         for old in record.superseded_keys:
             if status.get(old) == "superseded":
-                result[old] = record.id
+                result[old] = record.key
     return result
 
 
@@ -112,7 +112,7 @@ def memosite_view(record: StormRecord, superseded_by: str | None = None) -> dict
     # that never had a block.
     block["sources"] = [source.to_json() for source in record.sources]
     view: dict[str, Any] = {
-        "id": record.id,
+        "id": record.key,
         "kind": KIND_TO_MEMOSITE[record.kind],
         "title": record.title,
         "status": STATUS_TO_MEMOSITE[record.status],
