@@ -375,3 +375,25 @@ def test_validate_reports_every_problem_with_file_and_field(store: Store) -> Non
     assert report.checked == 3
     found = {(Path(p.path).name, p.field) for p in report.problems}
     assert found == {("anything.md", "access"), ("anything.md", "mood")}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        Source(kind="conversation", reference="chat", actor="Inference"),
+        Source(kind="url", reference="inference://guess", actor="agent"),
+        Source(kind="document", reference="inference:hunch", actor="agent"),
+    ],
+)
+def test_inference_is_not_provenance_as_in_stormbuffer(store: Store, source: Source) -> None:
+    with pytest.raises(InvalidArguments, match="inference"):
+        store.add(kind="fact", title="Guess", body="a guess\n", sources=[source])
+    assert list(store.record_files()) == []
+    proposal = store.add(kind="fact", title="Fine", body="fine\n")
+    path = proposal.path
+    path.write_text(
+        path.read_text(encoding="utf-8").replace('actor = "agent"', 'actor = "inference"'), encoding="utf-8"
+    )
+    with pytest.raises(InvalidArguments, match="inference"):
+        store.promote(proposal.record.id)
+    assert store.get(proposal.record.id).record.status == "candidate"

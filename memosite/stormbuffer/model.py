@@ -338,6 +338,17 @@ def validate_record(record: StormRecord) -> StormRecord:
     return record
 
 
+def check_provenance(record: StormRecord) -> None:
+    """Refuse sources Stormbuffer does not take as provenance when a record is proposed, approved
+    or supersedes another: an ``inference`` actor or an ``inference:`` reference."""
+    for position, source in enumerate(record.sources):
+        if source.actor.lower() == "inference" or source.reference.startswith(("inference:", "inference://")):
+            raise InvalidArguments(
+                f"invalid sources[{position}]: unsupported inference cannot be used as provenance",
+                details={"field": f"sources[{position}]"},
+            )
+
+
 def source_from_json(data: Mapping[str, Any], position: int = 0) -> Source:
     """A :class:`Source` from a mapping, checked like a frontmatter ``[[sources]]`` table."""
     check = _Checker()

@@ -31,7 +31,7 @@ from memosite.stormbuffer import lifecycle
 from memosite.stormbuffer.codec import decode_record_bytes, parse_record, render_record
 from memosite.stormbuffer.locate import STORE_DIR_NAME, find_store, global_store_dir, resolve_store_dir
 from memosite.stormbuffer.lock import mutation_lock, write_pair
-from memosite.stormbuffer.model import Source, StormRecord, validate_record
+from memosite.stormbuffer.model import Source, StormRecord, check_provenance, validate_record
 from memosite.stormbuffer.storefile import RECORDS_DIR, STORE_FILE, StoreInfo, project_name_problem, read_store_config
 from memosite.stormbuffer.values import Timestamp, new_uuid, parse_uuid
 from memosite.vault import atomic_write_text
@@ -283,6 +283,7 @@ class Store:
             )
         )
         self.check_scope(record.scope)
+        check_provenance(record)
         assert_no_secrets(body, record.frontmatter())
         with self.lock():
             path = self.new_record_path(record.id)
@@ -315,6 +316,8 @@ class Store:
         with self.lock():
             item = self.get(record_id)
             status = lifecycle.check_operation(item.record.key, operation, item.record.status)
+            if operation == "promote":
+                check_provenance(item.record)  # sbuf re-checks a candidate's sources on approval
             changed = item.record.evolve(status=status, updated_at=_touched_at(item.record, now))
             if operation == "promote" and len(changed.supersedes) == 1:
                 # Promoting a proposed replacement retires the record it replaces (sbuf's approve).
@@ -352,6 +355,7 @@ class Store:
                     details={"field": "by"},
                 )
             lifecycle.check_operation(older.record.key, "supersede", older.record.status)
+            check_provenance(newer.record)
             new_record = newer.record
             if older.record.key not in new_record.superseded_keys:
                 new_record = new_record.evolve(
