@@ -39,7 +39,11 @@ COMMANDS: dict[str, str] = {
     "serve": "memosite.cli.site:serve",
     "watch": "memosite.cli.site:watch",
     "publish": "memosite.cli.site:publish",
+    "export-docs": "memosite.cli.export:export_docs",
     "stormbuffer": "memosite.cli.stormbuffer:stormbuffer",
+    "sync": "memosite.cli.sync:sync",
+    "conflicts": "memosite.cli.sync:conflicts",
+    "resolve": "memosite.cli.sync:resolve",
 }
 
 

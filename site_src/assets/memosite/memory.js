@@ -38,6 +38,7 @@
     } else if (state.hideExpired && expiredAt(record, now)) {
       return false;
     }
+    if (state.project && record.project !== state.project) return false;
     if (state.kind && record.kind !== state.kind) return false;
     if (state.status && record.status !== state.status) return false;
     if (state.severity && record.severity !== state.severity) return false;
@@ -91,6 +92,7 @@
     parent.appendChild(span);
   }
 
+  /* Chips and row styles say what was true at the moment the table shows: As of, else now. */
   function renderRow(record, base, now) {
     var row = document.createElement("tr");
     row.dataset.id = record.id;
@@ -137,9 +139,56 @@
     return order ? values.sort(function (a, b) { return (order[b] || 0) - (order[a] || 0); }) : values.sort();
   }
 
+  var FILTERS = ["q", "project", "kind", "status", "severity", "asOf"];
+
+  /* Filters live in the address (?kind=trap&asOf=2026-01-31...), so a view can be shared. */
+  function restoreFilters(form, sort, params) {
+    FILTERS.forEach(function (name) {
+      var value = params.get(name);
+      if (value === null) return;
+      var field = form.elements[name];
+      if (field.tagName === "SELECT" && !Array.prototype.some.call(field.options, function (o) { return o.value === value; })) {
+        var option = document.createElement("option");
+        option.value = value;
+        option.textContent = value;
+        field.appendChild(option);
+      }
+      field.value = value;
+    });
+    if (params.get("hideExpired") === "0") form.elements.hideExpired.checked = false;
+    if (params.get("sort")) sort.key = params.get("sort");
+    if (params.get("dir") === "ascending" || params.get("dir") === "descending") sort.direction = params.get("dir");
+  }
+
+  function saveFilters(form, sort) {
+    var params = new URLSearchParams(window.location.search);
+    FILTERS.forEach(function (name) {
+      var value = form.elements[name].value.trim();
+      if (value) params.set(name, value);
+      else params.delete(name);
+    });
+    if (form.elements.hideExpired.checked) params.delete("hideExpired");
+    else params.set("hideExpired", "0");
+    if (sort.key !== "updated" || sort.direction !== "descending") {
+      params.set("sort", sort.key);
+      params.set("dir", sort.direction);
+    } else {
+      params.delete("sort");
+      params.delete("dir");
+    }
+    var query = params.toString();
+    var url = window.location.pathname + (query ? "?" + query : "") + window.location.hash;
+    try {
+      window.history.replaceState(window.history.state, "", url);
+    } catch (error) {
+      /* file:// pages may refuse; the filters still work */
+    }
+  }
+
   function readState(form, sort) {
     return {
       query: form.elements.q.value.trim(),
+      project: form.elements.project.value,
       kind: form.elements.kind.value,
       status: form.elements.status.value,
       severity: form.elements.severity.value,
@@ -156,6 +205,7 @@
     var body = container.querySelector("tbody");
     var count = container.querySelector(".memosite-memory__count");
     var headers = container.querySelectorAll("th[data-sort]");
+    var empty = container.querySelector(".memosite-memory__empty");
     var source = new URL(container.dataset.records || "records.json", window.location.href);
     var sort = { key: "updated", direction: "descending" };
     var records = [];
@@ -163,12 +213,21 @@
     function render() {
       var now = Date.now();
       var state = readState(form, sort);
+      var moment = state.asOf !== null ? state.asOf : now;
       var shown = records.filter(function (record) { return visible(record, state, now); });
       shown.sort(compare(state.sortKey, state.sortDirection));
       var fragment = document.createDocumentFragment();
-      shown.forEach(function (record) { fragment.appendChild(renderRow(record, source, now)); });
+      shown.forEach(function (record) { fragment.appendChild(renderRow(record, source, moment)); });
       body.replaceChildren(fragment);
-      count.textContent = "Showing " + shown.length + " of " + records.length + " records";
+      count.textContent = "Showing " + shown.length + " of " + records.length + " records" +
+        (state.asOf !== null ? " as of " + form.elements.asOf.value : "");
+      if (empty) {
+        empty.hidden = shown.length > 0;
+        empty.textContent = records.length === 0
+          ? "No records have been published yet."
+          : "No records match these filters. Clear a filter, pick another As of date or switch off Hide expired.";
+      }
+      saveFilters(form, sort);
       headers.forEach(function (th) {
         if (th.dataset.sort === sort.key) th.setAttribute("aria-sort", sort.direction);
         else th.removeAttribute("aria-sort");
@@ -203,14 +262,24 @@
       })
       .then(function (data) {
         records = Array.isArray(data.records) ? data.records : [];
+        fillOptions(form.elements.project, distinct(records, "project"));
         fillOptions(form.elements.kind, distinct(records, "kind"));
         fillOptions(form.elements.status, distinct(records, "status"));
         fillOptions(form.elements.severity, distinct(records, "severity", SEVERITY_ORDER));
+        restoreFilters(form, sort, new URLSearchParams(window.location.search));
         container.dataset.memositeLoaded = "true";
         render();
       })
       .catch(function (error) {
-        count.textContent = "Could not load the records (" + error.message + ").";
+        container.dataset.memositeFailed = "true";
+        if (window.location.protocol === "file:") {
+          count.textContent = "This page was opened from a file (file://), and browsers do not let a page " +
+            "read records.json from disk, so the table cannot be filled here. Serve the site folder instead " +
+            "(for example `python3 -m http.server` inside it, or `memosite serve`) and open it over http://. " +
+            "The project pages linked below list every record without it.";
+        } else {
+          count.textContent = "Could not load the records (" + error.message + ").";
+        }
       });
   }
 

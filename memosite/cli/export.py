@@ -1,0 +1,34 @@
+"""``memosite export-docs``: the memory section as plain Markdown for MkDocs, Zensical and friends."""
+
+from __future__ import annotations
+
+import click
+
+from memosite.cli._common import App, vault_options
+
+
+@click.command("export-docs")
+@click.argument("directory", metavar="DIR")
+@click.option("--prefix", default="memory", show_default=True, help="Folder (and URL prefix) of the memory section.")
+@vault_options
+def export_docs(app: App, directory: str, prefix: str) -> None:
+    """Write the memory section into the docs folder DIR as plain Markdown pages.
+
+    Records, views, project homes, What changed pages, the Memory page, records.json, the Atom
+    feeds and the Memory page's assets, checked for secrets first. Any Material-compatible
+    generator (plain MkDocs, Zensical) builds them without memosite's plugin; add the two asset
+    lines this command prints to the site's config. Publishes every project (only --project if
+    you name it).
+    """
+    from memosite.site.export import export_docs as run
+
+    result = run(app.vault, directory, prefix=prefix, projects=[app.project] if app.project_arg else None)
+    payload = result.to_json()
+    app.emit(
+        payload,
+        f"exported {result.records} records of {', '.join(result.projects) or 'no projects'} into"
+        f" {result.directory}/{result.prefix} ({len(result.files)} files)\n"
+        "add to mkdocs.yml (plain MkDocs or Zensical):\n"
+        f"  extra_css: [{payload['extra_css'][0]}]\n"
+        f"  extra_javascript: [{payload['extra_javascript'][0]}]",
+    )

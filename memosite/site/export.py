@@ -1,0 +1,224 @@
+"""``memosite export-docs DIR``: the memory section as plain Markdown for any Material-compatible
+generator (plain MkDocs, Zensical), without memosite's plugin.
+
+The export holds the same pages the plugin generates (records, views, project homes and
+changelogs, the Memory page), ``records.json``, the Atom feeds and the Memory page's assets.
+Agent-written Markdown cannot be sanitised as HTML here (the generator renders it later), so it
+is neutralised as Markdown: raw HTML becomes text and links whose scheme is not http(s), mailto or
+relative become text, which leaves the generator nothing to render that the plugin's sanitiser
+would remove. Every file is secret-scanned, exactly as a build's output is, before anything is
+written; a finding writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memosite.errors import InvalidArguments, SafetyViolation
+from memosite.indexing import ensure_index
+from memosite.resources import data_path
+from memosite.schema import utc_now
+from memosite.site.cache import Scanner
+from memosite.site.dashboard import render_feed
+from memosite.site.destination import check_destination
+from memosite.site.pages import SiteContent, collect_site_content, normalize_prefix, resolve_projects
+from memosite.vault import Vault
+from memosite.watch import recompile_projects
+
+MANIFEST = ".memosite-export.json"
+ASSETS = ("assets/memosite/memory.css", "assets/memosite/memory.js")
+_FENCE = re.compile(r"^(\s*)(```+|~~~+)")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(\s*([^)\s]*)([^)]*)\)")
+_SAFE_SCHEME = re.compile(r"^(?:https?:|mailto:|#|\.{0,2}/|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
+
+
+@dataclass
+class ExportResult:
+    directory: str
+    prefix: str
+    projects: list[str]
+    records: int
+    files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "prefix": self.prefix,
+            "projects": self.projects,
+            "records": self.records,
+            "files": len(self.files),
+            "extra_css": [ASSETS[0]],
+            "extra_javascript": [ASSETS[1]],
+        }
+
+
+def _neutralise_line(line: str) -> str:
+    pieces = []
+    last = 0
+    for match in _CODE_SPAN.finditer(line):
+        pieces.append(_neutralise_text(line[last : match.start()]))
+        pieces.append(match.group(0))
+        last = match.end()
+    pieces.append(_neutralise_text(line[last:]))
+    return "".join(pieces)
+
+
+def _neutralise_text(text: str) -> str:
+    text = text.replace("<", "&lt;")
+
+    def link(match: re.Match[str]) -> str:
+        target = match.group(3)
+        if _SAFE_SCHEME.match(target):
+            return match.group(0)
+        return f"{match.group(2)} ({target.replace(':', '&#58;')})"
+
+    return _LINK.sub(link, text)
+
+
+def neutralise_markdown(text: str) -> str:
+    """Markdown whose raw HTML shows as text and whose unsafe links are plain text; code blocks
+    and code spans are left as they are (Markdown already shows them literally)."""
+    out = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if fence is not None:
+            out.append(line)
+            if match and match.group(2)[0] == fence[0] and len(match.group(2)) >= len(fence):
+                fence = None
+            continue
+        if match:
+            fence = match.group(2)
+            out.append(line)
+            continue
+        out.append(line if line.startswith(("    ", "\t")) else _neutralise_line(line))
+    return "\n".join(out)
+
+
+def _directory_url(src_uri: str) -> str:
+    """The URL MkDocs and Zensical give a page with ``use_directory_urls`` (their default)."""
+    if not src_uri.endswith(".md"):
+        return src_uri
+    stem = src_uri[:-3]
+    if stem == "index" or stem.endswith("/index"):
+        return stem[: -len("index")]
+    return stem + "/"
+
+
+def _page_text(content: SiteContent, src_uri: str, markdown: str, role: str, charts: dict[str, str]) -> str:
+    text = markdown if role == "memory" else neutralise_markdown(markdown)
+    for token, svg in charts.items():
+        text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
+    meta = ["---", f"title: {json.dumps(content.page(src_uri).title if content.page(src_uri) else '')}"]
+    if role != "record":
+        meta += ["search:", "  exclude: true"]
+    return "\n".join([*meta, "---", "", text])
+
+
+def export_docs(
+    vault: Vault, directory: str | Path, *, prefix: str = "memory", projects: list[str] | None = None
+) -> ExportResult:
+    """Write the memory section into ``directory`` (a docs folder); see the module docstring."""
+    prefix = normalize_prefix(prefix)
+    destination = check_destination_for_export(Path(directory), vault.root, prefix)
+    ensure_index(vault)
+    wanted = resolve_projects(vault, projects)
+    recompile_projects(vault, wanted)
+    content = collect_site_content(vault, prefix=prefix, projects=wanted)
+    files: dict[str, str] = {}
+    for page in content.pages:
+        if page.record is not None and not page.record.searchable_by_default:
+            pass  # stays readable, as on the plugin's site; left out of search below
+        text = _page_text(content, page.src_uri, page.markdown, page.role, page.charts)
+        if page.record is not None and not page.record.searchable_by_default:
+            text = text.replace("\n---\n", "\nsearch:\n  exclude: true\n---\n", 1)
+        files[page.src_uri] = text
+    urls = {uri: _directory_url(uri) for uri in files}
+    files[content.records_json_uri] = content.records_json(lambda uri: urls.get(uri, uri))
+    now = utc_now()
+    for uri, source in content.feeds.items():
+        files[uri] = render_feed(
+            source,
+            src_uri=uri,
+            site_name=f"{vault.root.name} memory",
+            site_url=None,
+            url_for=lambda u: urls.get(u, u),
+            now=now,
+        )
+    scanner = Scanner(set())
+    for uri, text in files.items():
+        scanner.scan(text, uri)
+    if scanner.findings:
+        first = scanner.findings[0]
+        raise SafetyViolation(
+            f"refusing to export: {first.kind} in {first.where}"
+            + (f" line {first.line}" if first.line else "")
+            + (f"; and {len(scanner.findings) - 1} more" if len(scanner.findings) > 1 else "")
+            + ". Nothing was written."
+        )
+    destination.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".memosite-export-", dir=destination))
+    try:
+        for uri, text in files.items():
+            target = staging / uri
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        for asset in ASSETS:
+            (staging / asset).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(data_path("site_src") / asset, staging / asset)
+        written = sorted([*files, *ASSETS])
+        _replace_previous(destination, staging, written)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ExportResult(str(destination), prefix, wanted, len(content.records), written)
+
+
+def check_destination_for_export(directory: Path, vault_root: Path, prefix: str) -> Path:
+    """The docs folder to export into: never inside the vault; its memory section must be new or
+    one memosite exported (a manifest lists what it wrote)."""
+    resolved = check_destination_or_docs(directory, vault_root)
+    section = resolved / prefix
+    if section.exists() and any(section.iterdir()) and not (resolved / MANIFEST).is_file():
+        raise InvalidArguments(
+            f"refusing to export into {section}: it is not empty and memosite did not export it (no {MANIFEST})"
+        )
+    return resolved
+
+
+def check_destination_or_docs(directory: Path, vault_root: Path) -> Path:
+    # A docs folder is usually not empty (the team's own pages): only the vault overlap matters.
+    given = directory.expanduser().absolute()
+    resolved = given.resolve()
+    vault = vault_root.resolve()
+    if resolved == vault or vault in resolved.parents or resolved in vault.parents:
+        check_destination(given, vault_root)  # raises the one overlap message
+    if resolved.exists() and not resolved.is_dir():
+        raise InvalidArguments(f"refusing to export into {given}: it is not a directory")
+    return resolved
+
+
+def _replace_previous(destination: Path, staging: Path, written: list[str]) -> None:
+    try:
+        previous = json.loads((destination / MANIFEST).read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError):
+        previous = []
+    foreign = [name for name in written if (destination / name).exists() and name not in previous]
+    if foreign:
+        raise InvalidArguments(f"refusing to export: {destination / foreign[0]} exists and memosite did not write it")
+    for name in previous:
+        if isinstance(name, str) and name not in written and ".." not in name.split("/"):
+            (destination / name).unlink(missing_ok=True)
+    for name in written:
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / name, target)
+    manifest = {"format": 1, "generator": "memosite export-docs", "files": written}
+    (destination / MANIFEST).write_text(json.dumps(manifest, indent=0) + "\n", encoding="utf-8")
