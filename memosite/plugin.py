@@ -64,6 +64,9 @@ SCANNED_SUFFIXES = (".html", ".json", ".xml", ".txt")
 # Plugins whose output for a page depends only on that page and the configuration: with any other
 # plugin in the site, cache: auto keeps no pages (the plugin may add something else, e.g. a date).
 DETERMINISTIC_PLUGINS = frozenset({"search", "material/search", "memosite", "tags", "material/tags", "offline"})
+# pymdownx.tasklist's checkboxes (the sanitiser removes every <input>): kept through it as tokens.
+_TASK = re.compile(r'<label class="task-list-control"><input type="checkbox" disabled( checked)?/>')
+_TASK_TOKEN = re.compile(r"MEMOSITETASK(ON|OFF)\.")
 _BADGE = re.compile(r"(<h3[^>]*>)\[(CRITICAL|HIGH|MEDIUM|LOW|UNRATED)\] ")
 
 
@@ -318,7 +321,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._rendered.add(site_page.src_uri)
         if site_page.role != "memory":
             _sanitize_toc(page.toc, sanitize_html)
-            html_text = sanitize_html(html_text)
+            tokens = _TASK.sub(lambda m: "MEMOSITETASKON." if m.group(1) else "MEMOSITETASKOFF.", html_text)
+            html_text = _TASK_TOKEN.sub(_checkbox, sanitize_html(tokens))
         if site_page.role == "record":
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
             details = _details_anchor(page.toc)
@@ -533,6 +537,11 @@ def _with_charts(html_text: str, charts: dict[str, str] | None) -> str:
     for token, svg in (charts or {}).items():
         html_text = html_text.replace(f"<p>{token}</p>", f'<figure class="memosite-figure">{svg}</figure>')
     return html_text
+
+
+def _checkbox(match: re.Match[str]) -> str:
+    checked = " checked" if match.group(1) == "ON" else ""
+    return f'<label class="task-list-control"><input type="checkbox" disabled{checked}/>'
 
 
 def _badge(match: re.Match[str]) -> str:

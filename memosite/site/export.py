@@ -28,7 +28,7 @@ from memosite.schema import utc_now
 from memosite.site.cache import Scanner
 from memosite.site.dashboard import render_feed
 from memosite.site.destination import check_destination
-from memosite.site.pages import SiteContent, collect_site_content, normalize_prefix, resolve_projects
+from memosite.site.pages import SitePage, collect_site_content, normalize_prefix, resolve_projects
 from memosite.vault import Vault
 from memosite.watch import recompile_projects
 
@@ -113,11 +113,12 @@ def _directory_url(src_uri: str) -> str:
     return stem + "/"
 
 
-def _page_text(content: SiteContent, src_uri: str, markdown: str, role: str, charts: dict[str, str]) -> str:
-    text = markdown if role == "memory" else neutralise_markdown(markdown)
-    for token, svg in charts.items():
+def _page_text(page: SitePage) -> str:
+    text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
+    for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
-    meta = ["---", f"title: {json.dumps(content.page(src_uri).title if content.page(src_uri) else '')}"]
+    role = page.role
+    meta = ["---", f"title: {json.dumps(page.title, ensure_ascii=False)}"]
     if role != "record":
         meta += ["search:", "  exclude: true"]
     return "\n".join([*meta, "---", "", text])
@@ -135,9 +136,7 @@ def export_docs(
     content = collect_site_content(vault, prefix=prefix, projects=wanted)
     files: dict[str, str] = {}
     for page in content.pages:
-        if page.record is not None and not page.record.searchable_by_default:
-            pass  # stays readable, as on the plugin's site; left out of search below
-        text = _page_text(content, page.src_uri, page.markdown, page.role, page.charts)
+        text = _page_text(page)
         if page.record is not None and not page.record.searchable_by_default:
             text = text.replace("\n---\n", "\nsearch:\n  exclude: true\n---\n", 1)
         files[page.src_uri] = text
