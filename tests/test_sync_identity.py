@@ -1,0 +1,107 @@
+"""Project identity across clones and worktrees: the same repository is the same project."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memosite.config import git_project_name, resolve_project
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    """A repository published as ``widget.git`` with one commit."""
+    work = tmp_path / "seed"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / "README").write_text("widget\n", encoding="utf-8")
+    git(work, "add", "README")
+    git(work, "commit", "-qm", "start")
+    bare = tmp_path / "server" / "widget.git"
+    bare.parent.mkdir()
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    return bare
+
+
+def project_at(path: Path) -> str:
+    return resolve_project(None, {}, cwd=path).id
+
+
+def test_two_clones_in_differently_named_directories_are_one_project(tmp_path: Path, upstream: Path) -> None:
+    git(tmp_path, "clone", "-q", str(upstream), "widget-main")
+    git(tmp_path, "clone", "-q", str(upstream), "scratch-copy")
+    (tmp_path / "scratch-copy" / "src").mkdir()
+    assert project_at(tmp_path / "widget-main") == project_at(tmp_path / "scratch-copy" / "src") == "widget"
+    assert resolve_project(None, {}, cwd=tmp_path / "scratch-copy").source == "git"
+
+
+def test_a_worktree_is_the_same_project_as_its_repository(tmp_path: Path, upstream: Path) -> None:
+    git(tmp_path, "clone", "-q", str(upstream), "checkout")
+    git(tmp_path / "checkout", "worktree", "add", "-q", "-b", "feature", str(tmp_path / "feature-tree"))
+    assert (tmp_path / "feature-tree" / ".git").is_file()
+    assert project_at(tmp_path / "feature-tree") == project_at(tmp_path / "checkout") == "widget"
+
+
+def test_without_an_origin_a_worktree_takes_its_main_work_tree_name(tmp_path: Path) -> None:
+    main = tmp_path / "Shop"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    git(main, "commit", "-q", "--allow-empty", "-m", "start")
+    git(main, "worktree", "add", "-q", "-b", "wip", str(tmp_path / "shop-wip"))
+    assert project_at(tmp_path / "shop-wip") == project_at(main) == "shop"
+
+
+def test_a_committed_project_file_wins_in_every_clone(tmp_path: Path, upstream: Path) -> None:
+    git(tmp_path, "clone", "-q", str(upstream), "one")
+    (tmp_path / "one" / ".memosite.toml").write_text('id = "widget-team"\nname = "Widget"\n', encoding="utf-8")
+    git(tmp_path / "one", "add", ".memosite.toml")
+    git(tmp_path / "one", "commit", "-qm", "pin the memosite project")
+    git(tmp_path / "one", "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(upstream), "two")
+    git(tmp_path / "two", "worktree", "add", "-q", "-b", "x", str(tmp_path / "two-x"))
+    for where in ("one", "two", "two-x"):
+        identity = resolve_project(None, {}, cwd=tmp_path / where)
+        assert (identity.id, identity.name, identity.source) == ("widget-team", "Widget", "project-file")
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("git@github.com:acme/widget.git", "widget"),
+        ("https://github.com/acme/widget", "widget"),
+        ("ssh://git@host:2222/acme/Widget.git/", "Widget"),
+        ('"/srv/repos/widget.git"', "widget"),
+        ("../widget  # a comment", "widget"),
+    ],
+)
+def test_the_name_comes_from_the_origin_url(tmp_path: Path, url: str, name: str) -> None:
+    repo = tmp_path / "whatever-dir"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(
+        f'[core]\n\tbare = false\n[remote "upstream"]\n\turl = /elsewhere/other.git\n'
+        f'[remote "origin"]\n\turl = {url}\n',
+        encoding="utf-8",
+    )
+    assert git_project_name(repo) == name
+
+
+def test_explicit_and_environment_choices_still_come_first(tmp_path: Path, upstream: Path) -> None:
+    git(tmp_path, "clone", "-q", str(upstream), "c")
+    assert resolve_project("mine", {}, cwd=tmp_path / "c").id == "mine"
+    assert resolve_project(None, {"MEMOSITE_PROJECT": "env-one"}, cwd=tmp_path / "c").id == "env-one"
+    plain = tmp_path / "Plain Dir"
+    plain.mkdir()
+    assert resolve_project(None, {}, cwd=plain).id == "plain-dir"
