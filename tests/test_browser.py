@@ -64,6 +64,9 @@ def _fill(vault: Vault) -> None:
     upsert("trap", HOSTILE, "A title that tries to be markup.", severity="low")
 
 
+BUILT: dict[str, Path] = {}
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -80,6 +83,7 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # Instant navigation only follows links listed in sitemap.xml, which needs the site's URL.
     build_site(vault, out_dir=base / "site", site_url=url)
     vault.close()
+    BUILT["site"] = base / "site"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield url
@@ -185,3 +189,74 @@ def test_memory_page_loads_through_instant_navigation(page: object, site_url: st
     page.wait_for_selector(".memosite-memory[data-memosite-loaded]")  # type: ignore[attr-defined]
     assert page.evaluate("window.__sameDocument === true")  # type: ignore[attr-defined]
     assert ACTIVE in _titles(page) and EXPIRED not in _titles(page)
+
+
+def test_filters_live_in_the_url_and_a_shared_link_restores_them(page: object, site_url: str) -> None:
+    _memory(page, site_url)
+    page.locator("select[name=kind]").select_option("trap")  # type: ignore[attr-defined]
+    page.locator("input[name=q]").fill("samesite")  # type: ignore[attr-defined]
+    page.locator("input[name=hideExpired]").uncheck()  # type: ignore[attr-defined]
+    shared = page.url  # type: ignore[attr-defined]
+    assert "kind=trap" in shared and "q=samesite" in shared and "hideExpired=0" in shared
+    page.goto("about:blank")  # type: ignore[attr-defined]
+    page.goto(shared)  # type: ignore[attr-defined]
+    page.wait_for_selector(".memosite-memory[data-memosite-loaded]")  # type: ignore[attr-defined]
+    assert page.locator("select[name=kind]").input_value() == "trap"  # type: ignore[attr-defined]
+    assert not page.locator("input[name=hideExpired]").is_checked()  # type: ignore[attr-defined]
+    assert _titles(page) == [RECENT]
+    page.goto(f"{site_url}memory/?project={PROJECT}&kind=decision")  # type: ignore[attr-defined]
+    page.wait_for_selector(".memosite-memory[data-memosite-loaded]")  # type: ignore[attr-defined]
+    assert _titles(page) == [OLD_DECISION]
+
+
+def test_an_empty_result_says_so(page: object, site_url: str) -> None:
+    _memory(page, site_url)
+    empty = page.locator(".memosite-memory__empty")  # type: ignore[attr-defined]
+    assert not empty.is_visible()
+    page.locator("input[name=q]").fill("no-such-record-anywhere")  # type: ignore[attr-defined]
+    assert empty.is_visible() and "No records match these filters" in empty.inner_text()
+    assert page.locator(".memosite-memory__count").inner_text().startswith("Showing 0 of")  # type: ignore[attr-defined]
+
+
+def test_chips_follow_the_as_of_date(page: object, site_url: str) -> None:
+    _memory(page, site_url)
+    page.locator("input[name=hideExpired]").uncheck()  # type: ignore[attr-defined]
+    row = page.locator("tr", has_text=EXPIRED)  # type: ignore[attr-defined]
+    assert row.locator(".memosite-chip--expired").count() == 1  # expired by now
+    page.locator("input[name=asOf]").fill("2021-02-01")  # type: ignore[attr-defined]
+    assert row.locator(".memosite-chip--expired").count() == 0  # not yet expired on that day
+
+
+def test_the_whole_header_cell_sorts(page: object, site_url: str) -> None:
+    _memory(page, site_url)
+    header = page.locator("th[data-sort=title]")  # type: ignore[attr-defined]
+    box = header.bounding_box()
+    page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] - 3)  # type: ignore[attr-defined]
+    assert header.get_attribute("aria-sort") == "ascending"
+    titles = _titles(page)
+    assert titles == sorted(titles, key=str.lower)
+
+
+def test_on_a_390_px_screen_the_table_scrolls_inside_its_box(browser: object, site_url: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})  # type: ignore[attr-defined]
+    try:
+        page = context.new_page()
+        _memory(page, site_url)
+        widths = page.evaluate(
+            """() => {
+              const box = document.querySelector('.memosite-memory__scroll');
+              return [box.scrollWidth, box.clientWidth, document.documentElement.scrollWidth, window.innerWidth];
+            }"""
+        )
+        assert widths[0] > widths[1]  # the table is wider than its box, and scrolls there
+        assert widths[2] <= widths[3]  # the page itself does not scroll sideways
+    finally:
+        context.close()
+
+
+def test_opened_from_disk_the_memory_page_says_why_it_has_no_table(page: object, site_url: str) -> None:
+    memory = (BUILT["site"] / "memory" / "index.html").as_uri()
+    page.goto(memory)  # type: ignore[attr-defined]
+    page.wait_for_selector(".memosite-memory[data-memosite-failed]")  # type: ignore[attr-defined]
+    text = page.locator(".memosite-memory__count").inner_text()  # type: ignore[attr-defined]
+    assert "file://" in text and "http.server" in text

@@ -113,8 +113,14 @@ def _directory_url(src_uri: str) -> str:
     return stem + "/"
 
 
+# The one piece of HTML memosite's own templates put into Markdown (a severity badge); whatever
+# else looks like HTML came from a record and stays text.
+_BADGE_TEXT = re.compile(r'&lt;span class="memosite-severity memosite-severity--([a-z]+)">([^&<]*)&lt;/span>')
+
+
 def _page_text(page: SitePage) -> str:
     text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
+    text = _BADGE_TEXT.sub(r'<span class="memosite-severity memosite-severity--\1">\2</span>', text)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     role = page.role

@@ -288,9 +288,12 @@
     for (var i = 0; i < containers.length; i++) setup(containers[i]);
   }
 
+  /* Material announces each (instant) navigation on document$; the page's own load covers the
+     first page, and pages where document$ never fires (opened from file://, other themes). */
   if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
     window.document$.subscribe(init);
-  } else if (document.readyState === "loading") {
+  }
+  if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", init);
   } else {
     init();
