@@ -1,44 +1,49 @@
-"""Site benchmark: memosite build vs plain ``mkdocs build`` of the same pages, bytes per record,
-and the time from a record changing on disk to the change being served by ``memosite serve``.
+"""Site benchmark: memosite build (cold and warm) vs plain ``mkdocs build``, side by side, and how
+fast ``memosite serve`` shows a change.
 
-    .venv/bin/python benchmarks/bench_site.py                 # 1,000 and 5,000 records
-    .venv/bin/python benchmarks/bench_site.py --sizes 1000 --skip-serve
+    .venv/bin/python benchmarks/bench_site.py --sizes 1000 5000 10000
+    .venv/bin/python benchmarks/bench_site.py --sizes 1000 --rounds 1 --skip-serve
+    .venv/bin/python benchmarks/bench_site.py --code /path/to/other/checkout   # the same figures for other code
 
-Targets (issue 5): memosite build <= 1.25x plain mkdocs on the same pages; site bytes linear in
-records; a changed record visible in serve <= 3 s at 1,000 records.
+Every build runs in a new process; its CPU (user + system) and wall time and peak memory come
+from the operating system (``wait4``). Each round runs, in turn:
 
-The plain build gets exactly the Markdown the plugin generates (record pages, views, the Memory
-page), written as ordinary files, with the same theme, extensions, nav and search plugin; the
-difference is what the plugin adds: reading the index, sanitising, records.json, the secret scan.
+* ``plain-same``   plain MkDocs (no memosite plugin) of exactly the pages the plugin generates;
+* ``cold``         ``memosite build`` with an empty page cache;
+* ``warm``         ``memosite build`` after one record file changed (a new process, cache kept);
+* ``plain-bodies`` plain MkDocs of the record bodies alone (one page per record).
+
+Rounds alternate so that neither side always gets the warm OS caches; the best of the rounds
+counts. Targets (issue 13): cold <= 1.1x plain-same; warm <= plain-bodies; in serve at the largest
+size: an edited record visible <= 1.5 s, a new record (its page, the search index and
+records.json) <= 3 s, ready <= 30 s with a warm cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import random
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from memosite.indexing import reindex  # noqa: E402
-from memosite.schema import format_iso  # noqa: E402
-from memosite.vault import Vault  # noqa: E402
-
 PROJECT = "bench"
-WORDS = (
+WORDS = [
     "cache",
     "session",
     "cookie",
@@ -77,7 +82,7 @@ WORDS = (
     "cron",
     "backoff",
     "jitter",
-)
+]
 MIX = (
     ("trap", 0.4),
     ("decision", 0.2),
@@ -104,8 +109,12 @@ def _body(rng: random.Random, index: int) -> str:
     return "\n\n".join(paragraphs) + "\n"
 
 
-def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> Vault:
-    """A vault of ``count`` hand-written record files (a mix of kinds, some expired or superseded)."""
+def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> None:
+    """``count`` hand-written record files (a mix of kinds, some expired or superseded), indexed."""
+    from memosite.indexing import reindex
+    from memosite.schema import format_iso
+    from memosite.vault import Vault
+
     rng = random.Random(seed)
     vault = Vault.open(root)
     now = datetime.now(UTC)
@@ -140,67 +149,119 @@ def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> Vault:
         front = yaml.safe_dump(fm, sort_keys=False, allow_unicode=True)
         path.write_text(f"---\n{front}---\n{_body(rng, index)}", encoding="utf-8")
     reindex(vault)
-    return vault
+    vault.close()
 
 
-def _timed(func) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+@dataclass
+class Run:
+    cpu: float
+    wall: float
+    rss_mb: float
+
+
+def _measure(args: list[str], env: dict[str, str]) -> Run:
     started = time.perf_counter()
-    result = func()
-    return time.perf_counter() - started, result
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    err = process.stderr.read().decode("utf-8", "replace") if process.stderr else ""
+    if process.stderr:
+        process.stderr.close()
+    if process.returncode != 0:
+        raise SystemExit(f"benchmark step failed ({' '.join(args[:3])} ...):\n{err[-2000:]}")
+    return Run(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024)
 
 
-def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def plain_mkdocs_build(vault: Vault, work: Path) -> float:
-    """Build the plugin's pages as ordinary Markdown files with plain MkDocs; returns seconds."""
+_PLAIN = textwrap.dedent(
+    """
+    import logging, sys
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
+    build(load_config(sys.argv[1], site_dir=sys.argv[2]))
+    """
+)
+_MEMOSITE = textwrap.dedent(
+    """
+    import logging, sys
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)
+    sys.path.insert(0, sys.argv[1])
+    from memosite.site.build import build_site
+    from memosite.vault import Vault
+    build_site(Vault.open(sys.argv[2], create=False), out_dir=sys.argv[3])
+    """
+)
 
+
+def _plain_config(code: Path, docs: Path, nav: object, work: Path) -> Path:
+    text = (code / "mkdocs.yml").read_text(encoding="utf-8").replace("  - memosite\n", "")
+    config = yaml.safe_load(text)
+    config["docs_dir"] = str(docs)
+    config["nav"] = nav
+    config["theme"]["custom_dir"] = str(docs / "overrides")
+    config["extra_css"] = ["assets/memosite/memory.css"]
+    config["extra_javascript"] = ["assets/memosite/memory.js"]
+    path = work / f"{docs.name}.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def prepare_plain(code: Path, vault_root: Path, work: Path) -> tuple[Path, Path]:
+    """The plugin's pages as ordinary files (``same``) and the record bodies alone (``bodies``)."""
+    sys.path.insert(0, str(code))
     from memosite.indexing import ensure_index
-    from memosite.resources import data_path
     from memosite.site.pages import collect_site_content, nav_section
+    from memosite.vault import Vault
 
+    vault = Vault.open(vault_root, create=False)
     ensure_index(vault)
-    projects = vault.projects()
-    content = collect_site_content(vault, prefix="memory", projects=projects)
-    docs = work / "docs"
-    shutil.copytree(data_path("site_src"), docs)
+    content = collect_site_content(vault, prefix="memory", projects=vault.projects())
+    nav = [{"Home": "index.md"}, nav_section("memory", vault.projects())]
+    same = work / "same"
+    shutil.copytree(code / "site_src", same)
     for page in content.pages:
-        target = docs / page.src_uri
+        target = same / page.src_uri
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page.markdown, encoding="utf-8")
-    config_text = data_path("mkdocs.yml").read_text(encoding="utf-8").replace("  - memosite\n", "")
-    config_path = work / "mkdocs.yml"
-    config_path.write_text(config_text, encoding="utf-8")
-    config = load_config(
-        str(config_path),
-        docs_dir=str(docs),
-        site_dir=str(work / "site"),
-        nav=[{"Home": "index.md"}, nav_section("memory", projects)],
-        theme={
-            "name": "material",
-            "custom_dir": str(docs / "overrides"),
-            "features": [
-                "navigation.instant",
-                "navigation.top",
-                "navigation.sections",
-                "search.highlight",
-                "content.code.copy",
-            ],
-            "font": False,
-        },
-    )
-    seconds, _ = _timed(lambda: build(config))
-    return seconds
+    for uri in (content.records_json_uri, *getattr(content, "feeds", {})):
+        (same / uri).write_text("{}", encoding="utf-8")
+    bodies = work / "bodies"
+    shutil.copytree(code / "site_src", bodies)
+    for record in content.records:
+        target = bodies / record.src_uri
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"# {record.entry.title}\n\n{record.entry.body}", encoding="utf-8")
+    vault.close()
+    return _plain_config(code, same, nav, work), _plain_config(code, bodies, [{"Home": "index.md"}], work)
 
 
-def memosite_build(vault: Vault, out: Path) -> tuple[float, int]:
-    from memosite.site.build import build_site
+def _touch_one_record(vault_root: Path, marker: str) -> Path:
+    path = sorted((vault_root / "projects" / PROJECT / "traps").glob("*.md"))[0]
+    text = path.read_text(encoding="utf-8").rstrip("\n")
+    path.write_text(f"{text}\n\n{marker}\n", encoding="utf-8")
+    return path
 
-    seconds, result = _timed(lambda: build_site(vault, out_dir=out))
-    return seconds, result.bytes  # type: ignore[attr-defined]
+
+def bench_builds(code: Path, size: int, rounds: int, work: Path) -> dict[str, list[Run]]:
+    vault_root = work / "vault"
+    write_synthetic_vault(vault_root, size)
+    same_config, bodies_config = prepare_plain(code, vault_root, work)
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    python = sys.executable
+    runs: dict[str, list[Run]] = {"plain-same": [], "cold": [], "warm": [], "plain-bodies": []}
+    for n in range(rounds):
+        runs["plain-same"].append(_measure([python, "-c", _PLAIN, str(same_config), str(work / "p1")], env))
+        shutil.rmtree(vault_root / ".memosite" / "site-cache", ignore_errors=True)
+        shutil.rmtree(work / "site", ignore_errors=True)
+        runs["cold"].append(_measure([python, "-c", _MEMOSITE, str(code), str(vault_root), str(work / "site")], env))
+        _touch_one_record(vault_root, f"warm-marker-{n}")
+        runs["warm"].append(_measure([python, "-c", _MEMOSITE, str(code), str(vault_root), str(work / "site")], env))
+        runs["plain-bodies"].append(_measure([python, "-c", _PLAIN, str(bodies_config), str(work / "p2")], env))
+    return runs
+
+
+# --- serve -------------------------------------------------------------------------------------
 
 
 def _free_port() -> int:
@@ -209,77 +270,124 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextlib.contextmanager
-def _serving(vault: Vault) -> Iterator[str]:
-    from memosite.site.server import SiteServer
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode("utf-8"))
 
+
+def _until(predicate, timeout: float = 120.0) -> float:  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout:
+        with contextlib.suppress(OSError, ValueError):
+            if predicate():
+                return time.perf_counter() - started
+        time.sleep(0.02)
+    return float("inf")
+
+
+@contextlib.contextmanager
+def _serving(vault_root: Path) -> Iterator[tuple[str, float]]:
+    from memosite.site.server import SiteServer
+    from memosite.vault import Vault
+
+    vault = Vault.open(vault_root, create=False)
+    started = time.perf_counter()
     server = SiteServer(vault, dev_addr=f"127.0.0.1:{_free_port()}")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        server.wait_ready(timeout=300)
-        yield server.url
+        server.wait_ready(timeout=600)
+        yield server.url, time.perf_counter() - started
     finally:
         server.stop()
-        thread.join(timeout=30)
+        thread.join(timeout=60)
+        vault.close()
 
 
-def serve_latency(vault: Vault, *, rounds: int = 3) -> list[float]:
-    """Seconds from rewriting a trap file to ``memosite serve`` serving the new text."""
-    path = next(vault.iter_record_files(PROJECT, ("traps",)))
-    latencies = []
-    with _serving(vault) as url:
-        page = f"{url}memory/{PROJECT}/traps/{path.stem}/"
-        for attempt in range(rounds):
-            marker = f"latency-marker-{attempt}-{time.time_ns()}"
-            text = path.read_text(encoding="utf-8")
-            started = time.perf_counter()
-            path.write_text(text.rstrip("\n") + f"\n\n{marker}\n", encoding="utf-8")
-            deadline = started + 60
-            while time.perf_counter() < deadline:
-                with contextlib.suppress(OSError), urllib.request.urlopen(page, timeout=5) as response:
-                    if marker in response.read().decode("utf-8"):
-                        break
-                time.sleep(0.05)
-            latencies.append(time.perf_counter() - started)
+def bench_serve(code: Path, vault_root: Path, rounds: int = 3) -> dict[str, list[float]]:
+    sys.path.insert(0, str(code))
+    figures: dict[str, list[float]] = {"ready": [], "edited": [], "new": []}
+    with _serving(vault_root) as (url, ready):
+        figures["ready"].append(ready)
+        time.sleep(1.0)
+        for n in range(rounds):
+            marker = f"serve-marker-{n}-{time.time_ns()}"
+            path = _touch_one_record(vault_root, marker)
+            page = f"{url}memory/{PROJECT}/traps/{path.stem}/"
+            figures["edited"].append(_until(lambda page=page, marker=marker: marker in _get(page)))
             time.sleep(1.0)
-    return latencies
+            slug = f"trap-new-{n}-{time.time_ns()}"
+            new = vault_root / "projects" / PROJECT / "traps" / f"{slug}.md"
+            word = f"newword{n}x{time.time_ns() % 100000}"
+            front = {
+                "id": slug,
+                "kind": "trap",
+                "project": PROJECT,
+                "title": f"New trap {n}",
+                "status": "active",
+                "source": "agent",
+                "severity": "high",
+                "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+                "updated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            }
+            new.write_text(f"---\n{yaml.safe_dump(front, sort_keys=False)}---\nA {word} appears.\n", encoding="utf-8")
+
+            def everywhere(slug: str = slug, word: str = word) -> bool:
+                return (
+                    word in _get(f"{url}memory/{PROJECT}/traps/{slug}/")
+                    and word in _get(f"{url}search/search_index.json")
+                    and slug in json.dumps(json.loads(_get(f"{url}memory/records.json")))
+                )
+
+            figures["new"].append(_until(everywhere))
+            time.sleep(1.0)
+    return figures
+
+
+def _best(runs: list[Run]) -> Run:
+    return min(runs, key=lambda r: r.cpu)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of the four builds")
     parser.add_argument("--skip-serve", action="store_true")
-    parser.add_argument("--repeat", type=int, default=2, help="builds of each kind; the best counts")
+    parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parent.parent, help="checkout to measure")
     args = parser.parse_args()
+    code = args.code.resolve()
+    sys.path.insert(0, str(code))
     import logging
 
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    print(f"{'records':>8} {'memosite s':>11} {'plain s':>8} {'ratio':>6} {'site MB':>8} {'KB/record':>10}")
+    print(f"code: {code}")
+    header = f"{'records':>8} {'build':>13} {'CPU s':>16} {'wall s':>16} {'MB':>6}"
+    print(header)
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="memosite-bench-") as tmp:
             work = Path(tmp)
-            vault = write_synthetic_vault(work / "vault", size)
-            ours_runs, plain_runs = [], []
-            for attempt in range(args.repeat):  # alternate, so neither side gets the warm caches
-                plain_runs.append(plain_mkdocs_build(vault, work / f"plain{attempt}"))
-                seconds, size_bytes = memosite_build(vault, work / "site")
-                ours_runs.append(seconds)
-            ours, plain = min(ours_runs), min(plain_runs)
+            runs = bench_builds(code, size, args.rounds, work)
+            for name, measured in runs.items():
+                cpus = "–".join(f"{r.cpu:.1f}" for r in sorted(measured, key=lambda r: r.cpu))
+                walls = "–".join(f"{r.wall:.1f}" for r in sorted(measured, key=lambda r: r.wall))
+                print(f"{size:>8} {name:>13} {cpus:>16} {walls:>16} {_best(measured).rss_mb:>6.0f}", flush=True)
+            plain, cold, warm, bodies = (_best(runs[k]) for k in ("plain-same", "cold", "warm", "plain-bodies"))
             print(
-                f"{size:>8} {ours:>11.2f} {plain:>8.2f} {ours / plain:>6.2f} "
-                f"{size_bytes / 1e6:>8.1f} {size_bytes / size / 1e3:>10.1f}",
+                f"{size:>8} {'ratios':>13}  cold/plain-same CPU {cold.cpu / plain.cpu:.2f}"
+                f" wall {cold.wall / plain.wall:.2f}"
+                f" · warm/plain-bodies CPU {warm.cpu / bodies.cpu:.2f} wall {warm.wall / bodies.wall:.2f}",
                 flush=True,
             )
-            if not args.skip_serve and size == min(args.sizes):
-                latencies = serve_latency(vault)
+            if not args.skip_serve and size == max(args.sizes):
+                figures = bench_serve(code, work / "vault")
                 print(
-                    f"serve at {size} records: change visible after "
-                    + ", ".join(f"{value:.2f}" for value in latencies)
+                    f"serve at {size} records: ready {figures['ready'][0]:.1f} s (warm cache); edited record visible "
+                    + ", ".join(f"{v:.2f}" for v in figures["edited"])
+                    + " s; new record (page, search index, records.json) "
+                    + ", ".join(f"{v:.2f}" for v in figures["new"])
                     + " s",
                     flush=True,
                 )
-            vault.close()
 
 
 if __name__ == "__main__":
