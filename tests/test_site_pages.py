@@ -53,11 +53,34 @@ def _fill(vault: Vault) -> dict[str, str]:
     }
 
 
+def _hand_written(vault: Vault) -> str:
+    """A record written by hand, with an id and a supersedes no upsert would have made."""
+    path = vault.root / "projects" / PROJECT / "decisions" / "hand-written.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "---\n"
+        "id: '[Login](https://evil.example/id) **bold**'\n"
+        "kind: decision\n"
+        f"project: {PROJECT}\n"
+        "title: Hand written\n"
+        "status: active\n"
+        "source: human\n"
+        "supersedes: '[old](https://evil.example/sup)'\n"
+        "created: '2026-11-01T10:00:00.000Z'\n"
+        "updated: '2026-11-02T10:00:00.000Z'\n"
+        "---\n"
+        "Written in an editor.\n",
+        encoding="utf-8",
+    )
+    return vault.relative(path)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     base = tmp_path_factory.mktemp("pages")
     vault = Vault.open(base / "vault")
     paths = _fill(vault)
+    paths["hand"] = _hand_written(vault)
     result = build_site(vault, out_dir=base / "site", strict=True, site_url="https://memory.example.org/")
     vault.close()
     return {"site": base / "site", "paths": paths, "result": result, "vault": base / "vault"}
@@ -89,6 +112,9 @@ def test_frontmatter_shows_as_text_on_every_page_view_and_output(site: dict) -> 
     assert "[t](https://evil.example/t)" in page and "src/[m](https://evil.example/m)" in page
     traps = _article(_html(root, "memory/shop/TRAPS/index.html"))
     assert "[Login](https://evil.example/x) **bold**" in traps
+    hand = _article(_record_page(root, site["paths"]["hand"]))
+    assert "[Login](https://evil.example/id) **bold**" in hand and "[old](https://evil.example/sup)" in hand
+    assert "[Login](https://evil.example/id) **bold**" in _article(_html(root, "memory/shop/INDEX/index.html"))
     records = json.loads(_html(root, "memory/records.json"))["records"]
     assert HOSTILE in [r["title"] for r in records]  # data, shown with textContent by the page
     index = json.loads(_html(root, "search/search_index.json"))["docs"]
@@ -109,7 +135,7 @@ def test_expired_reads_as_expired_on_its_page_views_and_home(site: dict) -> None
     decisions_row = re.search(r"<td>Decisions</td>(.*?)</tr>", home, re.S)
     assert decisions_row is not None
     figures = re.findall(r">(\d+)</td>", decisions_row.group(1))
-    assert figures[:3] == ["2", "1", "1"]  # records, active, expired
+    assert figures[:3] == ["3", "2", "1"]  # records, active, expired (the hand-written one is active)
 
 
 def test_severity_badges_tasklists_breadcrumbs_and_a_single_h1(site: dict) -> None:
