@@ -261,15 +261,22 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
     """Rebuild the index from the Markdown files and recompile every view; returns counts."""
     counts: dict[str, int] = {}
     with vault.lock():
-        wanted = list(projects) if projects is not None else vault.projects()
-        for project in vault.index().projects():
+        index = vault.index()
+        everything = vault.projects()
+        wanted = list(projects) if projects is not None else everything
+        for project in index.projects():
             if projects is None and project not in wanted:
-                vault.index().clear(project)
-        for project in wanted:
+                index.clear(project)
+        # A new index must hold every project, not only the ones asked for.
+        targets = everything if index.fresh else wanted
+        for project in targets:
             refresh_project(vault, project, force=True)
+        for project in wanted:
             write_views(vault, project)
-            counts[project] = vault.index().count(project)
-        vault.index().fresh = False
+            counts[project] = index.count(project)
+        index.fresh = False
+        if set(targets) >= set(everything):
+            index.set_meta(TEMPLATES_META, templates_checksum_for(vault))
     return counts
 
 

@@ -8,7 +8,12 @@ client (``<client name> via memosite``).
 
 from __future__ import annotations
 
+import functools
+import re
+import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 Source = Literal["agent", "human", "imported"]
@@ -26,6 +31,14 @@ class Actor:
     session_id: str | None = None
 
     @classmethod
+    def person(cls, identity: str | None, source: Source = "human") -> Actor:
+        """A CLI call: the person's git identity (``Name <email>``); ``source`` as ``--source`` says."""
+        name, email = identity, None
+        if identity and identity.endswith(">") and " <" in identity:
+            name, email = identity[:-1].split(" <", 1)
+        return cls(source=source, name=name, email=email)
+
+    @classmethod
     def mcp_client(cls, client_name: str | None, client_version: str | None, session_id: str | None) -> Actor:
         name = " ".join((client_name or "mcp client").split())[:80]
         client = f"{name} {client_version}".strip() if client_version else name
@@ -36,3 +49,92 @@ class Actor:
             client=client,
             session_id=session_id,
         )
+
+
+REVIEW_FIELDS = ("review", "reviewedBy", "reviewedAt", "reviewReason")
+
+
+def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
+    """The person's git identity (``Name <email>``): ``GIT_AUTHOR_NAME``, else ``git config``."""
+    name = env.get("GIT_AUTHOR_NAME")
+    email = env.get("GIT_AUTHOR_EMAIL")
+    if not name:
+        name = _git_config("user.name", cwd)
+        email = email or _git_config("user.email", cwd)
+    if not name:
+        return None
+    return f"{name} <{email}>" if email else name
+
+
+@functools.lru_cache(maxsize=8)
+def _git_config(key: str, cwd: Path | None) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "config", "--get", key],
+            cwd=str(cwd) if cwd is not None else None,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            check=False,
+        )
+    except OSError:
+        return None
+    value = done.stdout.strip()
+    return value or None
+
+
+def repo_commit(work_tree: Path | None) -> str | None:
+    """The commit checked out in ``work_tree`` (its ``HEAD``), read from the files git keeps —
+    no subprocess on the write path. None outside a repository or before its first commit."""
+    if work_tree is None:
+        return None
+    try:
+        git = work_tree / ".git"
+        git_dir = git
+        if git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            text = git.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = (work_tree / text.split(":", 1)[1].strip()).resolve()
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        if not head.startswith("ref:"):
+            return head if _SHA_RE.match(head) else None
+        ref = head.split(":", 1)[1].strip()
+        common = git_dir
+        commondir = git_dir / "commondir"
+        if commondir.is_file():
+            common = (git_dir / commondir.read_text(encoding="utf-8").strip()).resolve()
+        for base in (git_dir, common):
+            loose = base / ref
+            if loose.is_file():
+                value = loose.read_text(encoding="utf-8").strip()
+                return value if _SHA_RE.match(value) else None
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text(encoding="utf-8").splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[1] == ref and _SHA_RE.match(parts[0]):
+                    return parts[0]
+    except OSError:
+        return None
+    return None
+
+
+_SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def provenance_fields(actor: Actor | None, product_root: Path | None) -> dict[str, str]:
+    """What a write records of who and from where: ``source``, ``author`` (a person's git identity,
+    or the MCP client's name and version) and ``repoCommit`` (the product repository's commit).
+    Without an actor (the core called directly) only the commit is known."""
+    fields: dict[str, str] = {}
+    if actor is not None:
+        fields["source"] = actor.source
+        author = actor.client or (f"{actor.name} <{actor.email}>" if actor.name and actor.email else actor.name)
+        if author:
+            fields["author"] = author
+    commit = repo_commit(product_root)
+    if commit:
+        fields["repoCommit"] = commit
+    return fields

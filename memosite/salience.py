@@ -104,7 +104,7 @@ class RankResult:
 
 def _seen_file(vault: Vault, session_id: str) -> Path:
     digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
-    return vault.internal_dir / HITS_DIR / f"{digest}.txt"
+    return vault.internal_path(HITS_DIR, f"{digest}.txt")
 
 
 def _seen_key(project: str, record_id: str) -> str:
@@ -128,7 +128,7 @@ def prune_session_seen_sets(vault: Vault, now: datetime | None = None, *, dry_ru
     """Forget seen-sets of sessions untouched for 30 days; returns how many (would be) removed."""
     now = now or utc_now()
     cutoff = (now - SESSION_SEEN_MAX_AGE).timestamp()
-    directory = vault.internal_dir / HITS_DIR
+    directory = vault.internal_path(HITS_DIR)
     removed = 0
     try:
         candidates = [p for p in directory.iterdir() if p.suffix == ".txt" and p.is_file()]

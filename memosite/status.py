@@ -68,6 +68,8 @@ class StatusReport:
     index: IndexFreshness = field(default_factory=IndexFreshness)
     conflicts: list[str] = field(default_factory=list)
     git: GitState | None = None
+    verdicts: dict[str, int] = field(default_factory=lambda: {"fresh": 0, "drifted": 0, "missing": 0})
+    pending_review: int = 0
 
     @property
     def total(self) -> int:
@@ -87,6 +89,8 @@ class StatusReport:
             "index": self.index.to_json(),
             "conflicts": self.conflicts,
             "git": self.git.to_json() if self.git is not None else None,
+            "verdicts": self.verdicts,
+            "pendingReview": self.pending_review,
         }
 
 
@@ -154,7 +158,12 @@ def vault_status(
         if not report.index.missing:
             from memosite.curator import plan_gc
 
-            report.counts = vault.index().counts_by_kind_and_status(identity.id)
+            from memosite.index import verdicts
+
+            index = vault.index()
+            report.counts = index.counts_by_kind_and_status(identity.id)
+            report.verdicts.update(verdicts.counts(index, identity.id))
+            report.pending_review = len(index.pending_review(identity.id))
             plan = plan_gc(vault, identity.id, now=now or utc_now())
             report.expired_awaiting_gc = len(plan.archive) + len(plan.remove) + len(plan.unparseable_scratch)
     finally:
@@ -164,6 +173,6 @@ def vault_status(
 
 def _pending_commits(vault: Vault) -> int:
     try:
-        return len((vault.internal_dir / "pending-commits").read_text(encoding="utf-8").splitlines())
+        return len(vault.internal_path("pending-commits").read_text(encoding="utf-8").splitlines())
     except FileNotFoundError:
         return 0

@@ -23,6 +23,7 @@ from memosite.index import queries
 from memosite.indexing import ensure_index, read_record, refresh_project
 from memosite.lookup import locate_record, writable_target
 from memosite.mutation import Mutation, mutation
+from memosite.provenance import provenance_fields
 from memosite.recurrence import is_recurrence, pattern_key
 from memosite.schema import Record, format_iso, normalize_kind, slugify, utc_now, validate_frontmatter, validate_slug
 from memosite.secrets import assert_no_secrets
@@ -288,6 +289,7 @@ def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetim
         older=older[0] if older is not None else None,
         now=now,
         config=vault.config,
+        provenance=provenance_fields(vault.actor, vault.product_root),
     )
     if plan.action == "recurrence" and recurrence is not None and recurrence.path is not None:
         return plan, recurrence.path
@@ -304,10 +306,14 @@ def upsert_record(
     frontmatter: Mapping[str, Any] | None = None,
     path: str | None = None,
     allow_duplicate: bool = False,
+    cites: Sequence[str | Mapping[str, Any]] | None = None,
     now: datetime | None = None,
 ) -> UpsertResult:
-    """Create or update one record; ``body`` None keeps an existing record's body."""
+    """Create or update one record; ``body`` None keeps an existing record's body. ``cites`` names
+    code of the product repository (``path`` or ``path:start-end``) to pin in the record."""
     now = now or utc_now()
+    if cites:
+        frontmatter = {**(frontmatter or {}), "cites": _pin(vault, cites)}
     request = normalize_upsert(
         kind=kind, body=body, slug=slug, frontmatter=frontmatter, path=path, allow_duplicate=allow_duplicate
     )
@@ -316,12 +322,24 @@ def upsert_record(
         return apply_upsert(unit, project, plan, target, now)
 
 
+def _pin(vault: Vault, cites: Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    from memosite.freshness import Repository, pin_cites
+
+    if vault.product_root is None:
+        raise InvalidArguments("cannot cite code outside a repository: run this in the repository the record is about")
+    return pin_cites(Repository(vault.product_root), cites)
+
+
 def apply_upsert(unit: Mutation, project: str, plan: UpsertPlan, target: Path, now: datetime) -> UpsertResult:
     """Write a planned upsert and its side effect on the record it supersedes."""
     vault = unit.vault
     record = plan.record
     verb = "recurrence" if plan.action == "recurrence" else "upsert"
     unit.retitle(f"{verb} {record.kind}:{record.id}")
+    if plan.review_base is not None:
+        from memosite.review import keep_review_base
+
+        keep_review_base(vault, target, plan.review_base)
     unit.write(record, target)
     superseded = False
     if plan.supersedes is not None and plan.supersedes != record.id:

@@ -11,8 +11,10 @@ rebuild.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import io
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from memosite.errors import StorageError
 from memosite.mdtext import code_span, markdown_text
 from memosite.resources import data_path
-from memosite.vault import warn
+from memosite.vault import atomic_write_bytes, warn
 
 if TYPE_CHECKING:
     from memosite.vault import Vault
@@ -110,17 +113,34 @@ def build_environment(
     return env
 
 
+class _NoFollowBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's file cache, but a cache file is never read or written through a symlink: it is read
+    with ``O_NOFOLLOW`` and written atomically (a rename replaces a planted link, not its target)."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            fd = os.open(self._get_cache_filename(bucket), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return
+        with os.fdopen(fd, "rb") as handle:
+            bucket.load_bytecode(handle)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        buffer = io.BytesIO()
+        bucket.write_bytecode(buffer)
+        with contextlib.suppress(StorageError):  # a cache, not a requirement
+            atomic_write_bytes(Path(self._get_cache_filename(bucket)), buffer.getvalue(), durable=False)
+
+
 def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
     if directory is None:
         return None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        if directory.is_symlink():
-            raise OSError("it is a symlink")
     except OSError as exc:
         warn(f"template cache {directory.name} not used: {exc}")
         return None  # a cache, not a requirement
-    return jinja2.FileSystemBytecodeCache(str(directory))
+    return _NoFollowBytecodeCache(str(directory))
 
 
 def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tuple[jinja2.Environment, str]:
@@ -131,6 +151,6 @@ def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tup
     cached: tuple[str, jinja2.Environment] | None = getattr(vault, "_templates", None)
     if cached is not None and cached[0] == checksum:
         return cached[1], checksum
-    env = build_environment(override, vault.internal_dir / "jinja-cache", filters)
+    env = build_environment(override, vault.internal_path("jinja-cache"), filters)
     object.__setattr__(vault, "_templates", (checksum, env))
     return env, checksum

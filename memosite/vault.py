@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from memosite.config import DEFAULT_CONFIG, VaultConfig, load_config, validate_project_id
-from memosite.errors import LockTimeout, StorageError
+from memosite.errors import LockTimeout, SafetyViolation, StorageError
 from memosite.kinds import RECORD_DIRS
 from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 
@@ -149,15 +149,35 @@ class Vault:
     # --- paths -------------------------------------------------------------------------------
     @property
     def internal_dir(self) -> Path:
-        return self.root / INTERNAL_DIR
+        """``.memosite/``, never through a symlink (SAFETY_VIOLATION when it is one)."""
+        path = self.root / INTERNAL_DIR
+        if path.is_symlink():
+            raise SafetyViolation(
+                f"refusing to use {INTERNAL_DIR}/: it is a symlink (memosite's own files stay in the vault)"
+            )
+        return path
+
+    def internal_path(self, *parts: str) -> Path:
+        """A path under ``.memosite/`` reached without following a symlink: every existing part on
+        the way is checked, so a planted link can never send a write outside the vault."""
+        current = self.internal_dir
+        for depth, part in enumerate(parts, start=1):
+            current = current / part
+            if current.is_symlink():
+                shown = "/".join([INTERNAL_DIR, *parts[:depth]])
+                raise SafetyViolation(
+                    f"refusing to use {shown}: it is a symlink (memosite's own files are never reached through links)",
+                    details={"path": shown},
+                )
+        return current
 
     @property
     def index_path(self) -> Path:
-        return self.internal_dir / "index.sqlite"
+        return self.internal_path("index.sqlite")
 
     @property
     def tombstones_path(self) -> Path:
-        return self.internal_dir / TOMBSTONES_FILE
+        return self.internal_path(TOMBSTONES_FILE)
 
     def project_dir(self, project: str) -> Path:
         return self.root / "projects" / validate_project_id(project)
@@ -195,7 +215,7 @@ class Vault:
     def lock(self, timeout: float = LOCK_TIMEOUT_SECONDS) -> contextlib.AbstractContextManager[Any]:
         """The re-entrant, cross-process vault lock every mutation runs under."""
         self.internal_dir.mkdir(parents=True, exist_ok=True)
-        file_lock = FileLock(str(self.internal_dir / "vault.lock"), is_singleton=True)
+        file_lock = FileLock(str(self.internal_path("vault.lock")), is_singleton=True)
         return _translate_timeout(file_lock, timeout)
 
     # --- listing -----------------------------------------------------------------------------
@@ -241,7 +261,12 @@ class Vault:
             for t in tombstones
         )
         self.internal_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.tombstones_path, "a", encoding="utf-8") as handle:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(self.tombstones_path, flags, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot record tombstones: {exc.strerror or exc}") from exc
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())

@@ -57,6 +57,7 @@ class UpsertPlan:
     record: Record
     supersedes: str | None = None  # the id of the older record to mark superseded
     notes: list[str] = field(default_factory=list)
+    review_base: Record | None = None  # the approved version a pending write replaces
 
     @property
     def occurrences(self) -> int | None:
@@ -128,6 +129,10 @@ def normalize_upsert(
         if older in (incoming.get("id"), explicit):
             raise InvalidArguments(f"{older} cannot supersede itself")
     validate_frontmatter({**incoming, "kind": kind}, require=False)
+    if incoming.get("cites") is not None:
+        from memosite.freshness import read_cites
+
+        read_cites(incoming)
     assert_no_secrets(body or "", incoming)
     return UpsertRequest(kind, body, explicit, incoming, bool(allow_duplicate))
 
@@ -172,6 +177,7 @@ def prepare_upsert(
     older: Record | None = None,
     now: datetime,
     config: VaultConfig,
+    provenance: Mapping[str, Any] | None = None,
 ) -> UpsertPlan:
     """Decide what the upsert does (see the module docstring).
 
@@ -193,6 +199,7 @@ def prepare_upsert(
         raise InvalidArguments("body must not be empty: a new record needs one (--body or --body-file)")
     incoming = dict(request.frontmatter)
     merged: dict[str, Any] = dict(existing.frontmatter) if existing is not None else {}
+    merged.update({k: v for k, v in (provenance or {}).items() if k not in incoming})
     merged.update(incoming)
     merged.setdefault("id", slug)
     merged["kind"] = request.kind
@@ -210,6 +217,7 @@ def prepare_upsert(
             merged["occurrences"] = int(older.frontmatter.get("occurrences") or 1) + 1
         merged.setdefault("occurrences", 1)
         merged.setdefault("lastSeen", now_iso)
+    base = _review_state(merged, existing, request.kind, config)
     record = Record(
         frontmatter=validate_frontmatter(merged),
         body=body,
@@ -219,4 +227,19 @@ def prepare_upsert(
     supersedes = request.supersedes
     if supersedes is not None and supersedes == record.id:
         raise InvalidArguments(f"{supersedes} cannot supersede itself")
-    return UpsertPlan("updated" if existing is not None else "created", slug, record, supersedes=supersedes)
+    return UpsertPlan(
+        "updated" if existing is not None else "created", slug, record, supersedes=supersedes, review_base=base
+    )
+
+
+def _review_state(merged: dict[str, Any], existing: Record | None, kind: str, config: VaultConfig) -> Record | None:
+    """An agent's write of a kind ``review.required`` names waits for a person: ``review: pending``.
+    Returns the approved version it replaces, which the review shows the change against."""
+    if kind not in config.review_required or str(merged.get("source") or "agent") != "agent":
+        return None
+    merged["review"] = "pending"
+    for stale in ("reviewedBy", "reviewedAt", "reviewReason"):
+        merged.pop(stale, None)
+    if existing is not None and existing.frontmatter.get("review") != "pending":
+        return existing
+    return None

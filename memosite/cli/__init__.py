@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "init": "memosite.cli.workspace:init",
     "status": "memosite.cli.workspace:status",
     "edit": "memosite.cli.records:edit",
+    "verify": "memosite.cli.trust:verify",
+    "review": "memosite.cli.trust:review",
     "upsert": "memosite.cli.records:upsert",
     "get": "memosite.cli.records:get",
     "append": "memosite.cli.records:append",

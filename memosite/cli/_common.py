@@ -65,8 +65,12 @@ class App:
                     f"no vault yet at the one {self.vault_source} names: `memosite init` creates it"
                     " (so does the first upsert or append)"
                 )
+            from memosite.provenance import Actor, git_identity
+
             self._vault = Vault.open(root)
             self._vault.product_root = self.product_root
+            # A command line acts for the person whose git identity it runs under.
+            self._vault.actor = Actor.person(git_identity(self.env, self.product_root))
         return self._vault
 
     @property
@@ -164,7 +168,7 @@ def vault_options(func: F) -> F:
             app.fail(exc)
         except KeyboardInterrupt:
             app.fail(MemositeError("interrupted"))
-        except (BrokenPipeError, SystemExit):
+        except (BrokenPipeError, SystemExit, click.ClickException):
             raise
         except Exception as exc:
             if os.environ.get("MEMOSITE_DEBUG"):

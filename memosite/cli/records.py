@@ -29,6 +29,14 @@ from memosite.cli._common import App, parse_json_option, read_optional_body, vau
 @click.option("--expires-at", help="Expiry: RFC 3339 or YYYY-MM-DD (end of that UTC day).")
 @click.option("--frontmatter", "frontmatter_json", help="Extra frontmatter as a JSON object.")
 @click.option("--allow-duplicate", is_flag=True, help="Skip trap recurrence dedup.")
+@click.option(
+    "--cite",
+    "cites",
+    multiple=True,
+    metavar="PATH[:START-END]",
+    help="Code the record is about, pinned by hash so `memosite verify` can tell when it changes (repeatable).",
+)
+@click.option("--session-id", help="The agent session this write comes from (recorded as provenance).")
 @vault_options
 def upsert(
     app: App,
@@ -42,6 +50,8 @@ def upsert(
     path_patterns: tuple[str, ...],
     path: str | None,
     allow_duplicate: bool,
+    cites: tuple[str, ...],
+    session_id: str | None,
     **fields: str | None,
 ) -> None:
     """Create or update a record."""
@@ -57,6 +67,8 @@ def upsert(
             frontmatter[names.get(option, option)] = value
     if record_id is not None:
         frontmatter["id"] = record_id
+    if session_id is not None:
+        frontmatter["sessionId"] = session_id
     if tags:
         frontmatter["tags"] = list(tags)
     if path_patterns:
@@ -70,6 +82,7 @@ def upsert(
         frontmatter=frontmatter,
         path=path,
         allow_duplicate=allow_duplicate,
+        cites=list(cites),
     )
     app.emit(result.to_json(), result.summary())
 

@@ -79,6 +79,13 @@ def status(app: App) -> None:
             else "gc         nothing expired"
         )
         lines.append(f"conflicts  {len(report.conflicts)}" + "".join(f"\n  {c}" for c in report.conflicts))
+        v = report.verdicts
+        if any(v.values()):
+            lines.append(
+                f"freshness  {v['fresh']} fresh, {v['drifted']} drifted, {v['missing']} missing (memosite verify)"
+            )
+        if report.pending_review:
+            lines.append(f"review     {report.pending_review} records wait for review (memosite review)")
         git = report.git
         if git is not None:
             state = "off" if not git.enabled else "on" + (" (no commit yet)" if not git.repository else "")

@@ -169,6 +169,14 @@ class Index:
             row[0]: row[1] for row in self.conn.execute("SELECT path, kind FROM records WHERE project = ?", (project,))
         }
 
+    def pending_review(self, project: str) -> list[IndexEntry]:
+        """Records waiting for a person's review, newest first."""
+        return self._entries(
+            "SELECT * FROM records WHERE project = ? AND json_extract(frontmatter, '$.review') = 'pending'"
+            " ORDER BY updated DESC, path",
+            (project,),
+        )
+
     def counts_by_kind_and_status(self, project: str) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for kind, status, count in self.conn.execute(

@@ -106,6 +106,14 @@ class StoreTools:
         ttl: Annotated[str | None, Field(description="Time to live: '7d', '48h', '30m' or a date.")] = None,
         expires_at: Annotated[str | None, Field(description="Expiry: RFC 3339 or YYYY-MM-DD.")] = None,
         supersedes: Annotated[str | None, Field(description="Id of the record this one replaces.")] = None,
+        cites: Annotated[
+            list[str] | None,
+            Field(
+                description="Code the record is about, as 'path' or 'path:start-end' relative to the repository "
+                "root; pinned by hash so a later verify can tell when it changed."
+            ),
+        ] = None,
+        sessionId: SessionId = None,
     ) -> CallToolResult:
         """Create or update one memory record (a Markdown file in the vault).
 
@@ -125,6 +133,7 @@ class StoreTools:
             "ttl": ttl,
             "expires_at": expires_at,
             "supersedes": supersedes,
+            "sessionId": sessionId,
         }
 
         def run(vault: Vault, project: str) -> Any:
@@ -134,9 +143,10 @@ class StoreTools:
                 kind=kind,
                 body=body,
                 slug=slug,
-                frontmatter=merge_fields(frontmatter, fields),
+                frontmatter=agent_frontmatter(merge_fields(frontmatter, fields)),
                 path=path,
                 allow_duplicate=allowDuplicate,
+                cites=cites,
             )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=True), name="upsert")
@@ -246,6 +256,25 @@ def merge_fields(frontmatter: dict[str, Any] | None, fields: dict[str, Any]) -> 
             raise InvalidArguments(f"{name} is given twice, at the top level and in frontmatter, with different values")
         merged[name] = value
     return merged
+
+
+def agent_frontmatter(frontmatter: dict[str, Any]) -> dict[str, Any]:
+    """An agent's write is the agent's: it cannot set its own review state (and so approve itself)
+    or claim a person wrote it."""
+    from memosite.errors import InvalidArguments
+    from memosite.provenance import REVIEW_FIELDS
+
+    set_review = [name for name in REVIEW_FIELDS if name in frontmatter]
+    if set_review:
+        raise InvalidArguments(
+            f"{', '.join(set_review)} cannot be set over MCP: a person reviews with `memosite review approve`"
+        )
+    if frontmatter.get("source") not in (None, "agent"):
+        raise InvalidArguments("source cannot be set over MCP: an agent's write is source agent")
+    claimed = [name for name in ("author", "repoCommit") if name in frontmatter]
+    if claimed:
+        raise InvalidArguments(f"{', '.join(claimed)} cannot be set over MCP: provenance is recorded, not claimed")
+    return frontmatter
 
 
 # name -> annotations; read-only tools are the ones a --read-only server exposes.

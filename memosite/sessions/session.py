@@ -39,9 +39,9 @@ def session_lock_path(vault: Vault, project: str, session_id: str, root: Path | 
     Sessions of a named root lock under a key of that root, so equal names in two roots differ.
     """
     if root is None or root.absolute() == sessions_root(vault, project).absolute():
-        return vault.internal_dir / "locks" / "sessions" / project / f"{session_id}.lock"
+        return vault.internal_path("locks", "sessions", project, f"{session_id}.lock")
     key = hashlib.sha256(str(root.absolute()).encode("utf-8")).hexdigest()[:16]
-    return vault.internal_dir / "locks" / "roots" / key / f"{session_id}.lock"
+    return vault.internal_path("locks", "roots", key, f"{session_id}.lock")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,103 @@
+"""Memory a team can trust: ``memosite verify`` (freshness against the code) and ``memosite review``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memosite.cli._common import App, vault_options
+
+
+@click.command()
+@click.option("--repo", "repo_dir", metavar="DIR", help="The product repository (default: the one you are in).")
+@click.option("--update", "update_id", metavar="ID", help="Re-pin this record's citations: it still holds.")
+@vault_options
+def verify(app: App, repo_dir: str | None, update_id: str | None) -> None:
+    """Check every record that cites code: fresh, drifted (with the changed lines and the commits
+    since) or missing. Verdicts are kept in the index; records are not changed (but by --update)."""
+    from memosite.errors import InvalidArguments
+    from memosite.verify import repin_record, verify_project
+
+    root = Path(repo_dir).absolute() if repo_dir else app.product_root
+    if root is None:
+        raise InvalidArguments("no repository here: run this in the product repository, or give --repo DIR")
+    if update_id:
+        judged = repin_record(app.vault, app.project, root, update_id)
+        app.emit(judged.to_json(), f"re-pinned {judged.kind} {judged.id}: {judged.verdict}")
+        return
+    result = verify_project(app.vault, app.project, root)
+
+    def text() -> str:
+        counts = result.counts()
+        lines = [
+            f"{len(result.records)} records cite code in {app.project}: "
+            f"{counts['fresh']} fresh, {counts['drifted']} drifted, {counts['missing']} missing"
+            f" (at {result.commit[:12] if result.commit else 'the working tree'})"
+        ]
+        for record in result.records:
+            if record.verdict == "fresh":
+                continue
+            lines.append(f"  {record.verdict:8} {record.kind} {record.id} — {record.title}")
+            for cite in record.cites:
+                if cite.verdict == "fresh":
+                    continue
+                detail = cite.cite.label
+                if cite.changed_lines:
+                    detail += f" changed at lines {cite.changed_lines[0]}-{cite.changed_lines[1]}"
+                if cite.renamed_to:
+                    detail += f" (renamed to {cite.renamed_to}?)"
+                lines.append(f"           {detail}")
+                lines.extend(f"             {commit}" for commit in cite.commits)
+        if counts["drifted"] or counts["missing"]:
+            lines.append("confirm a record still holds with: memosite verify --update ID")
+        return "\n".join(lines)
+
+    app.emit(result.to_json(), text)
+
+
+@click.command()
+@click.argument("action", required=False, type=click.Choice(["list", "approve", "reject"]))
+@click.argument("ids", nargs=-1, metavar="[ID]…")
+@click.option("--reason", help="Why a record is rejected (required for reject): kept with it.")
+@vault_options
+def review(app: App, action: str | None, ids: tuple[str, ...], reason: str | None) -> None:
+    """Records agents wrote that wait for a person (config.json review.required).
+
+    `memosite review` lists them, newest first, with the diff against the version each replaces;
+    `review approve ID…` accepts them and `review reject ID… --reason TEXT` refuses them (a new
+    record is archived with the reason, a change is undone). Each is one commit naming you.
+    """
+    from memosite.errors import InvalidArguments
+    from memosite.review import approve_records, list_pending, reject_records
+
+    if action in (None, "list"):
+        if ids:
+            raise InvalidArguments("review lists every pending record: drop the ids, or say approve or reject")
+        _list(app, list_pending(app.vault, app.project))
+        return
+    if action == "approve":
+        approved = approve_records(app.vault, app.project, list(ids))
+        app.emit(approved.to_json(), "\n".join(f"approved {r['kind']} {r['id']}" for r in approved.records))
+        return
+    if reason is None:
+        raise click.UsageError("reject needs --reason TEXT")
+    rejected = reject_records(app.vault, app.project, list(ids), reason=reason)
+    app.emit(rejected.to_json(), "\n".join(f"rejected {r['kind']} {r['id']}: {r['outcome']}" for r in rejected.records))
+
+
+def _list(app: App, found: list[Any]) -> None:
+    def text() -> str:
+        if not found:
+            return f"nothing waits for review in {app.project}"
+        parts = []
+        for item in found:
+            who = item.author or item.source or "an agent"
+            parts.append(f"{item.kind} {item.id} — {item.title} ({'changed' if item.replaces else 'new'}, by {who})")
+            parts.append(item.diff.rstrip("\n"))
+            parts.append("")
+        parts.append("memosite review approve ID…   |   memosite review reject ID… --reason TEXT")
+        return "\n".join(parts)
+
+    app.emit({"project": app.project, "pending": [item.to_json() for item in found]}, text)

@@ -1,0 +1,244 @@
+"""Memory you can trust (issue 14): citations pinned to the code and judged against a real git
+repository, review before agent memory counts, and provenance on every record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, types
+
+from memosite.indexing import read_record
+from memosite.mcp_server.server import build_server
+from memosite.vault import Vault
+
+CLIENT_CODE = "".join(f"line {n}: charge(order, key={n})\n" for n in range(1, 101))
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Dev Person",
+        "GIT_AUTHOR_EMAIL": "dev@example.org",
+        "GIT_COMMITTER_NAME": "Dev Person",
+        "GIT_COMMITTER_EMAIL": "dev@example.org",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, encoding="utf-8", env=env, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "shop"
+    (root / "src" / "pay").mkdir(parents=True)
+    (root / "src" / "pay" / "client.py").write_text(CLIENT_CODE, encoding="utf-8")
+    (root / "src" / "pay" / "refunds.py").write_text("def refund():\n    return 1\n", encoding="utf-8")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "first")
+    monkeypatch.chdir(root)
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL"):
+        monkeypatch.setenv(name, {"GIT_AUTHOR_NAME": "Dev Person", "GIT_AUTHOR_EMAIL": "dev@example.org"}[name])
+    return root
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "--short", "HEAD")
+
+
+def cite_trap(run_cli: Any, slug: str, *cites: str) -> dict[str, Any]:
+    args = ["upsert", "--kind", "trap", "--slug", slug, "--body", f"Trap {slug}.", "--json"]
+    for cite in cites:
+        args += ["--cite", cite]
+    outcome = run_cli(*args)
+    assert outcome.exit_code == 0, outcome.stdout
+    return outcome.json()
+
+
+def verdicts(run_cli: Any) -> dict[str, dict[str, Any]]:
+    outcome = run_cli("verify", "--json")
+    assert outcome.exit_code == 0, outcome.stdout
+    return {record["id"]: record for record in outcome.json()["records"]}
+
+
+# --- citations ---------------------------------------------------------------------------
+
+
+def test_a_cite_pins_the_lines_hash_and_the_commit(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    cite_trap(run_cli, "retries", "src/pay/client.py:40-72")
+    fm = read_record(vault_dir / "projects/demo/traps/retries.md").frontmatter
+    span = "".join(CLIENT_CODE.splitlines(keepends=True)[39:72]).encode()
+    assert fm["cites"] == [
+        {
+            "path": "src/pay/client.py",
+            "lines": "40-72",
+            "sha256": hashlib.sha256(span).hexdigest(),
+            "commit": git(repo, "rev-parse", "HEAD"),
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cite", "reason"),
+    [("src/pay/nope.py", "no such file"), ("src/pay/client.py:90-120", "has 100 lines"), ("../etc/passwd", "inside")],
+)
+def test_a_cite_that_cannot_be_read_is_refused(repo: Path, run_cli: Any, cite: str, reason: str) -> None:
+    outcome = run_cli("upsert", "--kind", "trap", "--body", "x", "--cite", cite, "--json")
+    assert outcome.exit_code == 1 and reason in outcome.json()["error"]["message"]
+
+
+def test_verdicts_follow_the_code(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    cite_trap(run_cli, "inside", "src/pay/client.py:40-50")
+    cite_trap(run_cli, "after", "src/pay/client.py:60-70")
+    cite_trap(run_cli, "whole", "src/pay/refunds.py")
+    cite_trap(run_cli, "deleted", "src/pay/client.py:1-3", "src/pay/refunds.py:1-2")
+    assert {k: v["verdict"] for k, v in verdicts(run_cli).items()} == dict.fromkeys(
+        ["inside", "after", "whole", "deleted"], "fresh"
+    )
+    before = {p.name: p.read_bytes() for p in (vault_dir / "projects/demo/traps").iterdir()}
+
+    lines = CLIENT_CODE.splitlines(keepends=True)
+    lines[44] = "line 45: charge(order)  # the key went missing\n"  # inside 40-50
+    lines.insert(0, "import retry\n")  # shifts 60-70 down by one, unchanged
+    (repo / "src/pay/client.py").write_text("".join(lines), encoding="utf-8")
+    edited = commit_all(repo, "drop the idempotency key")
+    git(repo, "mv", "src/pay/refunds.py", "src/pay/refund_api.py")
+    renamed = commit_all(repo, "rename refunds")
+
+    found = verdicts(run_cli)
+    assert found["inside"]["verdict"] == "drifted"
+    inside = found["inside"]["cites"][0]
+    assert inside["changedLines"] == "46-46"  # one line inserted above, then the edited line
+    assert inside["commits"][0] == f"{edited} drop the idempotency key"
+    assert found["after"]["verdict"] == "fresh" and found["after"]["cites"][0]["movedTo"] == "61-71"
+    assert found["whole"]["verdict"] == "missing" and found["whole"]["cites"][0]["renamedTo"] == "src/pay/refund_api.py"
+    assert found["deleted"]["verdict"] == "missing"  # its worst citation decides
+    assert renamed
+    after = {p.name: p.read_bytes() for p in (vault_dir / "projects/demo/traps").iterdir()}
+    assert after == before  # verify is a read path: no record changes
+
+
+def test_verify_update_repins_a_record_a_person_confirmed(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    cite_trap(run_cli, "inside", "src/pay/client.py:40-50")
+    text = CLIENT_CODE.replace("line 45: charge(order, key=45)", "line 45: charge(order, key=45, retry=True)")
+    (repo / "src/pay/client.py").write_text(text, encoding="utf-8")
+    commit_all(repo, "retry flag")
+    assert verdicts(run_cli)["inside"]["verdict"] == "drifted"
+    updated = run_cli("verify", "--update", "inside", "--json")
+    assert updated.exit_code == 0 and updated.json()["verdict"] == "fresh"
+    assert verdicts(run_cli)["inside"]["verdict"] == "fresh"
+    cite = read_record(vault_dir / "projects/demo/traps/inside.md").frontmatter["cites"][0]
+    assert cite["commit"] == git(repo, "rev-parse", "HEAD")
+
+
+def test_status_counts_the_verdicts(repo: Path, run_cli: Any) -> None:
+    cite_trap(run_cli, "a", "src/pay/client.py:1-2")
+    cite_trap(run_cli, "b", "src/pay/refunds.py")
+    (repo / "src/pay/refunds.py").unlink()
+    verdicts(run_cli)
+    report = run_cli("status", "--json").json()
+    assert report["verdicts"] == {"fresh": 1, "drifted": 0, "missing": 1}
+
+
+# --- provenance --------------------------------------------------------------------------
+
+
+def test_a_cli_write_records_the_persons_git_identity_and_the_commit(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    run_cli("upsert", "--kind", "decision", "--slug", "d", "--body", "We keep Postgres.", "--session-id", "s-9")
+    fm = read_record(vault_dir / "projects/demo/decisions/d.md").frontmatter
+    assert fm["source"] == "human" and fm["author"] == "Dev Person <dev@example.org>"
+    assert fm["repoCommit"] == git(repo, "rev-parse", "HEAD") and fm["sessionId"] == "s-9"
+
+
+# --- review ------------------------------------------------------------------------------
+
+
+def review_vault(vault_dir: Path, **review: Any) -> None:
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    config = {"review": {"required": ["trap", "decision"], **review}, "vaultGit": {"enabled": True, "atomic": True}}
+    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+async def agent_upsert(vault_dir: Path, **arguments: Any) -> types.CallToolResult:
+    vault = Vault.open(vault_dir)
+    try:
+        server = build_server(vault, "demo")
+        async with Client(server, mode="legacy", client_info=types.Implementation(name="codex", version="2.0")) as c:
+            return await c.call_tool("upsert", arguments)
+    finally:
+        vault.close()
+
+
+def test_agent_writes_of_reviewed_kinds_wait_for_a_person(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    result = anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="cache", body="Cache for 5 minutes."))
+    assert not result.is_error
+    fm = read_record(vault_dir / "projects/demo/decisions/cache.md").frontmatter
+    assert fm["review"] == "pending" and fm["source"] == "agent" and fm["author"] == "codex 2.0"
+    run_cli("upsert", "--kind", "decision", "--slug", "human", "--body", "People decide this.")
+    assert "review" not in read_record(vault_dir / "projects/demo/decisions/human.md").frontmatter
+    run_cli("upsert", "--kind", "trap", "--slug", "scripted", "--body", "x", "--source", "agent")
+    assert read_record(vault_dir / "projects/demo/traps/scripted.md").frontmatter["review"] == "pending"
+    run_cli("upsert", "--kind", "spec", "--slug", "spec", "--body", "x", "--source", "agent")
+    assert "review" not in read_record(vault_dir / "projects/demo/specs/spec.md").frontmatter
+    listed = run_cli("review", "--json").json()["pending"]
+    assert [item["id"] for item in listed] == ["scripted", "cache"] or {i["id"] for i in listed} == {
+        "scripted",
+        "cache",
+    }
+
+
+@pytest.mark.parametrize("field", [{"review": "approved"}, {"reviewedBy": "me"}, {"source": "human"}, {"author": "x"}])
+def test_an_agent_cannot_approve_itself_or_claim_a_person_wrote(vault_dir: Path, field: dict[str, str]) -> None:
+    review_vault(vault_dir)
+    result = anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="d", body="x", frontmatter=field))
+    assert result.is_error and (result.structured_content or {})["error"]["code"] == "INVALID_ARGUMENTS"
+    assert not (vault_dir / "projects/demo/decisions/d.md").exists()
+
+
+def test_approve_accepts_and_the_commit_names_the_reviewer(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="t", body="Locks bite."))
+    outcome = run_cli("review", "approve", "t", "--json")
+    assert outcome.exit_code == 0
+    fm = read_record(vault_dir / "projects/demo/traps/t.md").frontmatter
+    assert fm["review"] == "approved" and fm["reviewedBy"] == "Dev Person <dev@example.org>"
+    last = git(vault_dir, "log", "-1", "--format=%s")
+    assert last == "approve trap:t (reviewed by Dev Person <dev@example.org>)"
+    again = run_cli("review", "approve", "t", "--json")
+    assert again.exit_code == 1 and again.json()["error"]["code"] == "INVALID_TRANSITION"
+
+
+def test_a_pending_change_shows_its_diff_and_a_rejection_restores_the_accepted_version(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    review_vault(vault_dir)
+    run_cli("upsert", "--kind", "decision", "--slug", "db", "--body", "Use Postgres.\n")
+    accepted = (vault_dir / "projects/demo/decisions/db.md").read_bytes()
+    anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="db", body="Use MongoDB.\n"))
+    listed = run_cli("review", "--json").json()["pending"]
+    assert listed[0]["replaces"] is True
+    assert "-Use Postgres." in listed[0]["diff"] and "+Use MongoDB." in listed[0]["diff"]
+    rejected = run_cli("review", "reject", "db", "--reason", "we are not moving databases", "--json")
+    assert rejected.exit_code == 0 and rejected.json()["records"][0]["outcome"] == "restored the accepted version"
+    assert (vault_dir / "projects/demo/decisions/db.md").read_bytes() == accepted
+    assert "we are not moving databases" in git(vault_dir, "log", "-1", "--format=%s")
+
+
+def test_rejecting_a_new_record_archives_it_with_the_reason(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="wrong", body="A wrong hypothesis."))
+    assert run_cli("review", "reject", "wrong", "--json").exit_code == 2  # --reason is required
+    run_cli("review", "reject", "wrong", "--reason", "not reproducible")
+    fm = read_record(vault_dir / "projects/demo/traps/wrong.md").frontmatter
+    assert (fm["status"], fm["review"], fm["reviewReason"]) == ("archived", "rejected", "not reproducible")
