@@ -136,6 +136,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._site_name = ""
         self._scope = ""
         self._overview_charts: dict[str, str] | None = None
+        self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
 
     @property
     def published_records(self) -> int:
@@ -250,8 +251,14 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._content = content
         self._files = files
         urls = {file.src_uri: file.url for file in files}
-        records_json = content.records_json(lambda uri: urls.get(uri, uri))
-        files.append(File.generated(config, content.records_json_uri, content=records_json))
+        rows = content.records_rows(lambda uri: urls.get(uri, uri))
+        for row in rows:  # scanned row by row: an unchanged row is a digest lookup
+            self._scanner.scan(row, content.records_json_uri)
+        files.append(
+            File.generated(
+                config, content.records_json_uri, content=content.records_json(lambda uri: urls.get(uri, uri), rows)
+            )
+        )
         self._add_feeds(config, files, content, urls)
         assets = data_path("site_src")
         for asset in ASSETS:
@@ -273,6 +280,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 url_for=lambda u: urls.get(u, u),
                 now=now,
             )
+            assert self._scanner is not None
+            self._scanner.scan(text, uri)
             files.append(File.generated(config, uri, content=text))
 
     def _site_page(self, page: Page) -> SitePage | None:
@@ -424,26 +433,34 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 continue
             by_url.setdefault(url, []).append(doc)
         ours = {f.url: uri for uri, f in virtual.items()}
-        parts: list[list[dict[str, Any]]] = []
+        parts: list[str] = []
         others = dict(self._memory.other_search)
-        assert self._files is not None
+        texts = self._search_text
+        fresh_texts: dict[str, str] = {}
+        assert self._files is not None and self._scanner is not None
         for file in self._files.documentation_pages():
             url = file.url
             if url in ours:
                 uri = ours[url]
                 reused = self._reuse.get(uri)
-                docs = by_url.get(url, []) if reused is None else reused.search
+                if reused is None:
+                    text = _docs_text(by_url.get(url, []))
+                else:
+                    text = texts.get(uri, "") if isinstance(reused, _PageState) else _docs_text(reused.search)
+                fresh_texts[uri] = text
             else:
                 rendered = file.page is not None and file.page.content is not None
                 docs = by_url.get(url, []) if rendered else others.get(url, [])
                 others[url] = docs
-            parts.append(docs)
+                text = _docs_text(docs)
+            if text:
+                parts.append(text)
         self._memory.other_search = others
-        data["docs"] = [doc for docs in parts for doc in docs]
-        assert self._scanner is not None
+        self._search_text = fresh_texts
         for docs in by_url.values():
             self._scanner.scan(json.dumps(docs, ensure_ascii=False), SEARCH_INDEX)
-        path.write_text(json.dumps(data, separators=(",", ":"), default=str), encoding="utf-8")
+        config_text = json.dumps(data.get("config", {}), separators=(",", ":"), default=str)
+        path.write_text('{"config":' + config_text + ',"docs":[' + ",".join(parts) + "]}", encoding="utf-8")
         self._handled.add(os.path.abspath(path))
         return by_url
 
@@ -451,11 +468,12 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         """Every output file this build wrote that no other check covered (records.json, feeds,
         sitemap, the theme's and other plugins' files), each remembered when clean."""
         assert self._scanner is not None and self._content is not None
-        records = site_dir / self._content.records_json_uri
-        for line in _json_rows(records):
-            self._scanner.scan(line, self._content.records_json_uri)
-        self._handled.add(os.path.abspath(records))
-        for directory, _dirs, names in os.walk(site_dir):
+        # The memory section holds only generated pages (scanned as they were made or copied
+        # from a clean cache), records.json and the feeds (scanned when generated).
+        section = os.path.abspath(site_dir / self._content.prefix)
+        for directory, dirs, names in os.walk(site_dir):
+            if os.path.abspath(directory) == os.path.abspath(site_dir):
+                dirs[:] = [d for d in dirs if os.path.abspath(os.path.join(directory, d)) != section]
             for name in names:
                 if not name.endswith(SCANNED_SUFFIXES):
                     continue
@@ -524,13 +542,8 @@ def _shows_overview(file: File) -> bool:
         return False
 
 
-def _json_rows(path: Path) -> list[str]:
-    """``records.json`` as one text per record (scanned, and remembered, one by one)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return [path.read_text(encoding="utf-8", errors="replace")] if path.exists() else []
-    return [json.dumps(row, ensure_ascii=False, sort_keys=True) for row in data.get("records", [])]
+def _docs_text(docs: list[dict[str, Any]]) -> str:
+    return ",".join(json.dumps(doc, separators=(",", ":"), default=str) for doc in docs)
 
 
 def _with_charts(html_text: str, charts: dict[str, str] | None) -> str:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from memosite.site.pages import PublishedRecord, SitePage
 
 CHART_WEEKS = 12
+# The changelog page lists each event of its newest weeks (up to a number a week) and counts the
+# rest, so it stays one readable page, cheap to rebuild, at any size; the feed has the newest.
+CHANGELOG_WEEKS = 12
+CHANGELOG_EVENTS_PER_WEEK = 100
 SEVERITY_ORDER = ("critical", "high", "medium", "low")
 STATUS_COLUMNS = ("active", "expired", "paused", "shipped", "completed", "superseded", "archived")
 
@@ -171,8 +175,15 @@ def dashboard_page(env: jinja2.Environment, prefix: str, source: FeedSource, now
     home = env.get_template("site/dashboard.md.j2").render(
         project=project, stats=project_stats(source, now, base), charts=list(figures), now=format_iso(now)
     )
-    weeks = [(week, [_event(e, base) for e in events]) for week, events in changelog.by_week(source.events)]
-    changes = env.get_template("site/changelog.md.j2").render(project=project, weeks=weeks)
+    all_weeks = changelog.by_week(source.events)
+    weeks = [
+        (week, [_event(e, base) for e in events[:CHANGELOG_EVENTS_PER_WEEK]], len(events))
+        for week, events in all_weeks[:CHANGELOG_WEEKS]
+    ]
+    older = [(week, Counter(e.action for e in events)) for week, events in all_weeks[CHANGELOG_WEEKS:]]
+    changes = env.get_template("site/changelog.md.j2").render(
+        project=project, weeks=weeks, older=older, actions=changelog.ACTIONS
+    )
     return [
         SitePage(f"{base}/index.md", home, "dashboard", f"{project} — overview", charts=figures),
         SitePage(f"{base}/CHANGES.md", changes, "changelog", f"What changed — {project}"),

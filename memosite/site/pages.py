@@ -8,7 +8,6 @@ Paths are ``<prefix>/<project>/<kind dir>/<slug>.md`` for records and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import posixpath
 import re
@@ -138,8 +137,9 @@ class SiteContent:
     def page(self, src_uri: str) -> SitePage | None:
         return self._by_uri.get(src_uri)
 
-    def records_json(self, url_for: Callable[[str], str]) -> str:
-        """``records.json``: every published record; ``url`` is relative to the JSON file itself."""
+    def records_rows(self, url_for: Callable[[str], str]) -> list[str]:
+        """Each published record's row of ``records.json``, as JSON text; ``url`` is relative to
+        the JSON file itself."""
         base = posixpath.dirname(url_for(self.records_json_uri))
         rows = []
         for record in self.records:
@@ -161,7 +161,12 @@ class SiteContent:
                     "url": _relative_url(url, base),
                 }
             )
-        return json.dumps({"records": rows}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return [json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in rows]
+
+    def records_json(self, url_for: Callable[[str], str], rows: list[str] | None = None) -> str:
+        """``records.json``: every published record (see :meth:`records_rows`)."""
+        rows = self.records_rows(url_for) if rows is None else rows
+        return '{"records":[' + ",".join(rows) + "]}\n"
 
 
 def nav_section(prefix: str, projects: Sequence[str], title: str = "Memory") -> dict[str, Any]:
@@ -290,7 +295,8 @@ class RecordMemo:
     row and rendered page, so a rebuild reads and renders only the records that changed."""
 
     entries: dict[str, dict[str, IndexEntry]] = field(default_factory=dict)  # project -> path -> entry
-    pages: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (context digest, markdown)
+    # path -> (what the page was rendered from: entry, why inactive, linked entries; its Markdown)
+    pages: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
     templates: str = ""
 
     def refresh(self, vault: Vault, project: str) -> list[IndexEntry]:
@@ -315,8 +321,8 @@ class RecordMemo:
         return sorted(known.values(), key=lambda e: e.path)
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    return old[0] is new[0] and old[1] == new[1] and old[2] is new[2] and old[3] is new[3]
 
 
 def collect_site_content(
@@ -353,14 +359,15 @@ def collect_site_content(
         for entry in entries:
             src_uri = f"{content.prefix}/{project}/{link_for(entry)}"
             record = PublishedRecord(entry, src_uri, inactive_reasons(entry, now_iso))
-            context = _record_context(record, by_id)
-            key = _digest(json.dumps(context, sort_keys=True, default=str, ensure_ascii=False))
+            # A page depends on its row, on why it is inactive now, and on the rows it links to;
+            # rows are re-read only when their file changed, so the same objects mean the same page.
+            basis = (entry, record.inactive, by_id.get(entry.supersedes or ""), by_id.get(entry.superseded_by or ""))
             cached = memo.pages.get(entry.path)
-            if cached is not None and cached[0] == key:
+            if cached is not None and _same_basis(cached[0], basis):
                 markdown = cached[1]
             else:
-                markdown = record_template.render(r=context)
-                memo.pages[entry.path] = (key, markdown)
+                markdown = record_template.render(r=_record_context(record, by_id))
+                memo.pages[entry.path] = (basis, markdown)
             content.add(SitePage(src_uri, markdown, "record", entry.title, record))
             published.append(record)
         more = _more_note("../index.md")
