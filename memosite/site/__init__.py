@@ -1,8 +1,8 @@
 """The published site: build, serve and publish a vault with MkDocs Material.
 
 ``build_site`` / ``publish_to_dir`` (``build``), ``serve`` / ``SiteServer`` (``server``) and
-``publish_gh_pages`` (``ghpages``) are imported on first use, so that importing this package (the
-scan worker does) stays cheap.
+``publish_gh_pages`` (``ghpages``) are imported on first use, so that importing this package stays
+cheap. ``export_docs`` (``export``) writes the memory section as plain Markdown.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ _EXPORTS = {
     "serve": "memosite.site.server",
     "GhPagesResult": "memosite.site.ghpages",
     "publish_gh_pages": "memosite.site.ghpages",
+    "export_docs": "memosite.site.export",
 }
 
 __all__ = sorted(_EXPORTS)
