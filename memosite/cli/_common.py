@@ -163,6 +163,9 @@ def vault_options(func: F) -> F:
             command,
         )
         try:
+            from memosite.inputs import check_arguments
+
+            check_arguments(kwargs, spell=lambda name: "--" + name.replace("_", "-"))
             return func(app, **kwargs)
         except MemositeError as exc:
             app.fail(exc)

@@ -18,6 +18,7 @@ from pydantic import ConfigDict, ValidationError
 from memosite import __version__
 from memosite.config import ProjectIdentity
 from memosite.errors import InvalidArguments, MemositeError
+from memosite.inputs import check_arguments
 from memosite.mcp_server.project import SessionProject
 from memosite.mcp_server.runtime import ToolRuntime, error_result
 from memosite.mcp_server.schemas import OUTPUT_SCHEMAS
@@ -59,8 +60,11 @@ class MemositeMCP(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
+            check_arguments(arguments or {})
             await self.runtime.prepare(_session_of(context))
             return await super().call_tool(name, arguments, context)
+        except MemositeError as exc:
+            return error_result(exc)
         except UnexpectedToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, MemositeError):

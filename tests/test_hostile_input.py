@@ -1,0 +1,180 @@
+"""Hostile input (issue 15): symlinks planted at memosite's internal paths, numbers no database can
+hold, broken Unicode in arguments, and a hit on a hand-written record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from memosite.mcp_server.server import build_server
+from memosite.store import upsert_record
+from memosite.vault import Vault
+
+
+def plant(vault_dir: Path, relative: str, outside: Path, *, directory: bool) -> Path:
+    """A symlink at ``relative`` inside the vault pointing at ``outside``."""
+    link = vault_dir / relative
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_dir() and not link.is_symlink():
+        for child in sorted(link.rglob("*"), reverse=True):
+            child.rmdir() if child.is_dir() else child.unlink()
+        link.rmdir()
+    elif link.exists() or link.is_symlink():
+        link.unlink()
+    if directory:
+        outside.mkdir(parents=True, exist_ok=True)
+    else:
+        outside.write_text("", encoding="utf-8")
+    link.symlink_to(outside, target_is_directory=directory)
+    return link
+
+
+def outside_is_untouched(outside: Path) -> bool:
+    if outside.is_dir():
+        return not any(outside.iterdir())
+    return outside.read_text(encoding="utf-8") == ""
+
+
+CASES: list[tuple[str, bool, list[str]]] = [
+    (".memosite/jinja-cache", True, ["upsert", "--kind", "spec", "--body", "x", "--slug", "s2"]),
+    (".memosite/locks", True, ["session", "start", "--goal", "ship it"]),
+    (".memosite/tombstones.jsonl", False, ["forget", "--id", "seed", "--purge"]),
+    (".memosite/hits", True, ["get", "--id", "seed", "--session-id", "agent-1"]),
+    (".memosite/index.sqlite", False, ["search", "seed"]),
+    (".memosite/vault.lock", False, ["upsert", "--kind", "spec", "--body", "x", "--slug", "s3"]),
+]
+
+
+@pytest.mark.parametrize(("relative", "directory", "args"), CASES, ids=[c[0] for c in CASES])
+def test_a_symlink_at_an_internal_path_is_refused_and_nothing_is_written_outside(
+    vault_dir: Path, tmp_path: Path, run_cli: Any, relative: str, directory: bool, args: list[str]
+) -> None:
+    vault = Vault.open(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="seed record", slug="seed")
+    vault.close()
+    outside = tmp_path / "outside" / Path(relative).name
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    plant(vault_dir, relative, outside, directory=directory)
+    outcome = run_cli(*args, "--json")
+    assert outcome.exit_code == 1, outcome.stdout
+    error = outcome.json()["error"]
+    assert error["code"] == "SAFETY_VIOLATION" and relative in error["message"]
+    assert outside_is_untouched(outside)
+
+
+def test_a_symlinked_internal_directory_is_refused(vault_dir: Path, tmp_path: Path, run_cli: Any) -> None:
+    vault_dir.mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (vault_dir / ".memosite").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    outcome = run_cli("upsert", "--kind", "spec", "--body", "x", "--json")
+    assert outcome.json()["error"]["code"] == "SAFETY_VIOLATION" and ".memosite" in outcome.json()["error"]["message"]
+    assert not any((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_planted_template_cache_file_is_never_followed(vault_dir: Path, tmp_path: Path) -> None:
+    vault = Vault.open(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="first", slug="a")
+    vault.close()
+    cache = vault_dir / ".memosite" / "jinja-cache"
+    victims = []
+    for entry in cache.iterdir():
+        victim = tmp_path / f"victim-{entry.name}"
+        victim.write_bytes(b"precious")
+        entry.unlink()
+        entry.symlink_to(victim)
+        victims.append(victim)
+    assert victims
+    reopened = Vault.open(vault_dir)
+    upsert_record(reopened, "demo", kind="trap", body="second", slug="b")  # a new process's compile
+    reopened.close()
+    assert all(victim.read_bytes() == b"precious" for victim in victims)
+
+
+# --- numbers and text no part of memosite can hold ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rank", "--limit", "100000000000000000000"],
+        ["search", "x", "--limit", "-100000000000000000000"],
+        ["bootstrap", "--max-bytes", "100000000000000000000"],
+        ["session", "search", "goal", "--limit", "100000000000000000000"],
+    ],
+)
+def test_numeric_options_beyond_any_database_are_invalid_arguments(vault: Vault, run_cli: Any, args: list[str]) -> None:
+    outcome = run_cli(*args, "--json")
+    payload = outcome.json()
+    assert outcome.exit_code == 1 and payload["error"]["code"] == "INVALID_ARGUMENTS", payload
+    assert args[-2] in payload["error"]["message"] or "too large" in payload["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["upsert", "--kind", "spec", "--body", "x", "--tag", "a\udce9b"],
+        ["search", "caf\udce9"],
+        ["session", "start", "--goal", "ship \udcff"],
+        ["upsert", "--kind", "spec", "--body", "b\ud800ody"],
+    ],
+)
+def test_lone_surrogates_in_arguments_are_invalid_arguments_naming_them(
+    vault: Vault, run_cli: Any, args: list[str]
+) -> None:
+    outcome = run_cli(*args, "--json")
+    payload = outcome.json()
+    assert outcome.exit_code == 1 and payload["error"]["code"] == "INVALID_ARGUMENTS", payload
+    assert "surrogate" in payload["error"]["message"] and payload["error"]["message"].startswith("--")
+
+
+def test_bytes_that_are_not_utf8_on_a_real_command_line(vault: Vault, memosite_exe: Path) -> None:
+    done = subprocess.run(
+        [os.fsencode(memosite_exe), b"upsert", b"--kind", b"spec", b"--body", b"x", b"--tag", b"a\xe9b", b"--json"],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        check=False,
+    )
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    assert json.loads(done.stdout)["error"] == {
+        "code": "INVALID_ARGUMENTS",
+        "message": "--tags holds text that is not valid Unicode (an unpaired surrogate)",
+        "details": {"argument": "--tags"},
+    }
+
+
+def test_mcp_arguments_beyond_any_database_are_invalid_arguments(vault: Vault) -> None:
+    async def scenario() -> None:
+        async with Client(build_server(vault, "demo"), mode="legacy") as client:
+            for tool, arguments in (
+                ("rank", {"limit": 10**20}),
+                ("search", {"query": "caf\udce9"}),
+                ("upsert", {"kind": "spec", "body": "x", "tags": ["\ud800"]}),
+            ):
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error and (result.structured_content or {})["error"]["code"] == "INVALID_ARGUMENTS"
+
+    anyio.run(scenario)
+
+
+# --- a hit is usage, not an edit ------------------------------------------------------------
+
+
+def test_a_hit_on_a_hand_written_record_changes_only_the_hit_fields(vault: Vault, run_cli: Any) -> None:
+    path = vault.kind_dir("demo", "trap") / "by-hand.md"
+    path.parent.mkdir(parents=True)
+    text = "---\n# written in an editor\ntitle: By hand\nkind: trap\nseverity: high\n---\nKeep me as I am.\n"
+    path.write_text(text, encoding="utf-8")
+    outcome = run_cli("get", "--id", "by-hand", "--session-id", "agent-7", "--json")
+    assert outcome.exit_code == 0
+    written = path.read_text(encoding="utf-8")
+    assert written.startswith("---\n# written in an editor\ntitle: By hand\nkind: trap\nseverity: high\n")
+    extra = written[len("---\n# written in an editor\ntitle: By hand\nkind: trap\nseverity: high\n") :]
+    assert extra.startswith("hits: 1\nlastHit: ") and extra.endswith("---\nKeep me as I am.\n")
+    assert "status:" not in written and "source:" not in written and "id:" not in written
