@@ -31,7 +31,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         "pushDelaySeconds": 10,
     },
     "bootstrap": {"maxBytes": 8192},
-    "sessions": {"keep": 50, "maxAgeDays": 30, "capEvents": 10000, "capBytes": 16 * 1024 * 1024},
+    "sessions": {"keep": 50, "maxAgeDays": 30, "capEvents": 10000, "capBytes": 16 * 1024 * 1024, "root": None},
     "review": {"required": [], "briefPending": True},
 }
 
@@ -186,6 +186,9 @@ def _check_types(config: VaultConfig, path: Path) -> None:
         raise InvalidArguments(f"{path}: vaultGit.branch {branch!r} is not a usable branch name")
     if git.get("push") not in ("manual", "auto"):
         raise InvalidArguments(f'{path}: vaultGit.push must be "manual" or "auto", got {git.get("push")!r}')
+    sessions_root = config.raw["sessions"].get("root")
+    if sessions_root is not None and (not isinstance(sessions_root, str) or not sessions_root.strip()):
+        raise InvalidArguments(f"{path}: sessions.root must be a directory path or null, got {sessions_root!r}")
     _check_review(config, path)
 
 
