@@ -77,6 +77,11 @@ _site_url_option = click.option(
     help="Where the site will be served, e.g. https://team.example.org/memory/. Material's instant "
     "navigation and sitemap.xml need it (--gh-pages works it out for GitHub remotes).",
 )
+_site_name_option = click.option(
+    "--site-name",
+    metavar="TEXT",
+    help='The site\'s name in its header and title (default: "<project> memory").',
+)
 _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs warning (broken links, ...).")
 
 
@@ -87,14 +92,17 @@ _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs
     default="site",
     show_default=True,
     metavar="DIR",
-    help="Where the site goes, relative to the current directory. A previous build there "
-    "is replaced only when the new one succeeds.",
+    help="Where the site goes, relative to the current directory: a new or empty folder, or one "
+    "memosite built (a rebuild removes only the files the last one wrote, and only once it succeeded).",
 )
 @_config_option
 @_site_url_option
+@_site_name_option
 @_strict_option
 @vault_options
-def build(app: App, out_dir: str, config_file: str | None, site_url: str | None, strict: bool) -> None:
+def build(
+    app: App, out_dir: str, config_file: str | None, site_url: str | None, site_name: str | None, strict: bool
+) -> None:
     """Build the vault's static site (MkDocs Material) into ./site.
 
     Publishes every project of the vault (only the --project one if you name it). The build
@@ -103,7 +111,13 @@ def build(app: App, out_dir: str, config_file: str | None, site_url: str | None,
     from memosite.site.build import build_site
 
     result = build_site(
-        app.vault, out_dir=out_dir, config_file=config_file, strict=strict, projects=_projects(app), site_url=site_url
+        app.vault,
+        out_dir=out_dir,
+        config_file=config_file,
+        strict=strict,
+        projects=_projects(app),
+        site_url=site_url,
+        site_name=site_name,
     )
     _report_warnings(result.warnings)
     app.emit(result.to_json(), _summary(result))
@@ -203,6 +217,7 @@ def _describe(batch: WatchBatch) -> str:
 @click.option("--message", "-m", metavar="TEXT", help="With --gh-pages: the commit message.")
 @_config_option
 @_site_url_option
+@_site_name_option
 @_strict_option
 @vault_options
 def publish(
@@ -214,6 +229,7 @@ def publish(
     message: str | None,
     config_file: str | None,
     site_url: str | None,
+    site_name: str | None,
     strict: bool,
 ) -> None:
     """Publish the site: a static copy (--to DIR) or a git branch (--gh-pages).
@@ -231,6 +247,7 @@ def publish(
         "strict": strict,
         "projects": _projects(app),
         "site_url": site_url,
+        "site_name": site_name,
     }
     if dest:
         from memosite.site.build import publish_to_dir

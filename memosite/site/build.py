@@ -242,6 +242,15 @@ def publish_to_dir(
     strict: bool = False,
     projects: Sequence[str] | None = None,
     site_url: str | None = None,
+    site_name: str | None = None,
 ) -> BuildResult:
     """A finished static copy of the site in ``dest`` (built, scanned, then moved into place)."""
-    return build_site(vault, out_dir=dest, config_file=config_file, strict=strict, projects=projects, site_url=site_url)
+    return build_site(
+        vault,
+        out_dir=dest,
+        config_file=config_file,
+        strict=strict,
+        projects=projects,
+        site_url=site_url,
+        site_name=site_name,
+    )

@@ -116,6 +116,7 @@ def publish_gh_pages(
     projects: Sequence[str] | None = None,
     site_url: str | None = None,
     cwd: Path | None = None,
+    site_name: str | None = None,
 ) -> GhPagesResult:
     """Build the site and commit it as the new head of ``branch`` on ``remote``, then push.
 
@@ -139,6 +140,7 @@ def publish_gh_pages(
             projects=projects,
             site_url=site_url,
             fallback_site_url=github_pages_url(url),
+            site_name=site_name,
         )
         (site / ".nojekyll").touch()  # GitHub Pages would otherwise drop paths starting with "_"
         git_dir = Path(tmp) / "repo.git"
