@@ -288,3 +288,21 @@ def test_ctrl_c_before_anything_is_written_stops_the_write(vault_dir: Path) -> N
     assert child.returncode == 1
     assert json.loads(child.stdout)["error"]["message"] == "interrupted"
     assert not list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))
+
+
+def test_a_thousand_record_stormbuffer_import_takes_the_lock_once_and_makes_one_commit(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    from memosite.stormbuffer.bridge import import_store
+    from memosite.stormbuffer.store import Store
+
+    store = Store.init(tmp_path / "sb" / ".sbuf", name="Shop")
+    for n in range(1000):
+        store.add(kind="fact", title=f"Fact {n}", body=f"Fact number {n}: prices are integer cents.\n", access="human")
+    vault = git_vault(vault_dir)
+    before = vault_module.lock_acquisitions
+    result = import_store(vault, "demo", Store.open(store.path))
+    assert len(result.records) == 1000
+    assert vault_module.lock_acquisitions - before == 1
+    assert len(commits(vault)) == 1 and commits(vault)[0].startswith("import stormbuffer store into demo")
+    assert len(tracked(vault)) >= 1000
