@@ -278,3 +278,12 @@ def test_site_name_comes_from_the_command_line_when_given(tmp_path: Path, vault:
     outcome = run_cli("build", "--out", str(tmp_path / "site"), "--site-name", "Équipe mémoire 🧠")
     assert outcome.exit_code == 0, outcome.stderr
     assert "<title>Équipe mémoire 🧠</title>" in _html(tmp_path / "site", "index.html")
+
+
+def test_serve_and_build_keep_their_own_cached_pages(tmp_path: Path, vault: Vault) -> None:
+    _upsert(vault, "trap", "Cookie loses SameSite", "Behind the CDN.")
+    build_site(vault, out_dir=tmp_path / "a")
+    build_site(vault, out_dir=tmp_path / "b", site_url="http://127.0.0.1:8000/")  # as serve does
+    config = load_site_config(vault, site_dir=tmp_path / "c")
+    run_build(config)
+    assert memosite_plugin(config).rendered_pages == 0  # the first configuration's pages are still there

@@ -25,8 +25,14 @@ from memosite.secrets import SecretFinding, scan_text
 from memosite.vault import TEMP_PREFIX, atomic_write_text, warn
 
 CACHE_DIR = "site-cache"
-INDEX_FILE = "index.json"
 FORMAT = 1
+# One index per site configuration (memosite build and serve on its address differ in site_url);
+# the pages of the most recently used few are kept.
+KEPT_SCOPES = 4
+
+
+def _index_name(scope: str) -> str:
+    return f"index-{scope[:16]}.json"
 
 
 def digest(*parts: str) -> str:
@@ -65,11 +71,10 @@ class PageCache:
             return cls(None, scope)
         cache = cls(root, scope)
         try:
-            data = json.loads((root / INDEX_FILE).read_text(encoding="utf-8"))
+            data = json.loads((root / _index_name(scope)).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return cache
         if data.get("format") != FORMAT or data.get("scope") != scope:
-            cache.clean = set(data.get("clean", [])) if data.get("format") == FORMAT else set()
             return cache
         for uri, item in data.get("pages", {}).items():
             cache.pages[uri] = CachedPage(str(item["key"]), int(item["size"]), list(item.get("search", [])))
@@ -137,11 +142,24 @@ class PageCache:
         }
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.root / INDEX_FILE, json.dumps(data, separators=(",", ":")), durable=False)
+            atomic_write_text(
+                self.root / _index_name(self.scope), json.dumps(data, separators=(",", ":")), durable=False
+            )
         except Exception as exc:  # a cache, not a requirement
             warn(f"page cache not saved: {exc}")
             return
         wanted = {f"{p.key}.html" for p in self.pages.values()}
+        indexes = sorted(self.root.glob("index-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in indexes[KEPT_SCOPES:]:
+            stale.unlink(missing_ok=True)
+        for other in indexes[:KEPT_SCOPES]:
+            if other.name == _index_name(self.scope):
+                continue
+            try:
+                pages = json.loads(other.read_text(encoding="utf-8")).get("pages", {})
+            except (OSError, ValueError):
+                continue
+            wanted.update(f"{item['key']}.html" for item in pages.values() if isinstance(item, dict))
         pages_dir = self.root / "pages"
         for directory, _dirs, names in os.walk(pages_dir):
             for name in names:
