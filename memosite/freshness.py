@@ -213,15 +213,10 @@ class Repository:
         return self._files[path]
 
     def _run(self, *args: str) -> str | None:
+        from memosite.gitsync import run_git
+
         try:
-            done = subprocess.run(
-                ["git", "-C", str(self.root), *args],
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                check=False,
-            )
+            done = run_git(self.root, *args)
         except OSError:
             return None
         return done.stdout if done.returncode == 0 else None

@@ -10,7 +10,7 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -212,6 +212,17 @@ class RefreshResult:
         return bool(self.added or self.changed or self.removed)
 
 
+def record_file_stats(vault: Vault, project: str) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """Each record file of ``project`` with its vault-relative path and its stat (files that
+    vanish while listed are left out)."""
+    for path in vault.iter_record_files(project):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        yield vault.relative(path), path, stat
+
+
 def refresh_project(vault: Vault, project: str, *, force: bool = False) -> RefreshResult:
     """Bring a project's index rows in step with its files. Unparseable files warn and are skipped."""
     index = vault.index()
@@ -220,13 +231,8 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
     result = RefreshResult()
     seen: set[str] = set()
     entries: list[IndexEntry] = []
-    for path in vault.iter_record_files(project):
-        relative = vault.relative(path)
+    for relative, path, stat in record_file_stats(vault, project):
         seen.add(relative)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            continue
         if not force and known.get(relative) == (stat.st_mtime_ns, stat.st_size):
             continue
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,16 +67,10 @@ def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _git_config(key: str, cwd: Path | None) -> str | None:
+    from memosite.gitsync import run_git
+
     try:
-        done = subprocess.run(
-            ["git", "config", "--get", key],
-            cwd=str(cwd) if cwd is not None else None,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            check=False,
-        )
+        done = run_git(cwd or Path.cwd(), "config", "--get", key)
     except OSError:
         return None
     value = done.stdout.strip()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.config import ProjectIdentity
+from memosite.indexing import record_file_stats
 from memosite.schema import utc_now
 from memosite.vault import CONFLICT_MARK, Vault
 
@@ -104,13 +105,8 @@ def index_freshness(vault: Vault, project: str) -> IndexFreshness:
     known = index.file_stats(project)
     freshness.indexed = len(known)
     seen: set[str] = set()
-    for path in vault.iter_record_files(project):
-        relative = vault.relative(path)
+    for relative, _, stat in record_file_stats(vault, project):
         seen.add(relative)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            continue
         if relative not in known:
             freshness.not_indexed.append(relative)
         elif known[relative] != (stat.st_mtime_ns, stat.st_size):
@@ -157,7 +153,6 @@ def vault_status(
         )
         if not report.index.missing:
             from memosite.curator import plan_gc
-
             from memosite.index import verdicts
 
             index = vault.index()
