@@ -1,0 +1,100 @@
+"""The harness of the sync tests: machines (vaults) that share one bare remote, all real git.
+
+``Team`` makes the bare remote and the machines in ``tmp_path``; each machine is a vault whose
+``config.json`` turns vault git on and points ``vaultGit.remote`` at the bare repository. Git runs
+with no identity of its own (HOME is the test's, the system config is off), so commits fall back
+to ``memosite`` unless a test configures one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memosite.vault import Vault
+
+GIT_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL", "GIT_DIR")
+
+
+def isolate_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in GIT_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    result = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, encoding="utf-8", check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
+    return result.stdout
+
+
+def write_config(root: Path, **vault_git: Any) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, **vault_git}}), encoding="utf-8")
+
+
+def worktree_files(root: Path) -> dict[str, bytes]:
+    """Every file git would track in a vault: all but ``.git`` and the disposable ``.memosite``
+    contents (tombstones excepted)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if not path.is_file() or relative.startswith(".git/"):
+            continue
+        if relative.startswith(".memosite/") and relative != ".memosite/tombstones.jsonl":
+            continue
+        found[relative] = path.read_bytes()
+    return found
+
+
+@dataclass
+class Team:
+    """A bare remote and the machines syncing with it."""
+
+    base: Path
+    remote: Path
+    vaults: dict[str, Vault] = field(default_factory=dict)
+
+    def machine(self, name: str, **vault_git: Any) -> Vault:
+        root = self.base / name
+        write_config(root, **{"remote": str(self.remote), **vault_git})
+        vault = Vault.open(root)
+        self.vaults[name] = vault
+        return vault
+
+    def close(self) -> None:
+        for vault in self.vaults.values():
+            vault.close()
+
+
+def make_team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
+    """Yield a :class:`Team` (a test module's ``team`` fixture: ``yield from make_team(...)``)."""
+    isolate_git(tmp_path, monkeypatch)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    created = Team(tmp_path, remote)
+    yield created
+    created.close()
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
+    yield from make_team(tmp_path, monkeypatch)
+
+
+def test_the_harness_gives_each_machine_its_own_vault_on_one_remote(team: Team) -> None:
+    a, b = team.machine("a"), team.machine("b")
+    assert a.root != b.root and a.config.git_remote == b.config.git_remote == str(team.remote)
+    assert git(team.remote, "rev-parse", "--is-bare-repository").strip() == "true"
+    assert "GIT_AUTHOR_NAME" not in os.environ
