@@ -1,0 +1,147 @@
+"""``memosite sync --dry-run``: what a sync would do, found without changing anything.
+
+The remote is fetched into a throw-away repository that borrows the vault's objects (git's
+alternates), so the vault's refs and object store stay as they are; pending local changes are
+turned into a would-be commit in that same scratch store (a temporary git index), and the merge is
+predicted by the rules the real one uses (:func:`memosite.sync.merging.preview_merge`). No file of
+the vault, its index or its repository is written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from memosite.gitsync import first_line, run_git
+from memosite.sync.errors import SyncError, UnrelatedHistory
+from memosite.sync.merging import preview_merge
+from memosite.sync.paths import classify
+from memosite.sync.repo import RemoteTarget, Repo
+from memosite.sync.result import SyncResult
+from memosite.sync.run import check_enabled
+from memosite.vault import Vault
+
+_SCRATCH_IDENTITY = {
+    "GIT_AUTHOR_NAME": "memosite dry run",
+    "GIT_AUTHOR_EMAIL": "dry-run@memosite.invalid",
+    "GIT_COMMITTER_NAME": "memosite dry run",
+    "GIT_COMMITTER_EMAIL": "dry-run@memosite.invalid",
+}
+
+
+def preview_sync(vault: Vault, *, remote: str | None = None) -> SyncResult:
+    """The :class:`SyncResult` a sync would produce now (``dry_run`` set, nothing pushed)."""
+    check_enabled(vault)
+    repo = Repo(vault.root)
+    has_repo = (vault.root / ".git").exists()
+    target = repo.resolve_remote(remote or vault.config.git_remote, create=False) if has_repo else None
+    if target is None:
+        wanted = remote or vault.config.git_remote
+        target = RemoteTarget("origin", wanted) if wanted else repo.resolve_remote(None, create=False)
+    with tempfile.TemporaryDirectory(prefix="memosite-dry-run-") as scratch:
+        store = Path(scratch) / "remote.git"
+        _scratch_store(store, repo if has_repo else None)
+        heads = _fetch_into(vault.root, store, target)
+        branch = _choose_branch(vault, repo if has_repo else None, heads)
+        result = SyncResult(target.name, target.url, branch, dry_run=True)
+        quarantine = {"GIT_OBJECT_DIRECTORY": str(store / "objects")}
+        if has_repo:
+            quarantine["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(repo.git_dir / "objects")
+        view = Repo(vault.root, env=quarantine)
+        ours = _would_be_head(vault, view, Path(scratch), result) if has_repo else None
+        if not has_repo:
+            result.committed_local = True
+        theirs = heads.get(branch)
+        _predict(view, ours, theirs, target, branch, result)
+    return result
+
+
+def _scratch_store(store: Path, repo: Repo | None) -> None:
+    made = run_git(store.parent, "init", "-q", "--bare", str(store))
+    if made.returncode != 0:
+        raise SyncError(f"dry run: cannot make a scratch repository: {first_line(made.stderr)}")
+    if repo is not None:
+        (store / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (store / "objects" / "info" / "alternates").write_text(str(repo.git_dir / "objects") + "\n", encoding="utf-8")
+
+
+def _fetch_into(root: Path, store: Path, target: RemoteTarget) -> dict[str, str]:
+    """Fetch every branch of the remote into the scratch store; ``branch -> commit``."""
+    env = {"GIT_DIR": str(store), "GIT_OPTIONAL_LOCKS": "0"}
+    # Run from the vault so a relative remote path means what it means to the vault's own git.
+    fetched = run_git(root, "fetch", "-q", "--no-tags", target.url, "+refs/heads/*:refs/heads/*", env=env)
+    if fetched.returncode != 0:
+        raise SyncError(f"cannot fetch from {target.name} ({target.url}): {first_line(fetched.stderr)}")
+    listed = run_git(store, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/")
+    return {name: sha for sha, _, name in (line.partition(" ") for line in listed.stdout.splitlines()) if name}
+
+
+def _choose_branch(vault: Vault, repo: Repo | None, heads: dict[str, str]) -> str:
+    if vault.config.git_branch:
+        return vault.config.git_branch
+    local = repo.branch() if repo is not None else None
+    if local and local in heads:
+        return local
+    if len(heads) == 1:
+        return next(iter(heads))
+    for name in ("main", "master"):
+        if name in heads:
+            return name
+    return local or "main"
+
+
+def _would_be_head(vault: Vault, view: Repo, scratch: Path, result: SyncResult) -> str | None:
+    """HEAD, or the commit that committing the pending local changes would make (built in the
+    scratch store through a temporary git index)."""
+    head = view.head()
+    pending = view.dirty() or (vault.internal_dir / "pending-commits").exists()
+    if not pending:
+        return head
+    result.committed_local = True
+    index = scratch / "index"
+    real_index = view.git_dir / "index"
+    if real_index.exists():
+        shutil.copyfile(real_index, index)
+    env = {"GIT_INDEX_FILE": str(index), **_SCRATCH_IDENTITY}
+    view.git("add", "-A", env=env)
+    tree = view.git("write-tree", env=env).strip()
+    parents = ["-p", head] if head else []
+    return view.git("commit-tree", tree, *parents, "-m", "dry run", env=env).strip()
+
+
+def _predict(
+    view: Repo, ours: str | None, theirs: str | None, target: RemoteTarget, branch: str, result: SyncResult
+) -> None:
+    if theirs is None:
+        result.integration = "first-push"
+        result.outgoing = view.count(ours) if ours else 0
+        return
+    if ours is None:
+        result.integration = "join"
+        result.incoming = view.count(theirs)
+        result.added = [c.path for c in view.diff(None, theirs) if classify(c.path) == "record"]
+        return
+    if ours == theirs:
+        return
+    if view.merge_base(ours, theirs) is None:
+        raise UnrelatedHistory(
+            f"{target.name}/{branch} shares no history with this vault: a sync would refuse to merge them"
+        )
+    preview = preview_merge(view, ours, theirs)
+    result.incoming = view.count(f"{ours}..{theirs}")
+    result.outgoing = view.count(f"{theirs}..{ours}")
+    if result.incoming == 0:
+        result.integration = "ahead"
+        return
+    result.integration = "fast-forward" if view.is_ancestor(ours, theirs) else "merge"
+    for change in preview.incoming:
+        if classify(change.path) != "record":
+            continue
+        {"A": result.added, "M": result.changed, "D": result.removed}.get(change.status, result.changed).append(
+            change.path
+        )
+    result.note_resolutions(preview.resolutions)
+    for resolution in preview.resolutions:
+        if classify(resolution.path) == "record" and resolution.outcome == "purged" and resolution.side == "remote":
+            result.removed.append(resolution.path)

@@ -1,0 +1,167 @@
+"""What a sync did (or, with ``--dry-run``, would do): :class:`SyncResult`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from memosite.schema import format_iso
+from memosite.sync.paths import classify
+from memosite.sync.resolution import Resolution
+from memosite.sync.resync import ResyncResult
+
+Integration = Literal["up-to-date", "ahead", "fast-forward", "merge", "join", "first-push"]
+
+
+@dataclass(frozen=True)
+class ConflictNote:
+    """A record (or file) both sides changed in the same place: the remote version is ``sidecar``."""
+
+    path: str
+    sidecar: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "sidecar": self.sidecar, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PurgeNote:
+    """A record removed on one side (``side``) and changed on the other: purged or kept."""
+
+    path: str
+    side: str
+    deleted_at: datetime | None
+    edited_at: datetime | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "purgedOn": self.side,
+            "deletedAt": format_iso(self.deleted_at) if self.deleted_at else None,
+            "editedAt": format_iso(self.edited_at) if self.edited_at else None,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class SyncResult:
+    """The outcome of one sync with ``remote`` (``url``) on ``branch``."""
+
+    remote: str
+    url: str
+    branch: str
+    dry_run: bool = False
+    committed_local: bool = False  # local changes were committed before merging
+    integration: Integration = "up-to-date"
+    incoming: int = 0  # commits brought in from the remote
+    outgoing: int = 0  # commits pushed to it
+    pushed: bool = False
+    finished_merge: bool = False  # a merge a plain `git pull` left unfinished was completed
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)  # changed on both sides, merged field by field
+    conflicts: list[ConflictNote] = field(default_factory=list)
+    purged: list[PurgeNote] = field(default_factory=list)
+    kept_after_purge: list[PurgeNote] = field(default_factory=list)
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing moved in either direction: every side already held everything."""
+        return not (self.committed_local or self.incoming or self.outgoing or self.finished_merge)
+
+    def note_resync(self, resynced: ResyncResult) -> None:
+        for target, found in ((self.added, resynced.added), (self.changed, resynced.changed)):
+            target.extend(p for p in found if p not in target)
+        self.removed.extend(p for p in resynced.removed if p not in self.removed)
+
+    def note_resolutions(self, resolutions: list[Resolution]) -> None:
+        for resolution in resolutions:
+            if resolution.outcome == "conflict" and resolution.sidecar is not None:
+                self.conflicts.append(ConflictNote(resolution.path, resolution.sidecar, resolution.reason))
+            elif resolution.outcome in ("purged", "kept-after-purge"):
+                note = PurgeNote(
+                    resolution.path,
+                    resolution.side or "remote",
+                    resolution.deleted_at,
+                    resolution.edited_at,
+                    resolution.reason,
+                )
+                (self.purged if resolution.outcome == "purged" else self.kept_after_purge).append(note)
+            elif resolution.outcome == "merged" and classify(resolution.path) == "record":
+                self.merged.append(resolution.path)
+
+    def summary_json(self) -> dict[str, Any]:
+        """The short form kept as the last sync in the sync state."""
+        return {
+            "remote": self.remote,
+            "branch": self.branch,
+            "integration": self.integration,
+            "incoming": self.incoming,
+            "outgoing": self.outgoing,
+            "conflicts": len(self.conflicts),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "url": self.url,
+            "branch": self.branch,
+            "dryRun": self.dry_run,
+            "committedLocal": self.committed_local,
+            "integration": self.integration,
+            "incoming": self.incoming,
+            "outgoing": self.outgoing,
+            "pushed": self.pushed,
+            "finishedMerge": self.finished_merge,
+            "records": {"added": self.added, "changed": self.changed, "removed": self.removed, "merged": self.merged},
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "purged": [p.to_json() for p in self.purged],
+            "keptAfterPurge": [p.to_json() for p in self.kept_after_purge],
+        }
+
+    def lines(self) -> list[str]:
+        """The human report, one line per fact."""
+        would = "would " if self.dry_run else ""
+        head = f"sync with {self.remote} ({self.url}), branch {self.branch}"
+        out = [f"{head}: {self._what(would)}"]
+        if self.added or self.changed or self.removed:
+            out.append(
+                f"records {would}in: {len(self.added)} new, {len(self.changed)} changed, {len(self.removed)} removed"
+            )
+        if self.merged:
+            out.append(f"merged field by field: {len(self.merged)} record(s) changed on both sides")
+        for conflict in self.conflicts:
+            out.append(f"conflict: {conflict.path} ({conflict.reason}); the remote version is {conflict.sidecar}")
+        for note in self.purged:
+            out.append(f"purged: {note.path} ({note.reason})")
+        for note in self.kept_after_purge:
+            out.append(f"kept after purge: {note.path} ({note.reason})")
+        if self.conflicts:
+            out.append("see them with `memosite conflicts`; end each with `memosite resolve ID --take local|remote`")
+        return out
+
+    def _what(self, would: str) -> str:
+        steps = []
+        if self.finished_merge:
+            steps.append(f"{would}finish the unfinished merge")
+        if self.committed_local:
+            steps.append(f"{would}commit local changes")
+        brought = f"{self.incoming} commit{'s' if self.incoming != 1 else ''}"
+        steps.append(
+            {
+                "up-to-date": "already up to date",
+                "ahead": "nothing new on the remote",
+                "fast-forward": f"{would}fast-forward by {brought}",
+                "merge": f"{would}merge {brought} from the remote",
+                "join": f"{would}join the remote's history ({brought})",
+                "first-push": "the remote is empty",
+            }[self.integration]
+        )
+        if self.outgoing:
+            verb = "would push" if self.dry_run else "pushed"
+            steps.append(f"{verb} {self.outgoing} commit{'s' if self.outgoing != 1 else ''}")
+        return "; ".join(steps)

@@ -1,0 +1,280 @@
+"""``memosite sync``: the one owner of the sync sequence.
+
+1. fetch the remote (no lock: only git's remote-tracking refs change);
+2. under the vault lock: finish a merge a plain ``git pull`` left waiting, join the remote's
+   history when the vault has none yet, commit pending local changes, then fast-forward to the
+   remote or merge it (record-aware, :mod:`memosite.sync.merging`), re-index exactly the paths that
+   changed and, after a merge, rewrite the views of the touched kinds into the merge commit;
+3. push (no lock: a write never waits for the network). A push the remote refuses because it
+   moved on meanwhile goes back to 1; any other refusal is reported and remembered for
+   ``memosite status``.
+
+Tombstones travel as part of this: ``tombstones.jsonl`` merges as a union, a purge on one side
+removes the record through the merge, and a purge meeting an edit is settled by
+:mod:`memosite.sync.tombstones`.
+"""
+
+from __future__ import annotations
+
+from memosite import gitsync
+from memosite.indexing import ensure_index, rebuild_views, refresh_project
+from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
+from memosite.sync.merging import resolve_unmerged
+from memosite.sync.paths import blob_id, classify, sidecar_path
+from memosite.sync.repo import MERGE_OPTIONS, Change, RemoteTarget, Repo
+from memosite.sync.resolution import union_lines
+from memosite.sync.result import ConflictNote, SyncResult
+from memosite.sync.resync import recompile, resync_changes
+from memosite.sync.state import note_push, note_sync, read_state
+from memosite.vault import Vault, atomic_write_bytes
+
+MAX_ATTEMPTS = 5
+
+
+def check_enabled(vault: Vault) -> None:
+    if not vault.config.git_enabled:
+        raise SyncError(
+            'vault git is off: set "vaultGit": {"enabled": true, "remote": "<url or path>"} in '
+            f"{vault.root / 'config.json'}"
+        )
+
+
+def remote_branch(repo: Repo, target: RemoteTarget, configured: str | None) -> str:
+    """The remote branch to sync with: ``vaultGit.branch``, else the vault's own branch name when
+    the remote has it, else the remote's only (or ``main``/``master``) branch."""
+    if configured:
+        return configured
+    heads = repo.remote_heads(target.name)
+    local = repo.branch()
+    if local and local in heads:
+        return local
+    if len(heads) == 1:
+        return next(iter(heads))
+    for name in ("main", "master"):
+        if name in heads:
+            return name
+    return local or "main"
+
+
+def fetch(repo: Repo, target: RemoteTarget) -> None:
+    result = repo.run("fetch", "-q", "--no-tags", "--prune", target.name)
+    if result.returncode != 0:
+        raise SyncError(f"cannot fetch from {target.name} ({target.url}): {gitsync.first_line(result.stderr)}")
+
+
+def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool = False) -> SyncResult:
+    """Sync the vault with ``remote`` (default ``vaultGit.remote``, else ``origin``); see the
+    module docstring. A remote whose history shares nothing with the vault's is refused unless
+    ``allow_unrelated`` (then both vaults merge record by record, as if each had created its own
+    records). Raises NO_REMOTE, UNRELATED_HISTORY, SYNC_FAILED or PUSH_FAILED."""
+    check_enabled(vault)
+    gitsync.ensure_repo(vault)
+    repo = Repo(vault.root)
+    target = repo.resolve_remote(remote or vault.config.git_remote, create=True)
+    fetch(repo, target)
+    branch = remote_branch(repo, target, vault.config.git_branch)
+    tracking = f"refs/remotes/{target.name}/{branch}"
+    result = SyncResult(target.name, target.url, branch)
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:
+            fetch(repo, target)
+        with vault.lock():
+            ensure_index(vault)
+            if attempt == 0:
+                if repo.merge_in_progress():
+                    _complete_merge(vault, repo, result, "sync: finish the merge a git pull left unfinished")
+                    result.finished_merge = True
+                if repo.head() is None:
+                    _join(vault, repo, branch, tracking, result)
+                result.committed_local = _commit_local(vault, repo)
+            _integrate(vault, repo, target, branch, tracking, result, allow_unrelated=allow_unrelated)
+        # HEAD now holds the remote's commit (merged, fast-forwarded or joined) unless it is new.
+        head, theirs = repo.head(), repo.rev(tracking)
+        if head is None or head == theirs:
+            break
+        outgoing = repo.count(f"{theirs}..{head}" if theirs else head)
+        if _push(vault, repo, target, branch, head):
+            result.outgoing += outgoing
+            result.pushed = True
+            break
+    else:
+        raise SyncError(f"{target.name} kept changing while syncing ({MAX_ATTEMPTS} tries): run memosite sync again")
+    _track(repo, target, branch)
+    note_sync(vault, {**result.summary_json(), "head": head})
+    return result
+
+
+def _catch_up_hand_edits(vault: Vault, repo: Repo, dirty: list[str]) -> bool:
+    """Re-index the records changed here outside memosite since the last sync — a hand edit is
+    committed by whichever write comes next, and nothing re-read it — and rewrite their views;
+    True when it did. Only paths changed since then are looked at, and only those whose file
+    differs from its row are parsed: the cost follows the local changes."""
+    last = read_state(vault).get("lastSync")
+    since = repo.rev(str(last.get("head"))) if isinstance(last, dict) and last.get("head") else None
+    paths = {p for p in dirty if classify(p) == "record"}
+    if since is not None:
+        paths |= {c.path for c in repo.diff(since, "HEAD") if classify(c.path) == "record"}
+    index = vault.index()
+    stale = []
+    for relative in sorted(paths):
+        entry = index.by_path(relative)
+        try:
+            stat = (vault.root / relative).stat()
+        except FileNotFoundError:
+            if entry is not None:
+                stale.append(Change("D", relative))
+            continue
+        if entry is None or (entry.mtime_ns, entry.size) != (stat.st_mtime_ns, stat.st_size):
+            stale.append(Change("M", relative))
+    if stale:
+        recompile(vault, resync_changes(vault, stale).kinds)
+    return bool(stale)
+
+
+def _commit_local(vault: Vault, repo: Repo) -> bool:
+    """Commit what is pending here: queued commits and files changed outside memosite (their
+    index rows and views brought in step first, so the commit is whole)."""
+    committed = gitsync.flush_pending(vault)
+    pending = repo.dirty()
+    if _catch_up_hand_edits(vault, repo, pending):
+        pending = repo.dirty()
+    if pending:
+        listed = "\n".join(pending[:50]) + (f"\n… and {len(pending) - 50} more" if len(pending) > 50 else "")
+        committed = gitsync.commit_now(vault, f"sync: commit local changes\n\n{listed}") or committed
+    return committed
+
+
+def _integrate(
+    vault: Vault,
+    repo: Repo,
+    target: RemoteTarget,
+    branch: str,
+    tracking: str,
+    result: SyncResult,
+    *,
+    allow_unrelated: bool,
+) -> None:
+    ours, theirs = repo.head(), repo.rev(tracking)
+    if theirs is None:
+        result.integration = "first-push"
+        return
+    if ours is None or ours == theirs:
+        return
+    base = repo.merge_base(ours, theirs)
+    if base == theirs:  # the remote's commit is already here
+        result.integration = "ahead" if result.integration == "up-to-date" else result.integration
+        return
+    incoming = repo.count(f"{ours}..{theirs}")
+    if base == ours:
+        changes = repo.diff(ours, theirs)
+        repo.git(*MERGE_OPTIONS, "merge", "--ff-only", "-q", theirs)
+        result.note_resync(resync_changes(vault, changes))
+        result.integration = "fast-forward" if result.integration in ("up-to-date", "ahead") else result.integration
+    else:
+        unrelated = base is None
+        if unrelated and not allow_unrelated:
+            raise UnrelatedHistory(
+                f"{target.name}/{branch} shares no history with this vault: refusing to merge two unrelated vaults"
+                " (check vaultGit.remote; to merge them record by record, sync once with --allow-unrelated)"
+            )
+        identity = gitsync.identity_options(repo.root)
+        options = ["--allow-unrelated-histories"] if unrelated else []
+        merged = repo.run(
+            *identity, *MERGE_OPTIONS, "merge", "--no-commit", "--no-ff", "-X", "no-renames", *options, theirs
+        )
+        if not repo.merge_in_progress():
+            raise SyncError(f"git merge of {target.name}/{branch} failed: {gitsync.first_line(merged.stderr)}")
+        _complete_merge(vault, repo, result, f"sync: merge {target.name}/{branch} ({incoming} commits)")
+        result.integration = "merge"
+    result.incoming += incoming
+
+
+def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) -> None:
+    """Settle the unmerged paths, re-index what the merge changed, rewrite those views and make
+    the merge commit (views and conflict sidecars included)."""
+    resolutions = resolve_unmerged(repo)
+    result.note_resolutions(resolutions)
+    resynced = resync_changes(vault, repo.diff("HEAD", None, cached=True))
+    result.note_resync(resynced)
+    recompile(vault, resynced.kinds)
+    repo.git("add", "-A")
+    lines = [message, ""]
+    lines += [f"conflict: {c.path} -> {c.sidecar} ({c.reason})" for c in result.conflicts]
+    lines += [f"purged: {p.path} ({p.reason})" for p in result.purged]
+    lines += [f"kept after purge: {p.path} ({p.reason})" for p in result.kept_after_purge]
+    done = gitsync.commit(repo.root, ["-q", "--no-verify", "-m", "\n".join(lines).strip()], actor=vault.actor)
+    if done.returncode != 0:
+        raise SyncError(f"cannot commit the merge: {gitsync.first_line(done.stderr or done.stdout)}")
+
+
+def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResult) -> None:
+    """A vault with no commits yet takes the remote's history as its own; a local file that differs
+    from the remote's stays, a record's remote version goes beside it, a log keeps both sides' lines."""
+    theirs = repo.rev(tracking)
+    if theirs is None:
+        return
+    if repo.branch() != branch:
+        repo.git("symbolic-ref", "HEAD", f"refs/heads/{branch}")
+    listing = repo.git("ls-tree", "-r", "-z", "--full-tree", theirs).split("\0")
+    remote_ids: dict[str, str] = {}
+    for entry in listing:
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            remote_ids[path] = parts[2]
+    local_files = {path: (repo.root / path).read_bytes() for path in remote_ids if (repo.root / path).is_file()}
+    # Projects with records only this vault holds, or holds differently: their views need rewriting.
+    projects = {
+        project
+        for project in vault.projects()
+        if any(vault.relative(path) not in remote_ids for path in vault.iter_record_files(project))
+    }
+    differing = {path: data for path, data in local_files.items() if blob_id(data) != remote_ids[path]}
+    remote_versions = repo.blobs(remote_ids[path] for path in differing)
+    repo.git("reset", "-q", theirs)
+    missing = [path for path in remote_ids if path not in local_files]
+    if missing:
+        repo.git("checkout-index", "-q", "-z", "--stdin", input="\0".join(missing))
+    for path, local in sorted(differing.items()):
+        remote_version = remote_versions.get(remote_ids[path], b"")
+        kind = classify(path)
+        if kind == "record":
+            atomic_write_bytes(repo.root / sidecar_path(path, remote_version), remote_version)
+            projects.add(path.split("/")[1])
+        elif kind == "jsonl":
+            atomic_write_bytes(repo.root / path, union_lines(None, local, remote_version))
+    result.integration = "join"
+    result.incoming = repo.count(theirs)
+    for project in vault.projects():
+        refreshed = refresh_project(vault, project)
+        result.added.extend(refreshed.added)
+        result.changed.extend(refreshed.changed)
+        result.removed.extend(refreshed.removed)
+        if project in projects:
+            rebuild_views(vault, project)
+    for path in sorted(differing):
+        if classify(path) == "record":
+            sidecar = sidecar_path(path, remote_versions.get(remote_ids[path], b""))
+            result.conflicts.append(ConflictNote(path, sidecar, "this vault already held a different version"))
+
+
+def _push(vault: Vault, repo: Repo, target: RemoteTarget, branch: str, head: str) -> bool:
+    """Push ``head``; False when the remote moved on meanwhile (fetch and merge again)."""
+    pushed = repo.run("push", "--porcelain", target.name, f"{head}:refs/heads/{branch}")
+    if pushed.returncode == 0:
+        note_push(vault, head, None)
+        return True
+    output = pushed.stdout + pushed.stderr
+    if "[rejected]" in output or "non-fast-forward" in output or "fetch first" in output:
+        return False
+    message = f"push to {target.name} ({target.url}) failed: {gitsync.first_line(pushed.stderr or pushed.stdout)}"
+    note_push(vault, head, message)
+    raise PushFailed(f"{message}; the changes are committed here and go out with the next sync")
+
+
+def _track(repo: Repo, target: RemoteTarget, branch: str) -> None:
+    """Let a plain ``git pull``/``git push`` in the vault use the same remote branch."""
+    local = repo.branch()
+    if local and f'[branch "{local}"]' not in repo.config_text():
+        repo.run("config", f"branch.{local}.remote", target.name)
+        repo.run("config", f"branch.{local}.merge", f"refs/heads/{branch}")
