@@ -309,6 +309,17 @@ def test_dry_run_changes_nothing_and_predicts_the_sync(team: Team) -> None:
     assert real.added == preview.added
 
 
+def test_dry_run_of_a_new_machine_says_it_would_join(team: Team) -> None:
+    a = team.machine("a")
+    trap(a)
+    sync_vault(a)
+    fresh = team.machine("fresh")
+    before = everything(fresh.root)
+    preview = preview_sync(fresh)
+    assert (preview.integration, preview.incoming, preview.added) == ("join", 1, [TRAP])
+    assert everything(fresh.root) == before and not (fresh.root / ".git").exists()
+
+
 # --- a plain git pull -------------------------------------------------------------------------
 
 

@@ -48,7 +48,8 @@ def preview_sync(vault: Vault, *, remote: str | None = None) -> SyncResult:
         quarantine = {"GIT_OBJECT_DIRECTORY": str(store / "objects")}
         if has_repo:
             quarantine["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(repo.git_dir / "objects")
-        view = Repo(vault.root, env=quarantine)
+        # Without a repository yet, the scratch store alone holds what there is to look at.
+        view = Repo(vault.root, env=quarantine) if has_repo else Repo(store)
         ours = _would_be_head(vault, view, Path(scratch), result) if has_repo else None
         if not has_repo:
             result.committed_local = True
