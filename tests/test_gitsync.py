@@ -125,3 +125,35 @@ def test_a_new_vault_repository_starts_on_the_configured_branch(
     upsert_record(vault, "demo", kind="trap", body="x", slug="x")
     assert git(vault.root, "symbolic-ref", "--short", "HEAD").strip() == "memory"
     vault.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"push": "sometimes"}, "vaultGit.push"),
+        ({"remote": ""}, "vaultGit.remote"),
+        ({"branch": "../main"}, "vaultGit.branch"),
+        ({"branch": 3}, "vaultGit.branch"),
+        ({"pushDelaySeconds": -1}, "vaultGit.pushDelaySeconds"),
+    ],
+)
+def test_bad_sync_settings_are_refused_naming_the_key(tmp_path: Path, settings: dict[str, object], named: str) -> None:
+    from memosite.config import load_config
+    from memosite.errors import InvalidArguments
+
+    write_config(tmp_path, **settings)
+    with pytest.raises(InvalidArguments, match=named.replace(".", r"\.")):
+        load_config(tmp_path)
+
+
+def test_sync_settings_have_defaults(tmp_path: Path) -> None:
+    from memosite.config import load_config
+
+    write_config(tmp_path)
+    config = load_config(tmp_path)
+    assert (config.git_remote, config.git_branch, config.git_push, config.git_push_delay_seconds) == (
+        None,
+        None,
+        "manual",
+        10.0,
+    )
