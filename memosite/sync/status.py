@@ -7,12 +7,13 @@ command, writes a file or creates a repository.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from memosite.sync.autopush import push_scheduled
 from memosite.sync.conflicts import Conflict, list_conflicts
-from memosite.sync.errors import NoRemote
+from memosite.sync.errors import NoRemote, SyncError
 from memosite.sync.repo import Repo
 from memosite.sync.state import read_state
 from memosite.vault import Vault
@@ -116,11 +117,17 @@ def sync_state(vault: Vault, *, conflict_details: bool = False) -> SyncState:
     state.push_scheduled = push_scheduled(vault)
     if not repository or not state.enabled:
         return state
-    repo = Repo(vault.root)
+    # git missing or the repository unreadable: say what is known without it.
+    with contextlib.suppress(OSError, SyncError):
+        _compare_with_remote(vault, Repo(vault.root), state, last_sync)
+    return state
+
+
+def _compare_with_remote(vault: Vault, repo: Repo, state: SyncState, last_sync: dict[str, Any] | None) -> None:
     try:
         target = repo.resolve_remote(vault.config.git_remote, create=False)
     except NoRemote:
-        return state
+        return
     state.remote, state.url = target.name, target.url
     state.merge_in_progress = repo.merge_in_progress()
     state.uncommitted = len(repo.dirty())
@@ -133,4 +140,3 @@ def sync_state(vault: Vault, *, conflict_details: bool = False) -> SyncState:
         state.ahead, state.behind = int(ahead or 0), int(behind or 0)
     elif head is not None:
         state.ahead = repo.count(head)
-    return state
