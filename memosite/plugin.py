@@ -27,6 +27,7 @@ the instance while serving).
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import logging
@@ -137,6 +138,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._scope = ""
         self._overview_charts: dict[str, str] | None = None
         self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
+        # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
+        self.serving = False
+        self._cache_dirty = False
 
     @property
     def published_records(self) -> int:
@@ -151,6 +155,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
         """Defined so that MkDocs keeps this instance (and its page cache) across serve rebuilds."""
+        self.serving = command == "serve"
+
+    def on_shutdown(self) -> None:
+        """Serving keeps the page cache in memory between rebuilds and writes it out when it ends."""
+        if self._cache is not None and self._cache_dirty:
+            self._cache.save()
+            self._cache_dirty = False
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         from memosite.config import resolve_vault_root
@@ -215,7 +226,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     recompile_projects(vault, self.projects)
                 content = collect_site_content(vault, prefix=self.prefix, projects=self.projects, memo=self._memo)
                 scope = _site_scope(config, files, self._memo.templates)
-                self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
+                if not (self.serving and self._cache is not None and self._cache.scope == scope):
+                    self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
             finally:
                 vault.close()
         except MemositeError as exc:
@@ -413,7 +425,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     self._cache.keep(uri, entry)
             written[uri] = _PageState(key, search)
         self._cache.clean = self._scanner.used
-        self._cache.save()
+        # A build writes its cache at once; serve, after its first build, only when it stops
+        # (writing every page's entries on each save in an editor would cost more than the rebuild).
+        if self.serving and self._memory.written:
+            self._cache.commit()
+            self._cache_dirty = True
+        else:
+            self._cache.save()
         self._memory.written = written
         self._memory.dest_paths = {uri: f.abs_dest_path for uri, f in virtual.items()}
 
@@ -495,18 +513,24 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._cache.forget_added()
 
 
-def _site_scope(config: MkDocsConfig, files: Files, templates: str) -> str:
-    """A digest of everything a generated page depends on besides its own Markdown."""
+@functools.cache
+def _versions() -> tuple[str, ...]:
     from importlib.metadata import PackageNotFoundError, version
 
-    from memosite.site.cache import digest
-
-    versions = []
+    found = []
     for package in ("memosite", "mkdocs", "mkdocs-material", "pymdown-extensions", "Markdown", "nh3"):
         try:
-            versions.append(f"{package}={version(package)}")
+            found.append(f"{package}={version(package)}")
         except PackageNotFoundError:
-            versions.append(f"{package}=?")
+            found.append(f"{package}=?")
+    return tuple(found)
+
+
+def _site_scope(config: MkDocsConfig, files: Files, templates: str) -> str:
+    """A digest of everything a generated page depends on besides its own Markdown."""
+    from memosite.site.cache import digest
+
+    versions = _versions()
     skipped = {"site_dir", "docs_dir", "config_file_path", "dev_addr", "plugins", "theme", "watch", "serve"}
     settings = {k: v for k, v in config.items() if k not in skipped}
     theme = {k: v for k, v in config.theme.items()}

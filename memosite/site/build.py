@@ -138,6 +138,10 @@ def load_site_config(
     if not config.site_url and fallback_site_url:
         config.site_url = fallback_site_url.rstrip("/") + "/"
     plugin = memosite_plugin(config)
+    # MkDocs keeps one plugin instance per process: say afresh what this build is.
+    plugin.serving = False
+    plugin.recompile_vault = True
+    plugin.watch_vault_on_serve = True
     plugin.config.vault = str(vault.root)
     if projects:
         plugin.config.projects = list(projects)

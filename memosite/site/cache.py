@@ -128,12 +128,17 @@ class PageCache:
         """Carry an entry reused by this build into the saved index."""
         self._added[src_uri] = CachedPage(entry.key, entry.size, entry.search if search is None else search)
 
+    def commit(self) -> None:
+        """Make this (successful) build's pages the cache's, in memory only."""
+        self.pages = dict(self._added)
+        self._added = {}
+
     def save(self) -> None:
         """Write the index of this (successful) build and drop pages no page uses any more."""
         if self.root is None:
             return
-        self.pages = dict(self._added)
-        self._added = {}
+        if self._added:
+            self.commit()
         data = {
             "format": FORMAT,
             "scope": self.scope,

@@ -133,7 +133,9 @@ class SiteServer:
             )
         finally:
             vault.close()
-        memosite_plugin(config).watch_vault_on_serve = False
+        plugin = memosite_plugin(config)
+        plugin.watch_vault_on_serve = False
+        plugin.serving = True
         config.site_url = self.url
         return config
 
