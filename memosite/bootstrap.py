@@ -6,39 +6,59 @@ Three sections, rendered as Markdown and returned with their parts:
   the spec/plan/state records named ``<slug>-…``), fetched like ``get`` does: an expired one is
   annotated ``expired``, never left out.
 * **Traps** — active, unexpired traps of severity medium and up; those whose ``pathPatterns``
-  cover ``path`` come first, then those containing a word of ``query``, then by severity,
-  occurrences and hits; traps flagged stale come last. At most ten.
-* **Decisions** — accepted (active, shipped or completed) and unexpired; matches first, then the
-  most recently updated.
+  cover ``path`` come first, then those matching ``query`` (more of its terms first, as ``search``
+  reads a query), then by severity, occurrences and hits; traps flagged stale come after those they
+  tie with. At most ten.
+* **Decisions** — accepted (active, shipped or completed) and unexpired; path and query matches
+  first, then the most recently updated.
 
-The brief fits ``max_bytes`` of UTF-8 (``bootstrap.maxBytes`` in ``config.json``, 8192 by default).
+Ranking and the cap happen in SQL: a brief reads the few records it can show, not every trap.
+
+The brief fits ``max_bytes`` of UTF-8 (``bootstrap.maxBytes`` in ``config.json``, 8192 by default;
+``max_tokens`` × 4 when a token budget is given — the token count is an estimate, ``bytes / 4``).
 When it does not, the lowest-ranked records go first — decisions, then current work, then traps,
-each section from its end — and ``truncated`` is set; the first record that does not fit whole is
-cut short when a useful part of it still fits. For an agent session (``session_id`` given) every
-record in the brief counts one hit, once per session, as ``get`` does; a brief read without a
-session counts none.
+each section from its end; the first record that does not fit whole is cut short when a useful part
+of it still fits. An agent must never believe it saw everything when it did not: ``truncated`` is
+true whenever an eligible record was left out (by the budget or by the cap on traps) or cut short,
+``omitted`` says how many of each section and why (``budget``, ``cap``), and the Markdown ends with
+one line saying so (``+ 20 more traps: memosite search --kind trap``).
+
+For an agent session (``session_id`` given) every record in the brief counts one hit, once per
+session, as ``get`` does; a brief read without a session counts none.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.expiration import is_expired_iso
-from memosite.index import queries
+from memosite.index import fts, queries
 from memosite.kinds import CONTEXT_KINDS
-from memosite.schema import format_iso, utc_now
-from memosite.search import keyword_ranks, normalize_path, path_matches
+from memosite.query import parse_query
+from memosite.schema import SEVERITY_WEIGHT, format_iso, utc_now
+from memosite.search import normalize_path
 from memosite.vault import Vault
 
 MAX_TRAPS = 10
 MIN_MAX_BYTES = 512
+BYTES_PER_TOKEN = 4  # the estimate the brief's token figures use
+MIN_MAX_TOKENS = MIN_MAX_BYTES // BYTES_PER_TOKEN
 TRAP_SEVERITIES = ("medium", "high", "critical")
 ACCEPTED_STATUSES = ("active", "shipped", "completed")
+DECISION_PAGE = 16  # decisions are read a page at a time, only as far as the budget goes
+OMITTED_IDS = 20  # ids listed per omission; the count is always exact
 _MIN_TRIMMED_BODY = 160  # below this a cut-short record says too little to be worth its heading
 _SECTION_TITLES = {"context": "Current work", "traps": "Traps", "decisions": "Decisions"}
+_SECTION_NOUNS = {"traps": ("trap", "traps"), "context": ("current-work record", "current-work records")}
+_SECTION_NOUNS["decisions"] = ("decision", "decisions")
+_SECTION_KINDS = {"traps": ("trap",), "context": CONTEXT_KINDS, "decisions": ("decision",)}
+Section = Literal["context", "traps", "decisions"]
+OmissionReason = Literal["budget", "cap"]
 
 
 @dataclass
@@ -61,6 +81,7 @@ class BriefItem:
     flagged_stale: bool = False
     path_patterns: list[str] = field(default_factory=list)
     matched: list[str] = field(default_factory=list)
+    matched_terms: int = 0
     trimmed: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -78,6 +99,7 @@ class BriefItem:
             "expired": self.expired,
             "flaggedStale": self.flagged_stale,
             "matched": self.matched,
+            "matchedTerms": self.matched_terms,
             "trimmed": self.trimmed,
         }
 
@@ -106,11 +128,28 @@ class BriefItem:
         return " · ".join(parts)
 
     def render(self, body_budget: int | None = None) -> str:
-        """The record's Markdown; with ``body_budget`` the body is cut to that many bytes."""
+        """The record's Markdown; with ``body_budget`` the body is cut to that many bytes and a
+        line says where the rest is."""
         body = self.body.strip()
-        if body_budget is not None:
-            body = _cut(body, body_budget) if body_budget > 0 else ""
-        return f"{self.heading()}\n\n{self.meta()}\n\n{body}\n\n"
+        if body_budget is None:
+            return f"{self.heading()}\n\n{self.meta()}\n\n{body}\n\n"
+        body = _cut(body, body_budget) if body_budget > 0 else ""
+        note = f"_Cut short: `memosite get --id {self.id}` has all of it._"
+        return f"{self.heading()}\n\n{self.meta()}\n\n{body}\n\n{note}\n\n"
+
+
+@dataclass
+class Omission:
+    """Records of one section the brief left out, and why: the byte ``budget`` or the ``cap`` on
+    traps. ``count`` is exact; ``ids`` lists the first of them in rank order."""
+
+    section: Section
+    reason: OmissionReason
+    count: int
+    ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"section": self.section, "reason": self.reason, "count": self.count, "ids": self.ids}
 
 
 @dataclass
@@ -124,13 +163,20 @@ class BootstrapResult:
     context: list[BriefItem]
     traps: list[BriefItem]
     decisions: list[BriefItem]
-    omitted: list[str]
+    omitted: list[Omission]
     truncated: bool
+    match: Literal["all", "any"] | None = None
+    max_tokens: int | None = None
     hits_recorded: list[str] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
         return len(self.markdown.encode("utf-8"))
+
+    @property
+    def estimated_tokens(self) -> int:
+        """An estimate: UTF-8 bytes / 4, rounded up."""
+        return -(-self.bytes // BYTES_PER_TOKEN)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,15 +184,18 @@ class BootstrapResult:
             "query": self.query,
             "slug": self.slug,
             "path": self.path,
+            "match": self.match,
             "sections": {
                 "context": [item.to_json() for item in self.context],
                 "traps": [item.to_json() for item in self.traps],
                 "decisions": [item.to_json() for item in self.decisions],
             },
-            "omitted": self.omitted,
+            "omitted": [omission.to_json() for omission in self.omitted],
             "truncated": self.truncated,
             "bytes": self.bytes,
+            "estimatedTokens": self.estimated_tokens,
             "maxBytes": self.max_bytes,
+            "maxTokens": self.max_tokens,
             "hitsRecorded": self.hits_recorded,
             "markdown": self.markdown,
         }
@@ -167,8 +216,10 @@ def _cut(text: str, budget: int) -> str:
 # --- gathering -------------------------------------------------------------------------------
 
 
-def _item(section: str, row: queries.RecordRow, now_iso: str) -> BriefItem:
-    return BriefItem(
+def _item(
+    section: str, row: queries.RecordRow, now_iso: str, candidate: queries.BriefCandidate | None = None
+) -> BriefItem:
+    item = BriefItem(
         section=section,
         id=row.id,
         kind=row.kind,
@@ -178,51 +229,90 @@ def _item(section: str, row: queries.RecordRow, now_iso: str) -> BriefItem:
         body=row.body,
         severity=row.severity,
         layer=row.layer,
-        occurrences=row.occurrences or 1,
+        occurrences=row.occurrences,
         hits=row.hits,
         updated=row.updated,
         expired=is_expired_iso(row.expires_at, now_iso),
         flagged_stale=row.flagged_stale,
         path_patterns=row.path_patterns,
     )
-
-
-def _mark_matches(items: list[BriefItem], path: str | None, keywords: dict[str, float]) -> None:
-    for item in items:
-        if path is not None and path_matches(item.path_patterns, path):
+    if candidate is not None:
+        if candidate.on_path:
             item.matched.append("path")
-        if item.path in keywords:
+        if candidate.matched:
             item.matched.append("keyword")
+        item.matched_terms = candidate.matched
+    return item
 
 
-def _ranked_traps(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
-    rows = queries.brief_traps(vault.index(), project, TRAP_SEVERITIES, now_iso)
-    weights = {row.path: row.severity_weight for row in rows}
-    items = [_item("traps", row, now_iso) for row in rows]
-    keywords = keyword_ranks(vault, project, ("trap",), query) if query else {}
-    _mark_matches(items, path, keywords)
-    items.sort(key=lambda i: i.updated or "", reverse=True)
-    items.sort(
-        key=lambda i: (
-            "path" not in i.matched,
-            "keyword" not in i.matched,
-            i.flagged_stale,
-            -weights[i.path],
-            -i.occurrences,
-            -i.hits,
-            -keywords.get(i.path, 0.0),
+@dataclass
+class _Section:
+    """One ranked section read from the index: its eligible count and a reader of its records."""
+
+    name: queries.BriefSection
+    values: tuple[Any, ...]
+    total: int = 0
+    read: int = 0
+    items: list[BriefItem] = field(default_factory=list)  # every record read so far, in rank order
+
+
+class _Gatherer:
+    """Reads the ranked records of the trap and decision sections for one brief."""
+
+    def __init__(self, vault: Vault, project: str, now_iso: str, query: str | None, path: str | None) -> None:
+        self.index = vault.index()
+        self.project = project
+        self.now_iso = now_iso
+        self.path = path
+        self.terms: fts.Terms | None = None
+        parsed = parse_query(query) if query else None
+        if parsed is not None and parsed.raw is not None and not self._raw_matches(parsed.raw):
+            # As search does: FTS5 syntax SQLite rejects, or that finds nothing, is read as words.
+            parsed = parse_query(parsed.text, plain=True)
+        if parsed is not None and not parsed.empty:
+            self.terms = fts.Terms(raw=parsed.raw) if parsed.raw is not None else parsed.any_terms()
+
+    def _raw_matches(self, raw: str) -> bool:
+        filters = fts.SearchFilters(self.project, self.now_iso, kinds=("trap", "decision"))
+        try:
+            return bool(fts.find(self.index, fts.Terms(raw=raw), filters, sort="relevance", limit=1)[0])
+        except fts.QuerySyntaxError:
+            return False
+
+    def page(self, section: _Section, limit: int) -> list[BriefItem]:
+        """The next ``limit`` records of ``section`` in rank order."""
+        candidates = self._candidates(section, limit)
+        section.read += len(candidates)
+        rows = queries.record_rows(self.index, [candidate.rowid for candidate in candidates])
+        items = [_item(section.name, rows[c.rowid], self.now_iso, c) for c in candidates if c.rowid in rows]
+        section.items.extend(items)
+        return items
+
+    def _candidates(self, section: _Section, limit: int) -> list[queries.BriefCandidate]:
+        return queries.brief_section(
+            self.index,
+            self.project,
+            section.name,
+            section.values,
+            self.now_iso,
+            terms=self.terms,
+            path=self.path,
+            limit=limit,
+            offset=section.read,
         )
-    )
-    return items[:MAX_TRAPS]
 
+    def pages(self, section: _Section) -> Iterator[BriefItem]:
+        """Every record of ``section``, read a page at a time as the caller goes."""
+        while section.read < section.total:
+            page = self.page(section, DECISION_PAGE)
+            if not page:
+                return
+            yield from page
 
-def _ranked_decisions(vault: Vault, project: str, path: str | None, query: str | None, now_iso: str) -> list[BriefItem]:
-    rows = queries.brief_decisions(vault.index(), project, ACCEPTED_STATUSES, now_iso)
-    items = [_item("decisions", row, now_iso) for row in rows]
-    keywords = keyword_ranks(vault, project, ("decision",), query) if query else {}
-    _mark_matches(items, path, keywords)
-    items.sort(key=lambda i: (not i.matched, i.flagged_stale))
-    return items
+    def count(self, section: _Section) -> None:
+        section.total = queries.brief_section_count(
+            self.index, self.project, section.name, section.values, self.now_iso
+        )
 
 
 def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[BriefItem]:
@@ -277,43 +367,117 @@ def _assemble(header: str, chosen: list[tuple[BriefItem, str]], footer: str) -> 
     return "".join(parts).rstrip("\n") + "\n"
 
 
-def _footer(omitted: int, max_bytes: int) -> str:
-    if not omitted:
+def footer_line(counts: dict[str, int]) -> str:
+    """The brief's last line when it left records out: how many of each section, and the search
+    that lists them (``+ 20 more traps: memosite search --kind trap``)."""
+    sections = [section for section in ("traps", "context", "decisions") if counts.get(section)]
+    if not sections:
         return ""
-    noun = "record" if omitted == 1 else "records"
-    return f"_{omitted} lower-ranked {noun} left out to stay within {max_bytes} bytes; `memosite search` finds them._\n"
+    parts = []
+    for section in sections:
+        one, many = _SECTION_NOUNS[section]
+        parts.append(f"{counts[section]} more {one if counts[section] == 1 else many}")
+    kinds = [kind for section in sections for kind in _SECTION_KINDS[section]]
+    return f"+ {', '.join(parts)}: memosite search {' '.join(f'--kind {kind}' for kind in kinds)}\n"
 
 
-def _fit(header: str, ranked: list[BriefItem], max_bytes: int) -> tuple[list[tuple[BriefItem, str]], str]:
-    """Greedy in rank order; stop at the first record that fits neither whole nor cut short."""
-    whole = [(item, item.render()) for item in ranked]
-    markdown = _assemble(header, whole, "")
-    if _size(markdown) <= max_bytes:
-        return whole, markdown
-    # Sizes add up: header + one heading per section used + each record's text + the footer.
-    used = _size(header) + _size(_footer(len(ranked), max_bytes))
+@dataclass
+class _Fit:
+    chosen: list[tuple[BriefItem, str]]
+    markdown: str
+
+
+def _fit(
+    header: str,
+    ranked: Iterable[BriefItem],
+    eligible: dict[str, int],
+    left_out: dict[str, int],
+    max_bytes: int,
+) -> _Fit:
+    """Greedy in rank order; stop at the first record that fits neither whole nor cut short.
+
+    ``eligible`` counts the records of each section ``ranked`` can yield; ``left_out`` those left
+    out before (the cap). The room the last line may need is kept free while anything could still be
+    left out, so the brief never has to be cut again once assembled."""
+    reserve = _size(footer_line({s: eligible.get(s, 0) + left_out.get(s, 0) for s in _SECTION_TITLES}))
+    used = _size(header)
+    remaining = sum(eligible.values())
     sections: set[str] = set()
     chosen: list[tuple[BriefItem, str]] = []
-    for item, text in whole:
+    for item in ranked:
+        remaining -= 1
         heading = 0 if item.section in sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
-        if used + heading + _size(text) <= max_bytes:
+        text = item.render()
+        last_one = remaining == 0 and not any(left_out.values())
+        if used + heading + _size(text) + (0 if last_one else reserve) <= max_bytes:
             chosen.append((item, text))
             used += heading + _size(text)
             sections.add(item.section)
             continue
-        room = max_bytes - used - heading - _size(item.render(0))
+        room = max_bytes - used - heading - reserve - _size(item.render(0))
         if room >= _MIN_TRIMMED_BODY:
             item.trimmed = True
             chosen.append((item, item.render(room)))
         break
-    markdown = _assemble(header, chosen, _footer(len(ranked) - len(chosen), max_bytes))
-    while _size(markdown) > max_bytes and chosen:  # a guard: the sum above is an upper bound
+    counts = _left_out_counts(chosen, eligible, left_out)
+    markdown = _assemble(header, chosen, footer_line(counts))
+    while _size(markdown) > max_bytes and chosen:  # a guard: the sums above are upper bounds
         chosen.pop()
-        markdown = _assemble(header, chosen, _footer(len(ranked) - len(chosen), max_bytes))
-    return chosen, markdown
+        counts = _left_out_counts(chosen, eligible, left_out)
+        markdown = _assemble(header, chosen, footer_line(counts))
+    return _Fit(chosen, markdown)
+
+
+def _left_out_counts(
+    chosen: list[tuple[BriefItem, str]], eligible: dict[str, int], left_out: dict[str, int]
+) -> dict[str, int]:
+    kept: dict[str, int] = {}
+    for item, _ in chosen:
+        kept[item.section] = kept.get(item.section, 0) + 1
+    return {s: eligible.get(s, 0) - kept.get(s, 0) + left_out.get(s, 0) for s in _SECTION_TITLES}
 
 
 # --- entry point -----------------------------------------------------------------------------
+
+
+def _budget(vault: Vault, max_bytes: int | None, max_tokens: int | None) -> int:
+    for name, value, minimum in (("max bytes", max_bytes, MIN_MAX_BYTES), ("max tokens", max_tokens, MIN_MAX_TOKENS)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+            raise InvalidArguments(f"invalid {name} {value!r}: expected an integer of at least {minimum}")
+    limits = [limit for limit in (max_bytes, max_tokens * BYTES_PER_TOKEN if max_tokens else None) if limit]
+    if limits:
+        return min(limits)  # both given: the brief keeps within both
+    budget = vault.config.bootstrap_max_bytes
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_MAX_BYTES:
+        raise InvalidArguments(
+            f"invalid bootstrap.maxBytes {budget!r}: expected an integer of at least {MIN_MAX_BYTES}"
+        )
+    return budget
+
+
+def _omissions(
+    fit: _Fit, eligible: dict[str, int], read: dict[str, list[BriefItem]], capped: list[BriefItem], cap_count: int
+) -> list[Omission]:
+    kept = {id(item) for item, _ in fit.chosen}
+    omitted: list[Omission] = []
+    sections: tuple[Section, ...] = ("traps", "context", "decisions")
+    for section in sections:
+        dropped = [item.id for item in read.get(section, []) if id(item) not in kept]
+        listed = sum(1 for item, _ in fit.chosen if item.section == section)
+        count = eligible.get(section, 0) - listed
+        if count > 0:
+            omitted.append(Omission(section, "budget", count, dropped[:OMITTED_IDS]))
+    if cap_count > 0:
+        omitted.append(Omission("traps", "cap", cap_count, [item.id for item in capped][:OMITTED_IDS]))
+    return omitted
+
+
+def _match(items: list[BriefItem], terms: fts.Terms | None) -> Literal["all", "any"] | None:
+    if not terms:
+        return None
+    if any(item.matched_terms >= terms.count for item in items):
+        return "all"
+    return "any" if any(item.matched_terms for item in items) else None
 
 
 def build_bootstrap(
@@ -324,6 +488,7 @@ def build_bootstrap(
     slug: str | None = None,
     path: str | None = None,
     max_bytes: int | None = None,
+    max_tokens: int | None = None,
     session_id: str | None = None,
     now: datetime | None = None,
 ) -> BootstrapResult:
@@ -334,23 +499,32 @@ def build_bootstrap(
 
     now = now or utc_now()
     now_iso = format_iso(now)
-    budget = vault.config.bootstrap_max_bytes if max_bytes is None else max_bytes
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_MAX_BYTES:
-        raise InvalidArguments(f"invalid max bytes {budget!r}: expected an integer of at least {MIN_MAX_BYTES}")
+    budget = _budget(vault, max_bytes, max_tokens)
+    if query is not None and not isinstance(query, str):
+        raise InvalidArguments("the query must be text")
     query = query.strip() if isinstance(query, str) and query.strip() else None
     slug = validate_slug(slug.strip()) if isinstance(slug, str) and slug.strip() else None
     path = normalize_path(path) if path is not None else None
     ensure_index(vault)
 
+    gatherer = _Gatherer(vault, project, now_iso, query, path)
+    weights = tuple(SEVERITY_WEIGHT[severity] for severity in TRAP_SEVERITIES)
+    trap_section = _Section("traps", weights)
+    decision_section = _Section("decisions", ACCEPTED_STATUSES)
+    gatherer.count(trap_section)
+    gatherer.count(decision_section)
+    # The next few traps past the cap are read too, only to name them among the omitted.
+    read_traps = gatherer.page(trap_section, MAX_TRAPS + OMITTED_IDS) if trap_section.total else []
+    traps, capped = read_traps[:MAX_TRAPS], read_traps[MAX_TRAPS:]
+    cap_count = max(trap_section.total - MAX_TRAPS, 0)
     context = _context(vault, project, slug, now) if slug else []
-    traps = _ranked_traps(vault, project, path, query, now_iso)
-    decisions = _ranked_decisions(vault, project, path, query, now_iso)
+    eligible = {"traps": len(traps), "context": len(context), "decisions": decision_section.total}
     # Drop order is the reverse of this: decisions go first, traps last.
-    ranked = [*traps, *context, *decisions]
-    chosen, markdown = _fit(_header(project, query, slug, path, now_iso), ranked, budget)
-    included = [item for item, _ in chosen]
-    kept = {id(item) for item in included}
-    omitted = [item.id for item in ranked if id(item) not in kept]
+    ranked = itertools.chain(traps, context, gatherer.pages(decision_section))
+    fit = _fit(_header(project, query, slug, path, now_iso), ranked, eligible, {"traps": cap_count}, budget)
+    included = [item for item, _ in fit.chosen]
+    read = {"traps": traps, "context": context, "decisions": decision_section.items}
+    omitted = _omissions(fit, eligible, read, capped, cap_count)
     recorded = (
         record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
         if session_id
@@ -362,11 +536,13 @@ def build_bootstrap(
         slug=slug,
         path=path,
         max_bytes=budget,
-        markdown=markdown,
+        markdown=fit.markdown,
         context=[i for i in included if i.section == "context"],
         traps=[i for i in included if i.section == "traps"],
         decisions=[i for i in included if i.section == "decisions"],
         omitted=omitted,
         truncated=bool(omitted) or any(item.trimmed for item in included),
+        match=_match(included, gatherer.terms),
+        max_tokens=max_tokens,
         hits_recorded=recorded,
     )

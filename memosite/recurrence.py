@@ -1,4 +1,12 @@
-"""Trap classification (layer, module, tags) and recurrence: the same trap seen again is counted, not copied."""
+"""Trap classification (layer, module, tags) and recurrence: the same trap seen again is counted, not copied.
+
+Classification fills what a trap does not say. It reads the labels people write in trap bodies
+first — ``**Layer**: Web``, ``**Module**: Checkout / Payments``, ``Category: Security`` (in English
+and the other languages agents write in) — and only then guesses from the path patterns and the
+words. Layer names people use (``frontend``, ``ui``, ``infra``, ``ops``, ``qa``, ``フロントエンド``,
+``infraestrutura`` …) map into the seven layers; ``security`` and its translations (``segurança``,
+``sécurité``, ``セキュリティ`` …) are not a layer and are promoted into ``tags``.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +14,50 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memosite.text import jaccard, tokens
+from memosite.schema import LAYERS
+from memosite.text import fold, jaccard, tokens
 
 JACCARD_THRESHOLD = 0.7
+
+# What people call each layer, in English and the other languages agents write in.
+_LAYER_ALIAS_TEXT = {
+    "web": "web, front, frontend, front-end, front end, ui, ux, gui, client, browser, interface, interfaz, "
+    "oberfläche, 前端, フロントエンド, フロント, 画面, фронтенд, веб",
+    "infrastructure": "infrastructure, infra, ops, database, db, storage, persistence, platform, network, "
+    "infraestrutura, infraestructura, infrastruktur, インフラ, 基础设施, инфраструктура",
+    "tests": "tests, test, testing, qa, e2e, unit tests, integration tests, testes, teste, pruebas, テスト, 测试, "
+    "тесты, тестирование",
+    "devops": "devops, ci, cd, ci/cd, cicd, deploy, deployment, release, pipeline, build, デプロイ, 部署, 运维, деплой",
+    "domain": "domain, business, business logic, core, model, domain model, domínio, dominio, domaine, domäne, "
+    "ドメイン, 领域, 业务, домен",
+    "application": "application, app, backend, back-end, back end, server, api, service, services, aplicação, "
+    "aplicación, anwendung, アプリケーション, アプリ, バックエンド, 后端, 应用, бэкенд, приложение",
+    "other": "other, misc, miscellaneous, general",
+}
+LAYER_ALIASES: dict[str, str] = {
+    fold(alias.strip()): layer for layer, text in _LAYER_ALIAS_TEXT.items() for alias in text.split(",")
+}
+# "security" and its translations: a topic, promoted into tags, never a layer.
+_SECURITY_TEXT = """
+security sec appsec infosec segurança seguridad sécurité sicherheit sicurezza beveiliging bezpieczeństwo güvenlik
+セキュリティ 安全 安全性 безопасность
+"""
+SECURITY_ALIASES = frozenset(fold(word) for word in _SECURITY_TEXT.split())
+# Labels people put at the start of a line of a trap body, in the languages agents write in.
+_LABELS = {
+    "layer": "layer camada capa couche schicht ebene livello laag слой レイヤー レイヤ 層 层 层级",
+    "module": "module modulo modul component componente komponente area bereich モジュール 模块 модуль",
+    "category": "category categoria categorie kategorie label type tipo typ topic カテゴリ カテゴリー 类别 分类 "
+    "категория тип",
+}
+_LABEL_NAMES = {fold(name): label for label, text in _LABELS.items() for name in text.split()}
+_LABEL_RE = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?[ \t]*(?P<name>[^\W\d_][^\W\d_ ]{0,24})[ \t]*(?:\*\*|__)?[ \t]*[:：]"
+    r"[ \t]*(?:\*\*|__)?[ \t]*(?P<value>\S.*?)[ \t]*$",
+    re.MULTILINE,
+)
+_FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_VALUE_PARTS_RE = re.compile(r"\s*(?:[/,;|&+]|\band\b|\be\b|\by\b|\bund\b|\bet\b)\s*")
 
 
 # First matching rule wins; each is (layer, path fragments, body keywords).
@@ -52,11 +101,13 @@ _LAYER_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     ("application", ("src/", "lib/", "app/", "services/", "api/", "cmd/"), ()),
 )
-# Whole words only: "tokens" in a lexer or "author" in a changelog are not security topics.
+# Whole words only: "tokens" in a lexer or "author" in a changelog are not security topics. Matched
+# on folded text, so the translations are spelled without their accents.
 _SECURITY_RE = re.compile(
     r"\b(?:security|auth[nz]?|authenticat\w*|authori[sz]\w*|xss|csrf|sql injection|injection|secrets?"
     r"|credentials?|passwords?|(?:access|auth|api|bearer|csrf|refresh|session) tokens?|jwt|permissions?"
-    r"|vulnerab\w*|cve-\d+|sanitiz\w*|sanitis\w*|privilege\w*)\b"
+    r"|vulnerab\w*|cve-\d+|sanitiz\w*|sanitis\w*|privilege\w*"
+    r"|seguranca|seguridad|securite|sicherheit\w*|sicurezza|beveiliging|безопасност\w*|уязвимост\w*)\b"
 )
 _TAG_RES = {
     "performance": re.compile(r"\b(?:slow\w*|latency|performance|n\+1|timeouts?|memory leaks?)"),
@@ -69,9 +120,63 @@ _GENERIC_SEGMENTS = {"src", "lib", "app", "apps", "packages", "pkg", "internal",
 __all__ = ["jaccard", "tokens"]  # re-exported: the recurrence rule is stated in their terms
 
 
+def trap_occurrences(kind: str, value: Any) -> int:
+    """How often a record was seen: a trap at least once (one without ``occurrences`` was seen
+    once, as the views say), any other kind as recorded. :func:`occurrences_sql` is the same rule."""
+    count = int(value or 0)
+    return max(count, 1) if kind == "trap" else count
+
+
+def occurrences_sql(table: str = "") -> str:
+    """:func:`trap_occurrences` over the index's ``kind``/``occurrences`` columns (of ``table``)."""
+    prefix = f"{table}." if table else ""
+    count = f"coalesce({prefix}occurrences, 0)"
+    return f"(CASE WHEN {prefix}kind = 'trap' THEN max({count}, 1) ELSE {count} END)"
+
+
 def pattern_key(patterns: Iterable[str]) -> str:
     """Identity of a trap's path patterns: sorted, so order does not matter."""
     return "\n".join(sorted(set(patterns)))
+
+
+def _clean(value: str) -> str:
+    return " ".join(value.strip().strip("*_`'\".").split())
+
+
+def body_labels(body: str) -> dict[str, list[str]]:
+    """The labelled lines of a trap body (``**Layer**: Web``) by label (``layer``, ``module``,
+    ``category``), in order; lines inside fenced code blocks are not labels."""
+    found: dict[str, list[str]] = {}
+    for match in _LABEL_RE.finditer(_FENCE_RE.sub("", body)):
+        label = _LABEL_NAMES.get(fold(match.group("name")))
+        value = _clean(match.group("value"))
+        if label is not None and value:
+            found.setdefault(label, []).append(value)
+    return found
+
+
+def normalize_layer(value: Any) -> str | None:
+    """The layer a name stands for (``Frontend`` → ``web``, ``infra`` → ``infrastructure``,
+    ``segurança`` → None: a topic, not a layer); None for anything that is not a layer's name."""
+    if not isinstance(value, str):
+        return None
+    folded = fold(_clean(value))
+    if folded in LAYERS:
+        return folded
+    if folded in LAYER_ALIASES:
+        return LAYER_ALIASES[folded]
+    for part in _VALUE_PARTS_RE.split(folded):
+        if part in LAYERS or part in LAYER_ALIASES:
+            return part if part in LAYERS else LAYER_ALIASES[part]
+    return None
+
+
+def is_security_label(value: Any) -> bool:
+    """True when a label value names security (in any of the languages of ``SECURITY_ALIASES``)."""
+    if not isinstance(value, str):
+        return False
+    folded = fold(_clean(value))
+    return folded in SECURITY_ALIASES or any(part in SECURITY_ALIASES for part in _VALUE_PARTS_RE.split(folded))
 
 
 def classify_layer(patterns: Iterable[str], body: str) -> str:
@@ -98,11 +203,19 @@ def classify_module(patterns: Iterable[str]) -> str | None:
 
 
 def classify_tags(frontmatter: Mapping[str, Any], body: str) -> list[str]:
-    """Existing tags plus inferred ones; a security label anywhere is promoted into tags."""
+    """Existing tags plus inferred ones; a security label anywhere (frontmatter ``label``,
+    ``category``, ``type`` or ``layer``, or a labelled line of the body, in any language) is
+    promoted into tags."""
     tags = [str(tag) for tag in frontmatter.get("tags") or []]
-    haystack = f"{frontmatter.get('title', '')} {body}".lower()
-    labels = {str(frontmatter.get(key, "")).strip().lower() for key in ("label", "category", "type")}
-    if frontmatter.get("security") is True or "security" in labels or _SECURITY_RE.search(haystack):
+    haystack = fold(f"{frontmatter.get('title', '')} {body}")
+    written = body_labels(body)
+    labels = [frontmatter.get(key) for key in ("label", "category", "type", "layer")]
+    labels += [value for key in ("category", "layer") for value in written.get(key, [])]
+    if (
+        frontmatter.get("security") is True
+        or any(is_security_label(label) for label in labels)
+        or _SECURITY_RE.search(haystack)
+    ):
         tags.append("security")
     for tag, pattern in _TAG_RES.items():
         if pattern.search(haystack):
@@ -110,15 +223,36 @@ def classify_tags(frontmatter: Mapping[str, Any], body: str) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
+def trap_layer(frontmatter: Mapping[str, Any], body: str) -> str:
+    """The layer of a trap: its own (a layer's other name normalised), else the body's ``Layer``
+    label, else a guess from its path patterns and words."""
+    own = normalize_layer(frontmatter.get("layer"))
+    if own is not None:
+        return own
+    for value in body_labels(body).get("layer", []):
+        layer = normalize_layer(value)
+        if layer is not None:
+            return layer
+    return classify_layer(frontmatter.get("pathPatterns") or [], body)
+
+
+def trap_module(frontmatter: Mapping[str, Any], body: str) -> str | None:
+    """The module of a trap: its own, else the body's ``Module`` label, else its first meaningful
+    path directory."""
+    own = frontmatter.get("module")
+    if isinstance(own, str) and own.strip():
+        return own
+    written = body_labels(body).get("module", [])
+    return written[0] if written else classify_module(frontmatter.get("pathPatterns") or [])
+
+
 def classify_trap(frontmatter: dict[str, Any], body: str) -> None:
-    """Fill a trap's missing layer, module and tags in place."""
-    patterns = frontmatter.get("pathPatterns") or []
-    if not frontmatter.get("layer"):
-        frontmatter["layer"] = classify_layer(patterns, body)
-    if not frontmatter.get("module"):
-        module = classify_module(patterns)
-        if module:
-            frontmatter["module"] = module
+    """Fill a trap's missing layer, module and tags in place (a layer written under another
+    name is normalised)."""
+    frontmatter["layer"] = trap_layer(frontmatter, body)
+    module = trap_module(frontmatter, body)
+    if module:
+        frontmatter["module"] = module
     frontmatter["tags"] = classify_tags(frontmatter, body)
 
 

@@ -2,33 +2,43 @@
 
 Rules a caller can rely on:
 
+* A query is read the way a person means it (:mod:`memosite.query`): records holding **all** its
+  words first; when those are fewer than ``limit``, records holding **any** of them follow, those
+  holding more of the words first. Stop words are ignored, the last word is also a prefix, quoted
+  phrases stay phrases, diacritics do not matter, and text of scripts written without spaces
+  (Chinese, Japanese …) is found as a substring. The result says which reading it used
+  (``match``: ``all`` or ``any``), the ``terms`` it searched and, per hit, how many it holds.
+* A query in FTS5 syntax (``OR``, ``NOT``, ``NEAR(…)``, ``title:word``, parentheses) is run as
+  written; when SQLite rejects it or it finds nothing, its words are searched as plain words
+  instead, never raising.
 * Expired records are left out unless ``include_expired`` (they come back stamped ``expired``).
   ``as_of`` instead returns what was active at that moment: ``created <= as_of < expires_at``.
   A record gc archived *because it expired* (``archivedReason: expired``) is still an expired record
   for both of these, so retrospection keeps working after a gc pass.
 * Archived and superseded records are left out unless ``status`` asks for them; asking for
-  ``archived`` shows every archived record, expired or not.
-* A query is FTS5 syntax first (phrases, ``OR``, ``NOT``, ``prefix*``, ``title:word``); when SQLite
-  rejects it, its words are searched as plain words instead, never raising.
+  ``archived`` shows every archived record, expired or not. Scratch records (private working notes)
+  are left out unless ``kinds`` names ``scratch``.
 * ``path`` keeps records whose ``pathPatterns`` cover that path: ``*`` and ``?`` stay inside one
   segment, ``**`` spans any number of segments, a pattern names its whole subtree
   (``migrations/versions`` covers ``migrations/versions/0012.py``), and a directory given as the
   path covers the patterns beneath it (``src/payments`` finds ``src/payments/client.py``).
-* ``score`` is ``-bm25`` (larger is better); records without a query score ``None``.
+* ``score`` is ``-bm25`` (larger is better); records without a query score ``None``. A trap without
+  ``occurrences`` reports (and sorts) as seen once.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
 from memosite.index import fts
+from memosite.index.database import Index
 from memosite.paths import normalize_path, path_matches
+from memosite.query import ParsedQuery, parse_query
 from memosite.schema import KINDS, STATUSES, format_iso, is_flagged_stale, utc_now
 from memosite.vault import Vault
 
@@ -36,8 +46,9 @@ __all__ = ["SearchHit", "SearchResult", "normalize_path", "path_matches", "searc
 
 SORTS = tuple(fts.ORDERS)
 MAX_LIMIT = 1000
-_WORD_RE = re.compile(r"\w+")
-_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+# Scratch records are private working notes: found only when asked for by kind.
+HIDDEN_KINDS = ("scratch",)
+MatchMode = Literal["all", "any"]
 
 
 @dataclass
@@ -64,6 +75,7 @@ class SearchHit:
     stale: int = 0
     path_patterns: list[str] = field(default_factory=list)
     snippet: str = ""
+    matched_terms: int | None = None
 
     @property
     def flagged_stale(self) -> bool:
@@ -92,6 +104,7 @@ class SearchHit:
             "flaggedStale": self.flagged_stale,
             "pathPatterns": self.path_patterns,
             "snippet": self.snippet,
+            "matchedTerms": self.matched_terms,
         }
 
 
@@ -100,7 +113,8 @@ class SearchResult:
     results: list[SearchHit]
     total: int
     query: str | None = None
-    fts_query: str | None = None
+    match: MatchMode | None = None
+    terms: list[str] = field(default_factory=list)
     hits_recorded: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -108,23 +122,56 @@ class SearchResult:
             "results": [hit.to_json() for hit in self.results],
             "total": self.total,
             "query": self.query,
+            "match": self.match,
+            "terms": self.terms,
             "hitsRecorded": self.hits_recorded,
         }
 
 
-# --- FTS queries -----------------------------------------------------------------------------
+# --- the query pipeline ----------------------------------------------------------------------
 
 
-def plain_words_query(text: str, *, any_word: bool = False) -> str | None:
-    """The words of ``text`` as quoted FTS5 terms (all required, or any with ``any_word``).
+@dataclass
+class Found:
+    """What the pipeline found for one query: the matches, how many in all, which reading."""
 
-    FTS5's operator words (``AND``, ``OR``, ``NOT``, ``NEAR``) are dropped: in a query SQLite
-    rejected they were meant as operators, not as words to find.
-    """
-    words = [word for word in _WORD_RE.findall(text) if word not in _OPERATORS]
-    if not words:
-        return None
-    return (" OR " if any_word else " ").join(f'"{word}"' for word in words)
+    matches: list[fts.Match]
+    total: int
+    match: MatchMode | None
+    terms: list[str]
+
+
+def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
+    """The one query pipeline of search, bootstrap and MCP search (see the module docstring)."""
+    if text is None:
+        matches, total = fts.find(index, None, filters, sort=sort, limit=limit)
+        return Found(matches, total, None, [])
+    parsed = parse_query(text)
+    if parsed.raw is not None:
+        try:
+            matches, total = fts.find(index, fts.Terms(raw=parsed.raw), filters, sort=sort, limit=limit)
+            if matches:
+                return Found(matches, total, "all", [parsed.raw])
+        except fts.QuerySyntaxError:
+            pass
+        # Not valid FTS5 syntax (a stray quote, ``AND(``, ``col:``), or a sentence that only looks
+        # like it (``add a NOT NULL column``): search its words.
+        parsed = parse_query(text, plain=True)
+    if parsed.empty:
+        return Found([], 0, None, [])
+    try:
+        return _all_then_any(index, parsed, filters, sort=sort, limit=limit)
+    except fts.QuerySyntaxError as exc:
+        raise StorageError(f"search failed: {exc}") from exc
+
+
+def _all_then_any(index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
+    matches, total = fts.find(index, parsed.all_terms(), filters, sort=sort, limit=limit)
+    if len(matches) < limit and parsed.loosens:
+        loose, loose_total = fts.find(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
+        if loose_total > total:
+            return Found(loose, loose_total, "any", parsed.labels(loose=True))
+    return Found(matches, total, "all", parsed.labels())
 
 
 # --- filters ---------------------------------------------------------------------------------
@@ -192,6 +239,8 @@ def search_records(
         raise InvalidArguments(f"invalid limit {limit!r}: expected 1 to {MAX_LIMIT}")
     if hit_ids and project is None:
         raise InvalidArguments("acknowledging hits needs a project")
+    if query is not None and not isinstance(query, str):
+        raise InvalidArguments("the query must be text")
     now_iso = format_iso(now)
     filters = fts.SearchFilters(
         project=project,
@@ -202,32 +251,28 @@ def search_records(
         path=normalize_path(path) if path is not None else None,
         include_expired=include_expired,
         as_of_iso=format_iso(parse_as_of(as_of)) if as_of is not None else None,
+        hidden_kinds=HIDDEN_KINDS,
     )
     ensure_index(vault)
-    index = vault.index()
     text = query.strip() if isinstance(query, str) and query.strip() else None
-    fts_query = text
-    try:
-        matches, total = fts.find(index, text, filters, sort=sort, limit=limit)
-    except fts.QuerySyntaxError:
-        # Not valid FTS5 syntax (a stray quote, ``AND(``, ``-``, ``col:``): search the words.
-        fts_query = plain_words_query(text or "")
-        try:
-            matches, total = (
-                ([], 0) if fts_query is None else fts.find(index, fts_query, filters, sort=sort, limit=limit)
-            )
-        except fts.QuerySyntaxError as exc:
-            raise StorageError(f"search failed: {exc}") from exc
-    hits = [_hit(match, now_iso) for match in matches]
+    found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
+    hits = [_hit(match, now_iso, found.match) for match in found.matches]
     recorded: list[str] = []
     if hit_ids and project is not None:
         from memosite.salience import record_hits
 
         recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
-    return SearchResult(results=hits, total=total, query=text, fts_query=fts_query, hits_recorded=recorded)
+    return SearchResult(
+        results=hits,
+        total=found.total,
+        query=text,
+        match=found.match,
+        terms=found.terms,
+        hits_recorded=recorded,
+    )
 
 
-def _hit(match: fts.Match, now_iso: str) -> SearchHit:
+def _hit(match: fts.Match, now_iso: str, mode: MatchMode | None) -> SearchHit:
     expired = is_expired_iso(match.expires_at, now_iso) or (
         match.status == "archived" and match.archived_reason == "expired"
     )
@@ -252,12 +297,5 @@ def _hit(match: fts.Match, now_iso: str) -> SearchHit:
         stale=match.stale,
         path_patterns=match.path_patterns,
         snippet=match.snippet,
+        matched_terms=match.matched if mode is not None else None,
     )
-
-
-def keyword_ranks(vault: Vault, project: str, kinds: Sequence[str], text: str) -> dict[str, float]:
-    """Paths of ``project`` records of ``kinds`` holding any word of ``text``, with ``-bm25``."""
-    fts_query = plain_words_query(text, any_word=True)
-    if fts_query is None:
-        return {}
-    return fts.keyword_ranks(vault.index(), project, kinds, fts_query)

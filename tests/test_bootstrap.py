@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from memosite.bootstrap import build_bootstrap
+from memosite.bootstrap import MIN_MAX_BYTES, build_bootstrap
 from memosite.cli import cli
 from memosite.errors import InvalidArguments
 from memosite.indexing import read_record
@@ -123,7 +126,7 @@ def test_budget_drops_lowest_ranked_first_and_sets_truncated(vault: Vault) -> No
     ranked = [i.id for i in [*full.traps, *full.decisions]]
     assert kept == ranked[: len(kept)]  # a prefix of the ranking: the lowest-ranked went first
     assert small.decisions == [] or len(small.traps) == 6
-    assert "lower-ranked records left out" in small.markdown
+    assert small.markdown.endswith(f"+ {len(ranked) - len(kept)} more decisions: memosite search --kind decision\n")
 
 
 def test_budget_counts_utf8_bytes_not_characters(vault: Vault) -> None:
@@ -187,3 +190,146 @@ def test_cli_bootstrap_json_shape_and_markdown(vault: Vault) -> None:
     assert data["sections"]["traps"][0]["matched"] == ["keyword"]
     text = runner.invoke(cli, ["bootstrap"])
     assert text.stdout.startswith(f"# Session brief: {P}") and "Peak migrations" in text.stdout
+
+
+# --- honest briefs ---------------------------------------------------------------------------
+
+
+def test_cap_on_traps_sets_truncated_and_says_how_many_more(vault: Vault) -> None:
+    for number in range(30):
+        put(vault, "trap", f"trap-{number:02d}", "Short.\n", severity="high", occurrences=number + 1)
+    result = build_bootstrap(vault, P, max_bytes=100_000, now=NOW)
+    assert len(result.traps) == 10 and result.truncated
+    cap = [o for o in result.omitted if o.reason == "cap"]
+    assert [(o.section, o.count) for o in cap] == [("traps", 20)]
+    assert cap[0].ids[:2] == ["trap-19", "trap-18"]  # the next ones in rank order
+    assert result.markdown.endswith("+ 20 more traps: memosite search --kind trap\n")
+
+
+def test_budget_omissions_are_counted_exactly_per_section(vault: Vault) -> None:
+    for number in range(3):
+        put(vault, "trap", f"trap-{number}", "Trap text. " * 40, severity="high")
+    for number in range(40):
+        put(vault, "decision", f"decision-{number:02d}", "Decision text. " * 30, age=number + 1)
+    result = build_bootstrap(vault, P, max_bytes=3000, now=NOW)
+    assert result.truncated and result.bytes <= 3000
+    shown = {"traps": len(result.traps), "decisions": len(result.decisions)}
+    left = {(o.section, o.reason): o.count for o in result.omitted}
+    assert shown["decisions"] + left[("decisions", "budget")] == 40
+    assert shown["traps"] + left.get(("traps", "budget"), 0) == 3
+    traps_left = left.get(("traps", "budget"), 0)
+    decisions_left = left[("decisions", "budget")]
+    parts = ([f"{traps_left} more trap{'s' if traps_left > 1 else ''}"] if traps_left else []) + [
+        f"{decisions_left} more decision{'s' if decisions_left > 1 else ''}"
+    ]
+    kinds = ("--kind trap " if traps_left else "") + "--kind decision"
+    assert result.markdown.endswith(f"+ {', '.join(parts)}: memosite search {kinds}\n")
+
+
+def test_nothing_left_out_means_not_truncated_and_no_last_line(vault: Vault) -> None:
+    put(vault, "trap", "t", severity="high")
+    put(vault, "decision", "d")
+    result = build_bootstrap(vault, P, now=NOW)
+    assert not result.truncated and result.omitted == []
+    assert "more traps" not in result.markdown and "memosite search" not in result.markdown
+
+
+def test_a_record_cut_short_says_where_the_rest_is(vault: Vault) -> None:
+    put(vault, "trap", "long", "Word " * 1000, severity="high")
+    result = build_bootstrap(vault, P, max_bytes=1024, now=NOW)
+    assert result.truncated and result.traps[0].trimmed and result.omitted == []
+    assert "`memosite get --id long` has all of it" in result.markdown
+
+
+def test_size_is_reported_in_bytes_and_estimated_tokens(vault: Vault) -> None:
+    put(vault, "trap", "t", "Über 数据库 ✓\n", severity="high")
+    data = build_bootstrap(vault, P, now=NOW).to_json()
+    assert data["bytes"] == len(data["markdown"].encode("utf-8"))
+    assert data["estimatedTokens"] == -(-data["bytes"] // 4)
+
+
+def test_max_tokens_is_a_budget_of_four_bytes_a_token(vault: Vault) -> None:
+    for number in range(8):
+        put(vault, "trap", f"trap-{number}", "Long trap text. " * 30, severity="high")
+    result = build_bootstrap(vault, P, max_tokens=300, now=NOW)
+    assert result.max_bytes == 1200 and result.bytes <= 1200 and result.estimated_tokens <= 300
+    both = build_bootstrap(vault, P, max_tokens=300, max_bytes=900, now=NOW)
+    assert both.max_bytes == 900 and both.bytes <= 900  # within both
+
+
+@pytest.mark.parametrize("kwargs", [{"max_tokens": 10}, {"max_tokens": True}, {"max_bytes": 100}])
+def test_too_small_budgets_are_rejected(vault: Vault, kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidArguments, match=r"max (bytes|tokens)"):
+        build_bootstrap(vault, P, now=NOW, **kwargs)  # type: ignore[arg-type]
+
+
+def test_cli_max_tokens_and_bad_input_is_one_line(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    put(vault, "trap", "t", severity="high")
+    data = run_cli("bootstrap", "--max-tokens", "2000", "--json").json()
+    assert data["maxTokens"] == 2000 and data["maxBytes"] == 8000
+    bad = run_cli("bootstrap", "--max-tokens", "5")
+    assert bad.exit_code == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(MIN_MAX_BYTES, 6000),
+    traps=st.integers(0, 14),
+    decisions=st.integers(0, 12),
+    length=st.integers(1, 60),
+)
+def test_a_brief_never_hides_what_it_left_out(
+    vault_dir: Path, budget: int, traps: int, decisions: int, length: int
+) -> None:
+    import shutil
+
+    shutil.rmtree(vault_dir, ignore_errors=True)
+    vault = Vault.open(vault_dir)
+    try:
+        for number in range(traps):
+            put(vault, "trap", f"trap-{number:02d}", "Trap ✓ text. " * length, severity="high")
+        for number in range(decisions):
+            put(vault, "decision", f"decision-{number:02d}", "Decision text. " * length, age=number + 1)
+        result = build_bootstrap(vault, P, max_bytes=budget, now=NOW)
+        assert result.bytes <= budget
+        counts: dict[str, int] = {}
+        for omission in result.omitted:
+            counts[omission.section] = counts.get(omission.section, 0) + omission.count
+        assert len(result.traps) + counts.get("traps", 0) == traps
+        assert len(result.decisions) + counts.get("decisions", 0) == decisions
+        assert result.truncated == bool(result.omitted or any(i.trimmed for i in result.traps + result.decisions))
+        if result.omitted:
+            assert result.markdown.rstrip("\n").splitlines()[-1].startswith("+ ")
+    finally:
+        vault.close()
+
+
+# --- one pipeline with search ------------------------------------------------------------------
+
+
+def test_a_question_ranks_the_traps_holding_more_of_its_words_first(vault: Vault) -> None:
+    put(vault, "trap", "critical-other", "Disk fills up at night.\n", severity="critical")
+    put(vault, "trap", "one-word", "Payment webhooks arrive out of order.\n", severity="high")
+    put(vault, "trap", "both", "Payment retries double-charge without an idempotency key.\n", severity="medium")
+    result = build_bootstrap(vault, P, query="how do payment retries work", now=NOW)
+    assert trap_ids(result) == ["both", "one-word", "critical-other"]
+    assert [i.matched_terms for i in result.traps] == [2, 1, 0]
+    assert result.match == "all"
+
+
+def test_the_brief_reads_a_query_as_search_does(vault: Vault) -> None:
+    put(vault, "trap", "zh", "在生产数据上执行会锁住订单表。\n", severity="medium")
+    put(vault, "trap", "other", "Something else entirely.\n", severity="critical")
+    put(vault, "trap", "null", "Adding a NOT NULL column locks the table.\n", severity="medium")
+    assert trap_ids(build_bootstrap(vault, P, query="锁表", now=NOW))[0] == "zh"
+    assert trap_ids(build_bootstrap(vault, P, query="add a NOT NULL column", now=NOW))[0] == "null"
+    assert trap_ids(build_bootstrap(vault, P, query="locks OR nothing", now=NOW))[0] == "null"
+
+
+def test_decisions_are_read_only_as_far_as_the_budget_goes(vault: Vault) -> None:
+    for number in range(60):
+        put(vault, "decision", f"decision-{number:02d}", "Decision text. " * 20, age=number + 1)
+    result = build_bootstrap(vault, P, max_bytes=2048, now=NOW)
+    (omission,) = result.omitted
+    assert omission.section == "decisions" and omission.count == 60 - len(result.decisions)
+    assert len(omission.ids) <= 20

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from memosite.indexing import read_record
 from memosite.recurrence import (
+    body_labels,
     classify_layer,
     classify_module,
     classify_tags,
+    classify_trap,
     is_recurrence,
     jaccard,
+    normalize_layer,
     pattern_key,
+    trap_layer,
+    trap_occurrences,
 )
+from memosite.store import upsert_record
+from memosite.vault import Vault
 
 
 @pytest.mark.parametrize(
@@ -63,3 +71,117 @@ def test_jaccard_threshold_is_0_7() -> None:
     base = "one two three four five six seven eight nine ten"
     assert jaccard(base, base + " eleven") >= 0.7 and is_recurrence(base, base + " eleven")
     assert not is_recurrence(base, "one two three four five six alpha beta gamma delta")
+
+
+# --- labels people write in trap bodies ---------------------------------------------------------
+
+LABELLED = """Checkout POSTs lose the session.
+
+**Layer**: Web
+**Module**: Checkout / Payments
+"""
+
+
+def test_classification_reads_body_labels_before_guessing_from_paths() -> None:
+    fm: dict[str, object] = {"pathPatterns": ["migrations/0003_add.sql"]}
+    classify_trap(fm, LABELLED)
+    assert fm["layer"] == "web" and fm["module"] == "Checkout / Payments"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["**Layer**: Frontend", "**Layer:** UI", "- **Layer**: front-end", "Layer: web", "__Camada__: Frontend"],
+)
+def test_a_layer_label_is_read_in_its_usual_spellings(line: str) -> None:
+    assert trap_layer({}, f"Text.\n\n{line}\n") == "web"
+
+
+def test_labels_inside_code_blocks_are_not_labels() -> None:
+    body = "Config:\n\n```yaml\nlayer: infra\n```\n"
+    assert body_labels(body) == {}
+    assert trap_layer({"pathPatterns": ["src/components/Cart.tsx"]}, body) == "web"
+
+
+@pytest.mark.parametrize(
+    ("name", "layer"),
+    [
+        ("front", "web"),
+        ("frontend", "web"),
+        ("UI", "web"),
+        ("フロントエンド", "web"),
+        ("前端", "web"),
+        ("infra", "infrastructure"),
+        ("ops", "infrastructure"),
+        ("Infraestrutura", "infrastructure"),
+        ("test", "tests"),
+        ("QA", "tests"),
+        ("testes", "tests"),
+        ("CI/CD", "devops"),
+        ("Back End", "application"),
+        ("Domäne", "domain"),
+        ("Web, Security", "web"),
+        ("segurança", None),  # a topic, not a layer
+        ("bananas", None),
+    ],
+)
+def test_layer_aliases_map_into_the_enum(name: str, layer: str | None) -> None:
+    assert normalize_layer(name) == layer
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "body"),
+    [
+        ({}, "Tokens stay valid.\n\n**Layer**: Security\n"),
+        ({}, "Tokens stay valid.\n\n**Category**: Segurança\n"),
+        ({}, "Tokens stay valid.\n\nKategorie: Sicherheit\n"),
+        ({"category": "セキュリティ"}, "Tokens stay valid."),
+        ({}, "O token de sessão continua válido: problema de segurança."),
+        ({}, "Вход без пароля: уязвимость безопасности."),
+    ],
+)
+def test_security_and_its_translations_are_promoted_into_tags(frontmatter: dict[str, object], body: str) -> None:
+    assert "security" in classify_tags(frontmatter, body)
+
+
+def test_a_security_layer_label_leaves_the_layer_to_the_body_or_paths() -> None:
+    fm: dict[str, object] = {"pathPatterns": ["src/auth/tokens.py"]}
+    classify_trap(fm, "Tokens stay valid after logout.\n\n**Layer**: Segurança\n")
+    assert fm["layer"] == "application" and "security" in fm["tags"]  # type: ignore[operator]
+
+
+def test_a_layer_written_under_another_name_is_normalised() -> None:
+    fm: dict[str, object] = {"layer": "Frontend"}
+    classify_trap(fm, "x")
+    assert fm["layer"] == "web"
+
+
+def test_upsert_classifies_a_labelled_trap(vault: Vault) -> None:
+    done = upsert_record(vault, "demo", kind="trap", slug="labelled", body=LABELLED, path="db/schema.sql")
+    fm = read_record(vault.root / done.path).frontmatter
+    assert (fm["layer"], fm["module"]) == ("web", "Checkout / Payments")
+    assert read_record(vault.root / done.path).body == LABELLED
+
+
+# --- occurrences ---------------------------------------------------------------------------------
+
+
+def test_a_trap_superseding_another_carries_its_occurrences_plus_one(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", slug="old", body="Locks bite.", frontmatter={"occurrences": 4})
+    done = upsert_record(
+        vault, "demo", kind="trap", slug="new", body="Locks bite, reworded.", frontmatter={"supersedes": "old"}
+    )
+    assert read_record(vault.root / done.path).frontmatter["occurrences"] == 5
+    assert read_record(vault.record_path("demo", "trap", "old")).frontmatter["status"] == "superseded"
+
+
+def test_a_superseding_trap_that_says_its_own_occurrences_keeps_them(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", slug="old", body="Locks bite.", frontmatter={"occurrences": 4})
+    done = upsert_record(
+        vault, "demo", kind="trap", slug="new", body="Reworded.", frontmatter={"supersedes": "old", "occurrences": 2}
+    )
+    assert read_record(vault.root / done.path).frontmatter["occurrences"] == 2
+
+
+def test_a_trap_without_occurrences_counts_as_seen_once() -> None:
+    assert trap_occurrences("trap", None) == 1 and trap_occurrences("trap", 0) == 1
+    assert trap_occurrences("trap", 7) == 7 and trap_occurrences("decision", None) == 0

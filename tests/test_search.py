@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from memosite.cli import cli
 from memosite.curator import run_gc
 from memosite.errors import InvalidArguments
+from memosite.indexing import refresh_project
 from memosite.schema import format_iso
 from memosite.search import path_matches, search_records
 from memosite.store import upsert_record
@@ -71,7 +73,7 @@ def filled(vault: Vault) -> Vault:
         title="Hosted auth provider",
     )
     put(vault, "decision", "old-auth", "Roll our own auth.\n", title="Own auth", status="archived")
-    put(vault, "scratch", "auth-idea", "Maybe cache the auth token.\n", age=10)  # expired: scratch TTL is 7 days
+    put(vault, "spec", "auth-idea", "Maybe cache the auth token.\n", age=10, ttl="7d")  # expired 3 days ago
     put(
         vault,
         "trap",
@@ -148,31 +150,34 @@ def test_archived_and_superseded_hidden_unless_status_asks(vault: Vault) -> None
     assert ids(vault, "cache", status="superseded") == ["v1"]
 
 
+TOKEN_RECORDS = ["token-refresh", "cookie", "auth-provider"]
+
+
 @pytest.mark.parametrize(
-    ("query", "expected"),
+    ("query", "expected", "match"),
     [
-        ('"unbalanced quote', []),
-        ("token AND(", ["token-refresh", "cookie", "auth-provider"]),
-        ("-token", ["token-refresh", "cookie", "auth-provider"]),
-        ("auth:token", ["token-refresh", "auth-provider"]),
-        (
-            "token OR",
-            ["token-refresh", "cookie", "auth-provider"],
-        ),  # a dangling operator is dropped
-        ("(auth", ["token-refresh", "auth-provider"]),
-        ('title:"refresh', []),  # "title" becomes a word too
-        ("token - refresh", ["token-refresh"]),
-        ("c++ token", []),  # plain words: "c" and "token" both required
-        ("NOT", []),
-        ("***", []),
-        ("NEAR(", []),
-        ("{", []),
+        ('"unbalanced quote', [], "all"),
+        ("token AND(", TOKEN_RECORDS, "all"),
+        ("-token", TOKEN_RECORDS, "all"),
+        ("auth:token", TOKEN_RECORDS, "any"),  # both words in two records, "token" alone in a third
+        ("token OR", TOKEN_RECORDS, "all"),  # a dangling operator is dropped
+        ("(auth", ["token-refresh", "auth-provider"], "all"),
+        ('title:"refresh', ["token-refresh"], "any"),  # "title" becomes a word too, found nowhere
+        ("token - refresh", TOKEN_RECORDS, "any"),
+        ("c++ token", TOKEN_RECORDS, "all"),  # "c" is a letter, not a word to find
+        ("NOT", [], None),
+        ("***", [], None),
+        ("NEAR(", [], None),
+        ("{", [], None),
     ],
 )
-def test_fts_syntax_errors_are_searched_as_plain_words(filled: Vault, query: str, expected: list[str]) -> None:
+def test_fts_syntax_errors_are_searched_as_plain_words(
+    filled: Vault, query: str, expected: list[str], match: str | None
+) -> None:
     result = search_records(filled, P, query, now=NOW)
     assert sorted(h.id for h in result.results) == sorted(expected)
     assert result.total == len(expected)
+    assert result.match == match
 
 
 def test_valid_fts_syntax_is_honoured(filled: Vault) -> None:
@@ -303,10 +308,10 @@ def test_cli_search_json_shape(vault: Vault) -> None:
     upsert_record(
         vault,
         P,
-        kind="scratch",
+        kind="review",
         body="retry idea\n",
         slug="old",
-        now=datetime.now(UTC) - timedelta(days=8),
+        now=datetime.now(UTC) - timedelta(days=15),  # reviews expire after 14 days
     )
     result = CliRunner().invoke(cli, ["search", "retry", "--json", "--include-expired"])
     assert result.exit_code == 0, result.output
@@ -362,3 +367,248 @@ def test_cli_search_subprocess_end_to_end(vault: Vault, memosite_exe: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert [hit["id"] for hit in json.loads(done.stdout)["results"]] == ["full-text-search"]
+
+
+# --- what agents ask: sentences, every script ---------------------------------------------------
+
+
+@pytest.fixture
+def shop(vault: Vault) -> Vault:
+    put(
+        vault,
+        "trap",
+        "payment-retry",
+        "When the gateway times out we retry the charge; without an idempotency key the customer pays twice.\n",
+        title="Payment retries must carry an idempotency key",
+        severity="critical",
+    )
+    put(
+        vault,
+        "trap",
+        "samesite",
+        "Behind the CDN the SameSite attribute of the session cookie disappears and users are logged out.\n",
+        title="Session cookie loses SameSite behind the CDN",
+    )
+    put(vault, "decision", "postgres", "We chose PostgreSQL for transactions across orders.\n", title="PostgreSQL")
+    put(vault, "log", "deploy-log", "Deployed payments 3.2; checked the gateway timeout.\n", title="Deployed payments")
+    put(vault, "trap", "zh-lock", "在生产数据上执行会锁住订单表好几分钟。\n", title="添加非空列会锁住订单表")
+    put(
+        vault,
+        "trap",
+        "ja-batch",
+        "夏時間が終わる夜にバッチ処理が二回実行される。\n",
+        title="バッチ処理が二回実行される",
+    )
+    put(
+        vault,
+        "trap",
+        "ko-pay",
+        "게이트웨이 시간 초과 후 결제를 재시도하면 중복 결제가 발생합니다.\n",
+        title="결제 재시도",
+    )
+    put(vault, "decision", "cafe", "Le café de l'équipe ferme à midi.\n", title="Café")
+    put(vault, "spec", "strasse", "Die Lieferadresse enthält Straße und Hausnummer.\n", title="Adressen")
+    return vault
+
+
+def test_all_words_first_then_any_word_ranked_by_how_many_match(shop: Vault) -> None:
+    result = search_records(shop, P, "payment gateway idempotency", now=NOW)
+    assert result.match == "any"
+    assert [h.id for h in result.results] == ["payment-retry", "deploy-log"]
+    assert [h.matched_terms for h in result.results] == [3, 2]
+
+
+def test_a_question_finds_what_its_words_name(shop: Vault) -> None:
+    assert ids(shop, "how do payment retries work")[:1] == ["payment-retry"]
+    assert ids(shop, "why postgres") == ["postgres"]
+    assert ids(shop, "cookie samesite cdn logout") == ["samesite"]
+
+
+def test_when_every_word_matches_the_result_says_all(shop: Vault) -> None:
+    result = search_records(shop, P, "session cookie", now=NOW)
+    assert (result.match, result.terms) == ("all", ["session", "cookie*"])
+    assert [h.matched_terms for h in result.results] == [2]
+
+
+def test_stop_words_are_ignored(shop: Vault) -> None:
+    assert ids(shop, "what is the idempotency") == ids(shop, "idempotency")
+
+
+def test_the_last_word_is_a_prefix(shop: Vault) -> None:
+    assert ids(shop, "retr") == ["payment-retry"]
+    assert ids(shop, "idempot") == ["payment-retry"]
+
+
+def test_a_quoted_phrase_stays_a_phrase(shop: Vault) -> None:
+    assert ids(shop, '"session cookie"') == ["samesite"]
+    assert ids(shop, '"cookie session"') == []
+
+
+def test_diacritics_do_not_matter(shop: Vault) -> None:
+    assert ids(shop, "cafe") == ["cafe"]
+    assert ids(shop, "CAFÉ") == ["cafe"]
+    assert ids(shop, "equipe") == ["cafe"]
+    assert ids(shop, "Straße") == ["strasse"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "match"),
+    [
+        ("订单表", ["zh-lock"], "all"),  # a substring of a run of Chinese
+        ("锁表", ["zh-lock"], "any"),  # 锁 and 表 both there, not side by side
+        ("订单表被锁住怎么办", ["zh-lock"], "all"),  # a question: its function words are not searched
+        ("バッチ処理", ["ja-batch"], "all"),
+        ("バッチ処理が二回実行される", ["ja-batch", "zh-lock"], "any"),  # then a record sharing one kanji (行)
+        ("결제 재시도 중복", ["ko-pay"], "all"),  # Hangul words with their particles attached
+        ("重试", [], "all"),
+    ],
+)
+def test_text_without_word_spaces_is_found_by_substrings(
+    shop: Vault, query: str, expected: list[str], match: str
+) -> None:
+    result = search_records(shop, P, query, now=NOW)
+    assert [h.id for h in result.results] == expected
+    assert result.match == match
+
+
+def test_an_unspaced_match_has_a_snippet_around_it(shop: Vault) -> None:
+    hit = search_records(shop, P, "订单表", now=NOW).results[0]
+    assert "**订单表**" in hit.snippet
+
+
+def test_unspaced_text_is_found_after_an_edit_and_not_after_a_purge(shop: Vault) -> None:
+    from memosite.store import forget_record
+
+    put(shop, "trap", "zh-lock", "改了：缓存失效。\n", title="缓存失效")
+    assert ids(shop, "订单表") == [] and ids(shop, "缓存失效") == ["zh-lock"]
+    forget_record(shop, P, record_id="zh-lock", purge=True)
+    assert ids(shop, "缓存失效") == []
+
+
+def test_a_sentence_that_only_looks_like_fts_syntax_is_read_as_words(shop: Vault) -> None:
+    put(shop, "trap", "not-null", "Adding a NOT NULL column locks the orders table.\n", title="NOT NULL column lock")
+    result = search_records(shop, P, "what happens when I add a NOT NULL column", now=NOW)
+    assert [h.id for h in result.results][:1] == ["not-null"]
+
+
+def test_scratch_is_left_out_of_the_default_search(shop: Vault) -> None:
+    put(shop, "scratch", "idea", "maybe retry payment with a queue\n")
+    assert "idea" not in ids(shop, "payment")
+    assert "idea" not in ids(shop, None)
+    assert ids(shop, "payment", kinds=["scratch"]) == ["idea"]
+
+
+def test_knowledge_outranks_the_event_log_at_equal_relevance(vault: Vault) -> None:
+    put(vault, "log", "log-postgres", "Upgraded postgres.\n", title="Upgraded postgres")
+    put(vault, "decision", "dec-postgres", "Upgraded postgres.\n", title="Upgraded postgres")
+    assert ids(vault, "postgres") == ["dec-postgres", "log-postgres"]
+
+
+def test_a_trap_without_occurrences_reports_and_sorts_as_seen_once(vault: Vault, vault_dir: Path) -> None:
+    put(vault, "trap", "counted", "seen twice\n", occurrences=2)
+    hand = vault_dir / "projects" / P / "traps" / "hand.md"
+    hand.write_text(
+        "---\nid: hand\nkind: trap\nproject: demo\ntitle: hand written\ncreated: 2026-11-01T00:00:00.000Z\n"
+        "updated: 2026-11-02T00:00:00.000Z\n---\nhand written trap\n",
+        encoding="utf-8",
+    )
+    refresh_project(vault, P)  # a hand edit, seen as list and compile see it
+    hits = {h.id: h for h in search_records(vault, P, None, kinds=["trap"], now=NOW).results}
+    assert hits["hand"].occurrences == 1 and hits["counted"].occurrences == 2
+    assert ids(vault, None, kinds=["trap"], sort="occurrences") == ["counted", "hand"]
+
+
+def test_sort_by_occurrences_breaks_ties_by_last_seen_then_severity(vault: Vault) -> None:
+    seen = {"older": "2026-11-01T00:00:00.000Z", "newer": "2026-11-20T00:00:00.000Z"}
+    put(vault, "trap", "older", "x\n", occurrences=3, lastSeen=seen["older"], severity="critical")
+    put(vault, "trap", "newer", "x\n", occurrences=3, lastSeen=seen["newer"], severity="low")
+    put(vault, "trap", "newer-high", "x\n", occurrences=3, lastSeen=seen["newer"], severity="high")
+    put(vault, "trap", "most", "x\n", occurrences=5, severity="low")
+    assert ids(vault, None, kinds=["trap"], sort="occurrences") == ["most", "newer-high", "newer", "older"]
+
+
+def test_search_json_says_the_match_and_the_terms(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    data = run_cli("search", "how", "do", "payment", "retries", "work", "--json").json()
+    assert data["match"] in ("all", "any") and data["terms"] == ["payment", "retries"]
+    assert data["results"][0]["id"] == "payment-retry" and data["results"][0]["matchedTerms"] == 2
+
+
+def test_cli_text_says_when_it_fell_back_to_any_word(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    text = run_cli("search", "payment", "gateway", "idempotency").stdout
+    assert text.startswith("(no record holds every term; those holding the most of payment, gateway, idempotency*")
+
+
+# --- the search tables stay in step with the records --------------------------------------------
+
+
+def test_unspaced_sql_agrees_with_is_unspaced() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from memosite.index.schema import unspaced_sql
+    from memosite.text import is_unspaced
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(max_size=12))
+    def check(text: str) -> None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            sql = bool(conn.execute(f"SELECT {unspaced_sql('?')}", (text,)).fetchone()[0])
+        finally:
+            conn.close()
+        assert sql == any(is_unspaced(char) for char in text)
+
+    check()
+
+
+def test_occurrences_sql_agrees_with_trap_occurrences() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from memosite.recurrence import occurrences_sql, trap_occurrences
+
+    @settings(max_examples=200, deadline=None)
+    @given(kind=st.sampled_from(["trap", "decision", "log"]), value=st.one_of(st.none(), st.integers(0, 10**6)))
+    def check(kind: str, value: int | None) -> None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.execute("CREATE TABLE r (kind TEXT, occurrences INTEGER)")
+            conn.execute("INSERT INTO r VALUES (?, ?)", (kind, value))
+            sql = conn.execute(f"SELECT {occurrences_sql('r')} FROM r").fetchone()[0]
+        finally:
+            conn.close()
+        assert sql == trap_occurrences(kind, value)
+
+    check()
+
+
+_UNSPACED_WORDS = ["订单", "锁表", "缓存", "キャッシュ", "在庫", "결제", "payment", "retry"]
+
+
+def test_substring_search_agrees_with_the_text_after_any_sequence_of_writes(vault: Vault) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from memosite.store import forget_record
+
+    bodies: dict[str, str] = {}
+    step = st.tuples(
+        st.sampled_from(["a", "b", "c"]),
+        st.one_of(st.none(), st.lists(st.sampled_from(_UNSPACED_WORDS), min_size=1, max_size=4)),
+    )
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(step, min_size=1, max_size=6), st.sampled_from(["订单", "锁表", "在庫", "결제", "缓"]))
+    def check(steps: list[tuple[str, list[str] | None]], needle: str) -> None:
+        for slug, words in steps:
+            if words is None:
+                if slug in bodies:
+                    forget_record(vault, P, record_id=slug, purge=True)
+                    del bodies[slug]
+                continue
+            bodies[slug] = "".join(words) + "\n"
+            put(vault, "decision", slug, bodies[slug], title=slug)
+        expected = sorted(slug for slug, body in bodies.items() if needle in body)
+        assert sorted(ids(vault, f'"{needle}"')) == expected
+
+    check()

@@ -1,12 +1,21 @@
 """Full-text search over the index: FTS5 ``bm25()`` over title, body and tags, every filter in SQL.
 
-:func:`find` takes an FTS5 query (or none) and a :class:`SearchFilters` and returns the first
-``limit`` matches in the requested order with the total count; a query SQLite cannot parse raises
-:class:`QuerySyntaxError` so the caller can fall back to plain words.
+A search is a :class:`Terms` (built by :mod:`memosite.query`) and a :class:`SearchFilters`:
+
+* ``words`` — FTS5 expressions over ``records_fts``, one per term;
+* ``substrings`` — text of scripts written without spaces, found as written: three characters and
+  more through the trigram table, shorter ones by scanning only the records that hold such text;
+* ``raw`` — an FTS5 query used as the user wrote it.
+
+:func:`find` returns the first ``limit`` matches with the total: with ``require_all`` every term
+must match, otherwise any term does and records matching more terms come first (``matched``). Every
+filter and ordering column is read from ``search_facts``, the narrow row each record has there. A
+query SQLite cannot parse raises :class:`QuerySyntaxError` so the caller can fall back to plain words.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -14,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import active_at_sql, not_expired_sql
+from memosite.kinds import KIND_FACTS
 from memosite.paths import path_matches
-from memosite.schema import flagged_stale_sql
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
@@ -23,20 +32,54 @@ if TYPE_CHECKING:
 LIVE_STATUSES = ("active", "paused", "shipped", "completed")
 # Column weights for bm25 (title, body, tags): a word in the title says more than one in the body.
 BM25_WEIGHTS = (4.0, 1.0, 2.0)
-_BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)})"
-# gc archives an expired trap/decision/plan: for retrospection it is still an expired record.
-_EXPIRED_ARCHIVE = "(r.status = 'archived' AND json_extract(r.frontmatter, '$.archivedReason') = 'expired')"
-# Orderings over the matched rows (``m`` below); flagged-stale records sink in the ranking sorts.
+# The project's knowledge — the kinds the session brief draws on (traps, decisions, specs, plans,
+# state) — outranks its event stream (logs, reviews, prompts, sessions) at equal bm25: a question
+# about "why postgres" wants the decision, not the deploy log that mentions postgres.
+EVENT_WEIGHT = 0.7
+_KNOWLEDGE = ", ".join(f"'{kind}'" for kind, facts in KIND_FACTS.items() if facts.bootstrap is not None)
+_PRIOR = f"(CASE WHEN f.kind IN ({_KNOWLEDGE}) THEN 1.0 ELSE {EVENT_WEIGHT} END)"
+_BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)}) * {_PRIOR}"
+_TRIGRAM_BM25 = f"bm25(records_trigram) * {_PRIOR}"
+MIN_TRIGRAM = 3  # the trigram table finds substrings of at least three characters
+# Orderings over the matched rows: records matching more of the query's terms first, then the sort;
+# flagged-stale records sink in the ranking sorts. ``occurrences`` ties go to the most recently seen
+# trap, then the most severe.
 ORDERS = {
-    "relevance": "flagged, rank, updated DESC, path",
-    "occurrences": "flagged, occurrences DESC, rank, updated DESC, path",
-    "hits": "flagged, hits DESC, rank, updated DESC, path",
-    "updated": "updated DESC, rank, path",
+    "relevance": "matched DESC, flagged, rank, updated DESC, path",
+    "occurrences": (
+        "matched DESC, flagged, occurrences DESC, last_seen IS NULL, last_seen DESC, severity_weight DESC, "
+        "rank, updated DESC, path"
+    ),
+    "hits": "matched DESC, flagged, hits DESC, rank, updated DESC, path",
+    "updated": "matched DESC, updated DESC, rank, path",
 }
+_ORDER_COLUMNS = (
+    "f.rowid AS rid, f.flagged AS flagged, f.occurrences AS occurrences, f.last_seen AS last_seen, "
+    "f.severity_weight AS severity_weight, f.hits AS hits, f.updated AS updated, f.path AS path"
+)
+_TEXT = "r.title || char(10) || r.body || char(10) || r.tags"
+# Every join with an FTS5 table is a CROSS JOIN with the FTS table first: probed by rowid from the
+# other side, FTS5 evaluates the whole MATCH again for each probe (seconds instead of milliseconds).
 
 
 class QuerySyntaxError(Exception):
     """SQLite rejected the FTS5 query."""
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A query as the index searches it (see the module docstring)."""
+
+    words: tuple[str, ...] = ()
+    substrings: tuple[str, ...] = ()
+    raw: str | None = None
+
+    @property
+    def count(self) -> int:
+        return 1 if self.raw is not None else len(self.words) + len(self.substrings)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
 
 
 @dataclass(frozen=True)
@@ -51,11 +94,13 @@ class SearchFilters:
     path: str | None = None
     include_expired: bool = False
     as_of_iso: str | None = None
+    hidden_kinds: Sequence[str] = ()  # left out unless ``kinds`` names them
 
 
 @dataclass(frozen=True)
 class Match:
-    """One matching record as the index holds it; ``rank`` is bm25 (smaller is better)."""
+    """One matching record as the index holds it; ``rank`` is bm25 (smaller is better) and
+    ``matched`` how many of the query's terms it holds."""
 
     id: str
     kind: str
@@ -76,11 +121,14 @@ class Match:
     stale: int
     archived_reason: Any
     rank: float | None
+    matched: int = 0
     snippet: str = ""
 
 
 @dataclass
-class _Where:
+class Where:
+    """A conjunction of SQL conditions with their parameters, in order."""
+
     clauses: list[str] = field(default_factory=list)
     params: list[Any] = field(default_factory=list)
 
@@ -92,33 +140,58 @@ class _Where:
         return " AND ".join(self.clauses) if self.clauses else "1"
 
 
-def _where(filters: SearchFilters) -> _Where:
-    where = _Where()
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+# --- filters ---------------------------------------------------------------------------------
+
+
+def path_match_sql(facts: str) -> str:
+    """``facts``' path patterns cover the path parameter (:func:`path_params` gives the parameters).
+    Most records name no paths: they are passed over without calling Python at all."""
+    return f"({facts}.path_patterns != '[]' AND memosite_path_match({facts}.path_patterns, ?))"
+
+
+def path_params(path: str) -> list[str]:
+    """The parameters of :func:`path_match_sql` for ``path``."""
+    return [path]
+
+
+def search_scope(filters: SearchFilters) -> Where:
+    """The conditions of ``filters`` over ``search_facts AS f``."""
+    where = Where()
     if filters.project is not None:
-        where.add("r.project = ?", filters.project)
+        where.add("f.project = ?", filters.project)
     if filters.kinds:
-        where.add(f"r.kind IN ({', '.join('?' for _ in filters.kinds)})", *filters.kinds)
+        where.add(f"f.kind IN ({_marks(filters.kinds)})", *filters.kinds)
+    else:
+        if filters.hidden_kinds:
+            where.add(f"f.kind NOT IN ({_marks(filters.hidden_kinds)})", *filters.hidden_kinds)
     expired_visible = filters.include_expired or filters.as_of_iso is not None
     if filters.statuses:
-        where.add(f"r.status IN ({', '.join('?' for _ in filters.statuses)})", *filters.statuses)
+        where.add(f"f.status IN ({_marks(filters.statuses)})", *filters.statuses)
     else:
-        live = f"r.status IN ({', '.join('?' for _ in LIVE_STATUSES)})"
-        where.add(f"({live} OR {_EXPIRED_ARCHIVE})" if expired_visible else live, *LIVE_STATUSES)
+        live = f"f.status IN ({_marks(LIVE_STATUSES)})"
+        where.add(f"({live} OR f.expired_archive)" if expired_visible else live, *LIVE_STATUSES)
     if filters.as_of_iso is not None:
-        where.add(active_at_sql("r.created", "r.expires_at"), filters.as_of_iso, filters.as_of_iso)
+        where.add(active_at_sql("f.created", "f.expires_at"), filters.as_of_iso, filters.as_of_iso)
     elif not filters.include_expired and "archived" in filters.statuses:
         # Asking for archived records means asking for those gc archived because they expired too.
-        where.add(f"({not_expired_sql('r.expires_at')} OR r.status = 'archived')", filters.now_iso)
+        where.add(f"({not_expired_sql('f.expires_at')} OR f.status = 'archived')", filters.now_iso)
     elif not filters.include_expired:
-        where.add(f"{not_expired_sql('r.expires_at')} AND NOT {_EXPIRED_ARCHIVE}", filters.now_iso)
+        where.add(f"{not_expired_sql('f.expires_at')} AND NOT f.expired_archive", filters.now_iso)
     for tag in filters.tags:
-        where.add("EXISTS (SELECT 1 FROM json_each(r.tags_json) AS t WHERE lower(t.value) = lower(?))", tag)
+        where.add("EXISTS (SELECT 1 FROM json_each(f.tags_json) AS t WHERE lower(t.value) = lower(?))", tag)
     if filters.path is not None:
-        where.add("memosite_path_match(r.path_patterns, ?)", filters.path)
+        where.add(path_match_sql("f"), *path_params(filters.path))
     return where
 
 
+@functools.lru_cache(maxsize=65536)
 def _sql_path_match(patterns_json: str | None, path: str) -> int:
+    # Called once per record with paths in a path search; the same patterns recur across records
+    # and searches, so the decision is cached on the JSON text as stored.
     try:
         patterns = json.loads(patterns_json or "[]")
     except ValueError:
@@ -126,70 +199,280 @@ def _sql_path_match(patterns_json: str | None, path: str) -> int:
     return int(isinstance(patterns, list) and path_matches((str(p) for p in patterns), path))
 
 
-def find(
-    index: Index, fts_query: str | None, filters: SearchFilters, *, sort: str, limit: int
-) -> tuple[list[Match], int]:
-    """The first ``limit`` matches in ``sort`` order, and how many match in all."""
-    conn = index.conn
-    # Registering costs microseconds; doing it per search keeps no state about the connection.
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The Python functions search SQL calls (registering costs microseconds)."""
     conn.create_function("memosite_path_match", 2, _sql_path_match, deterministic=True)
-    where = _where(filters)
-    # bm25() cannot share a SELECT with a window function, so the matches are collected first.
-    columns = f"r.rowid AS rid, {flagged_stale_sql('r')} AS flagged, r.occurrences, r.hits, r.updated, r.path"
-    if fts_query is None:
-        source = f"SELECT {columns}, NULL AS rank FROM records AS r WHERE {where.sql()}"
-        params: list[Any] = [*where.params]
-    else:
-        source = (
-            f"SELECT {columns}, {_BM25} AS rank FROM records_fts CROSS JOIN records AS r "
-            f"ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? AND {where.sql()}"
-        )
-        params = [fts_query, *where.params]
-    sql = (
-        f"WITH m AS MATERIALIZED ({source}) "
-        f"SELECT rid, rank, count(*) OVER () AS total FROM m ORDER BY {ORDERS[sort]} LIMIT ?"
+
+
+# --- what matches ----------------------------------------------------------------------------
+
+
+def _phrase(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+@dataclass
+class _Relation:
+    """``WITH`` parts and a ``SELECT`` of the rows in scope matching the terms, with ``matched``,
+    ``rank`` and the ordering columns of ``search_facts``."""
+
+    ctes: list[str] = field(default_factory=list)
+    cte_params: list[Any] = field(default_factory=list)
+    select: str = ""
+    params: list[Any] = field(default_factory=list)
+    fts_query: str | None = None  # for snippets
+
+    def cte(self, name: str, sql: str, *params: Any) -> None:
+        self.ctes.append(f"{name} AS MATERIALIZED ({sql})")
+        self.cte_params.extend(params)
+
+    def prefix(self) -> str:
+        return f"WITH {', '.join(self.ctes)} " if self.ctes else ""
+
+
+def _unspaced_texts(relation: _Relation, scope: Where) -> None:
+    """The lower-cased text of the records in scope that hold unspaced script (``u_text``)."""
+    relation.cte(
+        "u_text",
+        f"SELECT f.rowid AS rid, lower({_TEXT}) AS t FROM search_facts AS f JOIN records AS r ON r.rowid = f.rowid "
+        f"WHERE f.unspaced AND {scope.sql()}",
+        *scope.params,
     )
+
+
+def _holds(substrings: Sequence[str]) -> tuple[list[str], list[str]]:
+    return ["(instr(t, lower(?)) > 0)" for _ in substrings], list(substrings)
+
+
+def relation(terms: Terms, scope: Where, *, require_all: bool, ranked: bool = True) -> _Relation:
+    """The rows in ``scope`` matching ``terms`` (every term with ``require_all``, else any).
+    Unless ``ranked``, ``rank`` and ``matched`` are left at 0: only which rows match (a count)."""
+    out = _Relation()
+    rank = _BM25 if ranked else "0.0"
+    if terms.raw is not None:
+        out.fts_query = terms.raw
+        out.select = (
+            f"SELECT {_ORDER_COLUMNS}, 1 AS matched, {rank} AS rank FROM records_fts "
+            f"CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid WHERE records_fts MATCH ? AND {scope.sql()}"
+        )
+        out.params = [terms.raw, *scope.params]
+        return out
+    words, substrings = list(terms.words), list(terms.substrings)
+    if require_all:
+        long_ones = [s for s in substrings if len(s) >= MIN_TRIGRAM]
+        short_ones = [s for s in substrings if len(s) < MIN_TRIGRAM]
+        extra = Where()
+        if short_ones:
+            _unspaced_texts(out, scope)
+            checks, params = _holds(short_ones)
+            out.cte("u_all", f"SELECT rid FROM u_text WHERE {' AND '.join(checks)}", *params)
+        trigram = " AND ".join(_phrase(s) for s in long_ones)
+        if words:
+            out.fts_query = " AND ".join(words)
+            if long_ones:
+                extra.add("f.rowid IN (SELECT rowid FROM records_trigram WHERE records_trigram MATCH ?)", trigram)
+            if short_ones:
+                extra.add("f.rowid IN (SELECT rid FROM u_all)")
+            out.select = (
+                f"SELECT {_ORDER_COLUMNS}, {len(words) + len(substrings)} AS matched, {rank} AS rank "
+                f"FROM records_fts CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid "
+                f"WHERE records_fts MATCH ? AND {scope.sql()} AND {extra.sql()}"
+            )
+            out.params = [out.fts_query, *scope.params, *extra.params]
+        elif long_ones:
+            if short_ones:
+                extra.add("f.rowid IN (SELECT rid FROM u_all)")
+            out.select = (
+                f"SELECT {_ORDER_COLUMNS}, {len(substrings)} AS matched, {_TRIGRAM_BM25 if ranked else '0.0'} AS rank "
+                f"FROM records_trigram CROSS JOIN search_facts AS f ON f.rowid = records_trigram.rowid "
+                f"WHERE records_trigram MATCH ? AND {scope.sql()} AND {extra.sql()}"
+            )
+            out.params = [trigram, *scope.params, *extra.params]
+        else:
+            out.select = (
+                f"SELECT {_ORDER_COLUMNS}, {len(substrings)} AS matched, 0.0 AS rank "
+                f"FROM u_all JOIN search_facts AS f ON f.rowid = u_all.rid"
+            )
+        return out
+    # Any term: the words OR-ed (ranked by bm25), each word's rows to count how many a record holds,
+    # and the unspaced records holding any of the substrings.
+    # Each word's rows, for counting how many a record holds: one set per word, built once.
+    held = ["(f.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?))" for _ in words]
+    word_count = " + ".join(held) if len(words) > 1 and ranked else "1"
+    word_params = list(words) if len(words) > 1 and ranked else []
+    out.fts_query = " OR ".join(words) if words else None
+    if not substrings:
+        out.select = (
+            f"SELECT {_ORDER_COLUMNS}, {word_count} AS matched, {rank} AS rank FROM records_fts "
+            f"CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid WHERE records_fts MATCH ? AND {scope.sql()}"
+        )
+        out.params = [*word_params, out.fts_query, *scope.params]
+        return out
+    _unspaced_texts(out, scope)
+    checks, params = _holds(substrings)
+    out.cte("u_any", f"SELECT rid, {' + '.join(checks)} AS held FROM u_text WHERE held > 0", *params)
+    if words:
+        out.cte(
+            "w_any",
+            f"SELECT f.rowid AS rid, {rank} AS rank FROM records_fts CROSS JOIN search_facts AS f "
+            f"ON f.rowid = records_fts.rowid WHERE records_fts MATCH ? AND {scope.sql()}",
+            out.fts_query,
+            *scope.params,
+        )
+        word_count = word_count if len(words) > 1 else "(w_any.rid IS NOT NULL)"
+        candidates = "SELECT rid FROM w_any UNION SELECT rid FROM u_any"
+        joins = "LEFT JOIN w_any ON w_any.rid = c.rid LEFT JOIN u_any ON u_any.rid = c.rid"
+        matched = f"({word_count.replace('f.rowid', 'c.rid')}) + coalesce(u_any.held, 0)"
+        ranking = "coalesce(w_any.rank, 0.0)"
+    else:
+        candidates = "SELECT rid FROM u_any"
+        joins = "JOIN u_any ON u_any.rid = c.rid"
+        matched, ranking = "u_any.held", "0.0"
+    out.select = (
+        f"SELECT {_ORDER_COLUMNS}, {matched} AS matched, {ranking} AS rank FROM ({candidates}) AS c "
+        f"{joins} JOIN search_facts AS f ON f.rowid = c.rid"
+    )
+    out.params = word_params
+    return out
+
+
+def _run(index: Index, sql: str, params: Sequence[Any], *, parsed_query: bool) -> list[sqlite3.Row]:
+    conn = index.conn
+    register_functions(conn)
     try:
-        rows = conn.execute(sql, [*params, limit]).fetchall()
+        return conn.execute(sql, list(params)).fetchall()
     except sqlite3.OperationalError as exc:
-        if fts_query is not None:
+        if parsed_query:
             raise QuerySyntaxError(str(exc)) from exc  # a stray quote, ``AND(``, ``-``, ``col:``
         raise
-    total = int(rows[0]["total"]) if rows else 0
-    ranked = [(int(row["rid"]), row["rank"]) for row in rows]
-    return _load(conn, ranked, fts_query), total
+
+
+def find(
+    index: Index,
+    terms: Terms | None,
+    filters: SearchFilters,
+    *,
+    sort: str,
+    limit: int,
+    require_all: bool = True,
+) -> tuple[list[Match], int]:
+    """The first ``limit`` matches in ``sort`` order, and how many match in all."""
+    scope = search_scope(filters)
+    if not terms:
+        # The filters (a path pattern test per record) run once; the count comes from the same rows.
+        rows = _run(
+            index,
+            f"WITH m AS MATERIALIZED (SELECT {_ORDER_COLUMNS}, 0 AS matched, NULL AS rank FROM search_facts AS f "
+            f"WHERE {scope.sql()}) SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {ORDERS[sort]} LIMIT ?",
+            [*scope.params, limit],
+            parsed_query=False,
+        )
+        total = int(rows[0]["total"]) if rows else 0
+        return _load(index, [(row["rid"], None, 0) for row in rows], None, ()), total
+    found = relation(terms, scope, require_all=require_all)
+    rows = _run(
+        index,
+        f"{found.prefix()}SELECT * FROM ({found.select}) ORDER BY {ORDERS[sort]} LIMIT ?",
+        [*found.cte_params, *found.params, limit],
+        parsed_query=True,
+    )
+    total = len(rows)
+    if total == limit:  # a full page: count the rest (without ranking them)
+        counted = relation(terms, scope, require_all=require_all, ranked=False)
+        total = int(
+            _run(
+                index,
+                f"{counted.prefix()}SELECT count(*) FROM ({counted.select})",
+                [*counted.cte_params, *counted.params],
+                parsed_query=True,
+            )[0][0]
+        )
+    ranked: list[tuple[int, float | None, int]] = [
+        (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
+    ]
+    return _load(index, ranked, found.fts_query, terms.substrings), total
 
 
 _RESULT_COLUMNS = (
-    "rowid, id, kind, project, title, status, path, severity, layer, tags_json, path_patterns, created, updated, "
-    "expires_at, occurrences, hits, helpful, stale, json_extract(frontmatter, '$.archivedReason') AS archived_reason"
+    "r.rowid AS rowid, r.id, r.kind, r.project, r.title, r.status, r.path, r.severity, r.layer, r.tags_json, "
+    "r.path_patterns, r.created, r.updated, r.expires_at, f.occurrences, r.hits, r.helpful, r.stale, r.body, "
+    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason"
+)
+_SNIPPET_CONTEXT = 48
+
+
+def substring_snippet(text: str, substrings: Sequence[str]) -> str:
+    """A snippet of ``text`` around the first of ``substrings`` it holds, marked ``**…**``."""
+    lowered = text.lower()
+    for needle in substrings:
+        at = lowered.find(needle.lower())
+        if at < 0:
+            continue
+        start, end = max(0, at - _SNIPPET_CONTEXT), min(len(text), at + len(needle) + _SNIPPET_CONTEXT)
+        found = text[at : at + len(needle)]
+        before, after = text[start:at], text[at + len(needle) : end]
+        return f"{'…' if start else ''}{before}**{found}**{after}{'…' if end < len(text) else ''}"
+    return ""
+
+
+_SNIPPET_TABLE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snippet_rows USING fts5(title, body, tags, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
 )
 
 
-def _load(conn: sqlite3.Connection, ranked: list[tuple[int, float | None]], fts_query: str | None) -> list[Match]:
-    if not ranked:
-        return []
-    rowids = [rowid for rowid, _ in ranked]
-    marks = ", ".join("?" for _ in rowids)
-    rows = {
-        row["rowid"]: row
-        for row in conn.execute(f"SELECT {_RESULT_COLUMNS} FROM records WHERE rowid IN ({marks})", rowids)
-    }
-    snippets: dict[int, str] = {}
-    if fts_query is not None:
-        snippets = {
-            row[0]: row[1]
-            for row in conn.execute(
-                f"SELECT rowid, snippet(records_fts, 1, '**', '**', '…', 16) FROM records_fts "
-                f"WHERE records_fts MATCH ? AND rowid IN ({marks})",
-                [fts_query, *rowids],
+def _snippets(conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query: str) -> dict[int, str]:
+    """``snippet()`` of the body of each shown row. Asked of ``records_fts`` itself, each row costs
+    a walk of the query's whole posting list (a millisecond per row for a common word), so the
+    few shown rows are put in a connection-private FTS5 table with the same tokenizer and asked there."""
+    conn.execute(_SNIPPET_TABLE)
+    # One savepoint for the rows (it touches only the temp database: no lock on the index).
+    conn.execute("SAVEPOINT snippet_rows")
+    conn.execute("DELETE FROM temp.snippet_rows")
+    conn.executemany(
+        "INSERT INTO temp.snippet_rows (rowid, title, body, tags) VALUES (?, ?, ?, ?)",
+        [(rowid, row["title"], row["body"], " ".join(json.loads(row["tags_json"]))) for rowid, row in rows.items()],
+    )
+    conn.execute("RELEASE snippet_rows")
+    try:
+        return {
+            found[0]: found[1]
+            for found in conn.execute(
+                "SELECT rowid, snippet(snippet_rows, 1, '**', '**', '…', 16) FROM temp.snippet_rows "
+                "WHERE snippet_rows MATCH ?",
+                [fts_query],
             )
         }
+    except sqlite3.OperationalError:
+        return {}
+
+
+def _load(
+    index: Index,
+    ranked: list[tuple[int, float | None, int]],
+    fts_query: str | None,
+    substrings: Sequence[str],
+) -> list[Match]:
+    if not ranked:
+        return []
+    conn = index.conn
+    rowids = [rowid for rowid, _, _ in ranked]
+    marks = _marks(rowids)
+    rows = {
+        row["rowid"]: row
+        for row in conn.execute(
+            f"SELECT {_RESULT_COLUMNS} FROM records AS r JOIN search_facts AS f ON f.rowid = r.rowid "
+            f"WHERE r.rowid IN ({marks})",
+            rowids,
+        )
+    }
+    snippets = _snippets(conn, rows, fts_query) if fts_query is not None else {}
     found = []
-    for rowid, rank in ranked:
+    for rowid, rank, matched in ranked:
         row = rows.get(rowid)
         if row is None:
             continue
+        snippet = snippets.get(rowid) or (substring_snippet(row["body"], substrings) if substrings else "")
         found.append(
             Match(
                 id=row["id"],
@@ -211,19 +494,8 @@ def _load(conn: sqlite3.Connection, ranked: list[tuple[int, float | None]], fts_
                 stale=row["stale"],
                 archived_reason=row["archived_reason"],
                 rank=rank,
-                snippet=" ".join((snippets.get(rowid) or "").split()),
+                matched=matched,
+                snippet=" ".join(snippet.split()),
             )
         )
     return found
-
-
-def keyword_ranks(index: Index, project: str, kinds: Sequence[str], fts_query: str) -> dict[str, float]:
-    """Paths of ``project`` records of ``kinds`` matching ``fts_query``, with ``-bm25``."""
-    marks = ", ".join("?" for _ in kinds)
-    rows = index.conn.execute(
-        f"SELECT r.path, {_BM25} AS rank FROM records_fts CROSS JOIN records AS r "
-        f"ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? AND r.project = ? "
-        f"AND r.kind IN ({marks})",
-        [fts_query, project, *kinds],
-    )
-    return {row["path"]: -float(row["rank"]) for row in rows}

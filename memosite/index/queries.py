@@ -1,19 +1,23 @@
 """The named read queries of memosite's features: recurrence, gc, rank and the session brief.
 
 Each function answers one question of one feature from the index, with the feature's rules (expiry,
-flagged stale) spelled by the SQL fragments kept beside their Python rules.
+flagged stale, a trap's occurrences) spelled by the SQL fragments kept beside their Python rules;
+rank and the brief order and cut their rows in SQL (``LIMIT``), so their cost does not grow with the
+number of traps.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memosite.expiration import not_expired_sql
+from memosite.index import fts
 from memosite.index.entry import IndexEntry
-from memosite.schema import flagged_stale_sql, is_flagged_stale
+from memosite.schema import is_flagged_stale
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
@@ -75,7 +79,7 @@ def gc_rows(index: Index, project: str) -> list[GcRow]:
 
 @dataclass(frozen=True)
 class RecordRow:
-    """A record as rank and the brief see it."""
+    """A record as rank and the brief see it (``occurrences`` as :func:`trap_occurrences` says)."""
 
     id: str
     kind: str
@@ -99,13 +103,13 @@ class RecordRow:
         return is_flagged_stale(self.helpful, self.stale)
 
 
-_TRAP_COLUMNS = (
-    "id, kind, title, status, path, body, severity, severity_weight, layer, occurrences, hits, helpful, stale, "
-    "updated, expires_at, path_patterns"
+_ROW_COLUMNS = (
+    "r.id, r.kind, r.title, r.status, r.path, r.body, r.severity, r.severity_weight, r.layer, f.occurrences, "
+    "r.hits, r.helpful, r.stale, r.updated, r.expires_at, r.path_patterns"
 )
 
 
-def _trap_rows(index: Index, sql: str, params: Sequence[Any]) -> list[RecordRow]:
+def _record_rows(index: Index, sql: str, params: Sequence[Any]) -> list[RecordRow]:
     rows = index.conn.execute(sql, params)
     return [RecordRow(**{**dict(row), "path_patterns": json.loads(row["path_patterns"])}) for row in rows]
 
@@ -115,16 +119,16 @@ def ranked_traps(
 ) -> tuple[int, list[RecordRow]]:
     """Active, unexpired traps by occurrences, hits, severity and recency, flagged-stale ones last;
     the total count and the first ``limit``."""
-    where = f"project = ? AND kind = 'trap' AND status = 'active' AND {not_expired_sql()}"
+    where = f"f.project = ? AND f.kind = 'trap' AND f.status = 'active' AND {not_expired_sql('f.expires_at')}"
     params: list[Any] = [project, now_iso]
     if layer is not None:
-        where += " AND layer = ?"
+        where += " AND f.layer = ?"
         params.append(layer)
-    total = int(index.conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()[0])
-    rows = _trap_rows(
+    total = int(index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {where}", params).fetchone()[0])
+    rows = _record_rows(
         index,
-        f"SELECT {_TRAP_COLUMNS} FROM records WHERE {where} ORDER BY {flagged_stale_sql()}, occurrences DESC, "
-        "hits DESC, severity_weight DESC, updated DESC, path LIMIT ?",
+        f"SELECT {_ROW_COLUMNS} FROM search_facts AS f JOIN records AS r ON r.rowid = f.rowid WHERE {where} "
+        "ORDER BY f.flagged, f.occurrences DESC, f.hits DESC, f.severity_weight DESC, f.updated DESC, f.path LIMIT ?",
         [*params, limit],
     )
     return total, rows
@@ -132,25 +136,108 @@ def ranked_traps(
 
 # --- the session brief -----------------------------------------------------------------------
 
-
-def brief_traps(index: Index, project: str, severities: Sequence[str], now_iso: str) -> list[RecordRow]:
-    """Active, unexpired traps of ``severities``."""
-    return _trap_rows(
-        index,
-        f"SELECT {_TRAP_COLUMNS} FROM records WHERE project = ? AND kind = 'trap' AND status = 'active' "
-        f"AND severity IN ({_marks(severities)}) AND {not_expired_sql()}",
-        (project, *severities, now_iso),
-    )
+BriefSection = Literal["traps", "decisions"]
 
 
-def brief_decisions(index: Index, project: str, statuses: Sequence[str], now_iso: str) -> list[RecordRow]:
-    """Unexpired decisions of ``statuses``, most recently updated first."""
-    return _trap_rows(
-        index,
-        f"SELECT {_TRAP_COLUMNS} FROM records WHERE project = ? AND kind = 'decision' "
-        f"AND status IN ({_marks(statuses)}) AND {not_expired_sql()} ORDER BY updated DESC, path",
-        (project, *statuses, now_iso),
-    )
+@dataclass(frozen=True)
+class BriefCandidate:
+    """A record eligible for a section of the brief, in the section's order."""
+
+    rowid: int
+    on_path: bool
+    matched: int
+    rank: float | None
+
+
+def _section_scope(project: str, section: BriefSection, values: Sequence[Any], now_iso: str) -> fts.Where:
+    """Traps: active, of the severity weights ``values``; decisions: of the statuses ``values``;
+    both unexpired."""
+    scope = fts.Where()
+    scope.add("f.project = ?", project)
+    if section == "traps":
+        scope.add("f.kind = 'trap' AND f.status = 'active'")
+        scope.add(f"f.severity_weight IN ({', '.join('?' for _ in values)})", *values)
+    else:
+        scope.add("f.kind = 'decision'")
+        scope.add(f"f.status IN ({', '.join('?' for _ in values)})", *values)
+    scope.add(not_expired_sql("f.expires_at"), now_iso)
+    return scope
+
+
+# Path matches first, then records holding more of the query's terms (better bm25 first), then
+# the section's own order; flagged-stale records after the others they tie with.
+_SECTION_ORDERS = {
+    "traps": "on_path DESC, matched DESC, f.flagged, rank IS NULL, rank, f.severity_weight DESC, "
+    "f.occurrences DESC, f.hits DESC, f.updated DESC, f.path",
+    "decisions": "on_path DESC, matched DESC, f.flagged, rank IS NULL, rank, f.updated DESC, f.path",
+}
+
+
+def brief_section_count(index: Index, project: str, section: BriefSection, values: Sequence[Any], now_iso: str) -> int:
+    """How many records the section could hold."""
+    scope = _section_scope(project, section, values, now_iso)
+    row = index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {scope.sql()}", scope.params).fetchone()
+    return int(row[0])
+
+
+def brief_section(
+    index: Index,
+    project: str,
+    section: BriefSection,
+    values: Sequence[Any],
+    now_iso: str,
+    *,
+    terms: fts.Terms | None,
+    path: str | None,
+    limit: int,
+    offset: int = 0,
+) -> list[BriefCandidate]:
+    """Records of the section in its order (see ``_SECTION_ORDERS``): ``limit`` of them from
+    ``offset``. ``terms`` match as any-term (raises :class:`fts.QuerySyntaxError` for raw FTS5
+    syntax SQLite rejects)."""
+    scope = _section_scope(project, section, values, now_iso)
+    on_path = fts.path_match_sql("f") if path is not None else "0"
+    on_path_params = fts.path_params(path) if path is not None else []
+    if terms:
+        found = fts.relation(terms, scope, require_all=False)
+        prefix = found.prefix() + (", " if found.ctes else "WITH ")
+        sql = (
+            f"{prefix}q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select})) "
+            f"SELECT f.rowid AS rid, {on_path} AS on_path, coalesce(q.matched, 0) AS matched, q.rank AS rank "
+            f"FROM search_facts AS f LEFT JOIN q ON q.rid = f.rowid WHERE {scope.sql()} "
+            f"ORDER BY {_SECTION_ORDERS[section]} LIMIT ? OFFSET ?"
+        )
+        params = [*found.cte_params, *found.params, *on_path_params, *scope.params, limit, offset]
+    else:
+        sql = (
+            f"SELECT f.rowid AS rid, {on_path} AS on_path, 0 AS matched, NULL AS rank FROM search_facts AS f "
+            f"WHERE {scope.sql()} ORDER BY {_SECTION_ORDERS[section]} LIMIT ? OFFSET ?"
+        )
+        params = [*on_path_params, *scope.params, limit, offset]
+    fts.register_functions(index.conn)
+    try:
+        rows = index.conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if terms and terms.raw is not None:
+            raise fts.QuerySyntaxError(str(exc)) from exc
+        raise
+    return [BriefCandidate(int(r["rid"]), bool(r["on_path"]), int(r["matched"]), r["rank"]) for r in rows]
+
+
+def record_rows(index: Index, rowids: Sequence[int]) -> dict[int, RecordRow]:
+    """The records of ``rowids`` that still exist, by rowid."""
+    if not rowids:
+        return {}
+    rows = index.conn.execute(
+        f"SELECT r.rowid AS rowid, {_ROW_COLUMNS} FROM records AS r JOIN search_facts AS f ON f.rowid = r.rowid "
+        f"WHERE r.rowid IN ({', '.join('?' for _ in rowids)})",
+        list(rowids),
+    ).fetchall()
+    found = {}
+    for row in rows:
+        values = {key: row[key] for key in row.keys() if key != "rowid"}  # noqa: SIM118 (sqlite3.Row)
+        found[int(row["rowid"])] = RecordRow(**{**values, "path_patterns": json.loads(values["path_patterns"])})
+    return found
 
 
 def related_context_paths(index: Index, project: str, kinds: Sequence[str], slug: str) -> list[str]:
@@ -171,5 +258,9 @@ def related_context_paths(index: Index, project: str, kinds: Sequence[str], slug
 
 
 def record_row_by_path(index: Index, path: str) -> RecordRow | None:
-    rows = _trap_rows(index, f"SELECT {_TRAP_COLUMNS} FROM records WHERE path = ?", (path,))
+    rows = _record_rows(
+        index,
+        f"SELECT {_ROW_COLUMNS} FROM records AS r JOIN search_facts AS f ON f.rowid = r.rowid WHERE r.path = ?",
+        (path,),
+    )
     return rows[0] if rows else None

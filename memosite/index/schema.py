@@ -1,13 +1,100 @@
 """The index's tables: one row per record file, its view fragments, chunk counts, the view cache,
-the FTS5 table kept in step by triggers, and the in-flight writes of units of work."""
+the in-flight writes of units of work, and what search reads, kept in step with ``records`` by
+triggers:
+
+* ``records_fts`` — FTS5 over title, body and tags (porter stemming, Latin diacritics removed);
+* ``records_trigram`` — FTS5 with the trigram tokenizer over the records whose text holds a script
+  written without spaces (Chinese, Japanese, Thai …), for substring search. Only those records: a
+  trigram index of every record would triple the text index for scripts the word index serves;
+* ``search_facts`` — one narrow row per record with every column search filters and orders by, so a
+  search of thousands of matches reads these small rows instead of the records with their bodies.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = "16"
+from memosite.recurrence import occurrences_sql
+from memosite.schema import flagged_stale_sql
+from memosite.text import _UNSPACED  # the ranges of is_unspaced(), as a GLOB character class below
 
-DDL = """
+SCHEMA_VERSION = "17"
+
+
+def _text(row: str) -> str:
+    return f"{row}.title || char(10) || {row}.body || char(10) || {row}.tags"
+
+
+# is_unspaced() for any character of a record's text, spelled as SQL (tests prove they agree).
+UNSPACED_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _UNSPACED)
+
+
+def unspaced_sql(expression: str) -> str:
+    """True when the text ``expression`` holds a character of a script written without spaces."""
+    return f"({expression} GLOB '*[{UNSPACED_CLASS}]*')"
+
+
+def _facts_values(row: str) -> str:
+    archived_expired = (
+        f"coalesce({row}.status = 'archived' AND json_extract({row}.frontmatter, '$.archivedReason') = 'expired', 0)"
+    )
+    return (
+        f"{row}.rowid, {row}.project, {row}.kind, {row}.status, {row}.created, {row}.expires_at, "
+        f"{archived_expired}, {flagged_stale_sql(row)}, {occurrences_sql(row)}, {row}.hits, {row}.severity_weight, "
+        f"{row}.layer, {row}.updated, json_extract({row}.frontmatter, '$.lastSeen'), {row}.path, "
+        f"{row}.path_patterns, {row}.tags_json, {unspaced_sql(_text(row))}"
+    )
+
+
+SEARCH_DDL = f"""
+CREATE TABLE IF NOT EXISTS search_facts (
+    rowid INTEGER PRIMARY KEY,
+    project TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created TEXT,
+    expires_at TEXT,
+    expired_archive INTEGER NOT NULL,
+    flagged INTEGER NOT NULL,
+    occurrences INTEGER NOT NULL,
+    hits INTEGER NOT NULL,
+    severity_weight INTEGER NOT NULL,
+    layer TEXT,
+    updated TEXT,
+    last_seen TEXT,
+    path TEXT NOT NULL,
+    path_patterns TEXT NOT NULL,
+    tags_json TEXT NOT NULL,
+    unspaced INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status);
+CREATE INDEX IF NOT EXISTS search_facts_unspaced ON search_facts(project, unspaced);
+CREATE TRIGGER IF NOT EXISTS search_facts_ai AFTER INSERT ON records BEGIN
+    INSERT OR REPLACE INTO search_facts VALUES ({_facts_values("new")});
+END;
+CREATE TRIGGER IF NOT EXISTS search_facts_ad AFTER DELETE ON records BEGIN
+    DELETE FROM search_facts WHERE rowid = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS search_facts_au AFTER UPDATE ON records BEGIN
+    DELETE FROM search_facts WHERE rowid = old.rowid;
+    INSERT OR REPLACE INTO search_facts VALUES ({_facts_values("new")});
+END;
+CREATE VIRTUAL TABLE IF NOT EXISTS records_trigram USING fts5(text, content='', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS records_trigram_ai AFTER INSERT ON records WHEN {unspaced_sql(_text("new"))} BEGIN
+    INSERT INTO records_trigram(rowid, text) VALUES (new.rowid, {_text("new")});
+END;
+CREATE TRIGGER IF NOT EXISTS records_trigram_ad AFTER DELETE ON records WHEN {unspaced_sql(_text("old"))} BEGIN
+    INSERT INTO records_trigram(records_trigram, rowid, text) VALUES ('delete', old.rowid, {_text("old")});
+END;
+CREATE TRIGGER IF NOT EXISTS records_trigram_au AFTER UPDATE OF title, body, tags ON records BEGIN
+    INSERT INTO records_trigram(records_trigram, rowid, text)
+        SELECT 'delete', old.rowid, {_text("old")} WHERE {unspaced_sql(_text("old"))};
+    INSERT INTO records_trigram(rowid, text) SELECT new.rowid, {_text("new")} WHERE {unspaced_sql(_text("new"))};
+END;
+"""
+
+DDL = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS records (
     rowid INTEGER PRIMARY KEY,
@@ -98,7 +185,7 @@ CREATE INDEX IF NOT EXISTS records_project_id ON records(project, id);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_patterns ON records(project, kind, pattern_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
-    title, body, tags, content='records', content_rowid='rowid', tokenize='porter unicode61'
+    title, body, tags, content='records', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
     INSERT INTO records_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
@@ -113,11 +200,29 @@ CREATE TRIGGER IF NOT EXISTS records_au AFTER UPDATE OF title, body, tags ON rec
     INSERT INTO records_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
 END;
 """
+    + SEARCH_DDL
+)
 
-TABLES = frozenset({"meta", "records", "records_fts", "fragments", "fragment_chunks", "view_cache", "inflight"})
+TABLES = frozenset(
+    {
+        "meta",
+        "records",
+        "records_fts",
+        "records_trigram",
+        "search_facts",
+        "fragments",
+        "fragment_chunks",
+        "view_cache",
+        "inflight",
+    }
+)
 _DROP = (
     "DROP TRIGGER IF EXISTS records_ai; DROP TRIGGER IF EXISTS records_ad;"
     "DROP TRIGGER IF EXISTS records_au; DROP TABLE IF EXISTS records_fts;"
+    "DROP TRIGGER IF EXISTS records_trigram_ai; DROP TRIGGER IF EXISTS records_trigram_ad;"
+    "DROP TRIGGER IF EXISTS records_trigram_au; DROP TABLE IF EXISTS records_trigram;"
+    "DROP TRIGGER IF EXISTS search_facts_ai; DROP TRIGGER IF EXISTS search_facts_ad;"
+    "DROP TRIGGER IF EXISTS search_facts_au; DROP TABLE IF EXISTS search_facts;"
     "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS fragments;"
     "DROP TABLE IF EXISTS view_cache; DROP TABLE IF EXISTS fragment_chunks;"
     "DROP TABLE IF EXISTS inflight;"
@@ -135,7 +240,10 @@ def ensure_schema(conn: sqlite3.Connection) -> bool:
     if version == SCHEMA_VERSION and tables >= TABLES:
         return False
     if version is not None:
-        conn.executescript(_DROP)  # an index from another memosite version: it is a cache, so start over
+        # An index from another memosite version, or one missing a table: it is a cache, so start
+        # over (triggers keeping the remaining tables in step with a recreated one would not know
+        # what it lost).
+        conn.executescript(_DROP)
     conn.executescript(DDL)
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
     return True
