@@ -1,10 +1,15 @@
 """Salience: how often a record is used (hits) and whether agents found it helpful or stale.
 
 A hit is counted when a record is fetched by ``get``, included in a bootstrap brief, or
-acknowledged with ``search --hit-ids`` — at most once per record per session id. The seen-set of
-each session lives in ``<vault>/.memosite/hits/`` so separate processes (several MCP servers, the
-CLI) share it. Hits and feedback are usage, not edits: they never refresh ``updated``, so they do
-not reorder views that sort by it.
+acknowledged with ``search --hit-ids`` — at most once per record per session id. An MCP server
+process is one agent session: a call that names no session counts under the server's own. The
+seen-set of each session lives in ``<vault>/.memosite/hits/`` so separate processes (several MCP
+servers, the CLI) share it. Scratch records (private working notes) never count hits. Hits and
+feedback are usage, not edits: they never refresh ``updated``, so they do not reorder views that
+sort by it.
+
+``rank`` orders the active traps by occurrences (a trap without the field counts once), then hits;
+``backfill_traps`` writes what classification would have given traps written before it.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.index import queries
-from memosite.schema import LAYERS, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
+from memosite.kinds import directory_for_kind
+from memosite.recurrence import normalize_layer, trap_layer, trap_module
+from memosite.schema import LAYERS, Record, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
 from memosite.vault import Vault, warn
 
 HITS_DIR = "hits"
 SESSION_SEEN_MAX_AGE = timedelta(days=30)
+NO_HIT_KINDS = frozenset({"scratch"})  # private working notes: reading them is not using memory
 
 
 @dataclass
@@ -177,18 +185,26 @@ def record_hits(
 
     now_iso = format_iso(now or utc_now())
     wanted = list(dict.fromkeys(i.strip() for i in ids if isinstance(i, str) and i.strip()))
+    session = session_id.strip() if isinstance(session_id, str) and session_id.strip() else None
+    seen_path = _seen_file(vault, session) if session else None
+    if seen_path is not None:
+        # Most reads of a session are of records it already counted: no unit of work for those.
+        seen = _read_seen(seen_path)
+        wanted = [record_id for record_id in wanted if _seen_key(project, record_id) not in seen]
+    index = vault.index()
+    wanted = [i for i in wanted if not any(e.kind in NO_HIT_KINDS for e in index.by_id(i, project))]
     if not wanted:
         return []
-    session = session_id.strip() if isinstance(session_id, str) and session_id.strip() else None
     counted: list[str] = []
     with mutation(vault, f"hits {project}") as unit:
-        seen_path = _seen_file(vault, session) if session else None
         seen = _read_seen(seen_path) if seen_path else set()
         for record_id in wanted:
             if _seen_key(project, record_id) in seen:
                 continue
             try:
                 record, path = locate_record(vault, project, record_id=record_id)
+                if record.kind in NO_HIT_KINDS:
+                    continue
                 hits = int(record.frontmatter.get("hits") or 0) + 1
                 record.frontmatter["hits"] = hits
                 record.frontmatter["lastHit"] = now_iso
@@ -255,9 +271,14 @@ def rank_traps(
     """Active, unexpired traps by occurrences, then hits (then severity, then most recent);
     traps flagged stale come after every other trap."""
     if layer is not None:
-        layer = layer.strip().lower()
-        if layer not in LAYERS:
-            raise InvalidArguments(f"invalid layer {layer!r}: expected one of {', '.join(LAYERS)}")
+        named = normalize_layer(layer)
+        if named is None:
+            raise InvalidArguments(
+                f"invalid layer {layer!r}: expected one of {', '.join(LAYERS)} (or another name for one, "
+                "such as frontend, infra or qa)",
+                details={"field": "layer", "allowed": list(LAYERS)},
+            )
+        layer = named
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArguments(f"invalid limit {limit!r}: expected a positive integer")
     from memosite.indexing import ensure_index
@@ -271,7 +292,7 @@ def rank_traps(
             title=row.title,
             severity=row.severity,
             layer=row.layer,
-            occurrences=row.occurrences or 1,
+            occurrences=row.occurrences,
             hits=row.hits,
             helpful=row.helpful,
             stale=row.stale,
@@ -281,3 +302,108 @@ def rank_traps(
         for row in rows
     ]
     return RankResult(project=project, layer=layer, traps=traps, total=total)
+
+
+# --- backfill --------------------------------------------------------------------------------
+
+
+@dataclass
+class BackfilledTrap:
+    id: str
+    path: str
+    fields: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "fields": self.fields}
+
+
+@dataclass
+class BackfillResult:
+    project: str
+    dry_run: bool
+    scanned: int = 0
+    updated: list[BackfilledTrap] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "dryRun": self.dry_run,
+            "scanned": self.scanned,
+            "updated": [trap.to_json() for trap in self.updated],
+            "skipped": self.skipped,
+        }
+
+
+def _readable_trap(path: Path) -> tuple[Record, Any]:
+    """A trap file, its layer's other name (``layer: Frontend``) made the layer's own so the rest of
+    it validates; and the layer as the file writes it."""
+    from memosite.errors import InvalidRecord
+    from memosite.indexing import path_defaults, read_record
+    from memosite.schema import validate_frontmatter
+
+    try:
+        record = read_record(path)
+        return record, record.frontmatter.get("layer")
+    except InvalidRecord:
+        raw = parse_record(path.read_bytes().decode("utf-8"), path, validate=False)
+        layer = normalize_layer(raw.frontmatter.get("layer"))
+        if layer is None or layer == raw.frontmatter.get("layer"):
+            raise
+        values = {**path_defaults(path), **{k: v for k, v in raw.frontmatter.items() if v not in (None, "")}}
+        values["layer"] = layer
+        try:
+            return Record(validate_frontmatter(values), raw.body, path, raw.source), raw.frontmatter.get("layer")
+        except InvalidArguments as exc:
+            raise InvalidRecord(exc.message) from exc
+
+
+def _missing_classification(record: Record, written_layer: Any, now_iso: str) -> dict[str, Any]:
+    fm = record.frontmatter
+    changes: dict[str, Any] = {}
+    layer = trap_layer(fm, record.body)
+    if written_layer != layer:
+        changes["layer"] = layer
+    if not fm.get("module"):
+        module = trap_module(fm, record.body)
+        if module:
+            changes["module"] = module
+    if fm.get("occurrences") in (None, "", 0):
+        changes["occurrences"] = 1
+    if not fm.get("lastSeen"):
+        # Last seen when it was last written: the best the file knows.
+        changes["lastSeen"] = fm.get("updated") or fm.get("created") or now_iso
+    return changes
+
+
+def backfill_traps(vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None) -> BackfillResult:
+    """Write the normalised ``layer``, ``module``, ``occurrences`` (1) and ``lastSeen`` onto the
+    project's traps that lack them (or name their layer otherwise: ``Frontend`` becomes ``web``),
+    as classification does for new traps; bodies and other fields are left as they are. All of it
+    is one unit of work: one lock, one view rebuild, one commit. ``dry_run`` writes nothing."""
+    from memosite.errors import InvalidRecord, StorageError
+    from memosite.mutation import mutation
+
+    now_iso = format_iso(now or utc_now())
+    result = BackfillResult(project=project, dry_run=dry_run)
+    with mutation(vault, f"rank backfill {project}") as unit:
+        for path in vault.iter_record_files(project, (directory_for_kind("trap"),)):
+            relative = vault.relative(path)
+            try:
+                record, written_layer = _readable_trap(path)
+            except (InvalidRecord, StorageError, OSError, UnicodeDecodeError) as exc:
+                result.skipped.append({"path": relative, "reason": getattr(exc, "message", str(exc))})
+                continue
+            if record.kind != "trap":
+                continue
+            result.scanned += 1
+            changes = _missing_classification(record, written_layer, now_iso)
+            if not changes:
+                continue
+            if not dry_run:
+                record.frontmatter.update(changes)
+                unit.write(record, path)
+                unit.note(f"trap:{record.id} {', '.join(sorted(changes))}")
+            result.updated.append(BackfilledTrap(record.id, relative, changes))
+        unit.retitle(f"rank backfill {project}: {len(result.updated)} traps")
+    return result

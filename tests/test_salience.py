@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from memosite.cli import cli
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.indexing import read_record
-from memosite.salience import prune_session_seen_sets, rank_traps, record_feedback, record_hits
+from memosite.salience import backfill_traps, prune_session_seen_sets, rank_traps, record_feedback, record_hits
 from memosite.schema import format_iso
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -141,7 +141,7 @@ def test_rank_filters_by_layer(vault: Vault) -> None:
     trap(vault, "test-trap", layer="tests")
     assert [t.id for t in rank_traps(vault, P, layer="Tests", now=NOW).traps] == ["test-trap"]
     with pytest.raises(InvalidArguments, match="layer"):
-        rank_traps(vault, P, layer="frontend", now=NOW)
+        rank_traps(vault, P, layer="bananas", now=NOW)
 
 
 def test_old_session_seen_sets_are_pruned(vault: Vault) -> None:
@@ -181,3 +181,139 @@ def test_cli_feedback_errors_are_one_line(vault: Vault) -> None:
     assert missing.exit_code == 1 and missing.stderr.startswith("memosite: error: Record not found")
     no_vote = runner.invoke(cli, ["feedback", "nope", "--json"])
     assert json.loads(no_vote.stdout)["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+# --- rank through layer aliases; occurrences missing count once --------------------------------
+
+
+def test_rank_layer_accepts_another_name_for_the_layer(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    trap(vault, "web-trap", layer="web")
+    trap(vault, "infra-trap", layer="infrastructure")
+    assert [t.id for t in rank_traps(vault, P, layer="frontend", now=NOW).traps] == ["web-trap"]
+    data = run_cli("rank", "--layer", "infra", "--json").json()
+    assert (data["layer"], [t["id"] for t in data["traps"]]) == ("infrastructure", ["infra-trap"])
+    bad = run_cli("rank", "--layer", "bananas")
+    assert bad.exit_code == 1 and bad.stderr.count("\n") == 1 and "frontend" in bad.stderr
+
+
+def _hand_trap(vault: Vault, slug: str, body: str, extra: str = "") -> Path:
+    path = vault.record_path(P, "trap", slug)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"---\nid: {slug}\nkind: trap\nproject: {P}\ntitle: {slug}\nseverity: high\n"
+        f"created: 2026-10-01T00:00:00.000Z\nupdated: 2026-10-02T00:00:00.000Z\n{extra}---\n{body}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_rank_reports_a_trap_without_occurrences_as_seen_once(vault: Vault) -> None:
+    from memosite.indexing import refresh_project
+
+    _hand_trap(vault, "old-style", "Written before occurrences existed.\n")
+    trap(vault, "twice", occurrences=2)
+    refresh_project(vault, P)
+    ranked = rank_traps(vault, P, now=NOW)
+    assert [(t.id, t.occurrences) for t in ranked.traps] == [("twice", 2), ("old-style", 1)]
+
+
+# --- rank --backfill ---------------------------------------------------------------------------
+
+
+def test_backfill_writes_layer_module_occurrences_and_last_seen_onto_traps_that_lack_them(vault: Vault) -> None:
+    body = "Checkout loses the session.\n\n**Layer**: Frontend\n**Module**: Checkout / Payments\n"
+    old = _hand_trap(vault, "old", body)
+    done = _hand_trap(vault, "done", "Complete.\n", "layer: tests\nmodule: ci\noccurrences: 3\nlastSeen: 2026-10-02\n")
+    before_done = done.read_bytes()
+    result = backfill_traps(vault, P, now=NOW)
+    assert [(t.id, t.fields) for t in result.updated] == [
+        (
+            "old",
+            {
+                "layer": "web",
+                "module": "Checkout / Payments",
+                "occurrences": 1,
+                "lastSeen": "2026-10-02T00:00:00.000Z",
+            },
+        )
+    ]
+    fm = read_record(old).frontmatter
+    assert (fm["layer"], fm["module"], fm["occurrences"], fm["lastSeen"]) == (
+        "web",
+        "Checkout / Payments",
+        1,
+        "2026-10-02T00:00:00.000Z",
+    )
+    assert old.read_text(encoding="utf-8").endswith("---\n" + body)  # the body, byte for byte
+    assert done.read_bytes() == before_done  # nothing to fill: not rewritten
+
+
+def test_backfill_normalises_a_layer_written_under_another_name(vault: Vault) -> None:
+    path = _hand_trap(vault, "aliased", "Text.\n", "layer: Frontend\n")
+    result = backfill_traps(vault, P, now=NOW)
+    assert result.updated[0].fields["layer"] == "web" and read_record(path).frontmatter["layer"] == "web"
+    assert rank_traps(vault, P, layer="web", now=NOW).traps[0].id == "aliased"
+
+
+def test_backfill_is_one_unit_of_work_one_commit(vault_dir: Path) -> None:
+    import json as _json
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text(_json.dumps({"vaultGit": {"enabled": True, "atomic": True}}), "utf-8")
+    vault = Vault.open(vault_dir)
+    for number in range(5):
+        _hand_trap(vault, f"old-{number}", f"Old trap {number}.\n")
+
+    def commits() -> list[str]:
+        done = subprocess.run(
+            ["git", "-C", str(vault_dir), "log", "--format=%s"], capture_output=True, text=True, encoding="utf-8"
+        )
+        return done.stdout.splitlines() if done.returncode == 0 else []
+
+    before = commits()
+    result = backfill_traps(vault, P, now=NOW)
+    after = commits()
+    assert len(result.updated) == 5
+    assert len(after) == len(before) + 1 and after[0] == f"rank backfill {P}: 5 traps"
+    assert backfill_traps(vault, P, now=NOW).updated == [] and commits() == after  # nothing left: no commit
+    vault.close()
+
+
+def test_backfill_dry_run_writes_nothing(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    path = _hand_trap(vault, "old", "Old.\n")
+    before = path.read_bytes()
+    data = run_cli("rank", "--backfill", "--dry-run", "--json").json()
+    assert data["dryRun"] is True and [t["id"] for t in data["updated"]] == ["old"]
+    assert path.read_bytes() == before
+    text = run_cli("rank", "--backfill").stdout
+    assert text.startswith(f"backfill {P}: 1 traps read, wrote 1") and path.read_bytes() != before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(("rank", "--dry-run"), "--dry-run goes with --backfill"), (("rank", "--backfill", "--layer", "web"), "--layer")],
+)
+def test_backfill_option_mistakes_are_one_line(run_cli, args: tuple[str, ...], message: str) -> None:  # type: ignore[no-untyped-def]
+    bad = run_cli(*args)
+    assert bad.exit_code == 1 and message in bad.stderr and bad.stderr.count("\n") == 1
+
+
+# --- hits that count ---------------------------------------------------------------------------
+
+
+def test_scratch_never_counts_hits(vault: Vault) -> None:
+    upsert_record(vault, P, kind="scratch", slug="note", body="private note\n", now=NOW)
+    assert record_hits(vault, P, ["note"], session_id="s", now=NOW) == []
+    assert record_hits(vault, P, ["note"], now=NOW) == []
+    assert "hits" not in read_record(vault.record_path(P, "scratch", "note")).frontmatter
+
+
+def test_a_session_rereading_what_it_counted_writes_nothing(vault: Vault) -> None:
+    path = trap(vault, "t1")
+    record_hits(vault, P, ["t1"], session_id="s", now=NOW)
+    stamp = path.stat().st_mtime_ns
+    assert record_hits(vault, P, ["t1"], session_id="s", now=NOW) == []
+    assert path.stat().st_mtime_ns == stamp

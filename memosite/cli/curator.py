@@ -12,7 +12,7 @@ from memosite.cli._common import App, vault_options
 if TYPE_CHECKING:
     from memosite.bootstrap import BootstrapResult
     from memosite.curator import GcProgress, GcResult
-    from memosite.salience import RankResult
+    from memosite.salience import BackfillResult, RankResult
     from memosite.search import SearchResult
 
 LARGE_VAULT_RECORDS = 500
@@ -92,6 +92,9 @@ def _search_text(result: SearchResult) -> str:
     if not result.results:
         return "no matches"
     lines = []
+    if result.match == "any":
+        terms = ", ".join(result.terms)
+        lines.append(f"(no record holds every term; those holding the most of {terms} first)")
     for hit in result.results:
         flags = "".join(f" [{flag}]" for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale)) if on)
         severity = f" {hit.severity}" if hit.severity else ""
@@ -140,8 +143,12 @@ def search(
 ) -> None:
     """Full-text search (FTS5, bm25) over titles, bodies and tags.
 
-    QUERY may use FTS5 syntax (phrases, OR, NOT, prefix*); anything SQLite rejects is searched
-    as plain words.
+    QUERY is read as a person means it: records holding all its words first, then (when those are
+    fewer than --limit) records holding any of them, most words first. Stop words are ignored, the
+    last word is also a prefix, "quoted phrases" stay phrases, accents do not matter, and Chinese or
+    Japanese text is found as a substring. FTS5 syntax (OR, NOT, NEAR, title:word) is used as
+    written; anything SQLite rejects is searched as plain words. Scratch notes are searched only
+    with --kind scratch.
     """
     from memosite.search import search_records
 
@@ -164,10 +171,15 @@ def search(
 
 
 @click.command()
-@click.option("--query", help="Keywords of the task: matching traps and decisions come first.")
+@click.option("--query", help="What the session is about (a sentence is fine): matching traps and decisions first.")
 @click.option("--slug", help="The spec/plan/state slug being worked on.")
 @click.option("--path", help="The file or directory being worked on: traps covering it come first.")
 @click.option("--max-bytes", type=int, help="UTF-8 byte budget (default: bootstrap.maxBytes, 8192).")
+@click.option(
+    "--max-tokens",
+    type=int,
+    help="Token budget instead (estimated as bytes / 4); with --max-bytes too, the brief keeps within both.",
+)
 @click.option("--session-id", help="Count each included record's hit at most once per session.")
 @vault_options
 def bootstrap(
@@ -176,9 +188,14 @@ def bootstrap(
     slug: str | None,
     path: str | None,
     max_bytes: int | None,
+    max_tokens: int | None,
     session_id: str | None,
 ) -> None:
-    """Print the session brief: current work, active traps and accepted decisions."""
+    """Print the session brief: current work, active traps and accepted decisions.
+
+    The brief says when it left anything out (its last line, and truncated/omitted in --json);
+    --json also gives its size in bytes and estimated tokens.
+    """
     from memosite.bootstrap import build_bootstrap
 
     result: BootstrapResult = build_bootstrap(
@@ -188,6 +205,7 @@ def bootstrap(
         slug=slug,
         path=path,
         max_bytes=max_bytes,
+        max_tokens=max_tokens,
         session_id=session_id,
     )
     app.emit(result.to_json(), result.markdown)
@@ -206,14 +224,39 @@ def _rank_text(result: RankResult) -> str:
     return "\n".join(lines)
 
 
-@click.command()
-@click.option("--layer", help="Only traps of this layer.")
-@click.option("--limit", type=int, default=10, show_default=True)
-@vault_options
-def rank(app: App, layer: str | None, limit: int) -> None:
-    """Active traps ranked by occurrences, then hits (flagged-stale traps last)."""
-    from memosite.salience import rank_traps
+def _backfill_text(result: BackfillResult) -> str:
+    verb = "would write" if result.dry_run else "wrote"
+    lines = [f"backfill {result.project}: {result.scanned} traps read, {verb} {len(result.updated)}"]
+    for trap in result.updated:
+        fields = ", ".join(f"{key}={value}" for key, value in trap.fields.items())
+        lines.append(f"  {trap.id}: {fields}")
+    lines += [f"  skipped {item['path']}: {item['reason']}" for item in result.skipped]
+    return "\n".join(lines)
 
+
+@click.command()
+@click.option("--layer", help="Only traps of this layer (or another name for it: frontend, infra, qa …).")
+@click.option("--limit", type=int, default=10, show_default=True)
+@click.option(
+    "--backfill",
+    is_flag=True,
+    help="Instead: write layer, module, occurrences and lastSeen onto traps that lack them (one commit).",
+)
+@click.option("--dry-run", is_flag=True, help="With --backfill: report what would be written; write nothing.")
+@vault_options
+def rank(app: App, layer: str | None, limit: int, backfill: bool, dry_run: bool) -> None:
+    """Active traps ranked by occurrences, then hits (flagged-stale traps last)."""
+    from memosite.errors import InvalidArguments
+    from memosite.salience import backfill_traps, rank_traps
+
+    if backfill:
+        if layer is not None:
+            raise InvalidArguments("--backfill writes every trap of the project: it takes no --layer")
+        done = backfill_traps(app.vault, app.project, dry_run=dry_run)
+        app.emit(done.to_json(), lambda: _backfill_text(done))
+        return
+    if dry_run:
+        raise InvalidArguments("--dry-run goes with --backfill")
     result = rank_traps(app.vault, app.project, layer=layer, limit=limit)
     app.emit(result.to_json(), lambda: _rank_text(result))
 
