@@ -36,8 +36,11 @@ class RetrievalTools:
         query: Annotated[
             str | None,
             Field(
-                description='Full-text query over titles, bodies and tags (words, "phrases", '
-                "prefix*). Omit it to list records by the other filters."
+                description="What you are looking for, in words or a sentence, in any language. Records "
+                'holding every word come first, then those holding most of them; "quoted phrases" stay '
+                "phrases, the last word is also a prefix, accents do not matter and Chinese or Japanese "
+                "text is found as a substring. FTS5 syntax (OR, NOT, title:word) works too. Omit it to "
+                "list records by the other filters."
             ),
         ] = None,
         kinds: Annotated[
@@ -68,20 +71,26 @@ class RetrievalTools:
             list[str] | None,
             Field(
                 description="Ids of records (from an earlier search) that you actually used: each "
-                "counts a hit, at most once per sessionId, which ranks it higher later."
+                "counts a hit, at most once per session (this server's, unless sessionId names "
+                "another), which ranks it higher later."
             ),
         ] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
-        """Search the project's memory. Expired records are left out unless includeExpired.
+        """Search the project's memory. Expired records and scratch notes are left out unless
+        asked for (includeExpired, kinds=["scratch"]).
 
         Search before you change code (pass its path) or when something looks familiar; each hit
-        has id, kind, title, status, path and a snippet; read one in full with get.
+        has id, kind, title, status, path and a snippet; read one in full with get. The result's
+        match says whether every term was found ("all") or records holding some of them were
+        added ("any"); terms lists what was searched.
         """
         from memosite.search import search_records
 
         counts_hits = bool(hitIds) and not self.runtime.read_only
+        # A call that names no session counts under this server's own: one server, one agent session.
+        session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
             return search_records(
@@ -97,7 +106,7 @@ class RetrievalTools:
                 sort=sort,
                 limit=limit,
                 hit_ids=hitIds if counts_hits else None,
-                session_id=sessionId if counts_hits else None,
+                session_id=session if counts_hits else None,
             )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits), name="search")
@@ -117,17 +126,31 @@ class RetrievalTools:
             int | None,
             Field(ge=512, description="Size budget of the brief in bytes (default from the vault's config, 8192)."),
         ] = None,
+        maxTokens: Annotated[
+            int | None,
+            Field(
+                ge=128,
+                description="Size budget in tokens instead (estimated as bytes / 4); with maxBytes too, "
+                "the brief keeps within both.",
+            ),
+        ] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
     ) -> CallToolResult:
         """A budgeted brief to start a session with: the current spec/plan/state, the active
         traps that matter most and the accepted decisions, within maxBytes. Call it first.
 
-        The text block is the brief as Markdown; the structured content has its sections too.
+        The text block is the brief as Markdown; the structured content has its sections too, its
+        size in bytes and estimated tokens, and says what it left out: truncated is true whenever
+        a record was left out or cut short, omitted says how many of each section and why, and the
+        Markdown's last line names the search that lists them.
         """
         from memosite.bootstrap import build_bootstrap
 
-        counts_hits = bool(sessionId) and not self.runtime.read_only
+        # Every record the brief shows counts a hit of this agent session (the server's own when
+        # no sessionId is given), once per session; a read-only server counts none.
+        counts_hits = not self.runtime.read_only
+        session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
             return build_bootstrap(
@@ -137,7 +160,8 @@ class RetrievalTools:
                 slug=slug,
                 path=path,
                 max_bytes=maxBytes,
-                session_id=sessionId if counts_hits else None,
+                max_tokens=maxTokens,
+                session_id=session if counts_hits else None,
             )
 
         work = ToolCall(run, projectId, writes=counts_hits, text=lambda data: data["markdown"])
