@@ -201,9 +201,12 @@ class Repo:
         out = self.run("log", "-1", "--format=%ct", ref, "--", path, env=READ_ONLY).stdout.strip()
         return int(out) if out.isdigit() else None
 
-    def dirty(self) -> list[str]:
-        """Paths whose working-tree state git would commit (untracked included)."""
-        out = self.git("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", env=READ_ONLY)
+    def dirty(self, *, refresh: bool = False) -> list[str]:
+        """Paths whose working-tree state git would commit (untracked included). ``refresh`` lets
+        git store the file stats it checked in its index, so the next look is cheap (a sync may;
+        a status or a dry run must not write)."""
+        env = {} if refresh else READ_ONLY
+        out = self.git("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", env=env)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     # --- remotes ---------------------------------------------------------------------------

@@ -135,9 +135,9 @@ def _commit_local(vault: Vault, repo: Repo) -> bool:
     """Commit what is pending here: queued commits and files changed outside memosite (their
     index rows and views brought in step first, so the commit is whole)."""
     committed = gitsync.flush_pending(vault)
-    pending = repo.dirty()
+    pending = repo.dirty(refresh=True)
     if _catch_up_hand_edits(vault, repo, pending):
-        pending = repo.dirty()
+        pending = repo.dirty(refresh=True)
     if pending:
         listed = "\n".join(pending[:50]) + (f"\n… and {len(pending) - 50} more" if len(pending) > 50 else "")
         committed = gitsync.commit_now(vault, f"sync: commit local changes\n\n{listed}") or committed
@@ -234,7 +234,7 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
     repo.git("reset", "-q", theirs)
     missing = [path for path in remote_ids if path not in local_files]
     if missing:
-        repo.git("checkout-index", "-q", "-z", "--stdin", input="\0".join(missing))
+        repo.git("checkout-index", "-u", "-q", "-z", "--stdin", input="\0".join(missing))
     for path, local in sorted(differing.items()):
         remote_version = remote_versions.get(remote_ids[path], b"")
         kind = classify(path)
