@@ -282,6 +282,22 @@ def test_a_remote_with_unrelated_history_is_refused(team: Team, run_cli) -> None
     assert outcome.exit_code != 0 and outcome.json()["error"]["code"] == "UNRELATED_HISTORY"
 
 
+def test_allow_unrelated_merges_two_vaults_record_by_record(team: Team) -> None:
+    a = team.machine("a")
+    trap(a, body="a's lock order\n")
+    trap(a, slug="only-on-a", body="a\n")
+    sync_vault(a)
+    stranger = team.machine("stranger")
+    trap(stranger, body="the stranger's lock order\n")
+    trap(stranger, slug="only-on-stranger", body="s\n")
+    result = sync_vault(stranger, allow_unrelated=True)
+    assert result.integration == "merge" and [c.path for c in result.conflicts] == [TRAP]
+    assert {"projects/demo/traps/only-on-a.md"} <= set(result.added)
+    assert read_record(stranger.root / TRAP).body == "the stranger's lock order\n"
+    sync_vault(a)
+    same_everywhere(a, stranger)
+
+
 def everything(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
