@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import active_at_sql, not_expired_sql
-from memosite.kinds import KIND_FACTS
 from memosite.paths import path_matches
 
 if TYPE_CHECKING:
@@ -32,14 +31,9 @@ if TYPE_CHECKING:
 LIVE_STATUSES = ("active", "paused", "shipped", "completed")
 # Column weights for bm25 (title, body, tags): a word in the title says more than one in the body.
 BM25_WEIGHTS = (4.0, 1.0, 2.0)
-# The project's knowledge — the kinds the session brief draws on (traps, decisions, specs, plans,
-# state) — outranks its event stream (logs, reviews, prompts, sessions) at equal bm25: a question
-# about "why postgres" wants the decision, not the deploy log that mentions postgres.
-EVENT_WEIGHT = 0.7
-_KNOWLEDGE = ", ".join(f"'{kind}'" for kind, facts in KIND_FACTS.items() if facts.bootstrap is not None)
-_PRIOR = f"(CASE WHEN f.kind IN ({_KNOWLEDGE}) THEN 1.0 ELSE {EVENT_WEIGHT} END)"
-_BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)}) * {_PRIOR}"
-_TRIGRAM_BM25 = f"bm25(records_trigram) * {_PRIOR}"
+# Knowledge outranks the event stream at equal bm25 (``search_facts.weight``, see the schema).
+_BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)}) * f.weight"
+_TRIGRAM_BM25 = "bm25(records_trigram) * f.weight"
 MIN_TRIGRAM = 3  # the trigram table finds substrings of at least three characters
 # Orderings over the matched rows: records matching more of the query's terms first, then the sort;
 # flagged-stale records sink in the ranking sorts. ``occurrences`` ties go to the most recently seen

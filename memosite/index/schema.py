@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import sqlite3
 
+from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import _UNSPACED  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "17"
+SCHEMA_VERSION = "18"
 
 
 def _text(row: str) -> str:
@@ -27,11 +28,36 @@ def _text(row: str) -> str:
 
 # is_unspaced() for any character of a record's text, spelled as SQL (tests prove they agree).
 UNSPACED_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _UNSPACED)
+# The first UTF-8 bytes of those characters: a text holding none of them cannot hold one.
+_UNSPACED_LEADS = sorted(
+    {chr(point).encode("utf-8")[0] for low, high in _UNSPACED for point in (*range(low, high, 64), high)}
+)
 
 
 def unspaced_sql(expression: str) -> str:
-    """True when the text ``expression`` holds a character of a script written without spaces."""
-    return f"({expression} GLOB '*[{UNSPACED_CLASS}]*')"
+    """True when the text ``expression`` holds a character of a script written without spaces.
+
+    A GLOB over a long text costs ~150 µs a record (SQLite re-reads the character class at every
+    position), so it runs only for texts that are not plain ASCII and hold a lead byte of such a
+    character: CASE, because SQLite evaluates both sides of an AND in a value."""
+    leads = " OR ".join(f"instr(CAST({expression} AS BLOB), x'{lead:02X}')" for lead in _UNSPACED_LEADS)
+    return (
+        f"(CASE WHEN length(CAST({expression} AS BLOB)) = length({expression}) THEN 0 "
+        f"WHEN {leads} THEN {expression} GLOB '*[{UNSPACED_CLASS}]*' ELSE 0 END)"
+    )
+
+
+# The project's knowledge — the kinds the session brief draws on (traps, decisions, specs, plans,
+# state) — outranks its event stream (logs, reviews, prompts, sessions) at equal bm25: a question
+# about "why postgres" wants the decision, not the deploy log that mentions postgres.
+EVENT_WEIGHT = 0.7
+KNOWLEDGE_KINDS = tuple(kind for kind, facts in KIND_FACTS.items() if facts.bootstrap is not None)
+
+
+def relevance_weight_sql(row: str) -> str:
+    """The factor a record's bm25 is multiplied by (1 for knowledge, ``EVENT_WEIGHT`` for events)."""
+    kinds = ", ".join(f"'{kind}'" for kind in KNOWLEDGE_KINDS)
+    return f"(CASE WHEN {row}.kind IN ({kinds}) THEN 1.0 ELSE {EVENT_WEIGHT} END)"
 
 
 def _facts_values(row: str) -> str:
@@ -42,7 +68,7 @@ def _facts_values(row: str) -> str:
         f"{row}.rowid, {row}.project, {row}.kind, {row}.status, {row}.created, {row}.expires_at, "
         f"{archived_expired}, {flagged_stale_sql(row)}, {occurrences_sql(row)}, {row}.hits, {row}.severity_weight, "
         f"{row}.layer, {row}.updated, json_extract({row}.frontmatter, '$.lastSeen'), {row}.path, "
-        f"{row}.path_patterns, {row}.tags_json, {unspaced_sql(_text(row))}"
+        f"{row}.path_patterns, {row}.tags_json, {unspaced_sql(_text(row))}, {relevance_weight_sql(row)}"
     )
 
 
@@ -65,7 +91,8 @@ CREATE TABLE IF NOT EXISTS search_facts (
     path TEXT NOT NULL,
     path_patterns TEXT NOT NULL,
     tags_json TEXT NOT NULL,
-    unspaced INTEGER NOT NULL
+    unspaced INTEGER NOT NULL,
+    weight REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status);
 CREATE INDEX IF NOT EXISTS search_facts_unspaced ON search_facts(project, unspaced);
