@@ -38,6 +38,7 @@ class StoredRecord:
             "frontmatter": self.frontmatter,
             "body": self.body,
             "expired": self.expired,
+            "expires_at": self.expires_at,
         }
 
 
@@ -75,10 +76,13 @@ def locate_record(
         wanted = normalize_kind(kind)
         return _locate_by_id(vault, project, record_id, (wanted,))
     if kind and slug:
-        path = vault.record_path(project, normalize_kind(kind), slug)
+        wanted = normalize_kind(kind)
+        path = vault.record_path(project, wanted, slug)
         if _is_record_file(vault, path):
-            return read_record(path), path
-        raise RecordNotFound(f"Record not found: {kind}/{slug} in project {project}")
+            record = read_record(path)
+            if record.kind == wanted:  # state and plan share plans/: the kind must match too
+                return record, path
+        raise RecordNotFound(f"Record not found: {wanted}/{slug} in project {project}")
     if not record_id:
         raise InvalidArguments("give an id, or both a kind and a slug")
     return _locate_by_id(vault, project, record_id, KINDS)

@@ -72,6 +72,7 @@ class UpsertResult:
     action: UpsertAction = "updated"
     occurrences: int | None = None
     superseded: bool = False
+    supersedes_missing: str | None = None  # the id ``supersedes`` named, when no such record exists
 
     @property
     def recurrence(self) -> bool:
@@ -91,6 +92,7 @@ class UpsertResult:
             "recurrence": self.recurrence,
             "occurrences": self.occurrences,
             "superseded": self.superseded,
+            "supersedesMissing": self.supersedes_missing,
         }
 
     def summary(self) -> str:
@@ -99,6 +101,8 @@ class UpsertResult:
         if self.action == "recurrence":
             return f"recurrence of {what} (occurrences {self.occurrences}) → {self.path}"
         extra = " (superseding its predecessor)" if self.superseded else ""
+        if self.supersedes_missing:
+            extra = f" (nothing superseded: no record {self.supersedes_missing})"
         return f"{self.action} {what}{extra} → {self.path}"
 
 
@@ -210,9 +214,10 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
     """The slug to write and the record there now.
 
     A slug or id the caller gave names the record to update. A slug derived from the title (or a
-    timestamp) only updates a record of the same kind and title; any other record there is left
-    alone and the next free ``<slug>-2``, ``<slug>-3`` … is used, so no upsert ever replaces a
-    record it did not name.
+    timestamp) only reaches a record of the same kind and title when the write cannot lose it: it
+    changes fields only (no body), repeats its body, or is the same trap seen again. Any other
+    record there is left alone and the next free ``<slug>-2``, ``<slug>-3`` … is used, so no upsert
+    ever replaces a record it did not name.
     """
     named = _named_slug(request.kind, request.frontmatter, request.slug)
     if named is not None:
@@ -223,7 +228,7 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
                 record, found = locate_record(vault, project, record_id=named, kind=request.kind)
                 return found.stem, record
             except RecordNotFound:
-                pass
+                _refuse_other_kind(vault, project, named, request.kind)
         return named, _read_existing(path)
     for candidate in _unique_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
         path = writable_target(vault, vault.record_path(project, request.kind, candidate))
@@ -238,14 +243,50 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
             and existing.status != "superseded"
             and request.title is not None
             and same_title(existing.frontmatter.get("title"), request.title)
+            and (request.body is None or request.body == existing.body or _same_trap(request, existing))
         ):
             return candidate, existing
     raise AssertionError("unreachable")  # _unique_candidates raises when it runs out
 
 
-def _find_recurrence(vault: Vault, project: str, body: str, patterns: Sequence[str]) -> Record | None:
+def _refuse_other_kind(vault: Vault, project: str, record_id: str, kind: str) -> None:
+    """An id that names a record of another kind: say so (rather than create a second record)."""
+    try:
+        other, _ = locate_record(vault, project, record_id=record_id)
+    except (RecordNotFound, InvalidArguments):
+        return
+    if other.kind != kind:
+        raise InvalidArguments(
+            f"{describe(other)} is a {other.kind}, not a {kind}: give --kind {other.kind}, or another id"
+        )
+
+
+def _recurrence_text(title: Any, body: str) -> str:
+    """What two traps are compared by: title and body (the same words under another title are
+    another trap)."""
+    return f"{title}\n{body}" if isinstance(title, str) and title.strip() else body
+
+
+def _same_trap(request: UpsertRequest, existing: Record) -> bool:
+    """The seed's recurrence rule: identical path patterns and ≥ 70 % token overlap."""
+    if request.kind != "trap" or request.allow_duplicate or request.body is None or request.supersedes:
+        return False
+    if pattern_key(existing.frontmatter.get("pathPatterns") or []) != pattern_key(
+        request.frontmatter.get("pathPatterns") or []
+    ):
+        return False
+    return is_recurrence(
+        _recurrence_text(request.title, request.body),
+        _recurrence_text(existing.frontmatter.get("title"), existing.body),
+    )
+
+
+def _find_recurrence(vault: Vault, project: str, request: UpsertRequest) -> Record | None:
+    assert request.body is not None
+    patterns = request.frontmatter.get("pathPatterns") or []
+    text = _recurrence_text(request.title, request.body)
     for candidate in queries.live_traps_with_patterns(vault.index(), project, pattern_key(patterns)):
-        if is_recurrence(body, candidate.body):
+        if is_recurrence(text, _recurrence_text(candidate.frontmatter.get("title"), candidate.body)):
             try:
                 return read_record(vault.root / candidate.path)
             except InvalidRecord:
@@ -267,16 +308,10 @@ def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetim
     slug, existing = _locate_target(vault, project, request, now)
     named = _named_slug(request.kind, request.frontmatter, request.slug) is not None
     recurrence = None
-    patterns = request.frontmatter.get("pathPatterns") or []
     if request.kind == "trap" and request.supersedes is None and not request.allow_duplicate and request.body:
         if existing is None:
-            recurrence = _find_recurrence(vault, project, request.body, patterns)
-        elif (
-            not named
-            and existing.status not in ("archived", "superseded")
-            and pattern_key(existing.frontmatter.get("pathPatterns") or []) == pattern_key(patterns)
-            and is_recurrence(request.body, existing.body)
-        ):
+            recurrence = _find_recurrence(vault, project, request)
+        elif not named and existing.status not in ("archived", "superseded") and _same_trap(request, existing):
             # The same trap, by title, seen again: counted, not rewritten.
             recurrence = existing
     older = _find_older(vault, project, request.supersedes)
@@ -357,6 +392,7 @@ def apply_upsert(unit: Mutation, project: str, plan: UpsertPlan, target: Path, n
         action=plan.action,
         occurrences=plan.occurrences if record.kind == "trap" else None,
         superseded=superseded,
+        supersedes_missing=plan.supersedes if plan.supersedes and not superseded else None,
     )
 
 
@@ -452,20 +488,30 @@ def forget_record(
     return ForgetResult(id=record.id, kind=record.kind, status=status, purged=purge, restored=restored)
 
 
-def _revive_predecessor(unit: Mutation, project: str, successor: Record, now_iso: str) -> list[str]:
-    """The record ``successor`` superseded goes back to active when the successor is purged: it is
-    again the latest word (and a superseded record pointing at nothing could never be revived)."""
-    found = _find_older(unit.vault, project, str(successor.frontmatter.get("supersedes") or "") or None)
+def _revive_predecessor(unit: Mutation, project: str, purged: Record, now_iso: str) -> list[str]:
+    """When a record that superseded another is purged, the older one must not point at nothing:
+    if the purged record was itself superseded, the older one is linked to that newer successor
+    (the chain closes over the gap); otherwise the older one is active again, the latest word."""
+    found = _find_older(unit.vault, project, str(purged.frontmatter.get("supersedes") or "") or None)
     if found is None:
         return []
     older, path = found
-    if older.status != "superseded" or older.frontmatter.get("supersededBy") != successor.id:
+    if older.status != "superseded" or older.frontmatter.get("supersededBy") != purged.id:
+        return []
+    newer_id = purged.frontmatter.get("supersededBy") if purged.status == "superseded" else None
+    newer = _find_older(unit.vault, project, str(newer_id)) if newer_id else None
+    older.frontmatter["updated"] = now_iso
+    if newer is not None:
+        older.frontmatter["supersededBy"] = newer[0].id
+        unit.write(older, path)
+        newer[0].frontmatter["supersedes"] = older.id
+        unit.write(newer[0], newer[1])
+        unit.note(f"{describe(older)} is now superseded by {newer[0].id} ({purged.id} was purged between them)")
         return []
     older.frontmatter["status"] = "active"
     older.frontmatter.pop("supersededBy", None)
-    older.frontmatter["updated"] = now_iso
     unit.write(older, path)
-    unit.note(f"{describe(older)} is active again: its successor {successor.id} was purged")
+    unit.note(f"{describe(older)} is active again: its successor {purged.id} was purged")
     return [older.id]
 
 
@@ -511,6 +557,7 @@ def restore_record(
         updated=fm["updated"],
         expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
         action="updated",
+        occurrences=int(fm.get("occurrences") or 1) if record.kind == "trap" else None,
     )
 
 

@@ -10,6 +10,7 @@ vault lock and applies the plan inside one unit of work.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,7 @@ class UpsertRequest:
     slug: str | None
     frontmatter: dict[str, Any]
     allow_duplicate: bool = False
+    folded_paths: bool = False  # a path came with --path / path (added to the record's patterns)
 
     @property
     def title(self) -> str | None:
@@ -72,6 +74,8 @@ def sanitize_paths(values: Sequence[Any]) -> list[str]:
         if not isinstance(value, str) or "\x00" in value:
             raise InvalidArguments(f"invalid path {value!r}")
         path = value.strip().replace("\\", "/")
+        if path.startswith("/") or re.match(r"^[A-Za-z]:/", path):
+            raise InvalidArguments(f"invalid path {value!r}: give paths relative to the repository root")
         while path.startswith("./"):
             path = path[2:]
         if not path:
@@ -134,7 +138,7 @@ def normalize_upsert(
 
         read_cites(incoming)
     assert_no_secrets(body or "", incoming)
-    return UpsertRequest(kind, body, explicit, incoming, bool(allow_duplicate))
+    return UpsertRequest(kind, body, explicit, incoming, bool(allow_duplicate), folded_paths=bool(folded))
 
 
 def same_title(left: Any, right: Any) -> bool:
@@ -198,6 +202,11 @@ def prepare_upsert(
     if body is None:
         raise InvalidArguments("body must not be empty: a new record needs one (--body or --body-file)")
     incoming = dict(request.frontmatter)
+    if existing is not None and request.folded_paths:
+        # A path given with --path is folded into what the record already names, not swapped in.
+        for name in ("pathPatterns", "linkedPaths"):
+            kept = [str(p) for p in existing.frontmatter.get(name) or []]
+            incoming[name] = list(dict.fromkeys([*kept, *incoming.get(name, [])]))
     merged: dict[str, Any] = dict(existing.frontmatter) if existing is not None else {}
     merged.update({k: v for k, v in (provenance or {}).items() if k not in incoming})
     merged.update(incoming)
@@ -209,7 +218,10 @@ def prepare_upsert(
     )
     merged["updated"] = incoming.get("updated") or now_iso
     if incoming.get("ttl") not in (None, "") and "expires_at" not in incoming:
-        merged["expires_at"] = format_iso(compute_expires_at(merged["created"], incoming["ttl"]))
+        # A new record lives ttl from its creation; a ttl set on an existing one counts from now
+        # (a week more, not a week after it was created long ago).
+        start = merged["created"] if existing is None else now_iso
+        merged["expires_at"] = format_iso(compute_expires_at(start, incoming["ttl"]))
     if request.kind == "trap":
         classify_trap(merged, body)
         if older is not None and older.kind == "trap" and existing is None and "occurrences" not in incoming:

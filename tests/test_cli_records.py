@@ -45,6 +45,7 @@ def test_upsert_json_has_the_contract_fields() -> None:
         "recurrence",
         "occurrences",
         "superseded",
+        "supersedesMissing",
     }
     assert data["action"] == "created" and data["occurrences"] == 1
     assert data["path"] == "projects/demo/traps/beware.md" and data["expires_at"] is None
@@ -73,7 +74,7 @@ def test_upsert_body_from_stdin_and_options_into_frontmatter() -> None:
     code, got = run_json("get", "--id", "s")
     assert got["body"] == "spec body\n"
     assert got["frontmatter"]["tags"] == ["a", "b"] and got["frontmatter"]["owner"] == "ana"
-    assert set(got) == {"id", "kind", "project", "path", "frontmatter", "body", "expired"}
+    assert set(got) == {"id", "kind", "project", "path", "frontmatter", "body", "expired", "expires_at"}
 
 
 def test_get_by_kind_and_slug_and_human_output() -> None:

@@ -135,6 +135,8 @@ def test_tools_list_offers_every_tool_with_typed_schemas(vault_dir: Path) -> Non
             "ttl",
             "expires_at",
             "supersedes",
+            "cites",
+            "sessionId",
         }
         assert {"type": "object"}.items() <= upsert["properties"]["frontmatter"]["anyOf"][0].items()
         assert upsert["properties"]["allowDuplicate"]["type"] == "boolean"

@@ -107,11 +107,45 @@ def test_a_derived_slug_that_hits_another_record_gets_a_new_slug(vault: Vault) -
     assert read_record(vault.root / first.path).body == "Orders API v1."
 
 
-def test_the_same_title_again_updates_its_own_record(vault: Vault) -> None:
-    upsert_record(vault, "demo", kind="spec", body="one", frontmatter={"title": "Orders!"})
-    upsert_record(vault, "demo", kind="spec", body="two", frontmatter={"title": "orders?"})
-    again = upsert_record(vault, "demo", kind="spec", body="two, revised", frontmatter={"title": "Orders?"})
-    assert again.action == "updated" and again.path.endswith("orders-2.md")
+def test_the_same_title_reaches_its_record_only_when_nothing_is_lost(vault: Vault) -> None:
+    first = upsert_record(vault, "demo", kind="spec", body="one", frontmatter={"title": "Orders!"})
+    fields_only = upsert_record(
+        vault, "demo", kind="spec", body=None, frontmatter={"title": "Orders!", "status": "paused"}
+    )
+    same_body = upsert_record(vault, "demo", kind="spec", body="one", frontmatter={"title": "orders!"})
+    assert (fields_only.action, same_body.action) == ("updated", "updated") and fields_only.path == first.path
+    other_body = upsert_record(vault, "demo", kind="spec", body="two", frontmatter={"title": "Orders!"})
+    assert other_body.action == "created" and other_body.path.endswith("orders-2.md")
+    assert read_record(vault.root / first.path).body == "one"
+
+
+def test_two_traps_of_one_title_about_different_files_are_two_traps(vault: Vault) -> None:
+    first = upsert_record(
+        vault,
+        "demo",
+        kind="trap",
+        body="test_refund fails at midnight",
+        path="tests/test_payments.py",
+        frontmatter={"title": "Flaky test", "severity": "high"},
+    )
+    second = upsert_record(
+        vault,
+        "demo",
+        kind="trap",
+        body="test_rank depends on dict order",
+        path="tests/test_search.py",
+        frontmatter={"title": "Flaky test", "severity": "medium"},
+    )
+    assert second.action == "created" and second.id != first.id
+    assert read_record(vault.root / first.path).frontmatter["severity"] == "high"
+
+
+def test_the_same_words_under_another_title_are_another_trap(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="Run it again.", frontmatter={"title": "Flaky test in CI"})
+    other = upsert_record(
+        vault, "demo", kind="trap", body="Run it again.", frontmatter={"title": "Cache warmup is slow"}
+    )
+    assert other.action == "created"
 
 
 def test_an_explicit_slug_names_the_record_to_update(vault: Vault) -> None:
@@ -488,3 +522,53 @@ def test_the_readmes_everyday_commands_run_as_written_in_a_fresh_vault(tmp_path:
 
 def test_every_kind_has_facts() -> None:
     assert set(KIND_FACTS) == set(KINDS)
+
+
+def test_purging_the_middle_of_a_chain_closes_it(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="decision", body="v1", slug="a1")
+    upsert_record(vault, "demo", kind="decision", body="v2", slug="a2", frontmatter={"supersedes": "a1"})
+    upsert_record(vault, "demo", kind="decision", body="v3", slug="a3", frontmatter={"supersedes": "a2"})
+    assert forget_record(vault, "demo", record_id="a2", purge=True).restored == []
+    a1 = get_record(vault, "demo", record_id="a1").frontmatter
+    a3 = get_record(vault, "demo", record_id="a3").frontmatter
+    assert (a1["status"], a1["supersededBy"]) == ("superseded", "a3")
+    assert (a3["status"], a3["supersedes"]) == ("active", "a1")
+
+
+def test_a_kind_and_slug_name_a_record_of_that_kind_only(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    upsert_record(vault, "demo", kind="plan", body="the plan", slug="invoice-api-v2")
+    for args in (["get"], ["forget", "--purge"], ["restore"]):
+        outcome = run_cli(*args, "--kind", "state", "--slug", "invoice-api-v2", "--json")
+        assert outcome.json()["error"]["code"] == "RECORD_NOT_FOUND", args
+    assert (vault.project_dir("demo") / "plans/invoice-api-v2.md").exists()
+
+
+def test_a_ttl_set_on_an_existing_record_counts_from_now(vault: Vault) -> None:
+    upsert_record(
+        vault, "demo", kind="decision", body="old", slug="old", frontmatter={"created": "2026-01-01T00:00:00Z"}
+    )
+    result = upsert_record(vault, "demo", kind="decision", body=None, slug="old", frontmatter={"ttl": "30d"})
+    assert result.expires_at is not None and result.expires_at > "2026-12-01"
+
+
+def test_a_path_is_added_to_what_the_record_names(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="pool", slug="pool", path="src/db/pool.py")
+    upsert_record(vault, "demo", kind="trap", body=None, slug="pool", path="src/db/engine.py")
+    patterns = get_record(vault, "demo", record_id="pool").frontmatter["pathPatterns"]
+    assert patterns == ["src/db/pool.py", "src/db/engine.py"]
+
+
+def test_an_id_of_another_kind_is_named_not_created_again(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="t", slug="locks")
+    with pytest.raises(InvalidArguments, match="demo/trap/locks is a trap, not a decision"):
+        upsert_record(vault, "demo", kind="decision", body=None, frontmatter={"id": "locks", "status": "paused"})
+
+
+def test_absolute_paths_are_refused(vault: Vault) -> None:
+    with pytest.raises(InvalidArguments, match="relative to the repository root"):
+        upsert_record(vault, "demo", kind="trap", body="x", path="/etc/passwd")
+
+
+def test_a_supersedes_of_nothing_says_so(vault: Vault) -> None:
+    result = upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"supersedes": "ghost"})
+    assert result.supersedes_missing == "ghost" and "no record ghost" in result.summary()

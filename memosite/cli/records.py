@@ -146,7 +146,8 @@ def forget(app: App, record_id: str | None, kind: str | None, slug: str | None, 
     from memosite.store import forget_record
 
     result = forget_record(app.vault, app.project, record_id=record_id, kind=kind, slug=slug, purge=purge)
-    app.emit(result.to_json(), f"{result.status} {result.kind} {result.id}")
+    revived = f"; {', '.join(result.restored)} active again" if result.restored else ""
+    app.emit(result.to_json(), f"{result.status} {result.kind} {result.id}{revived}")
 
 
 @click.command()

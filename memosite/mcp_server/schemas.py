@@ -46,7 +46,8 @@ WRITTEN = obj(
         "recurrence": BOOLEAN,
         "occurrences": OPT_INTEGER,
         "superseded": BOOLEAN,
-    }
+    },
+    optional={"supersedesMissing": OPT_STRING},
 )
 RECORD = obj(
     {
@@ -57,6 +58,7 @@ RECORD = obj(
         "frontmatter": OBJECT,
         "body": STRING,
         "expired": BOOLEAN,
+        "expires_at": OPT_STRING,
     }
 )
 APPENDED = obj({"id": STRING, "kind": STRING, "project": STRING, "path": STRING})
