@@ -1,11 +1,17 @@
 """Retrieval and gc timings on vaults of 1,000 and 10,000 records.
 
-Prints, per vault size: in-process search p50/p95 over a fixed query set, the end-to-end wall time
-of a ``memosite search`` CLI call (median of several), a bootstrap brief, and gc wall time (the
-first pass, which has real work, and a second one with nothing left to do).
+Prints, per vault size: the time to index the files (``reindex``) and the index's size on disk (with
+the share of the trigram table that serves unspaced scripts), in-process search p50/p95 over a fixed
+query set (FTS syntax, filters, natural-language questions, Chinese and Japanese), the end-to-end
+wall time of a ``memosite search`` CLI call (median of several), bootstrap briefs p50/p95, and gc
+wall time (the first pass, which has real work, and a second one with nothing left to do).
+
+A share of the records (``--unspaced``, 5 % by default) carry Chinese or Japanese paragraphs, as a
+project with an international team accumulates.
 
 Targets at 10,000 records: search p50 ≤ 10 ms and p95 ≤ 40 ms; CLI search ≤ 300 ms; gc ≤ 10 s.
 Run: .venv/bin/python benchmarks/bench_retrieval.py [--sizes 1000,10000] [--rounds 5] [--cli-runs 7]
+     [--unspaced 0.05]
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -76,6 +83,20 @@ QUERIES: list[tuple[str | None, dict[str, Any]]] = [
     (None, {"kinds": ["decision"]}),
     (None, {"path": "src/auth"}),
     ("zzzznotaword", {}),
+    ("how do payment retries work", {}),  # natural language: all words, then any
+    ("why postgres", {}),
+    ("cookie samesite cdn logout", {}),
+    ("retr", {}),  # the last word is a prefix
+    ("锁表", {}),  # unspaced scripts: substrings
+    ("数据库迁移", {"kinds": ["trap"]}),
+    ("キャッシュの無効化", {}),
+]
+BRIEFS: list[dict[str, Any]] = [
+    {"query": "payment retry", "path": "src/payments/client.py"},
+    {"query": "how do payment retries work"},
+    {"path": "src/auth/oauth/client.py"},
+    {},
+    {"query": "数据库迁移 锁表"},
 ]
 
 
@@ -97,11 +118,22 @@ def _identifiers(count: int, seed: int = 5) -> list[str]:
 # Word frequencies in real notes follow Zipf's law: a few technical words are common, most are rare.
 LEXICON = VOCABULARY + _identifiers(4000)
 _ZIPF = [1.0 / (rank + 1) ** 1.05 for rank in range(len(LEXICON))]
+# Chinese and Japanese technical words, written without spaces between them.
+_UNSPACED_TEXT = """
+数据库 迁移 锁表 订单 支付 重试 缓存 失效 会话 超时 部署 回滚 队列 索引 查询 并发 死锁 日志 测试 配置
+キャッシュ 無効化 データベース セッション タイムアウト 在庫 注文 決済 再試行 ロック 移行 デプロイ 設定
+"""
+UNSPACED_WORDS = _UNSPACED_TEXT.split()
+_UNSPACED_ZIPF = [1.0 / (rank + 1) for rank in range(len(UNSPACED_WORDS))]
 
 
 def _sentence(rng: random.Random, words: int) -> str:
     picked = rng.choices(LEXICON, _ZIPF, k=words)
     return " ".join(rng.choice(FILLER) if rng.random() < 0.3 else word for word in picked)
+
+
+def _unspaced_sentence(rng: random.Random, words: int) -> str:
+    return "".join(rng.choices(UNSPACED_WORDS, _UNSPACED_ZIPF, k=words)) + "。"
 
 
 def _frontmatter(rng: random.Random, kind: str, number: int) -> dict[str, Any]:
@@ -148,8 +180,8 @@ def _frontmatter(rng: random.Random, kind: str, number: int) -> dict[str, Any]:
     return fm
 
 
-def build_vault(root: Path, count: int, seed: int = 3) -> Vault:
-    """Write ``count`` varied record files straight to disk, then index them once."""
+def write_vault(root: Path, count: int, seed: int = 3, unspaced: float = 0.05) -> Vault:
+    """Write ``count`` varied record files straight to disk (not indexed yet)."""
     rng = random.Random(seed)
     vault = Vault.open(root)
     kinds = list(KIND_MIX)
@@ -158,14 +190,35 @@ def build_vault(root: Path, count: int, seed: int = 3) -> Vault:
         kind = rng.choices(kinds, weights)[0]
         fm = _frontmatter(rng, kind, number)
         paragraphs = [_sentence(rng, rng.randint(15, 70)).capitalize() + "." for _ in range(rng.randint(1, 4))]
+        if rng.random() < unspaced:
+            fm["title"] = _unspaced_sentence(rng, rng.randint(2, 5)).rstrip("。")
+            paragraphs = [_unspaced_sentence(rng, rng.randint(8, 30)) for _ in range(rng.randint(1, 3))]
         if kind in ("trap", "decision") and rng.random() < 0.3:
             paragraphs.append(f"```python\n{rng.choice(VOCABULARY)}({rng.choice(VOCABULARY)}=True)\n```")
         path = vault.record_path(PROJECT, kind, fm["id"])
         path.parent.mkdir(parents=True, exist_ok=True)
         record = Record(validate_frontmatter(fm), "\n\n".join(paragraphs) + "\n")
         path.write_text(serialize_record(record), encoding="utf-8")
+    return vault
+
+
+def build_vault(root: Path, count: int, seed: int = 3, unspaced: float = 0.05) -> Vault:
+    """Write ``count`` varied record files straight to disk, then index them once."""
+    vault = write_vault(root, count, seed, unspaced)
     reindex(vault, [PROJECT])
     return vault
+
+
+def index_sizes(vault: Vault) -> tuple[float, float]:
+    """The index file's size and the part the trigram table takes, in MB (after a checkpoint)."""
+    conn = sqlite3.connect(vault.index_path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        total = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
+        trigram = conn.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'records_trigram%'")
+        return total / 1e6, trigram.fetchone()[0] / 1e6
+    finally:
+        conn.close()
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -199,20 +252,32 @@ def bench_cli(root: Path, runs: int) -> float:
     return statistics.median(timings[1:])
 
 
-def measure(size: int, rounds: int, cli_runs: int) -> dict[str, float]:
+def bench_briefs(vault: Vault, rounds: int) -> tuple[float, float]:
+    for options in BRIEFS:
+        build_bootstrap(vault, PROJECT, now=NOW, **options)
+    timings = []
+    for _ in range(rounds):
+        for options in BRIEFS:
+            started = time.perf_counter()
+            build_bootstrap(vault, PROJECT, now=NOW, **options)
+            timings.append((time.perf_counter() - started) * 1000)
+    return percentile(timings, 50), percentile(timings, 95)
+
+
+def measure(size: int, rounds: int, cli_runs: int, unspaced: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="memosite-bench-") as tmp:
         root = Path(tmp) / "vault"
+        vault = write_vault(root, size, unspaced=unspaced)
         started = time.perf_counter()
-        vault = build_vault(root, size)
+        reindex(vault, [PROJECT])
         figures = {
-            "build_s": time.perf_counter() - started,
+            "reindex_s": time.perf_counter() - started,
             "records": float(vault.index().count(PROJECT)),
         }
+        figures["index_mb"], figures["trigram_mb"] = index_sizes(vault)
         figures["p50_ms"], figures["p95_ms"], figures["max_ms"] = bench_search(vault, rounds)
         figures["cli_ms"] = bench_cli(root, cli_runs)
-        started = time.perf_counter()
-        build_bootstrap(vault, PROJECT, query="payment retry", path="src/payments/client.py", now=NOW)
-        figures["bootstrap_ms"] = (time.perf_counter() - started) * 1000
+        figures["brief_p50_ms"], figures["brief_p95_ms"] = bench_briefs(vault, rounds)
         started = time.perf_counter()
         result = run_gc(vault, PROJECT, now=NOW)
         figures["gc_s"] = time.perf_counter() - started
@@ -234,19 +299,24 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--rounds", type=int, default=5, help="passes over the query set")
     parser.add_argument("--cli-runs", type=int, default=7)
+    parser.add_argument("--unspaced", type=float, default=0.05, help="share of records in Chinese/Japanese")
     args = parser.parse_args()
-    print(f"{len(QUERIES)} queries x {args.rounds} rounds; CLI: median of {args.cli_runs} runs")
+    print(
+        f"{len(QUERIES)} queries x {args.rounds} rounds, {len(BRIEFS)} briefs x {args.rounds} rounds; "
+        f"CLI: median of {args.cli_runs} runs; {args.unspaced:.0%} of records in unspaced scripts"
+    )
     header = (
-        f"{'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cli ms':>7} "
-        f"{'brief ms':>8} {'gc s':>6} {'changed':>8} {'gc again s':>10}"
+        f"{'records':>8} {'reindex s':>9} {'index MB':>8} {'trigram MB':>10} {'p50 ms':>7} {'p95 ms':>7} "
+        f"{'max ms':>7} {'cli ms':>7} {'brief p50':>9} {'brief p95':>9} {'gc s':>6} {'changed':>8} {'gc again s':>10}"
     )
     print(header)
     for size in (int(s) for s in args.sizes.split(",")):
-        f = measure(size, args.rounds, args.cli_runs)
+        f = measure(size, args.rounds, args.cli_runs, args.unspaced)
         print(
-            f"{int(f['records']):>8} {f['build_s']:>8.2f} {f['p50_ms']:>7.2f} {f['p95_ms']:>7.2f} "
-            f"{f['max_ms']:>7.2f} {f['cli_ms']:>7.0f} {f['bootstrap_ms']:>8.1f} {f['gc_s']:>6.2f} "
-            f"{int(f['gc_changed']):>8} {f['gc_again_s']:>10.2f}"
+            f"{int(f['records']):>8} {f['reindex_s']:>9.2f} {f['index_mb']:>8.1f} {f['trigram_mb']:>10.2f} "
+            f"{f['p50_ms']:>7.2f} {f['p95_ms']:>7.2f} {f['max_ms']:>7.2f} {f['cli_ms']:>7.0f} "
+            f"{f['brief_p50_ms']:>9.1f} {f['brief_p95_ms']:>9.1f} {f['gc_s']:>6.2f} {int(f['gc_changed']):>8} "
+            f"{f['gc_again_s']:>10.2f}"
         )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from memosite.index.fts import Terms
 from memosite.text import bigrams, fold, is_unspaced
@@ -103,7 +103,7 @@ class ParsedQuery:
     text: str
     terms: tuple[Term, ...] = ()
     raw: str | None = None  # the text as an FTS5 query, when it uses FTS5 syntax
-    _loose: tuple[Term, ...] = field(default=(), repr=False)
+    loose_terms: tuple[Term, ...] = ()  # the any-term reading (see any_terms)
 
     @property
     def empty(self) -> bool:
@@ -115,15 +115,15 @@ class ParsedQuery:
 
     def any_terms(self) -> Terms:
         """Any term may match: the words and phrases, and the pairs and characters of unspaced parts."""
-        return _to_index(self._loose)
+        return _to_index(self.loose_terms)
 
     @property
     def loosens(self) -> bool:
         """Whether the loose reading can find more than the strict one."""
-        return len(self._loose) > 1 or self._loose != self.terms
+        return len(self.loose_terms) > 1 or self.loose_terms != self.terms
 
     def labels(self, loose: bool = False) -> list[str]:
-        return [term.label for term in (self._loose if loose else self.terms)]
+        return [term.label for term in (self.loose_terms if loose else self.terms)]
 
 
 def _variants(text: str) -> list[str]:
