@@ -235,9 +235,18 @@ def validate_project_id(project: str) -> str:
 
 
 def slugify_project(name: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name.strip()).strip("-.").lower()
+    """A project id for a directory or repository name in any script (``Мой Проект`` →
+    ``moi-proekt``, ``数据库`` → ``shu-ju-ku``, ``café`` → ``cafe``): ASCII letters, digits, ``.``,
+    ``_`` and ``-``, as project directories must be."""
+    from memosite.text import slugify
+
+    kept = re.sub(r"[^\w.-]+", " ", name.strip())
+    parts = [
+        slugify(part, 128) if not re.fullmatch(r"[A-Za-z0-9._-]+", part) else part.lower() for part in kept.split()
+    ]
+    slug = "-".join(part for part in parts if part).strip("-.")
     slug = re.sub(r"\.{2,}", ".", slug)
-    return slug[:128] or "default"
+    return slug[:128].rstrip("-.") or "default"
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,13 @@ class InvalidTransition(MemositeError):
     code = "INVALID_TRANSITION"
 
 
+class Interrupted(MemositeError):
+    """Ctrl-C before anything was changed: nothing was written."""
+
+    code = "INTERRUPTED"
+    exit_code = 130
+
+
 class LockTimeout(MemositeError):
     code = "LOCK_TIMEOUT"
 

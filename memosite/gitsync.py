@@ -356,7 +356,10 @@ def request_commit(vault: Vault, message: str) -> None:
                 _schedule_auto_push(vault)
         else:
             vault.internal_dir.mkdir(parents=True, exist_ok=True)
-            with open(vault.internal_dir / "pending-commits", "a", encoding="utf-8") as handle:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            with os.fdopen(
+                os.open(vault.internal_path("pending-commits"), flags, 0o644), "a", encoding="utf-8"
+            ) as handle:
                 handle.write(message.replace("\n", " ") + "\n")
     except (StorageError, OSError) as exc:
         warn(f"vault commit skipped: {getattr(exc, 'message', exc)}")
@@ -366,7 +369,7 @@ def flush_pending(vault: Vault) -> bool:
     """Commit queued changes as one commit listing every queued message."""
     if not vault.config.git_enabled:
         return False
-    pending = vault.internal_dir / "pending-commits"
+    pending = vault.internal_path("pending-commits")
     try:
         messages = pending.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memosite.errors import InvalidArguments, RecordNotFound, StorageError
+from memosite.errors import InvalidArguments, RecordNotFound, SafetyViolation
 from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
 from memosite.indexing import ensure_index, read_record, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
@@ -136,8 +136,9 @@ def _is_record_file(vault: Vault, path: Path) -> bool:
 
 
 def writable_target(vault: Vault, path: Path) -> Path:
+    """``path``, when writing it cannot follow a symlink out of the vault (SAFETY_VIOLATION else)."""
     if _crosses_symlink(vault, path):
-        raise StorageError(f"refusing to write {vault.relative(path)}: it is reached through a symlink")
+        raise SafetyViolation(f"refusing to write {vault.relative(path)}: it is reached through a symlink")
     return path
 
 

@@ -36,6 +36,14 @@ from memosite.workspace import check_vault_placement
 
 # Units running in this process (their in-flight notes are not leftovers to recover).
 _ACTIVE_UNITS: set[str] = set()
+# Set once any unit of this process has begun changing a file: from then on an interrupt must not
+# report the command as failed (see memosite.cli._common).
+_CHANGED: list[bool] = []
+
+
+def changed_in_process() -> bool:
+    """True once a unit of work in this process has begun changing the vault."""
+    return bool(_CHANGED)
 
 
 @dataclass
@@ -51,6 +59,7 @@ class Mutation:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     _joined: list[str] = field(default_factory=list)  # messages of units that joined this one
+    touching: bool = False  # a file is about to change (set before the first write begins)
 
     @property
     def changed(self) -> bool:
@@ -102,6 +111,8 @@ class Mutation:
 
     # --- the sequence ------------------------------------------------------------------------
     def _mark(self, project: str, relative: str) -> None:
+        self.touching = True
+        _CHANGED.append(True)
         try:
             self.vault.index().mark_inflight(self.token, project, relative)
         except sqlite3.Error as exc:
@@ -176,7 +187,7 @@ def _interrupts_held(unit: Mutation) -> Iterator[None]:
     received: list[int] = []
 
     def hold(signum: int, frame: FrameType | None) -> None:
-        if not unit.changed:
+        if not (unit.touching or unit.changed):
             raise KeyboardInterrupt
         received.append(signum)
 

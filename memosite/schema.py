@@ -148,13 +148,25 @@ def normalize_date(value: Any, *, end_of_day: bool = False) -> str:
 # --- validation ------------------------------------------------------------------------------
 
 
+MAX_INTEGER = 2**63 - 1  # what the index (SQLite) and every JSON reader can hold
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as messages quote it: its repr, cut short (never thousands of digits)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to turn into text at all
+        return "<a number too long to show>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _normalize_enum(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if isinstance(value, str):
         candidate = value.strip().lower()
         if candidate in allowed:
             return candidate
     raise InvalidArguments(
-        f"invalid {name} {value!r}: expected one of {', '.join(allowed)}",
+        f"invalid {name} {shown(value)}: expected one of {', '.join(allowed)}",
         details={"field": name, "allowed": list(allowed)},
     )
 
@@ -168,10 +180,11 @@ def _coerce_int(name: str, value: Any, minimum: int) -> int:
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
     elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0*)?\s*", value):
-        number = int(float(value))
-    if number is None or number < minimum:
+        digits = value.strip().split(".")[0]
+        number = int(digits) if len(digits.lstrip("+-")) <= 19 else MAX_INTEGER + 1
+    if number is None or number < minimum or number > MAX_INTEGER:
         raise InvalidArguments(
-            f"invalid {name} {value!r}: expected an integer >= {minimum}",
+            f"invalid {name} {shown(value)}: expected an integer from {minimum} to {MAX_INTEGER}",
             details={"field": name, "minimum": minimum},
         )
     return number

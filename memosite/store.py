@@ -540,6 +540,14 @@ def restore_record(
             raise InvalidTransition(
                 f"cannot restore {record.id}: status is {record.status}, only archived records can be restored{reason}"
             )
+        if record.frontmatter.get("review") == "rejected":
+            actor = vault.actor
+            if actor is None or actor.source == "agent":
+                raise InvalidTransition(
+                    f"{record.id} was rejected in review: only a person brings it back (memosite restore)"
+                )
+            # A person restoring a rejected record accepts it.
+            record.frontmatter.update(review="approved", reviewedBy=actor.name or "a person", reviewedAt=now_iso)
         record.frontmatter["status"] = "active"
         record.frontmatter["updated"] = now_iso
         record.frontmatter.pop("archivedReason", None)

@@ -131,7 +131,8 @@ def test_lone_surrogates_in_arguments_are_invalid_arguments_naming_them(
     outcome = run_cli(*args, "--json")
     payload = outcome.json()
     assert outcome.exit_code == 1 and payload["error"]["code"] == "INVALID_ARGUMENTS", payload
-    assert "surrogate" in payload["error"]["message"] and payload["error"]["message"].startswith("--")
+    message = payload["error"]["message"]
+    assert "surrogate" in message and (message.startswith("--") or message.startswith("QUERY"))
 
 
 def test_bytes_that_are_not_utf8_on_a_real_command_line(vault: Vault, memosite_exe: Path) -> None:
@@ -144,8 +145,8 @@ def test_bytes_that_are_not_utf8_on_a_real_command_line(vault: Vault, memosite_e
     assert done.returncode == 1 and b"Traceback" not in done.stderr
     assert json.loads(done.stdout)["error"] == {
         "code": "INVALID_ARGUMENTS",
-        "message": "--tags holds text that is not valid Unicode (an unpaired surrogate)",
-        "details": {"argument": "--tags"},
+        "message": "--tag holds text that is not valid Unicode (an unpaired surrogate)",
+        "details": {"argument": "--tag"},
     }
 
 
@@ -178,3 +179,84 @@ def test_a_hit_on_a_hand_written_record_changes_only_the_hit_fields(vault: Vault
     extra = written[len("---\n# written in an editor\ntitle: By hand\nkind: trap\nseverity: high\n") :]
     assert extra.startswith("hits: 1\nlastHit: ") and extra.endswith("---\nKeep me as I am.\n")
     assert "status:" not in written and "source:" not in written and "id:" not in written
+
+
+# --- more places a write must not reach -------------------------------------------------------
+
+
+def test_session_logs_never_go_through_a_symlinked_project(vault: Vault, tmp_path: Path, run_cli: Any) -> None:
+    outside = tmp_path / "outside-project"
+    outside.mkdir()
+    (vault.root / "projects").mkdir(exist_ok=True)
+    (vault.root / "projects" / "demo").symlink_to(outside, target_is_directory=True)
+    outcome = run_cli("session", "start", "--id", "s9", "--json")
+    assert outcome.exit_code == 1 and outcome.json()["error"]["code"] == "SAFETY_VIOLATION"
+    assert not any(outside.rglob("*"))
+
+
+def test_queued_commits_never_go_through_a_symlink(vault_dir: Path, tmp_path: Path, run_cli: Any) -> None:
+    vault_dir.mkdir(parents=True)
+    (vault_dir / "config.json").write_text('{"vaultGit": {"enabled": true, "atomic": false}}', encoding="utf-8")
+    victim = tmp_path / "victim.txt"
+    plant(vault_dir, ".memosite/pending-commits", victim, directory=False)
+    outcome = run_cli("upsert", "--kind", "spec", "--body", "x", "--slug", "q", "--json")
+    assert outcome.json()["error"]["code"] == "SAFETY_VIOLATION"
+    assert victim.read_text(encoding="utf-8") == ""
+
+
+def test_a_hand_written_number_beyond_64_bits_is_one_skipped_file(vault: Vault, run_cli: Any) -> None:
+    upsert_record(vault, "demo", kind="trap", body="fine", slug="fine")
+    bad = vault.kind_dir("demo", "trap") / "big.md"
+    bad.write_text("---\ntitle: x\nhits: 9223372036854775808\n---\nb\n", encoding="utf-8")
+    for args in (["list"], ["compile"], ["reindex"], ["gc", "--dry-run"]):
+        assert run_cli(*args, "--json").exit_code == 0, args
+    message = run_cli("get", "--id", "big", "--json").json()["error"]["message"]
+    assert "9223372036854775808" in message and "9223372036854775807" in message
+
+
+def test_a_refused_write_creates_no_vault_inside_the_repository(tmp_path: Path, run_cli: Any, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)
+    for args in (["upsert", "--kind", "spec", "--body", "x"], ["init"]):
+        outcome = run_cli("--vault", str(repo / "mem"), *args, "--json")
+        assert outcome.json()["error"]["code"] == "SAFETY_VIOLATION", args
+        assert not (repo / "mem").exists()
+
+
+def test_the_group_vault_option_reaches_the_mcp_command(tmp_path: Path, run_cli: Any) -> None:
+    outcome = run_cli("--vault", str(tmp_path / "chosen"), "mcp", "--print-config", "cursor")
+    assert outcome.exit_code == 0
+    assert str(tmp_path / "chosen") in json.loads(outcome.stdout)["mcpServers"]["memosite"]["args"]
+
+
+@pytest.mark.parametrize(
+    ("name", "project"), [("Мой Проект", "moy-proekt"), ("数据库", "shu-ju-ku"), ("café", "cafe"), ("Shop_2", "shop_2")]
+)
+def test_project_ids_from_names_in_any_script(tmp_path: Path, name: str, project: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memosite.config import resolve_project
+
+    directory = tmp_path / name
+    directory.mkdir()
+    assert resolve_project(None, {}, cwd=directory).id == project
+
+
+def test_an_agent_cannot_bring_back_what_review_rejected(vault_dir: Path) -> None:
+    vault_dir.mkdir(parents=True)
+    (vault_dir / "config.json").write_text('{"review": {"required": ["trap"]}}', encoding="utf-8")
+    vault = Vault.open(vault_dir)
+    from memosite.provenance import Actor
+    from memosite.review import reject_records
+    from memosite.store import restore_record
+
+    vault.actor = Actor.mcp_client("agent", "1", "s")
+    upsert_record(vault, "demo", kind="trap", body="wrong idea", slug="w")
+    vault.actor = Actor.person("Ana <ana@example.org>")
+    reject_records(vault, "demo", ["w"], reason="not true")
+    vault.actor = Actor.mcp_client("agent", "1", "s")
+    with pytest.raises(Exception, match="only a person"):
+        restore_record(vault, "demo", record_id="w")
+    vault.actor = Actor.person("Ana <ana@example.org>")
+    assert restore_record(vault, "demo", record_id="w").status == "active"
+    vault.close()

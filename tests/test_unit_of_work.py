@@ -285,8 +285,8 @@ def test_ctrl_c_before_anything_is_written_stops_the_write(vault_dir: Path) -> N
         check=False,
         env={**os.environ, "MEMOSITE_VAULT": str(vault_dir)},
     )
-    assert child.returncode == 1
-    assert json.loads(child.stdout)["error"]["message"] == "interrupted"
+    assert child.returncode == 130
+    assert json.loads(child.stdout)["error"]["code"] == "INTERRUPTED"
     assert not list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))
 
 
@@ -306,3 +306,30 @@ def test_a_thousand_record_stormbuffer_import_takes_the_lock_once_and_makes_one_
     assert vault_module.lock_acquisitions - before == 1
     assert len(commits(vault)) == 1 and commits(vault)[0].startswith("import stormbuffer store into demo")
     assert len(tracked(vault)) >= 1000
+
+
+INTERRUPTED_AFTER_THE_UNIT = """
+import os, signal, sys
+import memosite.cli._common as common
+original = common.App.emit
+def interrupt_then_emit(self, data, text=None):
+    os.kill(os.getpid(), signal.SIGINT)  # between the finished unit and its report
+    return original(self, data, text)
+common.App.emit = interrupt_then_emit
+from memosite.cli import main
+main(["append", "--event", "deployed v3", "--json"])
+"""
+
+
+def test_ctrl_c_between_the_write_and_its_report_still_reports_success(vault_dir: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(INTERRUPTED_AFTER_THE_UNIT)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+        env={**os.environ, "MEMOSITE_VAULT": str(vault_dir)},
+    )
+    assert child.returncode == 0, child.stderr
+    assert [json.loads(line)["kind"] for line in child.stdout.splitlines()] == ["log"]
+    assert len(list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))) == 1

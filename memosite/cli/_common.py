@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,9 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Commands that may create the vault when there is none yet; every other command reads, and on a
 # missing vault says so instead of leaving an empty one behind.
-CREATING_COMMANDS = frozenset(
-    {"init", "upsert", "append", "demo", "edit", "session start", "stormbuffer import", "sync"}
-)
+CREATING_COMMANDS = frozenset({"init", "upsert", "append", "demo", "session start", "stormbuffer import", "sync"})
 
 
 class App:
@@ -60,6 +61,10 @@ class App:
             from memosite.vault import Vault
 
             root = self.vault_root
+            if not root.is_dir() and self.command in CREATING_COMMANDS:
+                from memosite.workspace import check_vault_placement
+
+                check_vault_placement(root, self.product_root)  # refuse before anything is created
             if not root.is_dir() and self.command not in CREATING_COMMANDS:
                 raise VaultNotFound(
                     f"no vault yet at the one {self.vault_source} names: `memosite init` creates it"
@@ -138,6 +143,49 @@ def _storage_error(exc: Exception) -> MemositeError | None:
     return None
 
 
+# Commands that run until stopped: Ctrl-C stops them, whatever they changed on the way.
+LONG_RUNNING_COMMANDS = frozenset({"serve", "watch"})
+
+
+def _option_name(ctx: click.Context, name: str) -> str:
+    """How the command line spells a parameter (``--tag`` for ``tags``, ``ID`` for an argument)."""
+    for param in ctx.command.params:
+        if param.name == name:
+            if isinstance(param, click.Option) and param.opts:
+                return max(param.opts, key=len)
+            return param.human_readable_name
+    return "--" + name.replace("_", "-")
+
+
+@contextlib.contextmanager
+def _interrupts_after_a_change(*, enabled: bool) -> Iterator[None]:
+    """Once a command has begun changing the vault, Ctrl-C no longer makes it fail: the change is
+    completed and reported (an agent that saw "interrupted" would retry and write twice)."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from memosite.mutation import changed_in_process
+
+    received: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if not changed_in_process():
+            raise KeyboardInterrupt
+        received.append(signum)
+
+    try:
+        previous = signal.signal(signal.SIGINT, hold)
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            sys.stderr.write("memosite: interrupted after the change was made: it is complete\n")
+
+
 def vault_options(func: F) -> F:
     """Add --vault/--project/--json and turn every MemositeError into one line (or JSON)."""
 
@@ -165,12 +213,15 @@ def vault_options(func: F) -> F:
         try:
             from memosite.inputs import check_arguments
 
-            check_arguments(kwargs, spell=lambda name: "--" + name.replace("_", "-"))
-            return func(app, **kwargs)
+            check_arguments(kwargs, spell=lambda name: _option_name(ctx, name))
+            with _interrupts_after_a_change(enabled=command not in LONG_RUNNING_COMMANDS):
+                return func(app, **kwargs)
         except MemositeError as exc:
             app.fail(exc)
         except KeyboardInterrupt:
-            app.fail(MemositeError("interrupted"))
+            from memosite.errors import Interrupted
+
+            app.fail(Interrupted("interrupted before anything was changed"))
         except (BrokenPipeError, SystemExit, click.ClickException):
             raise
         except Exception as exc:

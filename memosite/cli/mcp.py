@@ -35,10 +35,13 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
     """
     from pathlib import Path
 
-    from memosite.config import resolve_vault_root, validate_project_id
+    from memosite.config import VaultConfig, load_config, resolve_vault_root, validate_project_id
     from memosite.errors import MemositeError
 
     env = dict(os.environ)
+    shared = click.get_current_context().find_root().obj or {}
+    vault_arg = vault_arg if vault_arg is not None else shared.get("vault")
+    project_arg = project_arg if project_arg is not None else shared.get("project")
     try:
         root = resolve_vault_root(vault_arg, env)
         if client is not None:
@@ -51,7 +54,9 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
         project = at_start(project_arg, env, Path.cwd())
         if project.identity is not None:
             validate_project_id(project.identity.id)
-        vault = Vault.open(root)
+        # Opened, not created: the first write makes the vault, once it is known not to lie in the
+        # repository being worked on (which may come from the client's roots).
+        vault = Vault(root=root, config=load_config(root) if root.is_dir() else VaultConfig())
         if sys.stdin.isatty():
             sys.stderr.write(
                 "memosite: serving MCP on stdin/stdout; a client starts this for you, see "

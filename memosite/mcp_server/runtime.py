@@ -23,10 +23,11 @@ import anyio
 import anyio.to_thread
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from memosite.errors import MemositeError
+from memosite.errors import MemositeError, VaultNotFound
 from memosite.mcp_server.project import SessionProject, agent_actor, announce, from_roots, require
 from memosite.provenance import Actor
 from memosite.vault import Vault
+from memosite.workspace import check_vault_placement
 
 logger = logging.getLogger("memosite.mcp")
 
@@ -49,6 +50,7 @@ class ToolCall:
     run: Callable[[Vault, str], JsonResult | dict[str, Any]]
     project_id: str | None = None
     writes: bool = False
+    creates: bool | None = None  # may create the vault (default: when it writes)
     text: Callable[[dict[str, Any]], str] | None = None
 
 
@@ -130,10 +132,13 @@ class ToolRuntime:
                 self.project = rooted
                 announce(rooted)
 
-    def vault(self) -> Vault:
-        """The calling thread's vault, opened on first use."""
+    def vault(self, *, create: bool = True) -> Vault:
+        """The calling thread's vault, opened on first use; a missing vault is created only by a
+        call that may create it (a read says there is none)."""
         opened: Vault | None = getattr(self._local, "vault", None)
         if opened is None:
+            if not create and not self.vault_root.is_dir():
+                raise VaultNotFound("no vault yet: the first upsert or append creates it")
             opened = Vault.open(self.vault_root)
             self._local.vault = opened
         return opened
@@ -156,7 +161,10 @@ class ToolRuntime:
 
     async def _in_thread(self, work: ToolCall) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            vault = self.vault()
+            creates = work.writes if work.creates is None else work.creates
+            if creates:
+                check_vault_placement(self.vault_root, self.project.product_root)  # before anything is made
+            vault = self.vault(create=creates)
             vault.actor = self.actor
             vault.product_root = self.project.product_root
             project = work.project_id if work.project_id is not None else require(self.project)

@@ -182,7 +182,7 @@ class StoreTools:
                 session_id=session if count_hit else None,
             )
 
-        return await self.runtime.call(ToolCall(run, projectId, writes=count_hit), name="get")
+        return await self.runtime.call(ToolCall(run, projectId, writes=count_hit, creates=False), name="get")
 
     async def append(
         self,

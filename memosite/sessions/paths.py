@@ -58,7 +58,10 @@ def new_session_id(now: datetime | None = None) -> str:
 
 def sessions_root(vault: Vault, project: str) -> Path:
     """The project's ``sessions/`` directory (shared with the Markdown ``session-*.md`` records)."""
-    return vault.kind_dir(project, "session")
+    from memosite.lookup import writable_target
+
+    # Session logs are written here: a symlinked project or sessions directory must never send them out.
+    return writable_target(vault, vault.kind_dir(project, "session"))
 
 
 @dataclass(frozen=True)
