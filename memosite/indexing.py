@@ -7,6 +7,7 @@ whose size or mtime changed are parsed), ``reindex`` to rebuild everything from 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sqlite3
@@ -21,7 +22,7 @@ import jinja2
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
-from memosite.kinds import KINDS, kinds_in_directory, views_for_kinds
+from memosite.kinds import KINDS, RECORD_DIRS, kinds_in_directory, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, format_iso, parse_record
 from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
@@ -260,7 +261,50 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
             if index.delete_path(relative):
                 result.removed.append(relative)
                 result.kinds.add(known_kinds.get(relative, "trap"))
+        remember_directories(vault, project)
     return result
+
+
+# --- noticing files added or removed by hand -----------------------------------------------
+
+DIRECTORIES_META = "directories:"
+
+
+def directory_stamps(vault: Vault, project: str) -> dict[str, int]:
+    """The modification time of each of the project's record directories: a file created,
+    renamed or removed there (by an editor that saves by renaming, too) changes it."""
+    stamps: dict[str, int] = {}
+    base = vault.project_dir(project)
+    for directory in RECORD_DIRS:
+        try:
+            stamps[directory] = (base / directory).stat().st_mtime_ns
+        except OSError:
+            continue
+    return stamps
+
+
+def remember_directories(vault: Vault, project: str) -> None:
+    """The index is in step with the project's directories as they are now."""
+    vault.index().set_meta(DIRECTORIES_META + project, json.dumps(directory_stamps(vault, project), sort_keys=True))
+
+
+def catch_up(vault: Vault) -> None:
+    """Pick up record files added or removed outside memosite since the index last looked, by
+    comparing the record directories' times (a few stats per project); then their views follow.
+    A file edited in place without a rename is picked up by ``list``, ``compile`` or ``watch``."""
+    index = vault.index()
+    stale = [
+        project
+        for project in vault.projects()
+        if index.get_meta(DIRECTORIES_META + project) != json.dumps(directory_stamps(vault, project), sort_keys=True)
+    ]
+    if not stale:
+        return
+    with vault.lock():
+        for project in stale:
+            result = refresh_project(vault, project)
+            if result.touched:
+                rebuild_views(vault, project, result.kinds)
 
 
 def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, int]:
@@ -311,6 +355,7 @@ def ensure_index(vault: Vault) -> None:
     elif index.get_meta(TEMPLATES_META) != templates_checksum_for(vault):
         rerender_templates(vault)
     recover_interrupted(vault)
+    catch_up(vault)
 
 
 TEMPLATES_META = "templates_checksum"

@@ -28,7 +28,15 @@ from types import FrameType
 
 from memosite import gitsync
 from memosite.errors import InvalidRecord, LockTimeout, StorageError
-from memosite.indexing import build_entry, ensure_index, index_record, read_record, rebuild_views, remove_record_files
+from memosite.indexing import (
+    build_entry,
+    ensure_index,
+    index_record,
+    read_record,
+    rebuild_views,
+    remember_directories,
+    remove_record_files,
+)
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
 from memosite.vault import Tombstone, Vault, atomic_write_text, warn
@@ -125,6 +133,9 @@ class Mutation:
             for project, kinds in sorted(self.touched.items()):
                 if self.vault.project_dir(project).is_dir():
                     rebuild_views(self.vault, project, kinds)
+                    # Its own writes moved the directories' times: the index knows what they hold.
+                    with contextlib.suppress(sqlite3.Error):
+                        remember_directories(self.vault, project)
             if self.changed:
                 gitsync.request_commit(self.vault, self.commit_message())
             if self.flush:

@@ -572,3 +572,14 @@ def test_absolute_paths_are_refused(vault: Vault) -> None:
 def test_a_supersedes_of_nothing_says_so(vault: Vault) -> None:
     result = upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"supersedes": "ghost"})
     assert result.supersedes_missing == "ghost" and "no record ghost" in result.summary()
+
+
+def test_a_file_added_by_hand_is_found_by_the_next_search(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="first", slug="first")
+    assert search_records(vault, "demo", "first").total == 1
+    path = vault.kind_dir("demo", "trap") / "quokka.md"
+    path.write_text("---\ntitle: Quokka habitats\n---\nThe quokka lives on Rottnest.\n", encoding="utf-8")
+    assert [hit.id for hit in search_records(vault, "demo", "quokka").results] == ["quokka"]
+    assert "Quokka habitats" in (vault.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
+    path.unlink()
+    assert search_records(vault, "demo", "quokka").total == 0

@@ -567,8 +567,6 @@ def test_an_overlong_id_is_invalid_arguments(vault: Vault) -> None:
 
 
 def test_records_behind_symlinks_are_neither_read_nor_written(vault: Vault, tmp_path: Path) -> None:
-    from memosite.errors import StorageError
-
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text(
@@ -581,7 +579,7 @@ def test_records_behind_symlinks_are_neither_read_nor_written(vault: Vault, tmp_
     with pytest.raises(RecordNotFound):
         get_record(vault, "demo", kind="decision", slug="linked")
     (vault.project_dir("demo") / "traps").symlink_to(outside)
-    with pytest.raises(StorageError, match="symlink"):
+    with pytest.raises(SafetyViolation, match="symlink"):
         upsert_record(vault, "demo", kind="trap", body="b", slug="escapes")
     assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
 
