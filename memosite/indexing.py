@@ -46,7 +46,8 @@ def path_defaults(path: Path) -> dict[str, Any]:
     parts = path.parts
     if len(parts) < 4 or parts[-4] != "projects":
         return {}
-    defaults: dict[str, Any] = {"id": path.stem, "project": parts[-3]}
+    # A file without a source was not written by memosite (every write records one): a person's.
+    defaults: dict[str, Any] = {"id": path.stem, "project": parts[-3], "source": "human"}
     kinds = kinds_in_directory(parts[-2])
     if kinds:
         defaults["kind"] = kinds[0]

@@ -384,6 +384,7 @@ class _SourceText:
 
     chunks: dict[str, str]
     values: dict[str, Any]
+    newline: str = "\n"  # the file's line ending: a rewrite keeps it (a CRLF file stays CRLF)
 
 
 @dataclass
@@ -457,6 +458,7 @@ def parse_record(
     emits them as new keys. ``where`` names the file in messages (default: ``path``).
     """
     where = f" in {where}" if where else f" in {path}" if path else ""
+    text = text.removeprefix("\ufeff")  # a byte order mark some editors save
     fence = _FENCE_RE.match(text)
     if not fence:
         raise InvalidRecord(f"no YAML frontmatter{where}")
@@ -490,7 +492,9 @@ def parse_record(
     if chunks is not None:
         # A copy: a caller changing the record's values must not change what "unchanged" means.
         normalized = validate_frontmatter(data, require=False) if validate else copy.deepcopy(data)
-        source = _SourceText(chunks=chunks, values=normalized)
+        source = _SourceText(
+            chunks=chunks, values=normalized, newline="\r\n" if fence.group(0).endswith("\r\n") else "\n"
+        )
     return Record(frontmatter=frontmatter, body=body, path=path, source=source)
 
 
@@ -529,9 +533,11 @@ def serialize_frontmatter(frontmatter: Mapping[str, Any], source: _SourceText | 
         if unchanged and source is not None:
             parts.append(source.chunks[key])
         else:
-            parts.append(dump_yaml({key: _plain(value)}))
+            dumped = dump_yaml({key: _plain(value)})
+            parts.append(dumped.replace("\n", source.newline) if source is not None else dumped)
     return "".join(parts)
 
 
 def serialize_record(record: Record) -> str:
-    return f"---\n{serialize_frontmatter(record.frontmatter, record.source)}---\n{record.body}"
+    newline = record.source.newline if record.source is not None else "\n"
+    return f"---{newline}{serialize_frontmatter(record.frontmatter, record.source)}---{newline}{record.body}"

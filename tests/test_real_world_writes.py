@@ -583,3 +583,23 @@ def test_a_file_added_by_hand_is_found_by_the_next_search(vault: Vault) -> None:
     assert "Quokka habitats" in (vault.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
     path.unlink()
     assert search_records(vault, "demo", "quokka").total == 0
+
+
+def test_a_crlf_file_written_on_windows_stays_crlf(vault: Vault) -> None:
+    path = vault.kind_dir("demo", "decision") / "crlf.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"---\r\ntitle: Windows\r\nkind: decision\r\n---\r\nLine one.\r\nLine two.\r\n")
+    upsert_record(vault, "demo", kind="decision", slug="crlf", body=None, frontmatter={"status": "paused"})
+    data = path.read_bytes()
+    assert data.startswith(b"---\r\ntitle: Windows\r\nkind: decision\r\n")
+    assert b"\r\n---\r\nLine one.\r\nLine two.\r\n" in data
+    assert data.count(b"\n") == data.count(b"\r\n")  # no bare LF crept in
+
+
+def test_a_file_saved_with_a_byte_order_mark_is_read(vault: Vault) -> None:
+    path = vault.kind_dir("demo", "spec") / "bom.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes("\ufeff---\ntitle: Сохранено с BOM\n---\nТекст.\n".encode())
+    record = get_record(vault, "demo", record_id="bom")
+    assert record.frontmatter["title"] == "Сохранено с BOM" and record.body == "Текст.\n"
+    assert record.frontmatter["source"] == "human"
