@@ -2,8 +2,9 @@
 
 :func:`begin_edit` finds the record and remembers the file as it was; :func:`apply_edit` takes the
 edited text, parses and validates it as any record file, scans it for secrets, refuses it when the
-file changed on disk meanwhile, and writes it in one unit of work — the text exactly as saved, with
-``updated`` refreshed unless the person set it. A refused edit leaves the record as it was.
+file changed on disk meanwhile, and writes it in one unit of work: the body exactly as saved and
+every frontmatter line as written, with only ``updated`` refreshed (unless the person set it). A
+refused edit leaves the record as it was.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from memosite.indexing import path_defaults, record_label
 from memosite.kinds import directory_for_kind
 from memosite.lookup import locate_record
 from memosite.mutation import mutation
-from memosite.schema import format_iso, parse_record, serialize_record, utc_now
+from memosite.schema import format_iso, parse_record, utc_now
 from memosite.secrets import assert_no_secrets
 from memosite.vault import Vault
 
@@ -93,5 +94,5 @@ def apply_edit(
             raise StorageError(f"edit refused: {label} is gone{kept}") from exc
         if _digest(current) != session.digest:
             raise StorageError(f"edit refused: {label} changed on disk while you edited it{kept}")
-        unit.write(record, session.path, text=serialize_record(record))
+        unit.write(record, session.path)
     return EditResult(record.id, record.kind, session.project, vault.relative(session.path), True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 
@@ -78,3 +79,28 @@ class BuildError(MemositeError):
     """The site could not be built (mkdocs failure, secret found in output, ...)."""
 
     code = "BUILD_FAILED"
+
+
+def shown_path(path: Any) -> str:
+    """How messages name a file: from the vault's ``projects/`` or ``.memosite/`` on, else its name
+    (never the absolute path of the machine, which an agent has no use for)."""
+    parts = PurePath(str(path)).parts
+    for anchor in ("projects", ".memosite"):
+        if anchor in parts:
+            return "/".join(parts[len(parts) - 1 - parts[::-1].index(anchor) :])
+    return parts[-1] if parts else str(path)
+
+
+def from_exception(exc: BaseException) -> MemositeError:
+    """What an unanticipated failure means to a caller: a filesystem or index failure is a
+    STORAGE_ERROR (naming the file as :func:`shown_path` does); anything else INTERNAL_ERROR."""
+    import sqlite3
+
+    if isinstance(exc, MemositeError):
+        return exc
+    if isinstance(exc, OSError):
+        where = f" ({shown_path(exc.filename)})" if exc.filename else ""
+        return StorageError(f"{exc.strerror or type(exc).__name__}{where}")
+    if isinstance(exc, sqlite3.Error):
+        return StorageError(f"index: {exc} (a damaged index can be deleted: memosite reindex rebuilds it)")
+    return MemositeError(f"unexpected {type(exc).__name__}: {exc}")

@@ -198,7 +198,7 @@ class Repository:
         self._git: bool | None = None
         self._head: str | None = None
         self._logs: dict[tuple[str, str], list[str]] = {}
-        self._renames: dict[tuple[str, str], str | None] = {}
+        self._rename_maps: dict[str, dict[str, str]] = {}
         self._old: dict[tuple[str, str], bytes | None] = {}
 
     def read(self, path: str) -> bytes | None:
@@ -231,8 +231,8 @@ class Repository:
     def head(self) -> str | None:
         if self._head is None and self.is_git:
             out = self._run("rev-parse", "HEAD")
-            self._head = out.strip() if out else None
-        return self._head
+            self._head = out.strip() if out else ""
+        return self._head or None
 
     def commits_since(self, commit: str, path: str) -> list[str]:
         key = (commit, path)
@@ -244,16 +244,17 @@ class Repository:
         return self._logs[key]
 
     def renamed(self, commit: str, path: str) -> str | None:
-        key = (commit, path)
-        if key not in self._renames:
-            out = self._run("diff", "--name-status", "-M", f"{commit}", "HEAD", "--")
-            found = None
+        """The new name git gives ``path`` since ``commit`` (committed or staged renames), if any."""
+        if commit not in self._rename_maps:
+            # The working tree against the commit: a `git mv` not yet committed counts too.
+            out = self._run("diff", "--name-status", "-M", commit, "--")
+            renames: dict[str, str] = {}
             for line in (out or "").splitlines():
                 parts = line.split("\t")
-                if len(parts) == 3 and parts[0].startswith("R") and parts[1] == path:
-                    found = parts[2]
-            self._renames[key] = found
-        return self._renames[key]
+                if len(parts) == 3 and parts[0].startswith("R"):
+                    renames[parts[1]] = parts[2]
+            self._rename_maps[commit] = renames
+        return self._rename_maps[commit].get(path)
 
     def at(self, commit: str, path: str) -> bytes | None:
         key = (commit, path)

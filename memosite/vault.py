@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from memosite.config import DEFAULT_CONFIG, VaultConfig, load_config, validate_project_id
-from memosite.errors import LockTimeout, SafetyViolation, StorageError
+from memosite.errors import LockTimeout, SafetyViolation, StorageError, shown_path
 from memosite.kinds import RECORD_DIRS
 from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 
@@ -75,7 +75,7 @@ def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes], *, mode: int =
         directory.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
     except OSError as exc:
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise StorageError(f"cannot write {shown_path(path)}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             if isinstance(data, bytes):
@@ -90,7 +90,7 @@ def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes], *, mode: int =
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise StorageError(f"cannot write {shown_path(path)}: {exc.strerror or exc}") from exc
     if durable:
         _fsync_dir(directory)
 

@@ -86,9 +86,13 @@ def repin_record(
         cites = read_cites(record.frontmatter)
         if not cites:
             raise InvalidArguments(f"{project}/{record.kind}/{path.stem} cites no code: nothing to re-pin")
-        record.frontmatter["cites"] = pin_cites(
-            repo, [{"path": c.path, "lines": c.to_json().get("lines")} for c in cites]
-        )
+        specs = []
+        for cite in cites:
+            where = cite.path
+            if repo.read(where) is None and cite.commit and repo.is_git:
+                where = repo.renamed(cite.commit, where) or where  # follow a rename git saw
+            specs.append({"path": where, "lines": cite.to_json().get("lines")})
+        record.frontmatter["cites"] = pin_cites(repo, specs)
         record.frontmatter["updated"] = stamp
         unit.retitle(f"verify update {record.kind}:{record.id} (confirmed at {repo.head or 'the working tree'})")
         unit.write(record, path)

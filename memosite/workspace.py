@@ -88,12 +88,19 @@ def init_workspace(vault_root: Path, project: str, name: str, *, pin_in: Path | 
             raise StorageError(f"cannot create project {project}: {exc.strerror or exc}") from exc
         created.append("project")
     pinned: str | None = None
+    notes: list[str] = []
     if pin_in is not None:
         project_file = pin_in / PROJECT_FILE
-        pinned = str(project_file)
         if not project_file.exists():
             atomic_write_text(project_file, tomli_w.dumps({"id": project, "name": name}))
             created.append(PROJECT_FILE)
+            pinned = str(project_file)
+        else:
+            existing = _pinned_id(project_file)
+            if existing == project:
+                pinned = str(project_file)
+            else:
+                notes.append(f"{project_file} pins project {existing!r}, left as it is (edit it to move)")
     vault.close()
     steps = [
         'memosite upsert --kind trap --title "…" --body "…"   remember a pitfall',
@@ -103,4 +110,15 @@ def init_workspace(vault_root: Path, project: str, name: str, *, pin_in: Path | 
     ]
     if PROJECT_FILE in created:
         steps.insert(0, f"git add {PROJECT_FILE}                             every clone then uses project {project}")
-    return InitResult(str(vault_root), project, pinned, created, steps)
+    return InitResult(str(vault_root), project, pinned, created, [*notes, *steps])
+
+
+def _pinned_id(project_file: Path) -> str | None:
+    import tomllib
+
+    try:
+        data = tomllib.loads(project_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("id")
+    return str(value) if value else None

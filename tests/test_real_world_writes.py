@@ -603,3 +603,47 @@ def test_a_file_saved_with_a_byte_order_mark_is_read(vault: Vault) -> None:
     record = get_record(vault, "demo", record_id="bom")
     assert record.frontmatter["title"] == "Сохранено с BOM" and record.body == "Текст.\n"
     assert record.frontmatter["source"] == "human"
+
+
+def _broken_editor(tmp_path: Path, code: str) -> str:
+    script = tmp_path / "editor.py"
+    script.write_text(f"import pathlib, sys\np = pathlib.Path(sys.argv[1])\n{code}\n", encoding="utf-8")
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("p.write_bytes(p.read_bytes().replace(b'Old', 'Ölt'.encode('latin-1')))", "not UTF-8"),
+        ("p.unlink()", "removed the file"),
+        ("sys.exit(3)", "the editor failed"),
+    ],
+)
+def test_edit_survives_what_editors_do(  # type: ignore[no-untyped-def]
+    vault: Vault, run_cli, tmp_path: Path, monkeypatch, code: str, reason: str
+) -> None:
+    upsert_record(vault, "demo", kind="trap", body="Old advice.\n", slug="t")
+    path = vault.project_dir("demo") / "traps/t.md"
+    before = path.read_bytes()
+    monkeypatch.setenv("EDITOR", _broken_editor(tmp_path, code))
+    monkeypatch.delenv("VISUAL", raising=False)
+    outcome = run_cli("edit", "t", "--json")
+    assert outcome.exit_code == 1 and reason in outcome.json()["error"]["message"]
+    assert path.read_bytes() == before
+
+
+def test_init_in_a_repository_pinned_to_another_project_says_so(tmp_path: Path, run_cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".memosite.toml").write_text('id = "repo"\n', encoding="utf-8")
+    monkeypatch.chdir(repo)
+    outcome = run_cli("init", "--vault", str(tmp_path / "v"), "--project", "other", "--json").json()
+    assert outcome["projectFile"] is None and "pins project 'repo'" in outcome["nextSteps"][0]
+    assert (repo / ".memosite.toml").read_text(encoding="utf-8") == 'id = "repo"\n'
+
+
+def test_a_storage_error_names_the_record_not_the_machine(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    (vault.project_dir("demo")).mkdir(parents=True)
+    (vault.project_dir("demo") / "decisions").write_text("not a directory", encoding="utf-8")
+    message = run_cli("upsert", "--kind", "decision", "--slug", "d", "--body", "x", "--json").json()["error"]["message"]
+    assert str(vault.root) not in message and "projects/demo/decisions" in message

@@ -242,3 +242,14 @@ def test_rejecting_a_new_record_archives_it_with_the_reason(repo: Path, vault_di
     run_cli("review", "reject", "wrong", "--reason", "not reproducible")
     fm = read_record(vault_dir / "projects/demo/traps/wrong.md").frontmatter
     assert (fm["status"], fm["review"], fm["reviewReason"]) == ("archived", "rejected", "not reproducible")
+
+
+def test_verify_update_follows_a_rename_git_saw(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    cite_trap(run_cli, "refunds", "src/pay/refunds.py:1-2")
+    git(repo, "mv", "src/pay/refunds.py", "src/pay/refund_api.py")  # staged, not committed
+    found = verdicts(run_cli)["refunds"]
+    assert found["verdict"] == "missing" and found["cites"][0]["renamedTo"] == "src/pay/refund_api.py"
+    updated = run_cli("verify", "--update", "refunds", "--json")
+    assert updated.exit_code == 0 and updated.json()["verdict"] == "fresh"
+    cite = read_record(vault_dir / "projects/demo/traps/refunds.md").frontmatter["cites"][0]
+    assert cite["path"] == "src/pay/refund_api.py"

@@ -129,20 +129,6 @@ class App:
             self._vault.close()
 
 
-def _storage_error(exc: Exception) -> MemositeError | None:
-    """Filesystem and index failures the core did not anticipate are still storage errors."""
-    import sqlite3
-
-    from memosite.errors import StorageError
-
-    if isinstance(exc, OSError):
-        where = f" ({exc.filename})" if exc.filename else ""
-        return StorageError(f"{exc.strerror or exc}{where}")
-    if isinstance(exc, sqlite3.Error):
-        return StorageError(f"index: {exc} (a damaged index can be deleted: memosite reindex rebuilds it)")
-    return None
-
-
 # Commands that run until stopped: Ctrl-C stops them, whatever they changed on the way.
 LONG_RUNNING_COMMANDS = frozenset({"serve", "watch"})
 
@@ -227,7 +213,9 @@ def vault_options(func: F) -> F:
         except Exception as exc:
             if os.environ.get("MEMOSITE_DEBUG"):
                 raise
-            app.fail(_storage_error(exc) or MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
+            from memosite.errors import from_exception
+
+            app.fail(from_exception(exc))
         finally:
             app.close()
         return None

@@ -224,16 +224,31 @@ def edit(app: App, record_id: str, kind: str | None) -> None:
     An invalid save (broken frontmatter, a secret, a wrong field) is refused with the reason and the
     record stays as it was; what you wrote is kept in a file whose name the error gives.
     """
+    import sys
     import tempfile
     from pathlib import Path
 
     from memosite.edit import apply_edit, begin_edit
+    from memosite.errors import InvalidArguments
 
+    if not sys.stdin.isatty() and not (app.env.get("VISUAL") or app.env.get("EDITOR")):
+        raise InvalidArguments("edit needs a terminal, or an editor command in $VISUAL or $EDITOR")
     session = begin_edit(app.vault, app.project, record_id=record_id, kind=kind)
     scratch = Path(tempfile.mkdtemp(prefix="memosite-edit-")) / session.file_name
     scratch.write_text(session.original, encoding="utf-8")
-    click.edit(filename=str(scratch), require_save=False)
-    edited = scratch.read_bytes().decode("utf-8", errors="strict")
+    try:
+        click.edit(filename=str(scratch), require_save=False)
+    except click.ClickException as exc:
+        raise InvalidArguments(f"the editor failed ({exc.format_message()}); the record is unchanged") from exc
+    try:
+        edited = scratch.read_bytes().decode("utf-8")
+    except FileNotFoundError as exc:
+        raise InvalidArguments("the editor removed the file it was given; the record is unchanged") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidArguments(
+            f"edit refused: the saved file is not UTF-8 (byte {exc.start}); the record is unchanged"
+            f" (your text is in {scratch})"
+        ) from exc
     result = apply_edit(app.vault, session, edited, rescue=scratch)
     if result.changed:
         scratch.unlink(missing_ok=True)

@@ -23,7 +23,7 @@ import anyio
 import anyio.to_thread
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from memosite.errors import MemositeError, VaultNotFound
+from memosite.errors import MemositeError, VaultNotFound, from_exception
 from memosite.mcp_server.project import SessionProject, agent_actor, announce, from_roots, require
 from memosite.provenance import Actor
 from memosite.vault import Vault
@@ -156,7 +156,7 @@ class ToolRuntime:
             return error_result(exc)
         except Exception as exc:
             logger.exception("tool %s raised unexpectedly", name)
-            return error_result(MemositeError(f"unexpected {type(exc).__name__}: {exc}"))
+            return error_result(from_exception(exc))
         return success_result(data, work.text(data) if work.text is not None else None)
 
     async def _in_thread(self, work: ToolCall) -> dict[str, Any]:
