@@ -201,8 +201,8 @@ def parse_query(text: str, *, plain: bool = False) -> ParsedQuery:
         phrase, word, star = match.groups()
         if phrase is not None:
             words = phrase.split()
-            if not words:
-                continue
+            if not any(char.isalnum() for char in phrase):
+                continue  # nothing the index holds a token for
             joined = " ".join(words)
             if any(is_unspaced(char) for char in joined):
                 found.append(Term("unspaced", joined))

@@ -549,7 +549,9 @@ def test_unspaced_sql_agrees_with_is_unspaced() -> None:
     from memosite.text import _UNSPACED, is_unspaced
 
     edges = [chr(point) for low, high in _UNSPACED for point in (low - 1, low, high, high + 1)]
-    alphabet = st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from([*edges, "…", "é", "a"]))
+    # NUL aside: SQLite's text functions (GLOB, length) stop at it, and record text has no use for one.
+    printable = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+    alphabet = st.one_of(printable, st.sampled_from([*edges, "…", "é", "a"]))
 
     @settings(max_examples=400, deadline=None)
     @given(st.text(alphabet=alphabet, max_size=12))
