@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jinja2
+import jinja2.bccache
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
@@ -77,6 +79,24 @@ class MemositePluginConfig(Config):
     prefix = c.Type(str, default="memory")
     include_inactive_in_search = c.Type(bool, default=False)
     cache = c.Choice(("auto", "true", "false", True, False), default="auto")
+
+
+class _MemoryBytecodeCache(jinja2.BytecodeCache):
+    """Compiled theme templates of this process, by template name and source checksum."""
+
+    def __init__(self) -> None:
+        self._store: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        code = self._store.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._store[bucket.key] = bucket.bytecode_to_string()
+
+
+_THEME_BYTECODE = _MemoryBytecodeCache()
 
 
 class _VirtualPage(File):
@@ -138,6 +158,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._scope = ""
         self._overview_charts: dict[str, str] | None = None
         self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
+        self._files_by_uri: dict[str, _VirtualPage] = {}  # src_uri -> this build's file (serve reuses them)
+        self._rows: dict[str, tuple[Any, str, str]] = {}  # src_uri -> (entry, url, records.json row)
         # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
         self.serving = False
         self._cache_dirty = False
@@ -191,6 +213,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if key != self._memory.key:
             self._memory = _BuildMemory(key=key)
             self._memo = None
+            self._files_by_uri, self._rows = {}, {}
         return config
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
@@ -238,24 +261,40 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._scope = scope
 
         self._keys, self._reuse, self._rendered, self._handled = {}, {}, set(), set()
+        previous_files, self._files_by_uri = self._files_by_uri, {}
         for page in content.pages:
             existing = files.get_file_from_path(page.src_uri)
             if existing is not None:
                 log.warning("memosite: '%s' in docs_dir replaces the generated page", page.src_uri)
                 continue
-            inclusion = InclusionLevel.NOT_IN_NAV if page.role == "record" else InclusionLevel.UNDEFINED
-            virtual = _VirtualPage.generated(config, page.src_uri, content=page.markdown, inclusion=inclusion)
-            assert isinstance(virtual, _VirtualPage)  # generated() builds an instance of its class
             key = digest(scope, page.src_uri, page.fingerprint, *sorted(page.charts.values()))
             self._keys[page.src_uri] = key
             written = self._memory.written.get(page.src_uri)
-            cached = self._cache.lookup(page.src_uri, key)
-            if written is not None and written.key == key and os.path.isfile(virtual.abs_dest_path):
+            earlier = previous_files.get(page.src_uri)
+            if (
+                self.serving
+                and earlier is not None
+                and written is not None
+                and written.key == key
+                and earlier.page is not None
+                and os.path.isfile(earlier.abs_dest_path)
+            ):
+                # Serving, unchanged: last build's file (and its Page) stand as they are.
+                virtual = earlier
+                virtual.render_needed = False
                 self._reuse[page.src_uri] = written
-                virtual.render_needed = False
-            elif cached is not None:
-                self._reuse[page.src_uri] = cached
-                virtual.render_needed = False
+            else:
+                inclusion = InclusionLevel.NOT_IN_NAV if page.role == "record" else InclusionLevel.UNDEFINED
+                generated = _VirtualPage.generated(config, page.src_uri, content=page.markdown, inclusion=inclusion)
+                assert isinstance(generated, _VirtualPage)  # generated() builds an instance of its class
+                virtual = generated
+                if written is not None and written.key == key and os.path.isfile(virtual.abs_dest_path):
+                    self._reuse[page.src_uri] = written
+                    virtual.render_needed = False
+                elif (cached := self._cache.lookup(page.src_uri, key)) is not None:
+                    self._reuse[page.src_uri] = cached
+                    virtual.render_needed = False
+            self._files_by_uri[page.src_uri] = virtual
             files.append(virtual)
         for file in files.documentation_pages():
             if not isinstance(file, _VirtualPage) and _shows_overview(file):
@@ -263,7 +302,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._content = content
         self._files = files
         urls = {file.src_uri: file.url for file in files}
-        rows = content.records_rows(lambda uri: urls.get(uri, uri))
+        rows, self._rows = content.records_rows(lambda uri: urls.get(uri, uri), self._rows)
         for row in rows:  # scanned row by row: an unchanged row is a digest lookup
             self._scanner.scan(row, content.records_json_uri)
         files.append(
@@ -358,6 +397,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             where = page.file.dest_uri
             self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), html_text], where)
         return html_text
+
+    def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
+        # MkDocs makes a new theme environment for every build; serve would compile every theme
+        # template again on each rebuild. Compiled templates are kept by their source's checksum.
+        if getattr(env, "bytecode_cache", None) is None:
+            env.bytecode_cache = _THEME_BYTECODE
+        return env
 
     @event_priority(-100)  # scan what is written, after every other plugin had its say
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str:
@@ -509,6 +555,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def on_build_error(self, *, error: Exception) -> None:
         # A failed build may leave a half-written site: the next one must rebuild every page.
         self._memory = _BuildMemory(key=self._memory.key)
+        self._files_by_uri = {}
         if self._cache is not None:
             self._cache.forget_added()
 

@@ -7,10 +7,11 @@ the vault's tombstones (purged and forgotten files) and, when vault git is on, f
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
@@ -40,9 +41,12 @@ class ChangeEvent:
         return week_of(self.when)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def week_of(moment: str) -> str:
+    """The Monday (UTC) of the ISO week ``moment`` falls in."""
     try:
-        day = parse_datetime(moment).astimezone(UTC).date()
+        # The index and the tombstones hold UTC instants (``...Z``): the date is the first ten.
+        day = date.fromisoformat(moment[:10]) if moment.endswith("Z") else parse_datetime(moment).astimezone(UTC).date()
     except ValueError:
         return moment[:10]
     return (day - timedelta(days=day.weekday())).isoformat()

@@ -137,16 +137,24 @@ class SiteContent:
     def page(self, src_uri: str) -> SitePage | None:
         return self._by_uri.get(src_uri)
 
-    def records_rows(self, url_for: Callable[[str], str]) -> list[str]:
-        """Each published record's row of ``records.json``, as JSON text; ``url`` is relative to
-        the JSON file itself."""
+    def records_rows(
+        self, url_for: Callable[[str], str], memo: dict[str, tuple[Any, str, str]] | None = None
+    ) -> tuple[list[str], dict[str, tuple[Any, str, str]]]:
+        """Each published record's row of ``records.json``, as JSON text (``url`` is relative to
+        the JSON file itself), and the rows by page for the next build: a row whose index entry
+        and URL are the ones it was made from is reused."""
         base = posixpath.dirname(url_for(self.records_json_uri))
+        memo = memo or {}
+        kept: dict[str, tuple[Any, str, str]] = {}
         rows = []
         for record in self.records:
             entry = record.entry
-            url = url_for(record.src_uri)
-            rows.append(
-                {
+            url = _relative_url(url_for(record.src_uri), base)
+            cached = memo.get(record.src_uri)
+            if cached is not None and cached[0] is entry and cached[1] == url:
+                text = cached[2]
+            else:
+                row = {
                     "id": entry.id,
                     "kind": entry.kind,
                     "project": entry.project,
@@ -158,14 +166,16 @@ class SiteContent:
                     "created": entry.created,
                     "updated": entry.updated,
                     "expires_at": entry.expires_at,
-                    "url": _relative_url(url, base),
+                    "url": url,
                 }
-            )
-        return [json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in rows]
+                text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+            kept[record.src_uri] = (entry, url, text)
+            rows.append(text)
+        return rows, kept
 
     def records_json(self, url_for: Callable[[str], str], rows: list[str] | None = None) -> str:
         """``records.json``: every published record (see :meth:`records_rows`)."""
-        rows = self.records_rows(url_for) if rows is None else rows
+        rows = self.records_rows(url_for)[0] if rows is None else rows
         return '{"records":[' + ",".join(rows) + "]}\n"
 
 
