@@ -73,7 +73,11 @@ def read_record(path: Path) -> Record:
         raise InvalidRecord(f"not UTF-8 text: {label} (byte {exc.start})") from exc
     except OSError as exc:
         raise StorageError(f"cannot read {label}: {exc.strerror or exc}") from exc
-    return parse_record(text, path, defaults=path_defaults(path), where=label)
+    defaults = path_defaults(path)
+    record = parse_record(text, path, defaults=defaults, where=label)
+    if "project" in defaults and record.frontmatter.get("project") != defaults["project"]:
+        record.frontmatter["project"] = defaults["project"]  # the directory decides the project
+    return record
 
 
 def record_title(record: Record) -> str:
@@ -243,8 +247,6 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
             warn(f"skipping {relative}: {exc.message}")
             result.invalid.append(relative)
             continue
-        if record.frontmatter.get("project") != project:
-            record.frontmatter["project"] = project  # the directory decides the project
         entries.append(build_entry(vault, record, path, stat))
         (result.changed if relative in known else result.added).append(relative)
         result.kinds.add(record.kind)

@@ -204,6 +204,3 @@ def _find(
             details={"projects": sorted(str(r.frontmatter.get("project")) for r, _ in matches)},
         )
     raise RecordNotFound(f"Record not found: {wanted}")
-
-
-# --- append ----------------------------------------------------------------------------------

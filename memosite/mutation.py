@@ -126,9 +126,10 @@ class Mutation:
         except sqlite3.Error as exc:
             warn(f"could not note the write of {relative} in the index: {exc}")
 
-    def _finish(self) -> None:
+    def _finish(self, *, failed: bool = False) -> None:
         """Views of the touched kinds once per project, one commit, then the in-flight notes go
-        (views and commits never fail a write that stands: they warn)."""
+        (views and commits never fail a write that stands: they warn). A unit that failed keeps
+        its notes, so the next command re-reads what it wrote (a write may have missed its row)."""
         try:
             for project, kinds in sorted(self.touched.items()):
                 if self.vault.project_dir(project).is_dir():
@@ -144,8 +145,9 @@ class Mutation:
                 except StorageError as exc:
                     warn(f"vault commit skipped: {exc.message}")
         finally:
-            with contextlib.suppress(sqlite3.Error):
-                self.vault.index().clear_inflight([self.token])
+            if not failed:
+                with contextlib.suppress(sqlite3.Error):
+                    self.vault.index().clear_inflight([self.token])
 
     def commit_message(self) -> str:
         if not self.notes:
@@ -182,8 +184,10 @@ def mutation(vault: Vault, message: str, *, flush: bool = False) -> Iterator[Mut
             with _interrupts_held(unit):
                 try:
                     yield unit
-                finally:
-                    unit._finish()
+                except BaseException:
+                    unit._finish(failed=True)
+                    raise
+                unit._finish()
         finally:
             _ACTIVE_UNITS.discard(unit.token)
             object.__setattr__(vault, "_mutation", None)
@@ -254,8 +258,5 @@ def _resync_path(vault: Vault, relative: str) -> set[str]:
     except (FileNotFoundError, InvalidRecord, StorageError):
         index.delete_path(relative)
         return kinds or {"trap"}
-    parts = relative.split("/")
-    if record.frontmatter.get("project") != parts[1]:
-        record.frontmatter["project"] = parts[1]  # the directory decides the project
     index.upsert(build_entry(vault, record, path))
     return kinds | {record.kind}

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, InvalidTransition
-from memosite.indexing import read_record, record_title
+from memosite.indexing import record_title
 from memosite.lookup import locate_record
 from memosite.mutation import mutation
-from memosite.schema import format_iso, utc_now
+from memosite.schema import format_iso, parse_record, utc_now
 from memosite.vault import Vault, atomic_write_bytes
 
 REVIEW_BASE_DIR = "review-base"
@@ -169,8 +169,8 @@ def reject_records(
             base = review_base_path(vault, path)
             unit.retitle(f"reject {record.kind}:{record.id} (reviewed by {reviewer}): {' '.join(reason.split())}")
             if base.is_file():
-                accepted = read_record_text(base, path)
-                unit.write(accepted[0], path, text=accepted[1])
+                text = base.read_text(encoding="utf-8")
+                unit.write(parse_record(text, path), path, text=text)
                 base.unlink()
                 outcome = "restored the accepted version"
             else:
@@ -188,22 +188,12 @@ def reject_records(
     return result
 
 
-def read_record_text(kept: Path, path: Path) -> tuple[Any, str]:
-    """The kept accepted version, parsed as the record at ``path`` and as its exact text."""
-    text = kept.read_text(encoding="utf-8")
-    atomic_write_bytes(kept, text.encode("utf-8"))  # still there should the write below fail
-    from memosite.schema import parse_record
-
-    return parse_record(text, path), text
-
-
 __all__ = [
     "PendingRecord",
     "ReviewResult",
     "approve_records",
     "keep_review_base",
     "list_pending",
-    "read_record",
     "reject_records",
     "review_base_path",
 ]
