@@ -68,6 +68,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SiteServe
     vault.close()
     assert not thread.is_alive()
     assert not server.site_dir.exists()  # the temporary site is cleaned up
+    # Serving kept its page cache in memory and wrote it out when it stopped: the next start is warm.
+    assert list((vault.root / ".memosite" / "site-cache").glob("index-*.json"))
 
 
 def _record(vault: Vault, slug: str) -> Path:

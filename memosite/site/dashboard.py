@@ -246,8 +246,10 @@ def render_feed(
     feed_dir = posixpath.dirname(feed_url)
 
     def page_url(uri: str) -> str:
+        from memosite.site.pages import _relative_url
+
         url = url_for(uri)
-        return base + url if base else posixpath.relpath(url or ".", feed_dir or ".")
+        return base + url if base else _relative_url(url, feed_dir)
 
     name = source.project or "all projects"
     return changelog.atom_feed(

@@ -153,7 +153,7 @@ def export_docs(
         files[uri] = render_feed(
             source,
             src_uri=uri,
-            site_name=f"{vault.root.name} memory",
+            site_name=f"{wanted[0]} memory" if len(wanted) == 1 else "Project memory",
             site_url=None,
             url_for=lambda u: urls.get(u, u),
             now=now,
