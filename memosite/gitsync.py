@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memosite.errors import StorageError
+from memosite.errors import MemositeError, StorageError
 from memosite.kinds import VIEW_FILES
 from memosite.vault import DISPOSABLE_PATTERNS, Vault, atomic_write_text, warn
 
@@ -352,17 +352,33 @@ def request_commit(vault: Vault, message: str) -> None:
         return
     try:
         if vault.config.git_atomic:
-            if commit_now(vault, message):
+            queued = _queued_messages(vault)
+            full = message if not queued else f"{message}\n\n" + "\n".join(queued)
+            if commit_now(vault, full):
+                vault.internal_path("pending-commits").unlink(missing_ok=True)
                 _schedule_auto_push(vault)
         else:
-            vault.internal_dir.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-            with os.fdopen(
-                os.open(vault.internal_path("pending-commits"), flags, 0o644), "a", encoding="utf-8"
-            ) as handle:
-                handle.write(message.replace("\n", " ") + "\n")
+            queue_commit(vault, message)
     except (StorageError, OSError) as exc:
         warn(f"vault commit skipped: {getattr(exc, 'message', exc)}")
+
+
+def queue_commit(vault: Vault, message: str) -> None:
+    """Keep ``message`` for the next commit (changes that need no commit of their own, such as
+    hits, and every change while ``vaultGit.atomic`` is off)."""
+    if not vault.config.git_enabled:
+        return
+    vault.internal_dir.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(vault.internal_path("pending-commits"), flags, 0o644), "a", encoding="utf-8") as handle:
+        handle.write(message.replace("\n", " ") + "\n")
+
+
+def _queued_messages(vault: Vault) -> list[str]:
+    try:
+        return vault.internal_path("pending-commits").read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
 
 
 def flush_pending(vault: Vault) -> bool:
@@ -394,3 +410,5 @@ def _schedule_auto_push(vault: Vault) -> None:
         schedule_push(vault)
     except OSError as exc:
         warn(f"automatic push not scheduled: {exc}")
+    except MemositeError as exc:
+        warn(f"automatic push not scheduled: {exc.message}")

@@ -61,6 +61,7 @@ class Mutation:
     vault: Vault
     message: str
     flush: bool = False
+    defer_commit: bool = False  # usage (hits): committed with the next change, not on its own
     token: str = field(default_factory=lambda: f"{os.getpid()}-{secrets.token_hex(6)}")
     notes: list[str] = field(default_factory=list)
     touched: dict[str, set[str]] = field(default_factory=dict)
@@ -137,7 +138,12 @@ class Mutation:
                     # Its own writes moved the directories' times: the index knows what they hold.
                     with contextlib.suppress(sqlite3.Error):
                         remember_directories(self.vault, project)
-            if self.changed:
+            if self.changed and self.defer_commit:
+                try:
+                    gitsync.queue_commit(self.vault, self.commit_message())
+                except OSError as exc:
+                    warn(f"vault commit skipped: {exc}")
+            elif self.changed:
                 gitsync.request_commit(self.vault, self.commit_message())
             if self.flush:
                 try:
@@ -163,9 +169,10 @@ def _project_of(relative: str) -> str:
 
 
 @contextlib.contextmanager
-def mutation(vault: Vault, message: str, *, flush: bool = False) -> Iterator[Mutation]:
+def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: bool = False) -> Iterator[Mutation]:
     """The unit of work every change runs in (see the module docstring). ``flush`` also commits
-    the changes queued while ``vaultGit.atomic`` is off (gc ends a batch this way)."""
+    the changes queued while ``vaultGit.atomic`` is off (gc ends a batch this way);
+    ``defer_commit`` leaves the change to the next commit (hits are usage, not edits)."""
     current: Mutation | None = getattr(vault, "_mutation", None)
     if current is not None:
         current._joined.append(message)
@@ -177,7 +184,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False) -> Iterator[Mut
     check_vault_placement(vault.root, vault.product_root)
     with vault.lock():
         ensure_index(vault)
-        unit = Mutation(vault, message, flush=flush)
+        unit = Mutation(vault, message, flush=flush, defer_commit=defer_commit)
         object.__setattr__(vault, "_mutation", unit)
         _ACTIVE_UNITS.add(unit.token)
         try:

@@ -196,7 +196,7 @@ def record_hits(
     if not wanted:
         return []
     counted: list[str] = []
-    with mutation(vault, f"hits {project}") as unit:
+    with mutation(vault, f"hits {project}", defer_commit=True) as unit:
         seen = _read_seen(seen_path) if seen_path else set()
         for record_id in wanted:
             if _seen_key(project, record_id) in seen:

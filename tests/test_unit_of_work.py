@@ -59,7 +59,6 @@ def test_every_write_path_makes_exactly_one_commit(vault_dir: Path) -> None:
             vault, "demo", kind="trap", body="Locks bite again.", slug="t2", frontmatter={"supersedes": "t"}
         ),
         lambda: append_event(vault, "demo", event="deployed"),
-        lambda: record_hits(vault, "demo", ["t2"], session_id="s1"),
         lambda: record_feedback(vault, "demo", "t2", helpful=True),
         lambda: upsert_record(vault, "demo", kind="spec", body="Spec.", slug="s"),
         lambda: forget_record(vault, "demo", record_id="s"),
@@ -71,6 +70,25 @@ def test_every_write_path_makes_exactly_one_commit(vault_dir: Path) -> None:
         assert len(commits(vault)) == n, f"step {n}"
     assert commits(vault)[0] == "forget spec:s (purge)"
     assert commits(vault)[-2] == "upsert trap:t2"  # the supersede side effect is in the same commit
+
+
+def test_hits_are_usage_committed_with_the_next_change(vault_dir: Path) -> None:
+    vault = git_vault(vault_dir)
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t")
+    for session in ("s1", "s2", "s3"):
+        assert record_hits(vault, "demo", ["t"], session_id=session) == ["t"]
+    assert len(commits(vault)) == 1  # reads never make commits of their own
+    upsert_record(vault, "demo", kind="spec", body="y", slug="s")
+    log = subprocess.run(
+        ["git", "-C", str(vault.root), "log", "-1", "--format=%B"], capture_output=True, text=True, encoding="utf-8"
+    ).stdout
+    assert log.startswith("upsert spec:s") and log.count("hits demo: t") == 3
+    assert (
+        subprocess.run(
+            ["git", "-C", str(vault.root), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
+        ).stdout.strip()
+        == ""
+    )
 
 
 def test_a_hit_already_counted_in_the_session_commits_nothing(vault_dir: Path) -> None:
