@@ -56,7 +56,9 @@ def same_everywhere(*vaults: Vault) -> None:
     heads = {git(v.root, "rev-parse", "HEAD").strip() for v in vaults}
     assert len(heads) == 1
     files = [worktree_files(v.root) for v in vaults]
-    assert all(f == files[0] for f in files[1:])
+    for other in files[1:]:
+        differing = sorted(p for p in set(other) | set(files[0]) if other.get(p) != files[0].get(p))
+        assert differing == [], [git(v.root, "status", "--porcelain") for v in vaults]
     for vault in vaults:
         assert git(vault.root, "status", "--porcelain") == ""
         assert not any(b"<<<<<<<" in data for data in files[0].values())

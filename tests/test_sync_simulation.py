@@ -29,7 +29,8 @@ from memosite.errors import MemositeError
 from memosite.indexing import reindex
 from memosite.salience import record_feedback, record_hits
 from memosite.schema import parse_datetime, parse_record, serialize_record, utc_now
-from memosite.store import append_event, forget_record, upsert_record
+from memosite.search import search_records
+from memosite.store import append_event, forget_record, list_records, upsert_record
 from memosite.sync.conflicts import list_conflicts, resolve_conflict
 from memosite.sync.result import SyncResult
 from memosite.sync.run import sync_vault
@@ -167,6 +168,11 @@ class Simulation:
         self.overwritten.append((conflict.path, before))
         self.counts[f"resolve-{take}"] += 1
 
+    def read(self, name: str) -> None:
+        """What an agent does between writes: list and search (each picks up edits made by hand)."""
+        list_records(self.vaults[name], P)
+        search_records(self.vaults[name], P, self.rng.choice(WORDS))
+
     def sync(self, name: str) -> SyncResult:
         result = sync_vault(self.vaults[name])
         self.knowledge[name] |= self.remote
@@ -191,6 +197,7 @@ class Simulation:
             (self.hand_edit_body, 7),
             (self.hand_edit_field, 4),
             (self.resolve, 3),
+            (self.read, 4),
             (self.sync, 16),
         ]
         operation = self.rng.choices([op for op, _ in operations], [w for _, w in operations])[0]
@@ -233,6 +240,8 @@ def test_three_machines_converge_without_losing_a_write(team: Team, capsys: pyte
         raise AssertionError("the machines did not become quiet")
 
     vaults = [sim.vaults[name] for name in MACHINES]
+    for name in MACHINES:  # a read after the last sync finds the index in step: it changes no file
+        sim.read(name)
     # The same records, byte for byte, everywhere; nothing uncommitted, no conflict markers.
     heads = {git(v.root, "rev-parse", "HEAD").strip() for v in vaults}
     assert len(heads) == 1 and git(team.remote, "rev-parse", "main").strip() in heads

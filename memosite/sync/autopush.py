@@ -33,12 +33,12 @@ LOG_MAX_BYTES = 256 * 1024
 
 
 def _request_path(vault: Vault) -> Path:
-    return vault.internal_dir / REQUEST_FILE
+    return vault.internal_path(REQUEST_FILE)
 
 
 def _worker_alive(vault: Vault) -> bool:
     try:
-        pid = int((vault.internal_dir / PID_FILE).read_text(encoding="utf-8").strip())
+        pid = int(vault.internal_path(PID_FILE).read_text(encoding="utf-8").strip())
     except (FileNotFoundError, ValueError):
         return False
     if os.name != "posix":
@@ -54,7 +54,7 @@ def _worker_alive(vault: Vault) -> bool:
 
 def push_scheduled(vault: Vault) -> bool:
     """True while an automatic push is waiting or running."""
-    return _request_path(vault).exists() or (vault.internal_dir / TAKEN_FILE).exists() or _worker_alive(vault)
+    return _request_path(vault).exists() or vault.internal_path(TAKEN_FILE).exists() or _worker_alive(vault)
 
 
 def schedule_push(vault: Vault) -> None:
@@ -63,11 +63,11 @@ def schedule_push(vault: Vault) -> None:
     atomic_write_text(_request_path(vault), f"{time.time():.6f}\n", durable=False)
     if _worker_alive(vault):
         return
-    _spawn_worker(vault.root)
+    _spawn_worker(vault)
 
 
-def _spawn_worker(root: Path) -> None:
-    log = root / ".memosite" / LOG_FILE
+def _spawn_worker(vault: Vault) -> None:
+    log = vault.internal_path(LOG_FILE)
     with contextlib.suppress(OSError):
         if log.stat().st_size > LOG_MAX_BYTES:
             log.unlink()
@@ -80,7 +80,7 @@ def _spawn_worker(root: Path) -> None:
         )
     with open(log, "a", encoding="utf-8") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "memosite.sync.autopush", str(root)],
+            [sys.executable, "-m", "memosite.sync.autopush", str(vault.root)],
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=handle,
@@ -106,21 +106,21 @@ def run_worker(vault: Vault, *, sleep: float = 0.2) -> int:
     from memosite.sync.state import note_push
 
     runs = 0
-    lock = FileLock(str(vault.internal_dir / LOCK_FILE), is_singleton=True)
+    lock = FileLock(str(vault.internal_path(LOCK_FILE)), is_singleton=True)
     while True:
         try:
             lock.acquire(timeout=0)
         except Timeout:
             return runs  # another worker runs: it sees this request too
         try:
-            atomic_write_text(vault.internal_dir / PID_FILE, f"{os.getpid()}\n", durable=False)
+            atomic_write_text(vault.internal_path(PID_FILE), f"{os.getpid()}\n", durable=False)
             while (requested := _requested_at(vault)) is not None:
                 wait = vault.config.git_push_delay_seconds - (time.time() - requested)
                 if wait > 0:
                     time.sleep(min(wait, max(sleep, 0.01)))
                     continue
                 # Take the request: one arriving while this sync runs makes a new file, and a new round.
-                os.replace(_request_path(vault), vault.internal_dir / TAKEN_FILE)
+                os.replace(_request_path(vault), vault.internal_path(TAKEN_FILE))
                 try:
                     sync_vault(vault)
                 except MemositeError as exc:
@@ -128,11 +128,11 @@ def run_worker(vault: Vault, *, sleep: float = 0.2) -> int:
                     sys.stderr.write(f"{format_iso(utc_now())} memosite auto push: {exc.message}\n")
                 finally:
                     with contextlib.suppress(FileNotFoundError):
-                        (vault.internal_dir / TAKEN_FILE).unlink()
+                        vault.internal_path(TAKEN_FILE).unlink()
                 runs += 1
         finally:
             with contextlib.suppress(FileNotFoundError):
-                (vault.internal_dir / PID_FILE).unlink()
+                vault.internal_path(PID_FILE).unlink()
             lock.release()
         # A request that came between the last look and the release found a live worker and
         # spawned none: look once more now that the lock is free.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from memosite.sync.paths import classify
 from memosite.sync.repo import Change, Repo
@@ -88,7 +89,8 @@ def _apply(repo: Repo, resolutions: list[Resolution]) -> None:
                 os.unlink(target)
             removed.append(resolution.path)
         else:
-            atomic_write_bytes(target, resolution.content)
+            if _read(target) != resolution.content:  # an unchanged file keeps its stat (and its index row)
+                atomic_write_bytes(target, resolution.content)
             added.append(resolution.path)
         if resolution.sidecar is not None and resolution.sidecar_content is not None:
             atomic_write_bytes(repo.root / resolution.sidecar, resolution.sidecar_content)
@@ -105,6 +107,13 @@ def _apply(repo: Repo, resolutions: list[Resolution]) -> None:
             "--pathspec-file-nul",
             input="\0".join(removed),
         )
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
 
 
 # --- dry run -----------------------------------------------------------------------------------

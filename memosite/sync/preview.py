@@ -96,7 +96,7 @@ def _would_be_head(vault: Vault, view: Repo, scratch: Path, result: SyncResult) 
     """HEAD, or the commit that committing the pending local changes would make (built in the
     scratch store through a temporary git index)."""
     head = view.head()
-    pending = view.dirty() or (vault.internal_dir / "pending-commits").exists()
+    pending = view.dirty() or vault.internal_path("pending-commits").exists()
     if not pending:
         return head
     result.committed_local = True

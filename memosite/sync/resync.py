@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from memosite.config import load_config
 from memosite.errors import InvalidRecord, StorageError
 from memosite.index import IndexEntry
-from memosite.indexing import build_entry, read_record, rebuild_views, refresh_project
+from memosite.indexing import build_entry, read_record, rebuild_views, refresh_project, remember_directories
 from memosite.sync.paths import classify, record_project
 from memosite.sync.repo import Change
 from memosite.vault import Vault, warn
@@ -83,6 +83,9 @@ def resync_changes(vault: Vault, changes: Iterable[Change]) -> ResyncResult:
         for relative in gone:
             if index.delete_path(relative) and relative not in result.invalid:
                 result.removed.append(relative)
+    for project in result.kinds:
+        if vault.project_dir(project).is_dir():
+            remember_directories(vault, project)  # files came and went: the index knows them now
     return result
 
 

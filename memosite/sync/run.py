@@ -17,7 +17,7 @@ removes the record through the merge, and a purge meeting an edit is settled by
 from __future__ import annotations
 
 from memosite import gitsync
-from memosite.indexing import ensure_index, rebuild_views, refresh_project
+from memosite.indexing import ensure_index, rebuild_views, refresh_project, remember_directories
 from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.merging import resolve_unmerged
 from memosite.sync.paths import blob_id, classify, sidecar_path
@@ -194,7 +194,10 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
     the merge commit (views and conflict sidecars included)."""
     resolutions = resolve_unmerged(repo)
     result.note_resolutions(resolutions)
-    resynced = resync_changes(vault, repo.diff("HEAD", None, cached=True))
+    changes = {change.path: change for change in repo.diff("HEAD", None, cached=True)}
+    for resolution in resolutions:  # resolved paths whose file is as it was still get a look
+        changes.setdefault(resolution.path, Change("D" if resolution.content is None else "M", resolution.path))
+    resynced = resync_changes(vault, list(changes.values()))
     result.note_resync(resynced)
     recompile(vault, resynced.kinds)
     repo.git("add", "-A")
@@ -252,6 +255,7 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
         result.removed.extend(refreshed.removed)
         if project in projects:
             rebuild_views(vault, project)
+        remember_directories(vault, project)
     for path in sorted(differing):
         if classify(path) == "record":
             sidecar = sidecar_path(path, remote_versions.get(remote_ids[path], b""))

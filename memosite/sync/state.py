@@ -22,7 +22,7 @@ STATE_FILE = "sync-state.json"
 
 def read_state(vault: Vault) -> dict[str, Any]:
     try:
-        data = json.loads((vault.internal_dir / STATE_FILE).read_text(encoding="utf-8"))
+        data = json.loads(vault.internal_path(STATE_FILE).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError, UnicodeDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -33,11 +33,11 @@ def editing_state(vault: Vault) -> Iterator[dict[str, Any]]:
     """Read, change and write the state back under its own small lock (the background push and a
     ``memosite sync`` may both report at once)."""
     vault.internal_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(vault.internal_dir / "sync-state.lock"), is_singleton=True):
+    with FileLock(str(vault.internal_path("sync-state.lock")), is_singleton=True):
         state = read_state(vault)
         yield state
         text = json.dumps(state, indent=2, sort_keys=True) + "\n"
-        atomic_write_text(vault.internal_dir / STATE_FILE, text, durable=False)  # a report, rebuilt by the next sync
+        atomic_write_text(vault.internal_path(STATE_FILE), text, durable=False)  # a report, rebuilt by the next sync
 
 
 def note_push(vault: Vault, head: str, error: str | None) -> None:
