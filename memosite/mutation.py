@@ -102,6 +102,15 @@ class Mutation:
             self.removed.append(self.vault.relative(tombstone.path))
             self.touch(tombstone.project, [tombstone.kind])
 
+    def discard(self, path: Path) -> None:
+        """Unlink a file beside the records that is not one (a conflict sidecar): no tombstone, no
+        index row, but noted in flight and committed with the unit."""
+        relative = self.vault.relative(writable_target(self.vault, path))
+        self._mark(_project_of(relative), relative)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        self.removed.append(relative)
+
     def touch(self, project: str, kinds: Iterable[str]) -> None:
         """Have the views of ``kinds`` in ``project`` rewritten when the unit ends."""
         self.touched.setdefault(project, set()).update(kinds)

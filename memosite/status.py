@@ -16,6 +16,7 @@ from typing import Any
 from memosite.config import ProjectIdentity
 from memosite.indexing import record_file_stats
 from memosite.schema import utc_now
+from memosite.sync.status import SyncState, sync_state
 from memosite.vault import CONFLICT_MARK, Vault
 
 
@@ -71,6 +72,7 @@ class StatusReport:
     git: GitState | None = None
     verdicts: dict[str, int] = field(default_factory=lambda: {"fresh": 0, "drifted": 0, "missing": 0})
     pending_review: int = 0
+    sync: SyncState | None = None
 
     @property
     def total(self) -> int:
@@ -92,6 +94,7 @@ class StatusReport:
             "git": self.git.to_json() if self.git is not None else None,
             "verdicts": self.verdicts,
             "pendingReview": self.pending_review,
+            "sync": self.sync.to_json() if self.sync is not None else None,
         }
 
 
@@ -146,6 +149,7 @@ def vault_status(
     try:
         report.index = index_freshness(vault, identity.id)
         report.conflicts = conflict_sidecars(vault, identity.id)
+        report.sync = sync_state(vault)
         report.git = GitState(
             enabled=vault.config.git_enabled,
             repository=(vault.root / ".git").exists(),

@@ -92,6 +92,8 @@ def status(app: App) -> None:
             if git.pending_commits:
                 state += f", {git.pending_commits} changes queued for the next commit"
             lines.append(f"vault git  {state}")
+        if report.sync is not None and git is not None and git.enabled:
+            lines.extend(f"sync       {line}" for line in report.sync.lines())
         return "\n".join(lines)
 
     app.emit(report.to_json(), text)

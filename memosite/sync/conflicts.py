@@ -315,8 +315,7 @@ def _resolve_record(vault: Vault, conflict: Conflict, chosen: list[Conflict], ta
             unit.write(record, target, text=target.read_bytes().decode("utf-8"))
             kinds.add(record.kind)
         for sidecar in chosen:
-            with contextlib.suppress(FileNotFoundError):
-                (vault.root / sidecar.sidecar).unlink()
+            unit.discard(vault.root / sidecar.sidecar)
             unit.note(f"removed {sidecar.sidecar}")
         unit.touch(conflict.project, kinds)
 
