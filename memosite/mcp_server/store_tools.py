@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from memosite.kinds import KINDS
 from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
-from memosite.schema import KINDS
 from memosite.vault import Vault
 
 KindName = Literal[KINDS]  # type: ignore[valid-type]

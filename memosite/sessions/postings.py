@@ -75,11 +75,11 @@ class SessionIndex:
     session_id: str
     generation: int
     covered: int = 0
-    chunks: dict[str, array] = field(default_factory=lambda: {k: array(t) for k, t in _CHUNK_ARRAYS.items()})
+    chunks: dict[str, array[Any]] = field(default_factory=lambda: {k: array(t) for k, t in _CHUNK_ARRAYS.items()})
     terms: dict[str, int] = field(default_factory=dict)
-    starts: array = field(default_factory=lambda: array("q", [0]))
-    post_chunk: array = field(default_factory=lambda: array("l"))
-    post_tf: array = field(default_factory=lambda: array("l"))
+    starts: array[int] = field(default_factory=lambda: array("q", [0]))
+    post_chunk: array[int] = field(default_factory=lambda: array("l"))
+    post_tf: array[int] = field(default_factory=lambda: array("l"))
     delta: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     delta_chunks: int = 0
     total_length: int = 0
@@ -195,7 +195,7 @@ class SessionIndex:
             vocab_bytes = header["vocabularyBytes"]
             vocabulary = data[at : at + vocab_bytes].decode("utf-8").split("\n") if vocab_bytes else []
             at += vocab_bytes
-            arrays: dict[str, array] = {}
+            arrays: dict[str, array[Any]] = {}
             expected = {**_CHUNK_ARRAYS, **_POSTING_ARRAYS}
             for name, typecode in expected.items():
                 code, itemsize, length = header["arrays"][name]

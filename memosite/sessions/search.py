@@ -52,7 +52,7 @@ def bm25_idf(chunks: int, document_frequency: int) -> float:
 
 
 def recency_multiplier(age_days: float) -> float:
-    return 1.0 + RECENCY_WEIGHT * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
+    return float(1.0 + RECENCY_WEIGHT * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS))
 
 
 def chunk_id(session_id: str, seq: int, part: int) -> str:
