@@ -279,14 +279,16 @@ class _Gatherer:
         except fts.QuerySyntaxError:
             return False
 
-    def page(self, section: _Section, limit: int) -> list[BriefItem]:
-        """The next ``limit`` records of ``section`` in rank order."""
-        candidates = self._candidates(section, limit)
-        section.read += len(candidates)
-        rows = queries.record_rows(self.index, [candidate.rowid for candidate in candidates])
-        items = [_item(section.name, rows[c.rowid], self.now_iso, c) for c in candidates if c.rowid in rows]
+    def page(self, section: _Section, limit: int, *, named: int = 0) -> tuple[list[BriefItem], list[str]]:
+        """The next ``limit`` records of ``section`` in rank order, and the ids of the ``named``
+        records after them (read only to name what a cap leaves out)."""
+        candidates = self._candidates(section, limit + named)
+        shown, beyond = candidates[:limit], candidates[limit:]
+        section.read += len(shown)
+        rows = queries.record_rows(self.index, [candidate.rowid for candidate in shown])
+        items = [_item(section.name, rows[c.rowid], self.now_iso, c) for c in shown if c.rowid in rows]
         section.items.extend(items)
-        return items
+        return items, queries.record_ids(self.index, [candidate.rowid for candidate in beyond])
 
     def _candidates(self, section: _Section, limit: int) -> list[queries.BriefCandidate]:
         return queries.brief_section(
@@ -304,7 +306,7 @@ class _Gatherer:
     def pages(self, section: _Section) -> Iterator[BriefItem]:
         """Every record of ``section``, read a page at a time as the caller goes."""
         while section.read < section.total:
-            page = self.page(section, DECISION_PAGE)
+            page, _ = self.page(section, DECISION_PAGE)
             if not page:
                 return
             yield from page
@@ -456,7 +458,7 @@ def _budget(vault: Vault, max_bytes: int | None, max_tokens: int | None) -> int:
 
 
 def _omissions(
-    fit: _Fit, eligible: dict[str, int], read: dict[str, list[BriefItem]], capped: list[BriefItem], cap_count: int
+    fit: _Fit, eligible: dict[str, int], read: dict[str, list[BriefItem]], capped: list[str], cap_count: int
 ) -> list[Omission]:
     kept = {id(item) for item, _ in fit.chosen}
     omitted: list[Omission] = []
@@ -468,7 +470,7 @@ def _omissions(
         if count > 0:
             omitted.append(Omission(section, "budget", count, dropped[:OMITTED_IDS]))
     if cap_count > 0:
-        omitted.append(Omission("traps", "cap", cap_count, [item.id for item in capped][:OMITTED_IDS]))
+        omitted.append(Omission("traps", "cap", cap_count, capped[:OMITTED_IDS]))
     return omitted
 
 
@@ -514,8 +516,7 @@ def build_bootstrap(
     gatherer.count(trap_section)
     gatherer.count(decision_section)
     # The next few traps past the cap are read too, only to name them among the omitted.
-    read_traps = gatherer.page(trap_section, MAX_TRAPS + OMITTED_IDS) if trap_section.total else []
-    traps, capped = read_traps[:MAX_TRAPS], read_traps[MAX_TRAPS:]
+    traps, capped = gatherer.page(trap_section, MAX_TRAPS, named=OMITTED_IDS) if trap_section.total else ([], [])
     cap_count = max(trap_section.total - MAX_TRAPS, 0)
     context = _context(vault, project, slug, now) if slug else []
     eligible = {"traps": len(traps), "context": len(context), "decisions": decision_section.total}

@@ -333,3 +333,64 @@ def test_decisions_are_read_only_as_far_as_the_budget_goes(vault: Vault) -> None
     (omission,) = result.omitted
     assert omission.section == "decisions" and omission.count == 60 - len(result.decisions)
     assert len(omission.ids) <= 20
+
+
+_PATTERNS = ["src/payments/client.py", "src/payments/**", "src/web/*.ts", "**/conftest.py", "migrations/versions"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    traps=st.lists(
+        st.tuples(
+            st.sampled_from(["medium", "high", "critical"]),
+            st.integers(1, 4),  # occurrences
+            st.integers(0, 3),  # hits
+            st.booleans(),  # flagged stale
+            st.lists(st.sampled_from(_PATTERNS), max_size=2, unique=True),
+        ),
+        min_size=1,
+        max_size=16,
+    ),
+    path=st.one_of(st.none(), st.sampled_from(["src/payments/client.py", "src/web/a.ts", "tests/conftest.py", "src"])),
+)
+def test_trap_order_is_path_first_then_severity_occurrences_hits_recency(
+    vault_dir: Path, traps: list[tuple[str, int, int, bool, list[str]]], path: str | None
+) -> None:
+    import shutil
+
+    from memosite.paths import path_matches
+    from memosite.schema import SEVERITY_WEIGHT
+
+    shutil.rmtree(vault_dir, ignore_errors=True)
+    vault = Vault.open(vault_dir)
+    try:
+        expected = []
+        for number, (severity, occurrences, hits, stale, patterns) in enumerate(traps):
+            slug = f"trap-{number:02d}"
+            put(
+                vault,
+                "trap",
+                slug,
+                f"Trap number {number}.\n",
+                age=number / 10,
+                severity=severity,
+                occurrences=occurrences,
+                hits=hits,
+                staleCount=2 if stale else 0,
+                pathPatterns=patterns,
+            )
+            on_path = path is not None and path_matches(patterns, path)
+            expected.append((not on_path, stale, -SEVERITY_WEIGHT[severity], -occurrences, -hits, number, slug))
+        result = build_bootstrap(vault, P, path=path, max_bytes=100_000, now=NOW)
+        assert trap_ids(result) == [row[-1] for row in sorted(expected)][:10]
+    finally:
+        vault.close()
+
+
+def test_decisions_read_a_page_at_a_time_keep_one_order(vault: Vault) -> None:
+    for number in range(40):
+        put(vault, "decision", f"decision-{number:02d}", "Short.\n", age=(number * 7) % 40 + 1)
+    put(vault, "decision", "on-path", "Short.\n", age=50, pathPatterns=["src/payments/**"])
+    result = build_bootstrap(vault, P, path="src/payments/x.py", max_bytes=100_000, now=NOW)
+    by_age = sorted(range(40), key=lambda n: (n * 7) % 40)
+    assert [item.id for item in result.decisions] == ["on-path", *(f"decision-{n:02d}" for n in by_age)]

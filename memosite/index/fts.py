@@ -141,15 +141,28 @@ def _marks(values: Sequence[Any]) -> str:
 # --- filters ---------------------------------------------------------------------------------
 
 
-def path_match_sql(facts: str) -> str:
-    """``facts``' path patterns cover the path parameter (:func:`path_params` gives the parameters).
-    Most records name no paths: they are passed over without calling Python at all."""
-    return f"({facts}.path_patterns != '[]' AND memosite_path_match({facts}.path_patterns, ?))"
+def matching_patterns_sql(project: bool = True) -> str:
+    """The distinct ``path_patterns`` of a project (parameters: the project unless ``project`` is
+    False, then the path) that cover the path. Python's :func:`memosite.paths.path_matches` decides
+    once per distinct set of patterns (traps about the same files share them), not once per record;
+    ``LIMIT -1`` keeps SQLite from pushing the Python test below the DISTINCT."""
+    scope = "project = ? AND " if project else ""
+    return (
+        f"SELECT patterns FROM (SELECT DISTINCT path_patterns AS patterns FROM search_facts "
+        f"WHERE {scope}path_patterns != '[]' LIMIT -1) WHERE memosite_path_match(patterns, ?)"
+    )
 
 
-def path_params(path: str) -> list[str]:
-    """The parameters of :func:`path_match_sql` for ``path``."""
-    return [path]
+def path_match(facts: str, path: str, project: str | None) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) true when ``facts``' path patterns cover ``path``; records that name
+    no paths are passed over without calling Python at all."""
+    subquery = matching_patterns_sql(project is not None)
+    sql = f"({facts}.path_patterns != '[]' AND {facts}.path_patterns IN ({subquery}))"
+    return sql, [*([project] if project is not None else []), path]
+
+
+def _unpack(found: tuple[str, list[Any]]) -> tuple[Any, ...]:
+    return (found[0], *found[1])
 
 
 def search_scope(filters: SearchFilters) -> Where:
@@ -178,7 +191,7 @@ def search_scope(filters: SearchFilters) -> Where:
     for tag in filters.tags:
         where.add("EXISTS (SELECT 1 FROM json_each(f.tags_json) AS t WHERE lower(t.value) = lower(?))", tag)
     if filters.path is not None:
-        where.add(path_match_sql("f"), *path_params(filters.path))
+        where.add(*_unpack(path_match("f", filters.path, filters.project)))
     return where
 
 

@@ -165,11 +165,17 @@ def _section_scope(project: str, section: BriefSection, values: Sequence[Any], n
 
 
 # Path matches first, then records holding more of the query's terms (better bm25 first), then
-# the section's own order; flagged-stale records after the others they tie with.
+# the section's own order; flagged-stale records after the others they tie with. The records that
+# match neither (most of them) are in the section's own order, which an index of search_facts holds:
+# they are read in that order up to the page, never sorted.
+_OWN_ORDERS = {
+    "traps": "f.flagged, f.severity_weight DESC, f.occurrences DESC, f.hits DESC, f.updated DESC, f.path",
+    "decisions": "f.flagged, f.updated DESC, f.path",
+}
+_OWN_ORDER_INDEXES = {"traps": "search_facts_trap_order", "decisions": "search_facts_decision_order"}
 _SECTION_ORDERS = {
-    "traps": "on_path DESC, matched DESC, f.flagged, rank IS NULL, rank, f.severity_weight DESC, "
-    "f.occurrences DESC, f.hits DESC, f.updated DESC, f.path",
-    "decisions": "on_path DESC, matched DESC, f.flagged, rank IS NULL, rank, f.updated DESC, f.path",
+    section: f"on_path DESC, matched DESC, f.flagged, rank IS NULL, rank, {order.removeprefix('f.flagged, ')}"
+    for section, order in _OWN_ORDERS.items()
 }
 
 
@@ -178,6 +184,59 @@ def brief_section_count(index: Index, project: str, section: BriefSection, value
     scope = _section_scope(project, section, values, now_iso)
     row = index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {scope.sql()}", scope.params).fetchone()
     return int(row[0])
+
+
+def _focused(
+    index: Index,
+    project: str,
+    section: BriefSection,
+    scope: fts.Where,
+    terms: fts.Terms | None,
+    path: str | None,
+    limit: int,
+) -> list[BriefCandidate]:
+    """The first ``limit`` records of the section that match the path or the query, in order."""
+    ctes: list[str] = []
+    params: list[Any] = []
+    sources: list[str] = []
+    if terms:
+        found = fts.relation(terms, scope, require_all=False)
+        ctes += [cte.removeprefix("WITH ") for cte in found.ctes]
+        params += found.cte_params
+        ctes.append(f"q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select}))")
+        params += found.params
+        sources.append("SELECT rid, matched, rank FROM q")
+    on_path = "0"
+    if path is not None:
+        ctes.append(f"pm AS MATERIALIZED ({fts.matching_patterns_sql()})")
+        params += [project, path]
+        not_in_q = " AND rowid NOT IN (SELECT rid FROM q)" if terms else ""
+        sources.append(
+            f"SELECT rowid AS rid, 0 AS matched, NULL AS rank FROM search_facts "
+            f"WHERE project = ? AND path_patterns IN pm{not_in_q}"
+        )
+        params.append(project)
+        on_path = "(f.path_patterns IN pm)"
+    # Each focused record once, with what it matched: no join back to q (SQLite would scan it per row).
+    ctes.append(f"focus AS MATERIALIZED ({' UNION ALL '.join(sources)})")
+    sql = (
+        f"WITH {', '.join(ctes)} "
+        f"SELECT f.rowid AS rid, {on_path} AS on_path, focus.matched AS matched, focus.rank AS rank "
+        f"FROM focus JOIN search_facts AS f ON f.rowid = focus.rid WHERE {scope.sql()} "
+        f"ORDER BY {_SECTION_ORDERS[section]} LIMIT ?"
+    )
+    rows = _run_brief(index, sql, [*params, *scope.params, limit], terms)
+    return [BriefCandidate(int(r["rid"]), bool(r["on_path"]), int(r["matched"]), r["rank"]) for r in rows]
+
+
+def _run_brief(index: Index, sql: str, params: Sequence[Any], terms: fts.Terms | None) -> list[sqlite3.Row]:
+    fts.register_functions(index.conn)
+    try:
+        return index.conn.execute(sql, list(params)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if terms and terms.raw is not None:
+            raise fts.QuerySyntaxError(str(exc)) from exc
+        raise
 
 
 def brief_section(
@@ -196,32 +255,23 @@ def brief_section(
     ``offset``. ``terms`` match as any-term (raises :class:`fts.QuerySyntaxError` for raw FTS5
     syntax SQLite rejects)."""
     scope = _section_scope(project, section, values, now_iso)
-    on_path = fts.path_match_sql("f") if path is not None else "0"
-    on_path_params = fts.path_params(path) if path is not None else []
-    if terms:
-        found = fts.relation(terms, scope, require_all=False)
-        prefix = found.prefix() + (", " if found.ctes else "WITH ")
-        sql = (
-            f"{prefix}q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select})) "
-            f"SELECT f.rowid AS rid, {on_path} AS on_path, coalesce(q.matched, 0) AS matched, q.rank AS rank "
-            f"FROM search_facts AS f LEFT JOIN q ON q.rid = f.rowid WHERE {scope.sql()} "
-            f"ORDER BY {_SECTION_ORDERS[section]} LIMIT ? OFFSET ?"
-        )
-        params = [*found.cte_params, *found.params, *on_path_params, *scope.params, limit, offset]
-    else:
-        sql = (
-            f"SELECT f.rowid AS rid, {on_path} AS on_path, 0 AS matched, NULL AS rank FROM search_facts AS f "
-            f"WHERE {scope.sql()} ORDER BY {_SECTION_ORDERS[section]} LIMIT ? OFFSET ?"
-        )
-        params = [*on_path_params, *scope.params, limit, offset]
-    fts.register_functions(index.conn)
-    try:
-        rows = index.conn.execute(sql, params).fetchall()
-    except sqlite3.OperationalError as exc:
-        if terms and terms.raw is not None:
-            raise fts.QuerySyntaxError(str(exc)) from exc
-        raise
-    return [BriefCandidate(int(r["rid"]), bool(r["on_path"]), int(r["matched"]), r["rank"]) for r in rows]
+    wanted = offset + limit
+    focused = _focused(index, project, section, scope, terms, path, wanted) if terms or path is not None else []
+    if len(focused) >= wanted:
+        return focused[offset:]
+    # Every focused record is known (fewer than a page): the rest follow in the section's own order.
+    skip = [candidate.rowid for candidate in focused]
+    rest_offset = max(offset - len(focused), 0)
+    exclude = f" AND f.rowid NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
+    rows = _run_brief(
+        index,
+        f"SELECT f.rowid AS rid FROM search_facts AS f INDEXED BY {_OWN_ORDER_INDEXES[section]} "
+        f"WHERE {scope.sql()}{exclude} ORDER BY {_OWN_ORDERS[section]} LIMIT ? OFFSET ?",
+        [*scope.params, *skip, wanted - max(offset, len(focused)), rest_offset],
+        None,
+    )
+    rest = [BriefCandidate(int(r["rid"]), False, 0, None) for r in rows]
+    return focused[offset:] + rest
 
 
 def record_rows(index: Index, rowids: Sequence[int]) -> dict[int, RecordRow]:
@@ -238,6 +288,18 @@ def record_rows(index: Index, rowids: Sequence[int]) -> dict[int, RecordRow]:
         values = {key: row[key] for key in row.keys() if key != "rowid"}  # noqa: SIM118 (sqlite3.Row)
         found[int(row["rowid"])] = RecordRow(**{**values, "path_patterns": json.loads(values["path_patterns"])})
     return found
+
+
+def record_ids(index: Index, rowids: Sequence[int]) -> list[str]:
+    """The ids of the records of ``rowids``, in that order."""
+    if not rowids:
+        return []
+    marks = ", ".join("?" for _ in rowids)
+    ids = {
+        row[0]: row[1]
+        for row in index.conn.execute(f"SELECT rowid, id FROM records WHERE rowid IN ({marks})", list(rowids))
+    }
+    return [ids[rowid] for rowid in rowids if rowid in ids]
 
 
 def related_context_paths(index: Index, project: str, kinds: Sequence[str], slug: str) -> list[str]:

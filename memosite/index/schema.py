@@ -19,7 +19,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import _UNSPACED  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "18"
+SCHEMA_VERSION = "20"
 
 
 def _text(row: str) -> str:
@@ -94,7 +94,16 @@ CREATE TABLE IF NOT EXISTS search_facts (
     unspaced INTEGER NOT NULL,
     weight REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status);
+-- The brief counts (and rank reads) a kind's live rows from this index alone; it reads the traps and
+-- decisions that match neither path nor query in their own order (so a brief never sorts them all).
+CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status, severity_weight, expires_at);
+CREATE INDEX IF NOT EXISTS search_facts_trap_order ON search_facts(
+    project, kind, flagged, severity_weight DESC, occurrences DESC, hits DESC, updated DESC, path, status, expires_at
+);
+CREATE INDEX IF NOT EXISTS search_facts_decision_order ON search_facts(
+    project, kind, flagged, updated DESC, path, status, expires_at
+);
+CREATE INDEX IF NOT EXISTS search_facts_patterns ON search_facts(project, path_patterns);
 CREATE INDEX IF NOT EXISTS search_facts_unspaced ON search_facts(project, unspaced);
 CREATE TRIGGER IF NOT EXISTS search_facts_ai AFTER INSERT ON records BEGIN
     INSERT OR REPLACE INTO search_facts VALUES ({_facts_values("new")});
@@ -272,5 +281,9 @@ def ensure_schema(conn: sqlite3.Connection) -> bool:
         # what it lost).
         conn.executescript(_DROP)
     conn.executescript(DDL)
+    # What meta remembers of the old tables (the record directories' times, the templates'
+    # checksum) no longer holds: a process that opens the index and never fills it must not leave
+    # the next one believing an empty index is up to date.
+    conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
     return True
