@@ -262,9 +262,10 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
         self._keys, self._reuse, self._rendered, self._handled = {}, {}, set(), set()
         previous_files, self._files_by_uri = self._files_by_uri, {}
+        docs = list(files.documentation_pages())
+        present = {file.src_uri for file in files}
         for page in content.pages:
-            existing = files.get_file_from_path(page.src_uri)
-            if existing is not None:
+            if page.src_uri in present:
                 log.warning("memosite: '%s' in docs_dir replaces the generated page", page.src_uri)
                 continue
             key = digest(scope, page.src_uri, page.fingerprint, *sorted(page.charts.values()))
@@ -296,8 +297,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     virtual.render_needed = False
             self._files_by_uri[page.src_uri] = virtual
             files.append(virtual)
-        for file in files.documentation_pages():
-            if not isinstance(file, _VirtualPage) and _shows_overview(file):
+        for file in docs:
+            if _shows_overview(file):
                 file.__class__ = _AlwaysBuilt
         self._content = content
         self._files = files

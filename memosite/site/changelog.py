@@ -8,6 +8,7 @@ the vault's tombstones (purged and forgotten files) and, when vault git is on, f
 from __future__ import annotations
 
 import functools
+import heapq
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -121,8 +122,15 @@ def git_events(vault: Vault, project: str, *, limit: int = 500) -> list[ChangeEv
     return events
 
 
-def newest_first(events: Iterable[ChangeEvent]) -> list[ChangeEvent]:
-    return sorted(events, key=lambda e: (e.when, ACTIONS.index(e.action), e.record_id), reverse=True)
+def _order(event: ChangeEvent) -> tuple[str, int, str]:
+    return (event.when, ACTIONS.index(event.action), event.record_id)
+
+
+def newest_first(events: Iterable[ChangeEvent], limit: int | None = None) -> list[ChangeEvent]:
+    """Events newest first (only the newest ``limit`` of them, when given)."""
+    if limit is not None:
+        return heapq.nlargest(limit, events, key=_order)
+    return sorted(events, key=_order, reverse=True)
 
 
 def by_week(events: Sequence[ChangeEvent]) -> list[tuple[str, list[ChangeEvent]]]:
@@ -168,7 +176,7 @@ def atom_feed(
 ) -> str:
     """An Atom 1.0 feed of the newest ``limit`` events (``url_for`` maps a page's src_uri to its
     URL; URLs may be relative to the feed, ``xml:base`` says against what)."""
-    newest = newest_first(events)[:limit]
+    newest = newest_first(events, limit)
     updated = _atom_time(newest[0].when) if newest else now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [
         '<?xml version="1.0" encoding="utf-8"?>',

@@ -8,6 +8,7 @@ flagged stale, "reads as expired"), so a dashboard never disagrees with a view.
 
 from __future__ import annotations
 
+import heapq
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -43,6 +44,8 @@ class FeedSource:
     records: list[PublishedRecord]
     events: list[changelog.ChangeEvent]
     conflicts: list[str] = field(default_factory=list)
+    stats: tuple[str, dict[str, Any]] | None = None  # (instant, figures) computed for it
+    figures: tuple[str, dict[str, str]] | None = None  # (instant, charts without their tokens)
 
     @classmethod
     def for_project(cls, vault: Vault, project: str, records: list[PublishedRecord], now: datetime) -> FeedSource:
@@ -54,6 +57,9 @@ class FeedSource:
 
     @classmethod
     def merged(cls, sources: Sequence[FeedSource]) -> FeedSource:
+        if len(sources) == 1:  # the same figures: share what was computed for the one project
+            one = sources[0]
+            return cls(None, one.records, one.events, one.conflicts, one.stats, one.figures)
         return cls(
             None,
             [r for s in sources for r in s.records],
@@ -86,7 +92,26 @@ def _link(src_uri: str, base: str) -> str:
 
 
 def project_stats(source: FeedSource, now: datetime, base: str) -> dict[str, Any]:
-    """What a project's home shows, with links relative to ``base`` (the page's directory)."""
+    """What a project's home shows, with links relative to ``base`` (the page's directory).
+
+    The figures are computed once per source and instant; only the links depend on ``base``."""
+    key = format_iso(now)
+    if source.stats is None or source.stats[0] != key:
+        source.stats = (key, _figures(source, now))
+    return _linked(source.stats[1], base)
+
+
+def _linked(figures: dict[str, Any], base: str) -> dict[str, Any]:
+    def links(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**item, "link": _link(item["src"], base) if item.get("src") else None} for item in items]
+
+    return {
+        **figures,
+        **{name: links(figures[name]) for name in ("latest", "recurring", "recalled", "stale", "review")},
+    }
+
+
+def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
     records = source.records
     counts: dict[str, Counter[str]] = {kind: Counter() for kind in DURABLE_KINDS}
     for record in records:
@@ -104,10 +129,10 @@ def project_stats(source: FeedSource, now: datetime, base: str) -> dict[str, Any
     traps = [r for r in records if r.entry.kind == "trap" and _live(r)]
 
     def item(record: PublishedRecord, figure: str) -> dict[str, str]:
-        return {"title": record.entry.title, "link": _link(record.src_uri, base), "figure": figure}
+        return {"title": record.entry.title, "src": record.src_uri, "figure": figure}
 
-    recurring = sorted(traps, key=lambda r: (-(r.entry.occurrences or 1), r.entry.title))[:5]
-    recalled = sorted([r for r in traps if r.entry.hits], key=lambda r: (-r.entry.hits, r.entry.title))[:5]
+    recurring = heapq.nsmallest(5, traps, key=lambda r: (-(r.entry.occurrences or 1), r.entry.title))
+    recalled = heapq.nsmallest(5, [r for r in traps if r.entry.hits], key=lambda r: (-r.entry.hits, r.entry.title))
     stale = [r for r in records if r.entry.is_stale_flagged and "superseded" not in r.inactive]
     review = [r for r in records if r.entry.kind == "review" and _live(r)]
     latest = [
@@ -116,9 +141,9 @@ def project_stats(source: FeedSource, now: datetime, base: str) -> dict[str, Any
             "action": e.action,
             "kind": e.kind,
             "title": e.title,
-            "link": _link(e.src_uri, base) if e.src_uri else None,
+            "src": e.src_uri,
         }
-        for e in changelog.newest_first(changed)[:10]
+        for e in changelog.newest_first(changed, 10)
     ]
     return {
         "columns": columns,
@@ -139,6 +164,13 @@ def project_stats(source: FeedSource, now: datetime, base: str) -> dict[str, Any
 
 def charts(source: FeedSource, now: datetime, token: str) -> dict[str, str]:
     """The home's charts, keyed by the placeholder paragraph each replaces."""
+    key = format_iso(now)
+    if source.figures is None or source.figures[0] != key:
+        source.figures = (key, _charts(source, now))
+    return {f"{token}-{name}": svg for name, svg in source.figures[1].items()}
+
+
+def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
     weeks = changelog.last_weeks(now, CHART_WEEKS)
     records = [e for e in source.events if e.kind != "log" and e.action in ("created", "updated")]
     logs = [e for e in source.events if e.kind == "log" and e.action in ("created", "updated")]
@@ -147,7 +179,7 @@ def charts(source: FeedSource, now: datetime, token: str) -> dict[str, str]:
     layers = Counter(r.entry.layer or "other" for r in traps)
     order = [s for s in (*SEVERITY_ORDER, "unrated") if severity[s]]
     return {
-        f"{token}-activity": weekly_bars(
+        "activity": weekly_bars(
             "Activity per week",
             weeks,
             [
@@ -155,12 +187,12 @@ def charts(source: FeedSource, now: datetime, token: str) -> dict[str, str]:
                 ("log events", changelog.weekly_counts(logs, ("created", "updated"), weeks)),
             ],
         ),
-        f"{token}-severity": horizontal_bars(
+        "severity": horizontal_bars(
             "Live traps by severity",
             [(s, severity[s]) for s in order],
             css=[f"memosite-chart__bar--{s}" for s in order],
         ),
-        f"{token}-layer": horizontal_bars("Live traps by layer", layers.most_common(8)),
+        "layer": horizontal_bars("Live traps by layer", layers.most_common(8)),
     }
 
 

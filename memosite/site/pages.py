@@ -149,11 +149,12 @@ class SiteContent:
         rows = []
         for record in self.records:
             entry = record.entry
-            url = _relative_url(url_for(record.src_uri), base)
+            absolute = url_for(record.src_uri)
             cached = memo.get(record.src_uri)
-            if cached is not None and cached[0] is entry and cached[1] == url:
+            if cached is not None and cached[0] is entry and cached[1] == absolute:
                 text = cached[2]
             else:
+                url = _relative_url(absolute, base)
                 row = {
                     "id": entry.id,
                     "kind": entry.kind,
@@ -169,7 +170,7 @@ class SiteContent:
                     "url": url,
                 }
                 text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-            kept[record.src_uri] = (entry, url, text)
+            kept[record.src_uri] = (entry, absolute, text)
             rows.append(text)
         return rows, kept
 
