@@ -70,6 +70,8 @@ DETERMINISTIC_PLUGINS = frozenset({"search", "material/search", "memosite", "tag
 # pymdownx.tasklist's checkboxes (the sanitiser removes every <input>): kept through it as tokens.
 _TASK = re.compile(r'<label class="task-list-control"><input type="checkbox" disabled( checked)?/>')
 _TASK_TOKEN = re.compile(r"MEMOSITETASK(ON|OFF)\.")
+_TAGS = re.compile(r"<[^>]*>")
+_URL_ATTRIBUTES = re.compile(r'(?:href|src)="([^"]*)"')
 _BADGE = re.compile(r"(<h3[^>]*>)\[(CRITICAL|HIGH|MEDIUM|LOW|UNRATED)\] ")
 
 
@@ -395,8 +397,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
         html_text = _with_charts(html_text, site_page.charts)
         if self._scanner is not None:
+            # What a reader (or a crawler) gets of the page's own text: markup taken out, so a
+            # token that highlighting split into spans is whole again, and half as much to read.
             where = page.file.dest_uri
-            self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), html_text], where)
+            text = html.unescape(_TAGS.sub("", html_text))
+            self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), text, _urls(html_text)], where)
         return html_text
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
@@ -643,6 +648,11 @@ def _details_anchor(toc: Any) -> str | None:
             if isinstance(child, AnchorLink) and child.level == 2 and child.title == "Record details":
                 found = child.id
     return found
+
+
+def _urls(html_text: str) -> str:
+    """The link targets of a page (a secret in a URL is no text a reader sees)."""
+    return "\n".join(html.unescape(url) for url in _URL_ATTRIBUTES.findall(html_text))
 
 
 def _toc_text(items: Any) -> str:
