@@ -310,6 +310,7 @@ def bench_serve(code: Path, vault_root: Path, rounds: int = 3) -> dict[str, list
     port = _free_port()
     with _serving(vault_root, port) as (_url, cold):  # the first start on this address fills the cache
         figures["cold start"].append(cold)
+        time.sleep(2.0)  # let the server's own threads start before it is stopped
     time.sleep(1.0)
     with _serving(vault_root, port) as (url, ready):
         figures["ready"].append(ready)
