@@ -5,12 +5,18 @@ Three sections, rendered as Markdown and returned with their parts:
 * **Current work** — the spec, plan and state records for ``slug`` (``<kind dir>/<slug>.md`` and
   the spec/plan/state records named ``<slug>-…``), fetched like ``get`` does: an expired one is
   annotated ``expired``, never left out.
-* **Traps** — active, unexpired traps of severity medium and up; those whose ``pathPatterns``
+* **Traps** — active, unexpired traps (unrated and low ones after the rest); those whose ``pathPatterns``
   cover ``path`` come first, then those matching ``query`` (more of its terms first, as ``search``
   reads a query), then by severity, occurrences and hits; traps flagged stale come after those they
   tie with. At most ten.
 * **Decisions** — accepted (active, shipped or completed) and unexpired; path and query matches
   first, then the most recently updated.
+* **Pending review** — traps and decisions an agent wrote that wait for a person (``review.required``
+  in ``config.json``), marked unreviewed, newest first; left out with ``review.briefPending: false``.
+  They appear nowhere else in the brief.
+
+A record whose cited code ``memosite verify`` found drifted or missing says so; ``fresh_only``
+leaves such records out.
 
 Ranking and the cap happen in SQL: a brief reads the few records it can show, not every trap.
 
@@ -37,10 +43,10 @@ from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.expiration import is_expired_iso
-from memosite.index import fts, queries
+from memosite.index import fts, queries, verdicts
 from memosite.kinds import CONTEXT_KINDS
 from memosite.query import parse_query
-from memosite.schema import SEVERITY_WEIGHT, format_iso, utc_now
+from memosite.schema import format_iso, utc_now
 from memosite.search import normalize_path
 from memosite.vault import Vault
 
@@ -48,16 +54,26 @@ MAX_TRAPS = 10
 MIN_MAX_BYTES = 512
 BYTES_PER_TOKEN = 4  # the estimate the brief's token figures use
 MIN_MAX_TOKENS = MIN_MAX_BYTES // BYTES_PER_TOKEN
-TRAP_SEVERITIES = ("medium", "high", "critical")
+MAX_PENDING = 5
+# Every trap may be in the brief: agents often leave severity out, and a brief saying "no traps"
+# while unrated ones exist would mislead. Unrated (0) and low ones rank after the others.
+TRAP_WEIGHTS = (0, 1, 2, 3, 4)
 ACCEPTED_STATUSES = ("active", "shipped", "completed")
 DECISION_PAGE = 16  # decisions are read a page at a time, only as far as the budget goes
 OMITTED_IDS = 20  # ids listed per omission; the count is always exact
 _MIN_TRIMMED_BODY = 160  # below this a cut-short record says too little to be worth its heading
-_SECTION_TITLES = {"context": "Current work", "traps": "Traps", "decisions": "Decisions"}
+_SECTION_TITLES = {
+    "context": "Current work",
+    "traps": "Traps",
+    "decisions": "Decisions",
+    "pending": "Pending review (unreviewed: not yet accepted by a person)",
+}
 _SECTION_NOUNS = {"traps": ("trap", "traps"), "context": ("current-work record", "current-work records")}
 _SECTION_NOUNS["decisions"] = ("decision", "decisions")
-_SECTION_KINDS = {"traps": ("trap",), "context": CONTEXT_KINDS, "decisions": ("decision",)}
-Section = Literal["context", "traps", "decisions"]
+_SECTION_NOUNS["pending"] = ("pending record", "pending records")
+_SECTION_KINDS = {"traps": ("trap",), "context": CONTEXT_KINDS, "decisions": ("decision",), "pending": ()}
+_SECTION_ORDER = ("context", "traps", "decisions", "pending")
+Section = Literal["context", "traps", "decisions", "pending"]
 OmissionReason = Literal["budget", "cap"]
 
 
@@ -83,6 +99,7 @@ class BriefItem:
     matched: list[str] = field(default_factory=list)
     matched_terms: int = 0
     trimmed: bool = False
+    freshness: str | None = None  # "drifted" or "missing" when verify found its cited code changed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,10 +118,12 @@ class BriefItem:
             "matched": self.matched,
             "matchedTerms": self.matched_terms,
             "trimmed": self.trimmed,
+            "freshness": self.freshness,
+            "pending": self.section == "pending",
         }
 
     def heading(self) -> str:
-        if self.section == "traps":
+        if self.section == "traps" or (self.section == "pending" and self.kind == "trap"):
             return f"### [{(self.severity or 'unrated').upper()}] {self.title}"
         prefix = f"{self.kind.capitalize()}: " if self.section == "context" else ""
         return f"### {prefix}{self.title}{' (expired)' if self.expired else ''}"
@@ -121,6 +140,10 @@ class BriefItem:
                 parts.append("paths " + ", ".join(f"`{p}`" for p in self.path_patterns))
         elif self.updated:
             parts.append(f"updated {self.updated[:10]}")
+        if self.section == "pending":
+            parts.insert(0, f"**unreviewed {self.kind}**")
+        if self.freshness:
+            parts.append(f"**cited code {self.freshness}** (memosite verify)")
         if self.flagged_stale:
             parts.append("**flagged stale**")
         if self.matched:
@@ -168,6 +191,7 @@ class BootstrapResult:
     match: Literal["all", "any"] | None = None
     max_tokens: int | None = None
     hits_recorded: list[str] = field(default_factory=list)
+    pending: list[BriefItem] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -189,6 +213,7 @@ class BootstrapResult:
                 "context": [item.to_json() for item in self.context],
                 "traps": [item.to_json() for item in self.traps],
                 "decisions": [item.to_json() for item in self.decisions],
+                "pending": [item.to_json() for item in self.pending],
             },
             "omitted": [omission.to_json() for omission in self.omitted],
             "truncated": self.truncated,
@@ -259,10 +284,13 @@ class _Section:
 class _Gatherer:
     """Reads the ranked records of the trap and decision sections for one brief."""
 
-    def __init__(self, vault: Vault, project: str, now_iso: str, query: str | None, path: str | None) -> None:
+    def __init__(
+        self, vault: Vault, project: str, now_iso: str, query: str | None, path: str | None, *, fresh_only: bool
+    ) -> None:
         self.index = vault.index()
         self.project = project
         self.now_iso = now_iso
+        self.fresh_only = fresh_only
         self.path = path
         self.terms: fts.Terms | None = None
         parsed = parse_query(query) if query else None
@@ -301,6 +329,7 @@ class _Gatherer:
             path=self.path,
             limit=limit,
             offset=section.read,
+            fresh_only=self.fresh_only,
         )
 
     def pages(self, section: _Section) -> Iterator[BriefItem]:
@@ -313,7 +342,7 @@ class _Gatherer:
 
     def count(self, section: _Section) -> None:
         section.total = queries.brief_section_count(
-            self.index, self.project, section.name, section.values, self.now_iso
+            self.index, self.project, section.name, section.values, self.now_iso, fresh_only=self.fresh_only
         )
 
 
@@ -359,7 +388,7 @@ def _header(project: str, query: str | None, slug: str | None, path: str | None,
 
 def _assemble(header: str, chosen: list[tuple[BriefItem, str]], footer: str) -> str:
     parts = [header]
-    for section in ("context", "traps", "decisions"):
+    for section in _SECTION_ORDER:
         texts = [text for item, text in chosen if item.section == section]
         if texts:
             parts.append(f"## {_SECTION_TITLES[section]}\n\n" + "".join(texts))
@@ -372,7 +401,7 @@ def _assemble(header: str, chosen: list[tuple[BriefItem, str]], footer: str) -> 
 def footer_line(counts: dict[str, int]) -> str:
     """The brief's last line when it left records out: how many of each section, and the search
     that lists them (``+ 20 more traps: memosite search --kind trap``)."""
-    sections = [section for section in ("traps", "context", "decisions") if counts.get(section)]
+    sections = [section for section in ("traps", "context", "decisions", "pending") if counts.get(section)]
     if not sections:
         return ""
     parts = []
@@ -380,7 +409,10 @@ def footer_line(counts: dict[str, int]) -> str:
         one, many = _SECTION_NOUNS[section]
         parts.append(f"{counts[section]} more {one if counts[section] == 1 else many}")
     kinds = [kind for section in sections for kind in _SECTION_KINDS[section]]
-    return f"+ {', '.join(parts)}: memosite search {' '.join(f'--kind {kind}' for kind in kinds)}\n"
+    where = f"memosite search {' '.join(f'--kind {kind}' for kind in kinds)}".rstrip()
+    if "pending" in sections:
+        where = f"{where}; memosite review" if kinds else "memosite review"
+    return f"+ {', '.join(parts)}: {where}\n"
 
 
 @dataclass
@@ -462,7 +494,7 @@ def _omissions(
 ) -> list[Omission]:
     kept = {id(item) for item, _ in fit.chosen}
     omitted: list[Omission] = []
-    sections: tuple[Section, ...] = ("traps", "context", "decisions")
+    sections: tuple[Section, ...] = ("traps", "context", "decisions", "pending")
     for section in sections:
         dropped = [item.id for item in read.get(section, []) if id(item) not in kept]
         listed = sum(1 for item, _ in fit.chosen if item.section == section)
@@ -472,6 +504,21 @@ def _omissions(
     if cap_count > 0:
         omitted.append(Omission("traps", "cap", cap_count, capped[:OMITTED_IDS]))
     return omitted
+
+
+def _mark_freshness(vault: Vault, items: list[BriefItem]) -> None:
+    """Say on each item when verify found its cited code drifted or missing."""
+    found = verdicts.for_paths(vault.index(), [item.path for item in items])
+    for item in items:
+        stored = found.get(item.path)
+        if stored is not None and stored.verdict != "fresh":
+            item.freshness = stored.verdict
+
+
+def _marked(vault: Vault, pages: Iterable[BriefItem]) -> Iterator[BriefItem]:
+    for item in pages:
+        _mark_freshness(vault, [item])
+        yield item
 
 
 def _match(items: list[BriefItem], terms: fts.Terms | None) -> Literal["all", "any"] | None:
@@ -492,6 +539,7 @@ def build_bootstrap(
     max_bytes: int | None = None,
     max_tokens: int | None = None,
     session_id: str | None = None,
+    fresh_only: bool = False,
     now: datetime | None = None,
 ) -> BootstrapResult:
     """The session brief of ``project`` (see the module docstring for what it holds and drops)."""
@@ -509,23 +557,36 @@ def build_bootstrap(
     path = normalize_path(path) if path is not None else None
     ensure_index(vault)
 
-    gatherer = _Gatherer(vault, project, now_iso, query, path)
-    weights = tuple(SEVERITY_WEIGHT[severity] for severity in TRAP_SEVERITIES)
-    trap_section = _Section("traps", weights)
+    gatherer = _Gatherer(vault, project, now_iso, query, path, fresh_only=fresh_only)
+    trap_section = _Section("traps", TRAP_WEIGHTS)
     decision_section = _Section("decisions", ACCEPTED_STATUSES)
+    reviewed = tuple(sorted(vault.config.review_required)) if vault.config.review_brief_pending else ()
+    pending_section = _Section("pending", reviewed)
     gatherer.count(trap_section)
     gatherer.count(decision_section)
+    if reviewed:
+        gatherer.count(pending_section)
     # The next few traps past the cap are read too, only to name them among the omitted.
     traps, capped = gatherer.page(trap_section, MAX_TRAPS, named=OMITTED_IDS) if trap_section.total else ([], [])
     cap_count = max(trap_section.total - MAX_TRAPS, 0)
     context = _context(vault, project, slug, now) if slug else []
-    eligible = {"traps": len(traps), "context": len(context), "decisions": decision_section.total}
-    # Drop order is the reverse of this: decisions go first, traps last.
-    ranked = itertools.chain(traps, context, gatherer.pages(decision_section))
-    fit = _fit(_header(project, query, slug, path, now_iso), ranked, eligible, {"traps": cap_count}, budget)
+    pending = gatherer.page(pending_section, MAX_PENDING)[0] if pending_section.total else []
+    eligible = {
+        "traps": len(traps),
+        "context": len(context),
+        "decisions": decision_section.total,
+        "pending": len(pending),
+    }
+    left_out = {"traps": cap_count, "pending": max(pending_section.total - len(pending), 0)}
+    _mark_freshness(vault, [*traps, *context, *pending])
+    # Drop order is the reverse of this: pending records go first, then decisions, traps last.
+    ranked = itertools.chain(traps, context, _marked(vault, gatherer.pages(decision_section)), pending)
+    fit = _fit(_header(project, query, slug, path, now_iso), ranked, eligible, left_out, budget)
     included = [item for item, _ in fit.chosen]
-    read = {"traps": traps, "context": context, "decisions": decision_section.items}
+    read = {"traps": traps, "context": context, "decisions": decision_section.items, "pending": pending}
     omitted = _omissions(fit, eligible, read, capped, cap_count)
+    if left_out["pending"]:
+        omitted.append(Omission("pending", "cap", left_out["pending"]))
     recorded = (
         record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
         if session_id
@@ -541,6 +602,7 @@ def build_bootstrap(
         context=[i for i in included if i.section == "context"],
         traps=[i for i in included if i.section == "traps"],
         decisions=[i for i in included if i.section == "decisions"],
+        pending=[i for i in included if i.section == "pending"],
         omitted=omitted,
         truncated=bool(omitted) or any(item.trimmed for item in included),
         match=_match(included, gatherer.terms),

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
-from memosite.index import fts
+from memosite.index import fts, verdicts
 from memosite.index.database import Index
 from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
@@ -76,6 +76,7 @@ class SearchHit:
     path_patterns: list[str] = field(default_factory=list)
     snippet: str = ""
     matched_terms: int | None = None
+    freshness: str | None = None  # the last verify's verdict on its cited code, when it cites any
 
     @property
     def flagged_stale(self) -> bool:
@@ -105,6 +106,7 @@ class SearchHit:
             "pathPatterns": self.path_patterns,
             "snippet": self.snippet,
             "matchedTerms": self.matched_terms,
+            "freshness": self.freshness,
         }
 
 
@@ -222,6 +224,8 @@ def search_records(
     limit: int = 20,
     hit_ids: Sequence[str] | None = None,
     session_id: str | None = None,
+    include_pending: bool = False,
+    author: str | None = None,
     now: datetime | None = None,
 ) -> SearchResult:
     """Find records of ``project`` (every project when None) matching ``query`` and the filters.
@@ -252,11 +256,17 @@ def search_records(
         include_expired=include_expired,
         as_of_iso=format_iso(parse_as_of(as_of)) if as_of is not None else None,
         hidden_kinds=HIDDEN_KINDS,
+        include_pending=include_pending,
+        author=author.strip() if isinstance(author, str) and author.strip() else None,
     )
     ensure_index(vault)
     text = query.strip() if isinstance(query, str) and query.strip() else None
     found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
     hits = [_hit(match, now_iso, found.match) for match in found.matches]
+    marks = verdicts.for_paths(vault.index(), [hit.path for hit in hits])
+    for hit in hits:
+        stored = marks.get(hit.path)
+        hit.freshness = stored.verdict if stored is not None else None
     recorded: list[str] = []
     if hit_ids and project is not None:
         from memosite.salience import record_hits

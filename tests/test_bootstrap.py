@@ -39,13 +39,14 @@ def trap_ids(result) -> list[str]:  # type: ignore[no-untyped-def]
     return [item.id for item in result.traps]
 
 
-def test_brief_lists_active_traps_of_medium_severity_and_up(vault: Vault) -> None:
+def test_brief_lists_every_active_trap_unrated_and_low_ones_last(vault: Vault) -> None:
     for severity in ("low", "medium", "high", "critical"):
         put(vault, "trap", f"{severity}-trap", severity=severity)
+    put(vault, "trap", "unrated-trap")
     put(vault, "trap", "archived-trap", severity="critical", status="archived")
     result = build_bootstrap(vault, P, now=NOW)
-    assert trap_ids(result) == ["critical-trap", "high-trap", "medium-trap"]
-    assert "### [CRITICAL] critical-trap" in result.markdown
+    assert trap_ids(result) == ["critical-trap", "high-trap", "medium-trap", "low-trap", "unrated-trap"]
+    assert "### [CRITICAL] critical-trap" in result.markdown and "### [UNRATED] unrated-trap" in result.markdown
 
 
 def test_brief_omits_expired_traps_and_decisions(vault: Vault) -> None:
@@ -185,7 +186,7 @@ def test_cli_bootstrap_json_shape_and_markdown(vault: Vault) -> None:
     result = runner.invoke(cli, ["bootstrap", "--json", "--max-bytes", "4096", "--query", "migrations"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data["sections"]) == {"context", "traps", "decisions"}
+    assert set(data["sections"]) == {"context", "traps", "decisions", "pending"}
     assert data["truncated"] is False and data["bytes"] == len(data["markdown"].encode("utf-8"))
     assert data["sections"]["traps"][0]["matched"] == ["keyword"]
     text = runner.invoke(cli, ["bootstrap"])

@@ -253,3 +253,50 @@ def test_verify_update_follows_a_rename_git_saw(repo: Path, vault_dir: Path, run
     assert updated.exit_code == 0 and updated.json()["verdict"] == "fresh"
     cite = read_record(vault_dir / "projects/demo/traps/refunds.md").frontmatter["cites"][0]
     assert cite["path"] == "src/pay/refund_api.py"
+
+
+# --- where people and agents look -----------------------------------------------------------
+
+
+def test_search_and_the_brief_keep_pending_records_apart(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="guess", body="Maybe the zebra cache leaks."))
+    run_cli(
+        "upsert", "--kind", "trap", "--slug", "known", "--body", "The zebra cache needs a TTL.", "--severity", "high"
+    )
+    found = run_cli("search", "zebra cache", "--json").json()
+    assert [hit["id"] for hit in found["results"]] == ["known"]
+    with_pending = run_cli("search", "zebra cache", "--include-pending", "--json").json()
+    assert {hit["id"] for hit in with_pending["results"]} == {"known", "guess"}
+    brief = run_cli("bootstrap", "--json").json()
+    assert [item["id"] for item in brief["sections"]["traps"]] == ["known"]
+    assert [item["id"] for item in brief["sections"]["pending"]] == ["guess"]
+    assert "## Pending review (unreviewed" in brief["markdown"] and "**unreviewed trap**" in brief["markdown"]
+    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    config["review"]["briefPending"] = False
+    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    hidden = run_cli("bootstrap", "--json").json()
+    assert hidden["sections"]["pending"] == [] and "guess" not in hidden["markdown"]
+
+
+def test_search_by_author(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    run_cli("upsert", "--kind", "decision", "--slug", "mine", "--body", "Use the queue.")
+    anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="theirs", body="Use the queue too."))
+    by_person = run_cli("search", "queue", "--author", "dev person", "--json").json()
+    by_agent = run_cli("search", "queue", "--author", "codex", "--json").json()
+    assert [h["id"] for h in by_person["results"]] == ["mine"] and [h["id"] for h in by_agent["results"]] == ["theirs"]
+
+
+def test_drifted_records_are_marked_and_fresh_only_leaves_them_out(repo: Path, run_cli: Any) -> None:
+    cite_trap(run_cli, "stays", "src/pay/client.py:1-5")
+    cite_trap(run_cli, "changes", "src/pay/client.py:40-45")
+    run_cli("upsert", "--kind", "trap", "--slug", "uncited", "--body", "No code cited.")
+    (repo / "src/pay/client.py").write_text(CLIENT_CODE.replace("line 42:", "line 42 (edited):"), encoding="utf-8")
+    verdicts(run_cli)
+    hits = {h["id"]: h["freshness"] for h in run_cli("search", "--kind", "trap", "--json").json()["results"]}
+    assert hits == {"stays": "fresh", "changes": "drifted", "uncited": None}
+    brief = run_cli("bootstrap", "--json").json()
+    marked = {item["id"]: item["freshness"] for item in brief["sections"]["traps"]}
+    assert marked["changes"] == "drifted" and "**cited code drifted**" in brief["markdown"]
+    fresh = run_cli("bootstrap", "--fresh-only", "--json").json()
+    assert {item["id"] for item in fresh["sections"]["traps"]} == {"stays", "uncited"}

@@ -125,6 +125,8 @@ def _search_text(result: SearchResult) -> str:
 @click.option("--hit-ids", help="Comma-separated ids the agent used: each counts a hit.")
 @click.option("--session-id", help="Count each hit at most once per agent session.")
 @click.option("--all-projects", is_flag=True, help="Search every project of the vault.")
+@click.option("--include-pending", is_flag=True, help="Also records waiting for review (memosite review).")
+@click.option("--author", help="Only records written by this author (part of the name is enough).")
 @vault_options
 def search(
     app: App,
@@ -140,6 +142,8 @@ def search(
     hit_ids: str | None,
     session_id: str | None,
     all_projects: bool,
+    include_pending: bool,
+    author: str | None,
 ) -> None:
     """Full-text search (FTS5, bm25) over titles, bodies and tags.
 
@@ -166,6 +170,8 @@ def search(
         limit=limit,
         hit_ids=[i for i in (hit_ids or "").split(",") if i.strip()] or None,
         session_id=session_id,
+        include_pending=include_pending,
+        author=author,
     )
     app.emit(result.to_json(), lambda: _search_text(result))
 
@@ -181,6 +187,7 @@ def search(
     help="Token budget instead (estimated as bytes / 4); with --max-bytes too, the brief keeps within both.",
 )
 @click.option("--session-id", help="Count each included record's hit at most once per session.")
+@click.option("--fresh-only", is_flag=True, help="Leave out records whose cited code verify found drifted or missing.")
 @vault_options
 def bootstrap(
     app: App,
@@ -190,6 +197,7 @@ def bootstrap(
     max_bytes: int | None,
     max_tokens: int | None,
     session_id: str | None,
+    fresh_only: bool,
 ) -> None:
     """Print the session brief: current work, active traps and accepted decisions.
 
@@ -207,6 +215,7 @@ def bootstrap(
         max_bytes=max_bytes,
         max_tokens=max_tokens,
         session_id=session_id,
+        fresh_only=fresh_only,
     )
     app.emit(result.to_json(), result.markdown)
 

@@ -89,6 +89,9 @@ class SearchFilters:
     include_expired: bool = False
     as_of_iso: str | None = None
     hidden_kinds: Sequence[str] = ()  # left out unless ``kinds`` names them
+    include_pending: bool = False  # records waiting for review are left out unless asked for
+    author: str | None = None  # only records whose author holds this (case aside)
+    fresh_only: bool = False  # leave out records ``verify`` found drifted or missing
 
 
 @dataclass(frozen=True)
@@ -188,11 +191,21 @@ def search_scope(filters: SearchFilters) -> Where:
         where.add(f"({not_expired_sql('f.expires_at')} OR f.status = 'archived')", filters.now_iso)
     elif not filters.include_expired:
         where.add(f"{not_expired_sql('f.expires_at')} AND NOT f.expired_archive", filters.now_iso)
+    if not filters.include_pending:
+        where.add("NOT f.pending")
+    if filters.author is not None:
+        where.add("instr(lower(coalesce(f.author, '')), lower(?)) > 0", filters.author)
+    if filters.fresh_only:
+        where.add(UNTRUSTED_FRESHNESS_SQL)
     for tag in filters.tags:
         where.add("EXISTS (SELECT 1 FROM json_each(f.tags_json) AS t WHERE lower(t.value) = lower(?))", tag)
     if filters.path is not None:
         where.add(*_unpack(path_match("f", filters.path, filters.project)))
     return where
+
+
+# Not found drifted or missing by the last verify (never verified counts as not known to be stale).
+UNTRUSTED_FRESHNESS_SQL = "f.path NOT IN (SELECT path FROM verdicts WHERE verdict IN ('drifted', 'missing'))"
 
 
 @functools.lru_cache(maxsize=65536)

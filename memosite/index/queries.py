@@ -136,7 +136,7 @@ def ranked_traps(
 
 # --- the session brief -----------------------------------------------------------------------
 
-BriefSection = Literal["traps", "decisions"]
+BriefSection = Literal["traps", "decisions", "pending"]
 
 
 @dataclass(frozen=True)
@@ -149,12 +149,21 @@ class BriefCandidate:
     rank: float | None
 
 
-def _section_scope(project: str, section: BriefSection, values: Sequence[Any], now_iso: str) -> fts.Where:
+def _section_scope(
+    project: str, section: BriefSection, values: Sequence[Any], now_iso: str, *, fresh_only: bool = False
+) -> fts.Where:
     """Traps: active, of the severity weights ``values``; decisions: of the statuses ``values``;
-    both unexpired."""
+    both unexpired; pending review: traps and decisions waiting for a person. Only the pending
+    section holds pending records; ``fresh_only`` leaves out what verify found drifted or missing."""
     scope = fts.Where()
     scope.add("f.project = ?", project)
-    if section == "traps":
+    scope.add("f.pending" if section == "pending" else "NOT f.pending")
+    if fresh_only:
+        scope.add(fts.UNTRUSTED_FRESHNESS_SQL)
+    if section == "pending":
+        scope.add(f"f.kind IN ({', '.join('?' for _ in values)})", *values)
+        scope.add("f.status IN ('active', 'paused', 'shipped', 'completed')")
+    elif section == "traps":
         scope.add("f.kind = 'trap' AND f.status = 'active'")
         scope.add(f"f.severity_weight IN ({', '.join('?' for _ in values)})", *values)
     else:
@@ -171,17 +180,30 @@ def _section_scope(project: str, section: BriefSection, values: Sequence[Any], n
 _OWN_ORDERS = {
     "traps": "f.flagged, f.severity_weight DESC, f.occurrences DESC, f.hits DESC, f.updated DESC, f.path",
     "decisions": "f.flagged, f.updated DESC, f.path",
+    "pending": "f.flagged, f.updated DESC, f.path",  # the newest waiting records first
 }
-_OWN_ORDER_INDEXES = {"traps": "search_facts_trap_order", "decisions": "search_facts_decision_order"}
+_OWN_ORDER_INDEXES = {
+    "traps": " INDEXED BY search_facts_trap_order",
+    "decisions": " INDEXED BY search_facts_decision_order",
+    "pending": "",  # few rows: no index hint
+}
 _SECTION_ORDERS = {
     section: f"on_path DESC, matched DESC, f.flagged, rank IS NULL, rank, {order.removeprefix('f.flagged, ')}"
     for section, order in _OWN_ORDERS.items()
 }
 
 
-def brief_section_count(index: Index, project: str, section: BriefSection, values: Sequence[Any], now_iso: str) -> int:
+def brief_section_count(
+    index: Index,
+    project: str,
+    section: BriefSection,
+    values: Sequence[Any],
+    now_iso: str,
+    *,
+    fresh_only: bool = False,
+) -> int:
     """How many records the section could hold."""
-    scope = _section_scope(project, section, values, now_iso)
+    scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
     row = index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {scope.sql()}", scope.params).fetchone()
     return int(row[0])
 
@@ -250,11 +272,12 @@ def brief_section(
     path: str | None,
     limit: int,
     offset: int = 0,
+    fresh_only: bool = False,
 ) -> list[BriefCandidate]:
     """Records of the section in its order (see ``_SECTION_ORDERS``): ``limit`` of them from
     ``offset``. ``terms`` match as any-term (raises :class:`fts.QuerySyntaxError` for raw FTS5
     syntax SQLite rejects)."""
-    scope = _section_scope(project, section, values, now_iso)
+    scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
     wanted = offset + limit
     focused = _focused(index, project, section, scope, terms, path, wanted) if terms or path is not None else []
     if len(focused) >= wanted:
@@ -265,7 +288,7 @@ def brief_section(
     exclude = f" AND f.rowid NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
     rows = _run_brief(
         index,
-        f"SELECT f.rowid AS rid FROM search_facts AS f INDEXED BY {_OWN_ORDER_INDEXES[section]} "
+        f"SELECT f.rowid AS rid FROM search_facts AS f{_OWN_ORDER_INDEXES[section]} "
         f"WHERE {scope.sql()}{exclude} ORDER BY {_OWN_ORDERS[section]} LIMIT ? OFFSET ?",
         [*scope.params, *skip, wanted - max(offset, len(focused)), rest_offset],
         None,

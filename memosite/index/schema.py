@@ -19,7 +19,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import _UNSPACED  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "20"
+SCHEMA_VERSION = "21"
 
 
 def _text(row: str) -> str:
@@ -68,9 +68,24 @@ def _facts_values(row: str) -> str:
         f"{row}.rowid, {row}.project, {row}.kind, {row}.status, {row}.created, {row}.expires_at, "
         f"{archived_expired}, {flagged_stale_sql(row)}, {occurrences_sql(row)}, {row}.hits, {row}.severity_weight, "
         f"{row}.layer, {row}.updated, json_extract({row}.frontmatter, '$.lastSeen'), {row}.path, "
-        f"{row}.path_patterns, {row}.tags_json, {unspaced_sql(_text(row))}, {relevance_weight_sql(row)}"
+        f"{row}.path_patterns, {row}.tags_json, {unspaced_sql(_text(row))}, {relevance_weight_sql(row)}, "
+        f"coalesce(json_extract({row}.frontmatter, '$.review') = 'pending', 0), "
+        f"json_extract({row}.frontmatter, '$.author')"
     )
 
+
+VERDICTS_DDL = """
+-- Freshness verdicts of records that cite code (memosite.verify), with the commit they were found at.
+CREATE TABLE IF NOT EXISTS verdicts (
+    path TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    commit_sha TEXT,
+    checked_at TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS verdicts_project ON verdicts(project, verdict);
+"""
 
 SEARCH_DDL = f"""
 CREATE TABLE IF NOT EXISTS search_facts (
@@ -92,7 +107,9 @@ CREATE TABLE IF NOT EXISTS search_facts (
     path_patterns TEXT NOT NULL,
     tags_json TEXT NOT NULL,
     unspaced INTEGER NOT NULL,
-    weight REAL NOT NULL
+    weight REAL NOT NULL,
+    pending INTEGER NOT NULL,  -- waiting for a person's review (memosite.review)
+    author TEXT
 );
 -- The brief counts (and rank reads) a kind's live rows from this index alone; it reads the traps and
 -- decisions that match neither path nor query in their own order (so a brief never sorts them all).
@@ -237,6 +254,7 @@ CREATE TRIGGER IF NOT EXISTS records_au AFTER UPDATE OF title, body, tags ON rec
 END;
 """
     + SEARCH_DDL
+    + VERDICTS_DDL
 )
 
 TABLES = frozenset(
@@ -250,6 +268,7 @@ TABLES = frozenset(
         "fragment_chunks",
         "view_cache",
         "inflight",
+        "verdicts",
     }
 )
 _DROP = (
@@ -261,7 +280,7 @@ _DROP = (
     "DROP TRIGGER IF EXISTS search_facts_au; DROP TABLE IF EXISTS search_facts;"
     "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS fragments;"
     "DROP TABLE IF EXISTS view_cache; DROP TABLE IF EXISTS fragment_chunks;"
-    "DROP TABLE IF EXISTS inflight;"
+    "DROP TABLE IF EXISTS inflight; DROP TABLE IF EXISTS verdicts;"
 )
 
 

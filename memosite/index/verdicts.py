@@ -12,18 +12,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memosite.index.database import Index
 
-DDL = """
-CREATE TABLE IF NOT EXISTS verdicts (
-    path TEXT PRIMARY KEY,
-    project TEXT NOT NULL,
-    verdict TEXT NOT NULL,
-    commit_sha TEXT,
-    checked_at TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT '[]'
-);
-CREATE INDEX IF NOT EXISTS verdicts_project ON verdicts(project, verdict);
-"""
-
 
 # A verdict outlives nothing: the record it is about must still be indexed.
 _STILL_A_RECORD = "path IN (SELECT path FROM records)"
@@ -47,20 +35,6 @@ class StoredVerdict:
     detail: list[dict[str, Any]]
 
 
-def ensure_table(index: Index) -> None:
-    for statement in DDL.split(";"):
-        if statement.strip():
-            index.conn.execute(statement)
-
-
-def _exists(index: Index) -> bool:
-    """Reads never create the table (a read path changes nothing, not even the index file)."""
-    return (
-        index.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'verdicts'").fetchone()
-        is not None
-    )
-
-
 def citing_records(index: Index, project: str) -> list[CitingRecord]:
     """The project's records whose frontmatter cites code."""
     rows = index.conn.execute(
@@ -73,7 +47,6 @@ def citing_records(index: Index, project: str) -> list[CitingRecord]:
 
 def replace(index: Index, project: str, found: Sequence[StoredVerdict], *, complete: bool) -> None:
     """Store ``found``; with ``complete`` the project's other verdicts go (their records no longer cite)."""
-    ensure_table(index)
     with index.transaction():
         if complete:
             index.conn.execute("DELETE FROM verdicts WHERE project = ?", (project,))
@@ -86,7 +59,7 @@ def replace(index: Index, project: str, found: Sequence[StoredVerdict], *, compl
 
 def for_paths(index: Index, paths: Sequence[str]) -> dict[str, StoredVerdict]:
     """The stored verdicts of these record paths (those never verified are absent)."""
-    if not paths or not _exists(index):
+    if not paths:
         return {}
     found: dict[str, StoredVerdict] = {}
     for start in range(0, len(paths), 500):
@@ -100,8 +73,6 @@ def for_paths(index: Index, paths: Sequence[str]) -> dict[str, StoredVerdict]:
 
 
 def of_project(index: Index, project: str, verdicts: Sequence[str] | None = None) -> list[StoredVerdict]:
-    if not _exists(index):
-        return []
     sql = f"SELECT path, verdict, commit_sha, checked_at, detail FROM verdicts WHERE project = ? AND {_STILL_A_RECORD}"
     params: list[Any] = [project]
     if verdicts:
@@ -112,8 +83,6 @@ def of_project(index: Index, project: str, verdicts: Sequence[str] | None = None
 
 
 def counts(index: Index, project: str) -> dict[str, int]:
-    if not _exists(index):
-        return {}
     return {
         row[0]: int(row[1])
         for row in index.conn.execute(

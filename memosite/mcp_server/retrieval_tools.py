@@ -77,6 +77,12 @@ class RetrievalTools:
         ] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
+        includePending: Annotated[
+            bool, Field(description="Also records waiting for a person's review (marked pending).")
+        ] = False,
+        author: Annotated[
+            str | None, Field(description="Only records whose author holds this (a name, or part of one).")
+        ] = None,
     ) -> CallToolResult:
         """Search the project's memory. Expired records and scratch notes are left out unless
         asked for (includeExpired, kinds=["scratch"]).
@@ -107,9 +113,11 @@ class RetrievalTools:
                 limit=limit,
                 hit_ids=hitIds if counts_hits else None,
                 session_id=session if counts_hits else None,
+                include_pending=includePending,
+                author=author,
             )
 
-        return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits), name="search")
+        return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits, creates=False), name="search")
 
     async def bootstrap(
         self,
@@ -136,6 +144,9 @@ class RetrievalTools:
         ] = None,
         sessionId: SessionId = None,
         projectId: ProjectId = None,
+        freshOnly: Annotated[
+            bool, Field(description="Leave out records whose cited code was found drifted or missing.")
+        ] = False,
     ) -> CallToolResult:
         """A budgeted brief to start a session with: the current spec/plan/state, the active
         traps that matter most and the accepted decisions, within maxBytes. Call it first.
@@ -162,9 +173,10 @@ class RetrievalTools:
                 max_bytes=maxBytes,
                 max_tokens=maxTokens,
                 session_id=session if counts_hits else None,
+                fresh_only=freshOnly,
             )
 
-        work = ToolCall(run, projectId, writes=counts_hits, text=lambda data: data["markdown"])
+        work = ToolCall(run, projectId, writes=counts_hits, creates=False, text=lambda data: data["markdown"])
         return await self.runtime.call(work, name="bootstrap")
 
     async def rank(
