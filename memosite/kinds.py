@@ -33,6 +33,7 @@ class KindFacts:
     views: tuple[str, ...]  # the compiled views its records appear in
     bootstrap: BootstrapRole | None  # its section of the session brief
     row_macro: str | None  # the macro of rows.md.j2 that renders it in its own view
+    searched_by_default: bool = True  # found by a search that names no kinds (scratch: only when asked)
 
 
 KIND_FACTS: dict[str, KindFacts] = {
@@ -56,7 +57,20 @@ KIND_FACTS: dict[str, KindFacts] = {
         KindFacts("plan", "plans", "Plans", True, False, None, True, True, ("INDEX.md",), "context", None),
         KindFacts("state", "plans", "State", False, True, None, True, False, (), "context", None),
         KindFacts("log", "logs", "Logs", True, False, None, False, False, ("INDEX.md",), None, None),
-        KindFacts("scratch", "scratch", "Scratch", False, True, "scratchDays", True, False, (), None, None),
+        KindFacts(
+            "scratch",
+            "scratch",
+            "Scratch",
+            False,
+            True,
+            "scratchDays",
+            True,
+            False,
+            (),
+            None,
+            None,
+            searched_by_default=False,
+        ),
         KindFacts("review", "reviews", "Reviews", True, True, "reviewDays", True, False, ("INDEX.md",), None, None),
         KindFacts(
             "prompt", "prompts", "Prompts", True, False, None, False, False, ("PROMPTS.md", "INDEX.md"), None, "prompt"
@@ -84,6 +98,7 @@ SWEPT_KINDS: frozenset[str] = frozenset(k for k, f in KIND_FACTS.items() if f.sw
 ARCHIVE_ON_EXPIRE_KINDS: frozenset[str] = frozenset(k for k, f in KIND_FACTS.items() if f.archive_on_expire)
 CONTEXT_KINDS: tuple[str, ...] = tuple(k for k, f in KIND_FACTS.items() if f.bootstrap == "context")
 RECORD_DIRS: tuple[str, ...] = tuple(dict.fromkeys(f.directory for f in KIND_FACTS.values()))
+UNSEARCHED_KINDS: tuple[str, ...] = tuple(k for k, f in KIND_FACTS.items() if not f.searched_by_default)
 
 
 def kind_facts(kind: str) -> KindFacts:

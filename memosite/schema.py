@@ -245,6 +245,12 @@ def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> di
     for name in ("id", "project"):
         if name in result and (not isinstance(result[name], str) or not result[name].strip()):
             raise InvalidArguments(f"invalid {name}: must be a non-empty string", details={"field": name})
+    layer = result.get("layer")
+    if isinstance(layer, str) and layer.strip().lower() not in LAYERS:
+        from memosite.recurrence import normalize_layer
+
+        # Another name for a layer (frontend, infra, qa, Frontend…) means that layer.
+        result["layer"] = normalize_layer(layer) or layer
     for name, allowed in _ENUM_FIELDS.items():
         if name in result and result[name] is not None:
             result[name] = _normalize_enum(name, result[name], allowed)

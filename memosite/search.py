@@ -37,6 +37,7 @@ from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
 from memosite.index import fts, verdicts
 from memosite.index.database import Index
+from memosite.kinds import UNSEARCHED_KINDS
 from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
 from memosite.schema import KINDS, STATUSES, format_iso, is_flagged_stale, utc_now
@@ -47,7 +48,7 @@ __all__ = ["SearchHit", "SearchResult", "normalize_path", "path_matches", "searc
 SORTS = tuple(fts.ORDERS)
 MAX_LIMIT = 1000
 # Scratch records are private working notes: found only when asked for by kind.
-HIDDEN_KINDS = ("scratch",)
+HIDDEN_KINDS = UNSEARCHED_KINDS  # private working notes: searched only when asked for by kind
 MatchMode = Literal["all", "any"]
 
 

@@ -432,6 +432,8 @@ def append_event(
     kind = normalize_kind(kind)
     if not isinstance(event, str) or not event.strip():
         raise InvalidArguments("event must not be empty")
+    if "\x00" in event:
+        raise InvalidArguments("event holds a NUL character: a Markdown record is text")
     frontmatter: dict[str, Any] = {"title": " ".join(event.split())[:120]}
     if details is not None:
         frontmatter["details"] = details

@@ -19,7 +19,7 @@ import unicodedata
 from anyascii import anyascii
 
 # Ideographs, kana, Hangul and the other scripts written without spaces between words.
-_UNSPACED = (
+UNSPACED_RANGES = (
     (0x3040, 0x30FF),  # Hiragana, Katakana
     (0x31F0, 0x31FF),  # Katakana extensions
     (0x3400, 0x4DBF),  # CJK extension A
@@ -38,7 +38,7 @@ _WORD_RE = re.compile(r"\w+")
 def is_unspaced(char: str) -> bool:
     """True for a character of a script written without spaces between words."""
     point = ord(char)
-    return any(low <= point <= high for low, high in _UNSPACED)
+    return any(low <= point <= high for low, high in UNSPACED_RANGES)
 
 
 def fold(text: str) -> str:

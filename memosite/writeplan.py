@@ -107,6 +107,8 @@ def normalize_upsert(
     kind = normalize_kind(kind)
     if body is not None and (not isinstance(body, str) or not body.strip()):
         raise InvalidArguments("body must not be empty")
+    if body is not None and "\x00" in body:
+        raise InvalidArguments("body holds a NUL character: a Markdown record is text")
     if frontmatter is not None and not isinstance(frontmatter, Mapping):
         raise InvalidArguments("frontmatter must be an object")
     incoming: dict[str, Any] = dict(frontmatter or {})

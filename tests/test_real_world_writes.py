@@ -647,3 +647,16 @@ def test_a_storage_error_names_the_record_not_the_machine(vault: Vault, run_cli)
     (vault.project_dir("demo") / "decisions").write_text("not a directory", encoding="utf-8")
     message = run_cli("upsert", "--kind", "decision", "--slug", "d", "--body", "x", "--json").json()["error"]["message"]
     assert str(vault.root) not in message and "projects/demo/decisions" in message
+
+
+def test_another_name_for_a_layer_means_that_layer(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    outcome = run_cli("upsert", "--kind", "trap", "--slug", "ui", "--body", "x", "--layer", "Frontend", "--json")
+    assert outcome.exit_code == 0
+    assert get_record(vault, "demo", record_id="ui").frontmatter["layer"] == "web"
+    refused = run_cli("upsert", "--kind", "trap", "--slug", "bad", "--body", "x", "--layer", "kitchen", "--json")
+    assert refused.json()["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+def test_a_body_with_a_nul_character_is_refused(vault: Vault) -> None:
+    with pytest.raises(InvalidArguments, match="NUL"):
+        upsert_record(vault, "demo", kind="spec", body="a\x00b", slug="nul")

@@ -546,9 +546,9 @@ def test_unspaced_sql_agrees_with_is_unspaced() -> None:
     from hypothesis import strategies as st
 
     from memosite.index.schema import unspaced_sql
-    from memosite.text import _UNSPACED, is_unspaced
+    from memosite.text import UNSPACED_RANGES, is_unspaced
 
-    edges = [chr(point) for low, high in _UNSPACED for point in (low - 1, low, high, high + 1)]
+    edges = [chr(point) for low, high in UNSPACED_RANGES for point in (low - 1, low, high, high + 1)]
     # NUL aside: SQLite's text functions (GLOB, length) stop at it, and record text has no use for one.
     printable = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
     alphabet = st.one_of(printable, st.sampled_from([*edges, "…", "é", "a"]))

@@ -112,6 +112,7 @@ class Index:
     def optimize(self) -> None:
         """Merge FTS5 segments (many deletions leave them fragmented and searches slower)."""
         self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
+        self.conn.execute("INSERT INTO records_trigram(records_trigram) VALUES ('optimize')")
 
     # --- in-flight writes of units of work ---------------------------------------------------
     def mark_inflight(self, unit: str, project: str, path: str) -> None:

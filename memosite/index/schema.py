@@ -17,7 +17,7 @@ import sqlite3
 from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
-from memosite.text import _UNSPACED  # the ranges of is_unspaced(), as a GLOB character class below
+from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
 SCHEMA_VERSION = "21"
 
@@ -27,10 +27,10 @@ def _text(row: str) -> str:
 
 
 # is_unspaced() for any character of a record's text, spelled as SQL (tests prove they agree).
-UNSPACED_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _UNSPACED)
+UNSPACED_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)
 # The first UTF-8 bytes of those characters: a text holding none of them cannot hold one.
 _UNSPACED_LEADS = sorted(
-    {chr(point).encode("utf-8")[0] for low, high in _UNSPACED for point in (*range(low, high, 64), high)}
+    {chr(point).encode("utf-8")[0] for low, high in UNSPACED_RANGES for point in (*range(low, high, 64), high)}
 )
 
 
