@@ -37,10 +37,10 @@ from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
 from memosite.index import fts, verdicts
 from memosite.index.database import Index
-from memosite.kinds import UNSEARCHED_KINDS
+from memosite.kinds import KINDS, UNSEARCHED_KINDS
 from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
-from memosite.schema import KINDS, STATUSES, format_iso, is_flagged_stale, utc_now
+from memosite.schema import STATUSES, format_iso, is_flagged_stale, utc_now
 from memosite.vault import Vault
 
 __all__ = ["SearchHit", "SearchResult", "normalize_path", "path_matches", "search_records"]
