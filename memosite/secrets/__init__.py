@@ -263,7 +263,11 @@ _QUOTED = (
 )
 _BARE = r"""(?P<bare>[^\s"'`,;]{1,2048})"""
 _VALUE = re.compile(rf"{_OPERATOR}(?:{_QUOTED}|{_BARE})")
-_FLAG_VALUE = re.compile(rf"""[ \t]+(?:{_QUOTED}|(?P<flagged>[^\s"'`,;\-][^\s"'`,;]{{0,2047}}))""")
+# A value after a secret-named flag; one starting with "-" only when it is long (``--token -fBjK9…``),
+# so that ``--password --verbose`` never takes the next flag for the password.
+_FLAG_VALUE = re.compile(
+    rf"""[ \t]+(?:{_QUOTED}|(?P<flagged>(?:[^\s"'`,;\-]|-(?=[^\s"'`,;\-]{{11}}))[^\s"'`,;]{{0,2047}}))"""
+)
 _AUTH_VALUE = re.compile(
     r"""\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:bearer|basic|token|bot)[ \t]+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})""",
     re.IGNORECASE,

@@ -205,11 +205,16 @@ def is_secret_value(value: str, *, password: bool = False) -> bool:
         return False
     if looks_random(value):
         return True
-    if not password or len(value) > 40 or any(ch in value for ch in "./:"):
+    if len(value) > 40 or any(ch in value for ch in "./:"):
         return False  # settings.DB_PASSWORD, vault:secret/db#password: a reference, not a password
     has_letter = any(ch.isalpha() for ch in value)
     has_digit = any(ch.isdigit() for ch in value)
     has_symbol = any(not ch.isalnum() and ch not in "-_" for ch in value)
+    if not password:
+        # A long value of letters and digits under a secret's name is a credential even when a
+        # run of its letters happens to read like a word ("8XN9aiXldrianWSY", "2woouwserc63rffn").
+        # Names stay names: "Ed25519PrivateKey" and "build2026release" are mostly whole words.
+        return len(value) >= 16 and has_digit and not _SEPARATOR.search(value) and word_share(value) < 0.7
     return has_letter and (has_digit or has_symbol)
 
 
