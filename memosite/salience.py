@@ -336,26 +336,13 @@ class BackfillResult:
 
 
 def _readable_trap(path: Path) -> tuple[Record, Any]:
-    """A trap file, its layer's other name (``layer: Frontend``) made the layer's own so the rest of
-    it validates; and the layer as the file writes it."""
-    from memosite.errors import InvalidRecord
-    from memosite.indexing import path_defaults, read_record
-    from memosite.schema import validate_frontmatter
+    """A trap file (a layer under another name, ``layer: Frontend``, reads as its layer) and the
+    layer as the file writes it."""
+    from memosite.indexing import read_record
 
-    try:
-        record = read_record(path)
-        return record, record.frontmatter.get("layer")
-    except InvalidRecord:
-        raw = parse_record(path.read_bytes().decode("utf-8"), path, validate=False)
-        layer = normalize_layer(raw.frontmatter.get("layer"))
-        if layer is None or layer == raw.frontmatter.get("layer"):
-            raise
-        values = {**path_defaults(path), **{k: v for k, v in raw.frontmatter.items() if v not in (None, "")}}
-        values["layer"] = layer
-        try:
-            return Record(validate_frontmatter(values), raw.body, path, raw.source), raw.frontmatter.get("layer")
-        except InvalidArguments as exc:
-            raise InvalidRecord(exc.message) from exc
+    record = read_record(path)
+    raw = parse_record(path.read_bytes().decode("utf-8").removeprefix("\ufeff"), path, validate=False)
+    return record, raw.frontmatter.get("layer")
 
 
 def _missing_classification(record: Record, written_layer: Any, now_iso: str) -> dict[str, Any]:
@@ -402,6 +389,8 @@ def backfill_traps(vault: Vault, project: str, *, dry_run: bool = False, now: da
                 continue
             if not dry_run:
                 record.frontmatter.update(changes)
+                if "layer" in changes and record.source is not None:
+                    record.source.chunks.pop("layer", None)  # written anew, not as it was spelled
                 unit.write(record, path)
                 unit.note(f"trap:{record.id} {', '.join(sorted(changes))}")
             result.updated.append(BackfilledTrap(record.id, relative, changes))
