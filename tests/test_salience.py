@@ -252,6 +252,7 @@ def test_backfill_normalises_a_layer_written_under_another_name(vault: Vault) ->
     path = _hand_trap(vault, "aliased", "Text.\n", "layer: Frontend\n")
     result = backfill_traps(vault, P, now=NOW)
     assert result.updated[0].fields["layer"] == "web" and read_record(path).frontmatter["layer"] == "web"
+    assert "layer: web\n" in path.read_text(encoding="utf-8") and "Frontend" not in path.read_text(encoding="utf-8")
     assert rank_traps(vault, P, layer="web", now=NOW).traps[0].id == "aliased"
 
 
