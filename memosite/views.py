@@ -8,7 +8,7 @@ scratch records never appear in a view.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +24,8 @@ from memosite.vault import Vault, atomic_write_bytes
 
 # (section name, project, kind, rows shown, rows in all) -> Markdown placed after a cut section
 MoreNote = Callable[[str, str, str, int, int], str]
+# kind -> record files a rendering leaves out (the site's, of records pending review)
+Hidden = Mapping[str, Collection[str]]
 
 KIND_TITLES = {kind: facts.title for kind, facts in KIND_FACTS.items() if facts.durable}
 
@@ -105,23 +107,30 @@ class _Pieces:
 
     _MARK = re.compile("\x00piece:(\\d+)\x00")
 
-    def __init__(self, limit: int | None = None, more: MoreNote | None = None) -> None:
+    def __init__(self, limit: int | None = None, more: MoreNote | None = None, hidden: Hidden | None = None) -> None:
         self.blobs: list[list[bytes]] = []
         self.limit = limit
         self.more = more
+        self.hidden = hidden or {}
 
     def section(
         self, index: Index, spec: fragments.Section, project: str, kind: str, now_iso: str
     ) -> tuple[int, list[bytes]]:
-        """A view section: all of it, or (with ``limit``) its first rows and a note on the rest."""
-        if self.limit is None:
+        """A view section: all of it, or (with ``limit``) its first rows and a note on the rest;
+        the hidden records of the kind left out."""
+        hidden = self.hidden.get(kind, ())
+        if self.limit is None and not hidden:
             return fragments.section(index, spec, project, kind, now_iso)
         from memosite.index.site import section_head
 
-        count, head = section_head(index, spec, project, kind, now_iso, self.limit)
-        if count > self.limit and self.more is not None:
+        limit = -1 if self.limit is None else self.limit
+        count, head = section_head(index, spec, project, kind, now_iso, limit, hidden)
+        if self.limit is not None and count > self.limit and self.more is not None:
             head += self.more(spec.name, project, kind, self.limit, count).encode("utf-8")
         return count, [head]
+
+    def hidden_paths(self, kind: str) -> Collection[str]:
+        return self.hidden.get(kind, ())
 
     def put(self, blobs: list[bytes]) -> str:
         self.blobs.append(blobs)
@@ -164,17 +173,23 @@ def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces
         count, text = pieces.section(index, spec, project, "decision", now_iso)
         context[name] = pieces.put(text)
         context[f"{name}_count"] = count
-    superseded = [
-        {
-            "title": row.title,
-            "link": link_for_path(row.path),
-            "successor": row.successor,
-            "successor_title": row.successor_title,
-            "successor_link": link_for_path(row.successor_path) if row.successor_path else None,
-        }
-        for row in fragments.superseded_decisions(index, project)
-    ]
-    return {**context, "superseded": superseded, "total": index.count_kind(project, "decision")}
+    hidden = pieces.hidden_paths("decision")
+    superseded = []
+    for row in fragments.superseded_decisions(index, project):
+        if row.path in hidden:
+            continue
+        shown = row.successor_path is not None and row.successor_path not in hidden
+        superseded.append(
+            {
+                "title": row.title,
+                "link": link_for_path(row.path),
+                "successor": row.successor,
+                "successor_title": row.successor_title if shown else None,
+                "successor_link": link_for_path(row.successor_path) if shown and row.successor_path else None,
+            }
+        )
+    total = index.count_kind(project, "decision") - len(hidden)
+    return {**context, "superseded": superseded, "total": total}
 
 
 def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
@@ -182,9 +197,11 @@ def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
     counts = fragments.kind_counts(index, project)
     sections = []
     for kind in DURABLE_KINDS:
-        count = counts.get(kind, 0)
-        active = pieces.section(index, fragments.LIVE_COUNT, project, kind, now_iso)[0] if count else 0
-        rows = pieces.put(pieces.section(index, fragments.INDEX_ROWS, project, kind, now_iso)[1]) if count else ""
+        count, active, rows = counts.get(kind, 0), 0, ""
+        if count:
+            active = pieces.section(index, fragments.LIVE_COUNT, project, kind, now_iso)[0]
+            count, blobs = pieces.section(index, fragments.INDEX_ROWS, project, kind, now_iso)
+            rows = pieces.put(blobs)
         sections.append({"kind": kind, "title": KIND_TITLES[kind], "count": count, "active": active, "rows": rows})
     return {
         "sections": sections,
@@ -218,14 +235,17 @@ def render_view_bytes(
     *,
     limit: int | None = None,
     more: MoreNote | None = None,
+    hidden: Hidden | None = None,
 ) -> list[bytes]:
     """The UTF-8 Markdown of one compiled view, from the index, as pieces to write in order.
 
     With ``limit``, each section shows only its first ``limit`` rows (the site's view pages stay
-    small at any size) followed by ``more(section, project, kind, shown, total)``."""
+    small at any size) followed by ``more(section, project, kind, shown, total)``. ``hidden``
+    (kind -> record files) leaves those records out of every section and count: the site's view
+    of records not published."""
     now = now or utc_now()
     now_iso = format_iso(now)
-    pieces = _Pieces(limit, more)
+    pieces = _Pieces(limit, more, hidden)
     context = _CONTEXTS[name](vault, project, now_iso, pieces)
     template = env_for(vault).get_template(f"views/{name}.j2")
     return pieces.assemble(template.render(project=project, compiled=now_iso, **context))
@@ -239,9 +259,10 @@ def render_view(
     *,
     limit: int | None = None,
     more: MoreNote | None = None,
+    hidden: Hidden | None = None,
 ) -> str:
     """The Markdown of one compiled view, from the index (see :func:`render_view_bytes`)."""
-    return b"".join(render_view_bytes(vault, project, name, now, limit=limit, more=more)).decode("utf-8")
+    return b"".join(render_view_bytes(vault, project, name, now, limit=limit, more=more, hidden=hidden)).decode("utf-8")
 
 
 def write_views(
