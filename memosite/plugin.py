@@ -10,6 +10,7 @@ Add it to any MkDocs site::
           projects: [acme-shop]       # default: every project
           prefix: memory              # URL prefix of the memory section
           include_inactive_in_search: false
+          include_pending: false      # publish records waiting for review (and a Review page)
           cache: auto                 # the page cache: auto, true or false
 
 Nothing is written into ``docs_dir``: pages are generated in ``on_files``. Record pages stay out
@@ -80,6 +81,7 @@ class MemositePluginConfig(Config):
     projects = c.ListOfItems(c.Type(str), default=[])
     prefix = c.Type(str, default="memory")
     include_inactive_in_search = c.Type(bool, default=False)
+    include_pending = c.Type(bool, default=False)
     cache = c.Choice(("auto", "true", "false", True, False), default="auto")
 
 
@@ -210,6 +212,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self.prefix,
             tuple(self.projects),
             self.config.include_inactive_in_search,
+            self.config.include_pending,
             config.use_directory_urls,
         )
         if key != self._memory.key:
@@ -249,7 +252,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     # Files first: edits made by hand since the last compile reach the index and the
                     # vault's own views before the site is made from them.
                     recompile_projects(vault, self.projects)
-                content = collect_site_content(vault, prefix=self.prefix, projects=self.projects, memo=self._memo)
+                content = collect_site_content(
+                    vault,
+                    prefix=self.prefix,
+                    projects=self.projects,
+                    memo=self._memo,
+                    include_pending=self.config.include_pending,
+                )
                 scope = _site_scope(config, files, self._memo.templates)
                 if not (self.serving and self._cache is not None and self._cache.scope == scope):
                     self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
@@ -287,7 +296,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 virtual.render_needed = False
                 self._reuse[page.src_uri] = written
             else:
-                inclusion = InclusionLevel.NOT_IN_NAV if page.role == "record" else InclusionLevel.UNDEFINED
+                # Records and the trust pages are reached from the project homes, not the nav.
+                inclusion = InclusionLevel.NOT_IN_NAV if page.role in ("record", "trust") else InclusionLevel.UNDEFINED
                 generated = _VirtualPage.generated(config, page.src_uri, content=page.markdown, inclusion=inclusion)
                 assert isinstance(generated, _VirtualPage)  # generated() builds an instance of its class
                 virtual = generated
@@ -393,7 +403,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 self._details[page.url] = details
         elif site_page.role == "view":
             html_text = _BADGE.sub(_badge, html_text)
-        if site_page.role in ("dashboard", "changelog"):
+        if site_page.role in ("dashboard", "changelog", "trust"):
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
         html_text = _with_charts(html_text, site_page.charts)
         if self._scanner is not None:

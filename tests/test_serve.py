@@ -189,3 +189,33 @@ def test_serve_command_serves_until_terminated(vault: Vault) -> None:
             _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
+
+
+def test_serve_include_pending_serves_pending_records_and_the_review_page(vault: Vault) -> None:
+    path = vault.record_path(PROJECT, "trap", "agent-guess")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "---\nid: agent-guess\nkind: trap\nproject: shop\ntitle: Agent guess\nstatus: active\nsource: agent\n"
+        "author: codex 2.0\nreview: pending\ncreated: '2026-01-02T10:00:00.000Z'\n"
+        "updated: '2026-01-02T10:00:00.000Z'\n---\nThe queue may drop messages — キュー.\n",
+        encoding="utf-8",
+    )
+    port = _free_port()
+    command = [str(Path(sys.executable).with_name("memosite")), "serve", "--vault", str(vault.root)]
+    command += ["--dev-addr", f"127.0.0.1:{port}", "--include-pending"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=dict(os.environ)
+    ) as process:
+        try:
+            page = _eventually(
+                f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/agent-guess/",
+                lambda text: "unreviewed" in text,
+                timeout=60,
+            )
+            assert "The queue may drop messages — キュー." in page
+            review = _get(f"http://127.0.0.1:{port}/memory/{PROJECT}/REVIEW/")
+            assert "Agent guess" in review and "+The queue may drop messages — キュー." in review
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr

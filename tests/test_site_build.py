@@ -217,6 +217,8 @@ def test_records_json_lists_every_published_record(built: dict) -> None:
         "created",
         "updated",
         "expires_at",
+        "freshness",
+        "review",
         "url",
     }
     for record in records:

@@ -10,8 +10,13 @@ from memosite.cli._common import App, vault_options
 @click.command("export-docs")
 @click.argument("directory", metavar="DIR")
 @click.option("--prefix", default="memory", show_default=True, help="Folder (and URL prefix) of the memory section.")
+@click.option(
+    "--include-pending",
+    is_flag=True,
+    help="Export records that wait for review too, marked unreviewed, with a Review page per project.",
+)
 @vault_options
-def export_docs(app: App, directory: str, prefix: str) -> None:
+def export_docs(app: App, directory: str, prefix: str, include_pending: bool) -> None:
     """Write the memory section into the docs folder DIR as plain Markdown pages.
 
     Records, views, project homes, What changed pages, the Memory page, records.json, the Atom
@@ -22,7 +27,13 @@ def export_docs(app: App, directory: str, prefix: str) -> None:
     """
     from memosite.site.export import export_docs as run
 
-    result = run(app.vault, directory, prefix=prefix, projects=[app.project] if app.project_arg else None)
+    result = run(
+        app.vault,
+        directory,
+        prefix=prefix,
+        projects=[app.project] if app.project_arg else None,
+        include_pending=include_pending,
+    )
     payload = result.to_json()
     app.emit(
         payload,

@@ -83,6 +83,12 @@ _site_name_option = click.option(
     help='The site\'s name in its header and title (default: "<project> memory").',
 )
 _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs warning (broken links, ...).")
+_include_pending_option = click.option(
+    "--include-pending",
+    is_flag=True,
+    help="Publish records that wait for review too, marked unreviewed, with a Review page per project "
+    "(default: they stay off the site and each project home says how many wait).",
+)
 
 
 @click.command()
@@ -99,9 +105,16 @@ _strict_option = click.option("--strict", is_flag=True, help="Fail on any MkDocs
 @_site_url_option
 @_site_name_option
 @_strict_option
+@_include_pending_option
 @vault_options
 def build(
-    app: App, out_dir: str, config_file: str | None, site_url: str | None, site_name: str | None, strict: bool
+    app: App,
+    out_dir: str,
+    config_file: str | None,
+    site_url: str | None,
+    site_name: str | None,
+    strict: bool,
+    include_pending: bool,
 ) -> None:
     """Build the vault's static site (MkDocs Material) into ./site.
 
@@ -118,6 +131,7 @@ def build(
         projects=_projects(app),
         site_url=site_url,
         site_name=site_name,
+        include_pending=include_pending,
     )
     _report_warnings(result.warnings)
     app.emit(result.to_json(), _summary(result))
@@ -133,22 +147,43 @@ def build(
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
 @_config_option
+@_include_pending_option
 @vault_options
-def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None) -> None:
+def serve(app: App, dev_addr: str, open_browser: bool, config_file: str | None, include_pending: bool) -> None:
     """Serve the vault's site with live reload until Ctrl-C.
 
     Runs the watch loop too: a record saved in an editor updates the index, the vault's views
     and the open browser pages, without a restart.
     """
-    serve_with_logs(app.vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser)
+    serve_with_logs(
+        app.vault,
+        dev_addr=dev_addr,
+        config_file=config_file,
+        open_browser=open_browser,
+        include_pending=include_pending,
+    )
 
 
-def serve_with_logs(vault: Vault, *, dev_addr: str, config_file: str | None = None, open_browser: bool = False) -> None:
+def serve_with_logs(
+    vault: Vault,
+    *,
+    dev_addr: str,
+    config_file: str | None = None,
+    open_browser: bool = False,
+    include_pending: bool = False,
+) -> None:
     """Serve with mkdocs' and memosite's log lines (the address, rebuilds) on stderr."""
     from memosite.site.server import serve as serve_site
 
     _log_to_stderr()
-    serve_site(vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=True)
+    serve_site(
+        vault,
+        dev_addr=dev_addr,
+        config_file=config_file,
+        open_browser=open_browser,
+        livereload=True,
+        include_pending=include_pending,
+    )
 
 
 @click.command()
@@ -219,6 +254,7 @@ def _describe(batch: WatchBatch) -> str:
 @_site_url_option
 @_site_name_option
 @_strict_option
+@_include_pending_option
 @vault_options
 def publish(
     app: App,
@@ -231,6 +267,7 @@ def publish(
     site_url: str | None,
     site_name: str | None,
     strict: bool,
+    include_pending: bool,
 ) -> None:
     """Publish the site: a static copy (--to DIR) or a git branch (--gh-pages).
 
@@ -248,6 +285,7 @@ def publish(
         "projects": _projects(app),
         "site_url": site_url,
         "site_name": site_name,
+        "include_pending": include_pending,
     }
     if dest:
         from memosite.site.build import publish_to_dir

@@ -100,6 +100,7 @@ def load_site_config(
     site_url: str | None = None,
     fallback_site_url: str | None = None,
     site_name: str | None = None,
+    include_pending: bool = False,
 ) -> MkDocsConfig:
     """The MkDocs configuration that publishes ``vault`` into ``site_dir``.
 
@@ -108,6 +109,7 @@ def load_site_config(
     memory" for several). The vault is always the one given here, whatever a config file says.
     ``site_url`` (where the site will be served) overrides the config's; Material's instant
     navigation and ``sitemap.xml`` need one; ``fallback_site_url`` is used when neither gives one.
+    ``include_pending`` publishes records waiting for review (a config file may also say so).
     """
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
@@ -145,6 +147,8 @@ def load_site_config(
     plugin.config.vault = str(vault.root)
     if projects:
         plugin.config.projects = list(projects)
+    if include_pending:
+        plugin.config.include_pending = True
     return config
 
 
@@ -196,6 +200,7 @@ def build_site(
     site_url: str | None = None,
     fallback_site_url: str | None = None,
     site_name: str | None = None,
+    include_pending: bool = False,
 ) -> BuildResult:
     """Build the vault's site into ``out_dir``, replacing a previous build there only on success.
 
@@ -219,6 +224,7 @@ def build_site(
             site_url=site_url,
             fallback_site_url=fallback_site_url,
             site_name=site_name,
+            include_pending=include_pending,
         )
         warnings = run_build(config)
         plugin = memosite_plugin(config)
@@ -247,6 +253,7 @@ def publish_to_dir(
     projects: Sequence[str] | None = None,
     site_url: str | None = None,
     site_name: str | None = None,
+    include_pending: bool = False,
 ) -> BuildResult:
     """A finished static copy of the site in ``dest`` (built, scanned, then moved into place)."""
     return build_site(
@@ -257,4 +264,5 @@ def publish_to_dir(
         projects=projects,
         site_url=site_url,
         site_name=site_name,
+        include_pending=include_pending,
     )

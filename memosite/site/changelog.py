@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import heapq
+import re
 import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -22,6 +23,8 @@ from memosite.schema import parse_datetime
 from memosite.vault import Vault
 
 ACTIONS = ("created", "updated", "superseded", "archived", "expired", "purged", "committed")
+# A ``kind:id`` in a commit subject ("create trap:cache-leak", "approve decision:db (reviewed …)").
+_NAMED = re.compile(r"(?<!\S)([a-z]+:[^\s,;]+?)(?=[\s,;)]|$)")
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,15 @@ def git_events(vault: Vault, project: str, *, limit: int = 500) -> list[ChangeEv
             continue
         events.append(ChangeEvent(instant, project, "committed", "commit", sha[:12], subject))
     return events
+
+
+def without_commits_naming(events: list[ChangeEvent], keys: Collection[str]) -> list[ChangeEvent]:
+    """The commit events whose subject names none of ``keys`` (``kind:id``, as memosite's commit
+    messages do): a record the site leaves out is not announced by its commits either."""
+    if not keys:
+        return events
+    wanted = set(keys)
+    return [e for e in events if e.action != "committed" or not (wanted & set(_NAMED.findall(e.title)))]
 
 
 def _order(event: ChangeEvent) -> tuple[str, int, str]:

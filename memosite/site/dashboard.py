@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,8 @@ STATUS_COLUMNS = ("active", "expired", "paused", "shipped", "completed", "supers
 
 @dataclass
 class FeedSource:
-    """One project's published records and change events (or several projects' merged)."""
+    """One project's published records and change events (or several projects' merged), its
+    sync conflict sidecars and how many records wait for review."""
 
     project: str | None
     records: list[PublishedRecord]
@@ -46,25 +47,44 @@ class FeedSource:
     conflicts: list[str] = field(default_factory=list)
     stats: tuple[str, dict[str, Any]] | None = None  # (instant, figures) computed for it
     figures: tuple[str, dict[str, str]] | None = None  # (instant, charts without their tokens)
+    pending: int = 0  # records waiting for review
+    pending_shown: bool = False  # ... and published by this build (its Review page lists them)
 
     @classmethod
-    def for_project(cls, vault: Vault, project: str, records: list[PublishedRecord], now: datetime) -> FeedSource:
+    def for_project(
+        cls,
+        vault: Vault,
+        project: str,
+        records: list[PublishedRecord],
+        now: datetime,
+        *,
+        conflicts: list[str] | None = None,
+        pending: int = 0,
+        pending_shown: bool = False,
+        hidden: Collection[str] = (),
+    ) -> FeedSource:
+        """``hidden``: ``kind:id`` of records the site leaves out; commits naming one are too."""
         by_entry = {id(r.entry): r.src_uri for r in records}
         events = changelog.record_events([r.entry for r in records], lambda e: by_entry[id(e)], format_iso(now))
         events += changelog.tombstone_events(vault, project)
-        events += changelog.git_events(vault, project)
-        return cls(project, records, events, changelog.conflict_files(vault, project))
+        events += changelog.without_commits_naming(changelog.git_events(vault, project), hidden)
+        listed = changelog.conflict_files(vault, project) if conflicts is None else conflicts
+        return cls(project, records, events, listed, pending=pending, pending_shown=pending_shown)
 
     @classmethod
     def merged(cls, sources: Sequence[FeedSource]) -> FeedSource:
         if len(sources) == 1:  # the same figures: share what was computed for the one project
             one = sources[0]
-            return cls(None, one.records, one.events, one.conflicts, one.stats, one.figures)
+            return cls(
+                None, one.records, one.events, one.conflicts, one.stats, one.figures, one.pending, one.pending_shown
+            )
         return cls(
             None,
             [r for s in sources for r in s.records],
             [e for s in sources for e in s.events],
             [c for s in sources for c in s.conflicts],
+            pending=sum(s.pending for s in sources),
+            pending_shown=any(s.pending_shown for s in sources),
         )
 
 
@@ -107,11 +127,13 @@ def _linked(figures: dict[str, Any], base: str) -> dict[str, Any]:
 
     return {
         **figures,
-        **{name: links(figures[name]) for name in ("latest", "recurring", "recalled", "stale", "review")},
+        **{name: links(figures[name]) for name in ("latest", "recurring", "recalled", "stale", "review", "drifted")},
     }
 
 
 def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
+    from memosite.site.trust import needs_review
+
     records = source.records
     counts: dict[str, Counter[str]] = {kind: Counter() for kind in DURABLE_KINDS}
     for record in records:
@@ -135,6 +157,7 @@ def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
     recalled = heapq.nsmallest(5, [r for r in traps if r.entry.hits], key=lambda r: (-r.entry.hits, r.entry.title))
     stale = [r for r in records if r.entry.is_stale_flagged and "superseded" not in r.inactive]
     review = [r for r in records if r.entry.kind == "review" and _live(r)]
+    drifted = [r for r in records if needs_review(r)]
     latest = [
         {
             "when": e.when[:10],
@@ -158,6 +181,10 @@ def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
         "stale_count": len(stale),
         "review": [item(r, r.entry.updated[:10] if r.entry.updated else "") for r in review[:10]],
         "review_count": len(review),
+        "drifted": [item(r, r.verdict.verdict if r.verdict else "") for r in drifted[:10]],
+        "drifted_count": len(drifted),
+        "pending_count": source.pending,
+        "pending_shown": source.pending_shown,
         "conflicts": source.conflicts,
     }
 
@@ -249,6 +276,9 @@ def overview_markdown(env: jinja2.Environment, overview: Overview, page_dir: str
                 "week": sum(stats["recent"][7].values()),
                 "stale": stats["stale_count"],
                 "review": stats["review_count"],
+                "drifted": stats["drifted_count"],
+                "pending": stats["pending_count"],
+                "needs_review": _link(f"{overview.prefix}/{source.project}/NEEDS-REVIEW.md", page_dir),
             }
         )
     figures = charts(merged, overview.now, "MEMOSITECHARTSITE")

@@ -113,14 +113,16 @@ def _directory_url(src_uri: str) -> str:
     return stem + "/"
 
 
-# The one piece of HTML memosite's own templates put into Markdown (a severity badge); whatever
-# else looks like HTML came from a record and stays text.
-_BADGE_TEXT = re.compile(r'&lt;span class="memosite-severity memosite-severity--([a-z]+)">([^&<]*)&lt;/span>')
+# The one piece of HTML memosite's own templates put into Markdown (a severity, freshness or
+# review badge); whatever else looks like HTML came from a record and stays text.
+_BADGE_TEXT = re.compile(
+    r'&lt;span class="memosite-(severity|freshness|review) memosite-\1--([a-z]+)">([^&<]*)&lt;/span>'
+)
 
 
 def _page_text(page: SitePage) -> str:
     text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
-    text = _BADGE_TEXT.sub(r'<span class="memosite-severity memosite-severity--\1">\2</span>', text)
+    text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     role = page.role
@@ -131,15 +133,21 @@ def _page_text(page: SitePage) -> str:
 
 
 def export_docs(
-    vault: Vault, directory: str | Path, *, prefix: str = "memory", projects: list[str] | None = None
+    vault: Vault,
+    directory: str | Path,
+    *,
+    prefix: str = "memory",
+    projects: list[str] | None = None,
+    include_pending: bool = False,
 ) -> ExportResult:
-    """Write the memory section into ``directory`` (a docs folder); see the module docstring."""
+    """Write the memory section into ``directory`` (a docs folder); see the module docstring.
+    Records waiting for review are left out unless ``include_pending``."""
     prefix = normalize_prefix(prefix)
     destination = check_destination_for_export(Path(directory), vault.root, prefix)
     ensure_index(vault)
     wanted = resolve_projects(vault, projects)
     recompile_projects(vault, wanted)
-    content = collect_site_content(vault, prefix=prefix, projects=wanted)
+    content = collect_site_content(vault, prefix=prefix, projects=wanted, include_pending=include_pending)
     files: dict[str, str] = {}
     for page in content.pages:
         text = _page_text(page)

@@ -117,6 +117,7 @@ def publish_gh_pages(
     site_url: str | None = None,
     cwd: Path | None = None,
     site_name: str | None = None,
+    include_pending: bool = False,
 ) -> GhPagesResult:
     """Build the site and commit it as the new head of ``branch`` on ``remote``, then push.
 
@@ -141,6 +142,7 @@ def publish_gh_pages(
             site_url=site_url,
             fallback_site_url=github_pages_url(url),
             site_name=site_name,
+            include_pending=include_pending,
         )
         (site / ".nojekyll").touch()  # GitHub Pages would otherwise drop paths starting with "_"
         git_dir = Path(tmp) / "repo.git"

@@ -19,9 +19,10 @@ from typing import Any
 from memosite.errors import InvalidArguments
 from memosite.expiration import is_expired_iso
 from memosite.index import IndexEntry
+from memosite.index.verdicts import StoredVerdict
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, parse_datetime, utc_now
-from memosite.site import changelog
+from memosite.site import changelog, trust
 from memosite.site.dashboard import FeedSource, Overview, dashboard_page, overview_markdown
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
@@ -66,11 +67,14 @@ def _when(value: str | None) -> str:
 
 @dataclass(frozen=True)
 class PublishedRecord:
-    """A record that gets a page, with why (if at all) it is out of date."""
+    """A record that gets a page, with why (if at all) it is out of date, what ``verify`` last
+    found of the code it cites, and whether it waits for review (published only when asked)."""
 
     entry: IndexEntry
     src_uri: str
     inactive: tuple[str, ...]
+    verdict: StoredVerdict | None = None
+    pending: bool = False
 
     @property
     def searchable_by_default(self) -> bool:
@@ -86,7 +90,7 @@ class SitePage:
 
     src_uri: str
     markdown: str
-    role: str  # "record", "view", "memory", "dashboard" or "changelog"
+    role: str  # "record", "view", "memory", "dashboard", "changelog" or "trust"
     title: str
     record: PublishedRecord | None = None
     charts: dict[str, str] = field(default_factory=dict)
@@ -141,8 +145,8 @@ class SiteContent:
         self, url_for: Callable[[str], str], memo: dict[str, tuple[Any, str, str]] | None = None
     ) -> tuple[list[str], dict[str, tuple[Any, str, str]]]:
         """Each published record's row of ``records.json``, as JSON text (``url`` is relative to
-        the JSON file itself), and the rows by page for the next build: a row whose index entry
-        and URL are the ones it was made from is reused."""
+        the JSON file itself), and the rows by page for the next build: a row whose index entry,
+        verdict and URL are the ones it was made from is reused."""
         base = posixpath.dirname(url_for(self.records_json_uri))
         memo = memo or {}
         kept: dict[str, tuple[Any, str, str]] = {}
@@ -150,8 +154,9 @@ class SiteContent:
         for record in self.records:
             entry = record.entry
             absolute = url_for(record.src_uri)
+            freshness = record.verdict.verdict if record.verdict is not None else None
             cached = memo.get(record.src_uri)
-            if cached is not None and cached[0] is entry and cached[1] == absolute:
+            if cached is not None and cached[0][0] is entry and cached[0][1] == freshness and cached[1] == absolute:
                 text = cached[2]
             else:
                 url = _relative_url(absolute, base)
@@ -167,10 +172,12 @@ class SiteContent:
                     "created": entry.created,
                     "updated": entry.updated,
                     "expires_at": entry.expires_at,
+                    "freshness": freshness,
+                    "review": "pending" if record.pending else None,
                     "url": url,
                 }
                 text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-            kept[record.src_uri] = (entry, absolute, text)
+            kept[record.src_uri] = ((entry, freshness), absolute, text)
             rows.append(text)
         return rows, kept
 
@@ -276,6 +283,9 @@ def _record_context(record: PublishedRecord, by_id: dict[str, IndexEntry]) -> di
         "inactive": record.inactive,
         "body": body_without_title(entry.body, entry.title),
         "path": entry.path,
+        "freshness": trust.freshness(record.verdict),
+        "provenance": trust.provenance(entry),
+        "pending": record.pending,
     }
 
 
@@ -333,7 +343,7 @@ class RecordMemo:
 
 
 def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    return old[0] is new[0] and old[1] == new[1] and old[2] is new[2] and old[3] is new[3]
+    return old[0] is new[0] and old[1] == new[1] and old[2] is new[2] and old[3] is new[3] and old[4] == new[4]
 
 
 def collect_site_content(
@@ -344,12 +354,18 @@ def collect_site_content(
     now: datetime | None = None,
     memo: RecordMemo | None = None,
     section_rows: int | None = SITE_SECTION_ROWS,
+    include_pending: bool = False,
 ) -> SiteContent:
     """The memory section's pages from the index (call ``refresh_project`` first to be current).
 
-    state and scratch records never get a page, exactly as they never appear in a view. With a
-    ``memo`` from the previous build, only changed records are read and rendered again.
+    state and scratch records never get a page, exactly as they never appear in a view; records
+    waiting for review get none either (nor a row, a view row, a feed entry or a count) unless
+    ``include_pending``. With a ``memo`` from the previous build, only changed records are read
+    and rendered again.
     """
+    from memosite.index.site import published_verdicts
+    from memosite.sync.conflicts import list_conflicts
+
     now = now or utc_now()
     now_iso = format_iso(now)
     content = SiteContent(prefix=normalize_prefix(prefix), projects=list(projects))
@@ -362,17 +378,33 @@ def collect_site_content(
         memo.pages.clear()
         memo.templates = checksum
     record_template = env.get_template("site/record.md.j2")
+    verdicts = published_verdicts(vault.index(), content.projects)  # one query for the whole build
     sources: list[FeedSource] = []
     for project in content.projects:
         entries = memo.refresh(vault, project)
+        pending = [entry for entry in entries if trust.is_pending(entry)]
+        hidden = [] if include_pending else pending
+        if hidden:
+            left_out = {id(entry) for entry in hidden}
+            entries = [entry for entry in entries if id(entry) not in left_out]
         by_id = {entry.id: entry for entry in entries}
         published: list[PublishedRecord] = []
         for entry in entries:
             src_uri = f"{content.prefix}/{project}/{link_for(entry)}"
-            record = PublishedRecord(entry, src_uri, inactive_reasons(entry, now_iso))
-            # A page depends on its row, on why it is inactive now, and on the rows it links to;
-            # rows are re-read only when their file changed, so the same objects mean the same page.
-            basis = (entry, record.inactive, by_id.get(entry.supersedes or ""), by_id.get(entry.superseded_by or ""))
+            verdict = verdicts.get(entry.path) if trust.cites_code(entry) else None
+            record = PublishedRecord(
+                entry, src_uri, inactive_reasons(entry, now_iso), verdict, include_pending and trust.is_pending(entry)
+            )
+            # A page depends on its row, on why it is inactive now, on the rows it links to and on
+            # its verdict; rows are re-read only when their file changed, so the same objects mean
+            # the same page.
+            basis = (
+                entry,
+                record.inactive,
+                by_id.get(entry.supersedes or ""),
+                by_id.get(entry.superseded_by or ""),
+                verdict,
+            )
             cached = memo.pages.get(entry.path)
             if cached is not None and _same_basis(cached[0], basis):
                 markdown = cached[1]
@@ -382,19 +414,49 @@ def collect_site_content(
             content.add(SitePage(src_uri, markdown, "record", entry.title, record))
             published.append(record)
         more = _more_note("../index.md")
+        hidden_by_kind: dict[str, list[str]] = {}
+        for entry in hidden:
+            hidden_by_kind.setdefault(entry.kind, []).append(entry.path)
+        badges = trust.row_badges(published)
         for name in VIEW_FILES:
+            view = render_view(vault, project, name, now, limit=section_rows, more=more, hidden=hidden_by_kind)
             content.add(
                 SitePage(
                     f"{content.prefix}/{project}/{name}",
-                    render_view(vault, project, name, now, limit=section_rows, more=more),
+                    trust.with_row_badges(view, badges) if badges else view,
                     "view",
                     f"{VIEW_TITLES[name]} — {project}",
                 )
             )
-        source = FeedSource.for_project(vault, project, published, now)
+        conflicts = list_conflicts(vault, project, details=True)
+        source = FeedSource.for_project(
+            vault,
+            project,
+            published,
+            now,
+            conflicts=[c.sidecar for c in conflicts],
+            pending=len(pending),
+            pending_shown=include_pending,
+            hidden=[f"{e.kind}:{e.id}" for e in hidden],
+        )
         sources.append(source)
         for page in dashboard_page(env, content.prefix, source, now):
             content.add(page)
+        pages = trust.TrustPages(
+            content.prefix,
+            project,
+            published,
+            len(pending),
+            include_pending,
+            conflicts,
+            frozenset(entry.path for entry in hidden),
+        )
+        content.add(pages.needs_review_page(env))
+        content.add(pages.conflicts_page(env, vault))
+        if include_pending:
+            from memosite.review import list_pending
+
+            content.add(pages.review_page(env, list_pending(vault, project) if pending else []))
         content.feeds[f"{content.prefix}/{project}/feed.xml"] = source
     for path in [p for p in memo.pages if not any(p in known for known in memo.entries.values())]:
         del memo.pages[path]

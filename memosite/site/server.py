@@ -103,8 +103,10 @@ class SiteServer:
         config_file: str | Path | None = None,
         livereload: bool = True,
         open_browser: bool = False,
+        include_pending: bool = False,
     ) -> None:
         self.vault_root = vault.root
+        self.include_pending = include_pending
         self.host, self.port = parse_dev_addr(dev_addr)
         self.dev_addr = dev_addr
         self.config_file = config_file
@@ -129,7 +131,11 @@ class SiteServer:
         vault = Vault.open(self.vault_root, create=False)
         try:
             config = load_site_config(
-                vault, site_dir=self.site_dir, config_file=self.config_file, dev_addr=self.dev_addr
+                vault,
+                site_dir=self.site_dir,
+                config_file=self.config_file,
+                dev_addr=self.dev_addr,
+                include_pending=self.include_pending,
             )
         finally:
             vault.close()
@@ -251,6 +257,7 @@ def serve(
     config_file: str | Path | None = None,
     open_browser: bool = False,
     livereload: bool = True,
+    include_pending: bool = False,
 ) -> None:
     """Serve the vault's site with live reload until interrupted (blocks).
 
@@ -258,7 +265,12 @@ def serve(
     removed either way.
     """
     server = SiteServer(
-        vault, dev_addr=dev_addr, config_file=config_file, open_browser=open_browser, livereload=livereload
+        vault,
+        dev_addr=dev_addr,
+        config_file=config_file,
+        open_browser=open_browser,
+        livereload=livereload,
+        include_pending=include_pending,
     )
     with _sigterm_as_interrupt():
         server.serve_forever()

@@ -9,6 +9,8 @@
   "use strict";
 
   var SEVERITY_ORDER = { critical: 4, high: 3, medium: 2, low: 1 };
+  /* What `memosite verify` last found of the code a record cites; records citing none have no value. */
+  var FRESHNESS_ORDER = { missing: 3, drifted: 2, fresh: 1 };
   var DAY_END = "T23:59:59.999Z";
 
   function parseTime(value) {
@@ -42,6 +44,7 @@
     if (state.kind && record.kind !== state.kind) return false;
     if (state.status && record.status !== state.status) return false;
     if (state.severity && record.severity !== state.severity) return false;
+    if (state.freshness && record.freshness !== state.freshness) return false;
     if (state.query) {
       var haystack = [record.title, record.id, record.project, record.kind]
         .concat(record.tags || [])
@@ -57,6 +60,7 @@
 
   function sortValue(record, key) {
     if (key === "severity") return SEVERITY_ORDER[record.severity] || 0;
+    if (key === "freshness") return FRESHNESS_ORDER[record.freshness] || 0;
     var value = record[key];
     return value === null || value === undefined ? "" : String(value).toLowerCase();
   }
@@ -110,12 +114,25 @@
       row.classList.add("memosite-row--expired");
       chip(titleCell, "expired", "expired");
     }
+    if (record.review === "pending") {
+      row.classList.add("memosite-row--unreviewed");
+      chip(titleCell, "unreviewed", "unreviewed");
+    }
     row.appendChild(titleCell);
     cell(row, record.kind);
     cell(row, record.project);
     cell(row, record.status, "memosite-status memosite-status--" + record.status);
     var severity = cell(row, record.severity || "");
     if (record.severity) severity.className = "memosite-severity memosite-severity--" + record.severity;
+    var freshness = cell(row, "", "memosite-freshness-cell");
+    if (record.freshness === "drifted" || record.freshness === "missing") {
+      var flag = document.createElement("span");
+      flag.className = "memosite-chip memosite-chip--" + record.freshness;
+      flag.textContent = record.freshness;
+      freshness.appendChild(flag);
+    } else if (record.freshness) {
+      freshness.textContent = String(record.freshness);
+    }
     cell(row, day(record.updated));
     cell(row, record.expires_at ? day(record.expires_at) : "never");
     return row;
@@ -139,7 +156,7 @@
     return order ? values.sort(function (a, b) { return (order[b] || 0) - (order[a] || 0); }) : values.sort();
   }
 
-  var FILTERS = ["q", "project", "kind", "status", "severity", "asOf"];
+  var FILTERS = ["q", "project", "kind", "status", "severity", "freshness", "asOf"];
 
   /* Filters live in the address (?kind=trap&asOf=2026-01-31...), so a view can be shared. */
   function restoreFilters(form, sort, params) {
@@ -192,6 +209,7 @@
       kind: form.elements.kind.value,
       status: form.elements.status.value,
       severity: form.elements.severity.value,
+      freshness: form.elements.freshness.value,
       asOf: asOfMoment(form.elements.asOf.value),
       hideExpired: form.elements.hideExpired.checked,
       sortKey: sort.key,
@@ -246,7 +264,7 @@
           sort.direction = sort.direction === "ascending" ? "descending" : "ascending";
         } else {
           sort.key = key;
-          sort.direction = key === "updated" || key === "severity" ? "descending" : "ascending";
+          sort.direction = key === "updated" || key === "severity" || key === "freshness" ? "descending" : "ascending";
         }
         render();
       });
@@ -266,6 +284,7 @@
         fillOptions(form.elements.kind, distinct(records, "kind"));
         fillOptions(form.elements.status, distinct(records, "status"));
         fillOptions(form.elements.severity, distinct(records, "severity", SEVERITY_ORDER));
+        fillOptions(form.elements.freshness, distinct(records, "freshness", FRESHNESS_ORDER));
         restoreFilters(form, sort, new URLSearchParams(window.location.search));
         container.dataset.memositeLoaded = "true";
         render();
