@@ -490,6 +490,7 @@ def parse_record(
         for key, value in (defaults or {}).items():
             if given.get(key) in (None, ""):
                 given[key] = value
+        filled = given != data
         frontmatter = validate_frontmatter(given) if validate else data
     except InvalidArguments as exc:
         raise InvalidRecord(f"{exc.message}{where}", details=exc.details) from exc
@@ -497,7 +498,12 @@ def parse_record(
     source = None
     if chunks is not None:
         # A copy: a caller changing the record's values must not change what "unchanged" means.
-        normalized = validate_frontmatter(data, require=False) if validate else copy.deepcopy(data)
+        # What the file's own text says, normalised (a second validation only when defaults were
+        # filled in: otherwise it is the frontmatter itself).
+        if validate and filled:
+            normalized = validate_frontmatter(data, require=False)
+        else:
+            normalized = copy.deepcopy(frontmatter if validate else data)
         source = _SourceText(
             chunks=chunks, values=normalized, newline="\r\n" if fence.group(0).endswith("\r\n") else "\n"
         )

@@ -19,7 +19,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "21"
+SCHEMA_VERSION = "22"
 
 
 def _text(row: str) -> str:
@@ -181,7 +181,9 @@ CREATE TABLE IF NOT EXISTS records (
     mtime_ns INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL DEFAULT 0
 );
--- Rendered view fragments, clustered in view order so a view section is one ordered range scan.
+-- Rendered view fragments, clustered in view order so a view section is one ordered range scan
+-- (``month`` is the prefix of ``updated``, so leading with it keeps the order and makes each chunk
+-- one contiguous range).
 CREATE TABLE IF NOT EXISTS fragments (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -195,7 +197,7 @@ CREATE TABLE IF NOT EXISTS fragments (
     row_view TEXT NOT NULL,
     row_index TEXT NOT NULL,
     row_line TEXT NOT NULL,
-    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, updated DESC, path)
+    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC, updated DESC, path)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS fragments_path ON fragments(path);
 CREATE INDEX IF NOT EXISTS fragments_live ON fragments(project, kind, status, expires_at);
