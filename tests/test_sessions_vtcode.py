@@ -118,6 +118,29 @@ def test_a_configured_sessions_root_is_used_by_every_command(workspace: Path, va
     assert "sessions.root" in run_json("list", ok=False)["error"]["message"]
 
 
+def test_a_vtcode_workspace_is_read_without_any_memosite_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vtcode user points memosite at their sessions: reading them needs no vault, creates none."""
+    target = tmp_path / "workspace"
+    shutil.copytree(CORPUS, target)
+    monkeypatch.chdir(target)
+    absent = tmp_path / "no-vault-here"
+    monkeypatch.setenv("MEMOSITE_VAULT", str(absent))
+    root = target / ".vtcode" / "sessions"
+    before = snapshot(root)
+    assert run_json("show", "--dir", str(root / SESSION))["turns"] == 2
+    assert {row["sessionId"] for row in run_json("list", "--root", ".vtcode/sessions")["sessions"]} == {
+        SESSION, "exec_task_9c01",
+    }  # fmt: skip
+    hits = run_json("search", "ledger parser imports", "--root", ".vtcode/sessions")["hits"]
+    assert hits and hits[0]["sessionId"] == SESSION
+    refused = run_json("verify", "--dir", str(root / SESSION), ok=False)
+    assert "no audit pack" in refused["error"]["message"]
+    assert not absent.exists() and snapshot(root) == before
+    # The project's own sessions live in a vault: without one, that is what the error says.
+    own = run_json("show", SESSION, ok=False)
+    assert own["error"]["code"] == "VAULT_NOT_FOUND" and "MEMOSITE_VAULT" in own["error"]["message"]
+
+
 def test_pack_and_verify_a_vtcode_session_dir(workspace: Path) -> None:
     session_dir = workspace / ".vtcode" / "sessions" / SESSION
     log_before = (session_dir / "events.jsonl").read_bytes()

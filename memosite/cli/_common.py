@@ -66,9 +66,10 @@ class App:
 
                 check_vault_placement(root, self.product_root)  # refuse before anything is created
             if not root.is_dir() and self.command not in CREATING_COMMANDS:
+                where = {"--vault": "the directory --vault names", "MEMOSITE_VAULT": "MEMOSITE_VAULT"}
                 raise VaultNotFound(
-                    f"no vault yet at the one {self.vault_source} names: `memosite init` creates it"
-                    " (so does the first upsert or append)"
+                    f"no vault yet at {where.get(self.vault_source, '~/.memosite (the default)')}:"
+                    " `memosite init` creates it (so does the first upsert or append)"
                 )
             from memosite.provenance import Actor, git_identity
 
@@ -77,6 +78,17 @@ class App:
             # A command line acts for the person whose git identity it runs under.
             self._vault.actor = Actor.person(git_identity(self.env, self.product_root))
         return self._vault
+
+    def vault_for_reading(self) -> Vault:
+        """The vault, or — when there is none yet — an absent one with the default settings: for
+        commands that read files elsewhere (a vtcode sessions root) and need no vault of their own.
+        Nothing is created."""
+        if self.vault_root.is_dir():
+            return self.vault
+        from memosite.config import VaultConfig
+        from memosite.vault import Vault
+
+        return Vault(root=self.vault_root, config=VaultConfig())
 
     @property
     def identity(self) -> ProjectIdentity:

@@ -11,6 +11,7 @@ from memosite.cli._common import App, parse_json_option, vault_options
 
 if TYPE_CHECKING:
     from memosite.sessions import SearchResults, SessionSummary
+    from memosite.vault import Vault
 
 _ROOT_HELP = (
     "A sessions root to use instead of the project's, e.g. .vtcode/sessions "
@@ -33,6 +34,12 @@ def _root(app: App, root_dir: str | None) -> Path | None:
     if root_dir is not None:
         return Path(root_dir).expanduser().absolute()
     return configured_root(app.vault, Path.cwd())
+
+
+def _reading(app: App, root_dir: str | None, session_dir: str | None) -> Vault:
+    """The vault a read of sessions uses: a named root or directory (a vtcode workspace's) is read
+    without a memosite vault; the project's own sessions need the vault."""
+    return app.vault_for_reading() if root_dir is not None or session_dir is not None else app.vault
 
 
 def _target(app: App, session_id: str | None, root_dir: str | None, session_dir: str | None) -> tuple[Path | None, str]:
@@ -185,7 +192,8 @@ def show(app: App, session_id: str | None, recent: int, root_dir: str | None, se
     from memosite.sessions import Session
 
     root, session_id = _target(app, session_id, root_dir, session_dir)
-    with Session.open(app.vault, app.project, session_id, writable=False, root=root) as opened:
+    vault = _reading(app, root_dir, session_dir)
+    with Session.open(vault, app.project, session_id, writable=False, root=root) as opened:
         summary = opened.summary(recent=recent)
     app.emit(summary.to_json(), _describe(summary))
 
@@ -197,7 +205,7 @@ def list_(app: App, root_dir: str | None) -> None:
     """List the project's sessions (or those of a sessions root)."""
     from memosite.sessions import list_sessions
 
-    entries = list_sessions(app.vault, app.project, root=_root(app, root_dir))
+    entries = list_sessions(_reading(app, root_dir, None), app.project, root=_root(app, root_dir))
     rows = [entry.to_json() for entry in entries]
     text = (
         "\n".join(
@@ -237,7 +245,8 @@ def search(
         root, session_id = _target(app, session_id, root_dir, session_dir)
     else:
         root = _root(app, root_dir)
-    results = search_sessions(app.vault, app.project, query, session_id=session_id, limit=limit, root=root)
+    vault = _reading(app, root_dir, session_dir)
+    results = search_sessions(vault, app.project, query, session_id=session_id, limit=limit, root=root)
     app.emit(results.to_json(), _format_hits(results))
 
 
@@ -265,7 +274,7 @@ def verify(app: App, session_id: str | None, root_dir: str | None, session_dir: 
     from memosite.sessions import verify_session
 
     root, session_id = _target(app, session_id, root_dir, session_dir)
-    result = verify_session(app.vault, app.project, session_id, root=root)
+    result = verify_session(_reading(app, root_dir, session_dir), app.project, session_id, root=root)
     lines = [f"{session_id}: {'ok' if result.ok else 'FAILED'} ({result.checked} files checked)"]
     lines += [f"  changed: {path}" for path in result.changed]
     lines += [f"  missing: {path}" for path in result.missing]
