@@ -379,6 +379,32 @@ def test_the_conflicts_page_shows_both_versions_and_alone_holds_a_sidecars_text(
     assert "NEEDS-REVIEW" not in home
 
 
+def test_a_conflict_of_a_pending_record_shows_its_diff_only_when_pending_records_are_included(
+    tmp_path: Path,
+) -> None:
+    vault = Vault.open(tmp_path / "hand")
+    record = vault.record_path("shop", "trap", "agent-guess")
+    record.parent.mkdir(parents=True, exist_ok=True)
+    front = "---\nid: agent-guess\nkind: trap\nproject: shop\ntitle: Agent guess\nstatus: active\nreview: pending\n"
+    stamp = "created: '2026-01-02T10:00:00.000Z'\nupdated: '2026-01-02T10:00:00.000Z'\n---\n"
+    record.write_text(f"{front}{stamp}Local {PENDING_WORD}.\n", encoding="utf-8")
+    sidecar = record.with_name("agent-guess.conflict.0a1b2c3d.md")  # written by hand, as sync names them
+    sidecar.write_text(f"{front}{stamp}Remote {REMOTE_WORD} ```` <b>x</b>\n", encoding="utf-8")
+    try:
+        build_site(vault, out_dir=tmp_path / "default")
+        build_site(vault, out_dir=tmp_path / "included", include_pending=True)
+    finally:
+        vault.close()
+    page = _article(_html(tmp_path / "default", "memory/shop/CONFLICTS/index.html"))
+    assert "<code>projects/shop/traps/agent-guess.conflict.0a1b2c3d.md</code>" in page
+    assert "waits for review" in page
+    assert [n for n, t in _outputs(tmp_path / "default").items() if REMOTE_WORD in t or PENDING_WORD in t] == []
+    holding = [n for n, t in _outputs(tmp_path / "included").items() if REMOTE_WORD in t]
+    assert holding == ["memory/shop/CONFLICTS/index.html"]
+    shown = _article(_html(tmp_path / "included", "memory/shop/CONFLICTS/index.html"))
+    assert f"+Remote {REMOTE_WORD} ```` &lt;b&gt;x&lt;/b&gt;" in html_text(shown)
+
+
 def test_without_conflicts_the_home_has_no_conflicts_link(tmp_path: Path) -> None:
     vault = Vault.open(tmp_path / "plain")
     try:
