@@ -279,6 +279,22 @@ def test_search_and_the_brief_keep_pending_records_apart(repo: Path, vault_dir: 
     assert hidden["sections"]["pending"] == [] and "guess" not in hidden["markdown"]
 
 
+def test_the_vaults_own_views_mark_pending_records_until_a_person_approves(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    review_vault(vault_dir)
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="guess", body="Maybe the zebra cache leaks."))
+    anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="plan-b", body="Maybe use the queue."))
+    project = vault_dir / "projects" / "demo"
+    traps, decisions = (project / "TRAPS.md").read_text("utf-8"), (project / "DECISIONS.md").read_text("utf-8")
+    index = (project / "INDEX.md").read_text("utf-8")
+    assert "**Unreviewed** (written by an agent" in traps and "**Unreviewed**" in decisions
+    assert index.count("active · unreviewed") == 2
+    assert run_cli("review", "approve", "guess", "plan-b").exit_code == 0
+    for name in ("TRAPS.md", "DECISIONS.md", "INDEX.md"):
+        assert "nreviewed" not in (project / name).read_text("utf-8"), name
+
+
 def test_search_by_author(repo: Path, vault_dir: Path, run_cli: Any) -> None:
     run_cli("upsert", "--kind", "decision", "--slug", "mine", "--body", "Use the queue.")
     anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="theirs", body="Use the queue too."))
