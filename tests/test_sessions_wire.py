@@ -58,6 +58,39 @@ def test_decode_of_encode_is_identity_and_every_line_is_a_thread_event(
         assert vt.versioned_decodes(text.strip())
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(max_size=200) | _SCRIPTS,
+    seq=st.integers(min_value=1, max_value=10**12),
+    turn=st.none() | st.integers(min_value=1, max_value=10**6),
+    time=_TIMES,
+)
+def test_an_agent_messages_line_is_byte_for_byte_the_envelope_encoded(
+    text: str, seq: int, turn: int | None, time: str
+) -> None:
+    """Messages take a shortcut past the envelope's dicts; the bytes must be the same."""
+    from memosite.sessions.events import _ENCODER
+
+    event = Event(seq=seq, time=time, turn=turn, type="message", payload={"text": text})
+    try:
+        line = event.encode("sess-é-1", 3)
+    except SafetyViolation:
+        assume(False)
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 line holds it, either way
+        with pytest.raises(UnicodeEncodeError):
+            _ENCODER.encode(event.wire("sess-é-1", 3)).encode("utf-8")
+        return
+    assert line == _ENCODER.encode(event.wire("sess-é-1", 3)).encode("utf-8") + b"\n"
+    assert decode_event(line) == event
+
+
+def test_a_secret_in_an_agent_message_is_refused() -> None:
+    event = Event(seq=1, time="2026-05-04T10:00:00.000Z", turn=1, type="message",
+                  payload={"text": 'deploying with api_key="Zx81KqPw0LmN4vB7tR2s" now'})  # fmt: skip
+    with pytest.raises(SafetyViolation):
+        event.encode("s-1", 0)
+
+
 @pytest.mark.parametrize(
     ("event_type", "vtcode_type"),
     [
