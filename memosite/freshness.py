@@ -66,9 +66,12 @@ class CiteVerdict:
     changed_lines: tuple[int, int] | None = None  # the first changed lines of the current file
     commits: list[str] = field(default_factory=list)  # "<short sha> <subject>" since the pin
     renamed_to: str | None = None
+    uncommitted: bool = False  # the file differs from the commit checked at: changes not committed yet
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"cite": self.cite.label, "verdict": self.verdict}
+        if self.uncommitted:
+            data["uncommitted"] = True
         if self.moved_to:
             data["movedTo"] = f"{self.moved_to[0]}-{self.moved_to[1]}"
         if self.changed_lines:
@@ -117,7 +120,7 @@ def parse_cite_spec(spec: str) -> tuple[str, tuple[int, int] | None]:
         raise InvalidArguments(f"invalid cite {spec!r}: expected PATH or PATH:START-END")
     match = _SPEC_RE.match(spec.strip())
     assert match is not None
-    path = _clean_path(match.group("path"))
+    path = clean_cite_path(match.group("path"))
     if match.group("start") is None:
         return path, None
     start = int(match.group("start"))
@@ -127,7 +130,7 @@ def parse_cite_spec(spec: str) -> tuple[str, tuple[int, int] | None]:
     return path, (start, end)
 
 
-def _clean_path(raw: str) -> str:
+def clean_cite_path(raw: str) -> str:
     path = raw.strip().replace("\\", "/")
     while path.startswith("./"):
         path = path[2:]
@@ -166,7 +169,7 @@ def read_cites(frontmatter: Mapping[str, Any]) -> list[Cite]:
             raise InvalidArguments(f"invalid cites[{n}].sha256: expected 64 hex digits (pin it with --cite)")
         commit = item.get("commit")
         cites.append(
-            Cite(_clean_path(item["path"]), _parse_lines(item.get("lines")), sha, str(commit) if commit else None)
+            Cite(clean_cite_path(item["path"]), _parse_lines(item.get("lines")), sha, str(commit) if commit else None)
         )
     return cites
 
@@ -200,6 +203,8 @@ class Repository:
         self._logs: dict[tuple[str, str], list[str]] = {}
         self._rename_maps: dict[str, dict[str, str]] = {}
         self._old: dict[tuple[str, str], bytes | None] = {}
+        self._changed: frozenset[str] | None = None
+        self._known_commits: dict[str, bool] = {}
 
     def read(self, path: str) -> bytes | None:
         if path not in self._files:
@@ -211,6 +216,18 @@ class Repository:
             except (OSError, ValueError):
                 self._files[path] = None
         return self._files[path]
+
+    def from_working_directory(self, path: str) -> str | None:
+        """``path`` read from the current directory, as a path from the root, when the current
+        directory lies inside the repository and holds that file."""
+        try:
+            here = Path.cwd().resolve().relative_to(self.root.resolve())
+        except (OSError, ValueError):
+            return None
+        if not here.parts:
+            return None
+        candidate = (here / path).as_posix()
+        return candidate if self.read(candidate) is not None else None
 
     def _run(self, *args: str) -> str | None:
         from memosite.gitsync import run_git
@@ -233,6 +250,40 @@ class Repository:
             out = self._run("rev-parse", "HEAD")
             self._head = out.strip() if out else ""
         return self._head or None
+
+    @property
+    def changed_paths(self) -> frozenset[str]:
+        """Files of the working tree that differ from HEAD (edited, staged, deleted, renamed or
+        new): what a verdict found there is not yet in any commit."""
+        if self._changed is None:
+            changed: set[str] = set()
+            out = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all") if self.is_git else None
+            fields = iter((out or "").split("\0"))
+            for entry in fields:
+                if len(entry) < 4:
+                    continue
+                changed.add(entry[3:])
+                if entry[0] in "RC":  # a rename's or copy's source follows as its own field
+                    changed.add(next(fields, ""))
+            self._changed = frozenset(changed)
+        return self._changed
+
+    def has_commits(self, commits: Iterable[str]) -> dict[str, bool]:
+        """Which of ``commits`` this repository holds (one git call for the ones not asked yet)."""
+        wanted = [c for c in dict.fromkeys(commits) if c not in self._known_commits]
+        if wanted and self.is_git:
+            from memosite.gitsync import run_git
+
+            try:
+                done = run_git(
+                    self.root, "cat-file", "--batch-check", input="".join(f"{c}^{{commit}}\n" for c in wanted)
+                )
+                answers = done.stdout.splitlines() if done.returncode == 0 else []
+            except OSError:
+                answers = []
+            for commit, answer in zip(wanted, answers, strict=False):
+                self._known_commits[commit] = not answer.endswith(" missing")
+        return {c: self._known_commits.get(c, False) for c in commits}
 
     def commits_since(self, commit: str, path: str) -> list[str]:
         key = (commit, path)
@@ -275,13 +326,19 @@ def pin_cites(repo: Repository, specs: Iterable[str | Mapping[str, Any]]) -> lis
     pinned = []
     for spec in specs:
         if isinstance(spec, Mapping):
-            path = _clean_path(str(spec.get("path") or ""))
+            path = clean_cite_path(str(spec.get("path") or ""))
             lines = _parse_lines(spec.get("lines"))
         else:
             path, lines = parse_cite_spec(spec)
         data = repo.read(path)
         if data is None:
-            raise InvalidArguments(f"cannot cite {path}: no such file in the repository")
+            # A path given from a subdirectory of the repository means that subdirectory's file.
+            path = repo.from_working_directory(path) or path
+            data = repo.read(path)
+        if data is None:
+            raise InvalidArguments(
+                f"cannot cite {path}: no such file in the repository (paths are relative to its root)"
+            )
         digest = span_digest(split_lines(data), lines, data)
         if digest is None:
             count = len(split_lines(data))
@@ -289,6 +346,27 @@ def pin_cites(repo: Repository, specs: Iterable[str | Mapping[str, Any]]) -> lis
         cite = Cite(path, lines, digest, repo.head)
         pinned.append(cite.to_json())
     return pinned
+
+
+def repin_spec(repo: Repository, cite: Cite) -> dict[str, Any]:
+    """Where a citation points now, for a person who confirmed the record still holds: the file
+    under the name git gave it (a rename), and the span where its unchanged lines moved, else the
+    same line numbers (their new content is what the person confirmed)."""
+    path = cite.path
+    if repo.read(path) is None and cite.commit and repo.is_git:
+        path = repo.renamed(cite.commit, path) or path
+    data = repo.read(path)
+    if data is None:
+        raise InvalidArguments(
+            f"cannot re-pin {cite.label}: the file is gone and git saw no rename;"
+            f" drop that citation with --drop {cite.path}"
+        )
+    lines = cite.lines
+    if lines is not None:
+        current = split_lines(data)
+        if span_digest(current, lines, data) != cite.sha256:
+            lines = _find_moved(current, lines, cite.sha256) or lines
+    return {"path": path, "lines": f"{lines[0]}-{lines[1]}" if lines else None}
 
 
 # --- judging -------------------------------------------------------------------------------
@@ -322,6 +400,14 @@ def _first_change(
 
 
 def judge_cite(repo: Repository, cite: Cite) -> CiteVerdict:
+    verdict = _judge(repo, cite)
+    if verdict.verdict != "fresh" or verdict.moved_to:
+        paths = {cite.path, verdict.renamed_to} - {None}
+        verdict.uncommitted = bool(paths & repo.changed_paths)
+    return verdict
+
+
+def _judge(repo: Repository, cite: Cite) -> CiteVerdict:
     data = repo.read(cite.path)
     if data is None:
         renamed = repo.renamed(cite.commit, cite.path) if cite.commit and repo.is_git else None

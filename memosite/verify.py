@@ -7,13 +7,22 @@ citations after a person confirmed it still holds: that is a change to the recor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments
-from memosite.freshness import RecordVerdict, Repository, judge_cite, pin_cites, read_cites
+from memosite.freshness import (
+    RecordVerdict,
+    Repository,
+    clean_cite_path,
+    judge_cite,
+    pin_cites,
+    read_cites,
+    repin_spec,
+)
 from memosite.index import verdicts
 from memosite.indexing import ensure_index
 from memosite.lookup import locate_record
@@ -30,6 +39,11 @@ class VerifyResult:
     records: list[RecordVerdict] = field(default_factory=list)
     checked_at: str = ""
 
+    @property
+    def uncommitted(self) -> bool:
+        """Some verdict was found in changes not committed yet (not at ``commit`` itself)."""
+        return any(cite.uncommitted for record in self.records for cite in record.cites)
+
     def counts(self) -> dict[str, int]:
         found = {"fresh": 0, "drifted": 0, "missing": 0}
         for record in self.records:
@@ -40,6 +54,7 @@ class VerifyResult:
         return {
             "project": self.project,
             "commit": self.commit,
+            "uncommitted": self.uncommitted,
             "checkedAt": self.checked_at,
             "counts": self.counts(),
             "records": [record.to_json() for record in self.records],
@@ -54,6 +69,7 @@ def verify_project(vault: Vault, project: str, repo_root: Path, *, now: datetime
     repo = Repository(repo_root)
     result = VerifyResult(project, str(repo_root), repo.head, checked_at=format_iso(now or utc_now()))
     index = vault.index()
+    citing = []
     for row in verdicts.citing_records(index, project):
         try:
             cites = read_cites(row.frontmatter)
@@ -61,8 +77,11 @@ def verify_project(vault: Vault, project: str, repo_root: Path, *, now: datetime
             warn(f"{row.path}: {exc.message}")
             continue
         if cites:
-            judged = [judge_cite(repo, cite) for cite in cites]
-            result.records.append(RecordVerdict(row.path, project, row.kind, row.id, row.title, judged))
+            citing.append((row, cites))
+    _check_is_the_repository(repo, [cite.commit for _, cites in citing for cite in cites if cite.commit])
+    for row, cites in citing:
+        judged = [judge_cite(repo, cite) for cite in cites]
+        result.records.append(RecordVerdict(row.path, project, row.kind, row.id, row.title, judged))
     verdicts.replace(
         index,
         project,
@@ -75,10 +94,31 @@ def verify_project(vault: Vault, project: str, repo_root: Path, *, now: datetime
     return result
 
 
+def _check_is_the_repository(repo: Repository, commits: list[str]) -> None:
+    """Refuse a repository that holds none of the commits the citations were pinned at: every
+    verdict against it would be wrong (all missing), and it would be stored and published."""
+    if not commits or not repo.is_git:
+        return
+    known = repo.has_commits(commits)
+    if not any(known.values()):
+        raise InvalidArguments(
+            f"{repo.root.name} holds none of the commits these records' citations were pinned at:"
+            " is it the project's repository? Give the right one with --repo DIR"
+        )
+
+
 def repin_record(
-    vault: Vault, project: str, repo_root: Path, record_id: str, *, now: datetime | None = None
+    vault: Vault,
+    project: str,
+    repo_root: Path,
+    record_id: str,
+    *,
+    drop: Sequence[str] = (),
+    now: datetime | None = None,
 ) -> RecordVerdict:
-    """Pin a record's citations to the repository as it is now (a person confirmed it still holds)."""
+    """Pin a record's citations to the repository as it is now (a person confirmed it still holds):
+    a renamed file under its new name, a span whose lines moved where they are now. ``drop`` names
+    cited paths to remove (a file that is gone for good)."""
     repo = Repository(repo_root)
     stamp = format_iso(now or utc_now())
     with mutation(vault, f"verify update {record_id}") as unit:
@@ -86,13 +126,15 @@ def repin_record(
         cites = read_cites(record.frontmatter)
         if not cites:
             raise InvalidArguments(f"{project}/{record.kind}/{path.stem} cites no code: nothing to re-pin")
-        specs = []
-        for cite in cites:
-            where = cite.path
-            if repo.read(where) is None and cite.commit and repo.is_git:
-                where = repo.renamed(cite.commit, where) or where  # follow a rename git saw
-            specs.append({"path": where, "lines": cite.to_json().get("lines")})
-        record.frontmatter["cites"] = pin_cites(repo, specs)
+        dropped = {clean_cite_path(p) for p in drop}
+        unknown = dropped - {cite.path for cite in cites}
+        if unknown:
+            raise InvalidArguments(f"{record.kind} {record.id} does not cite {sorted(unknown)[0]}: nothing to drop")
+        kept = [cite for cite in cites if cite.path not in dropped]
+        if kept:
+            record.frontmatter["cites"] = pin_cites(repo, [repin_spec(repo, cite) for cite in kept])
+        else:
+            record.frontmatter.pop("cites", None)
         record.frontmatter["updated"] = stamp
         unit.retitle(f"verify update {record.kind}:{record.id} (confirmed at {repo.head or 'the working tree'})")
         unit.write(record, path)
@@ -104,6 +146,9 @@ def repin_record(
         str(record.frontmatter.get("title") or record.id),
         [judge_cite(repo, cite) for cite in read_cites(record.frontmatter)],
     )
+    if not judged.cites:
+        verdicts.forget(vault.index(), [judged.path])
+        return judged
     verdicts.replace(
         vault.index(),
         project,

@@ -13,8 +13,11 @@ from memosite.cli._common import App, vault_options
 @click.command()
 @click.option("--repo", "repo_dir", metavar="DIR", help="The product repository (default: the one you are in).")
 @click.option("--update", "update_id", metavar="ID", help="Re-pin this record's citations: it still holds.")
+@click.option(
+    "--drop", "drop", multiple=True, metavar="PATH", help="With --update: remove the citation of PATH (repeatable)."
+)
 @vault_options
-def verify(app: App, repo_dir: str | None, update_id: str | None) -> None:
+def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[str, ...]) -> None:
     """Check every record that cites code: fresh, drifted (with the changed lines and the commits
     since) or missing. Verdicts are kept in the index; records are not changed (but by --update)."""
     from memosite.errors import InvalidArguments
@@ -23,18 +26,28 @@ def verify(app: App, repo_dir: str | None, update_id: str | None) -> None:
     root = Path(repo_dir).absolute() if repo_dir else app.product_root
     if root is None:
         raise InvalidArguments("no repository here: run this in the product repository, or give --repo DIR")
+    if drop and not update_id:
+        raise InvalidArguments("--drop goes with --update ID: it removes a citation of that record")
     if update_id:
-        judged = repin_record(app.vault, app.project, root, update_id)
-        app.emit(judged.to_json(), f"re-pinned {judged.kind} {judged.id}: {judged.verdict}")
+        judged = repin_record(app.vault, app.project, root, update_id, drop=drop)
+        said = (
+            f"re-pinned {judged.kind} {judged.id}: {judged.verdict}"
+            if judged.cites
+            else (f"{judged.kind} {judged.id} cites no code any more")
+        )
+        app.emit(judged.to_json(), said)
         return
     result = verify_project(app.vault, app.project, root)
 
     def text() -> str:
         counts = result.counts()
+        where = f"at {result.commit[:12]}" if result.commit else "in the working tree"
+        if result.commit and result.uncommitted:
+            where += " and changes not committed yet"
+        noun = "record cites" if len(result.records) == 1 else "records cite"
         lines = [
-            f"{len(result.records)} records cite code in {app.project}: "
-            f"{counts['fresh']} fresh, {counts['drifted']} drifted, {counts['missing']} missing"
-            f" (at {result.commit[:12] if result.commit else 'the working tree'})"
+            f"{len(result.records)} {noun} code in {app.project}: "
+            f"{counts['fresh']} fresh, {counts['drifted']} drifted, {counts['missing']} missing ({where})"
         ]
         for record in result.records:
             if record.verdict == "fresh":
@@ -48,10 +61,15 @@ def verify(app: App, repo_dir: str | None, update_id: str | None) -> None:
                     detail += f" changed at lines {cite.changed_lines[0]}-{cite.changed_lines[1]}"
                 if cite.renamed_to:
                     detail += f" (renamed to {cite.renamed_to}?)"
+                if cite.uncommitted:
+                    detail += " (not committed yet)"
                 lines.append(f"           {detail}")
                 lines.extend(f"             {commit}" for commit in cite.commits)
         if counts["drifted"] or counts["missing"]:
             lines.append("confirm a record still holds with: memosite verify --update ID")
+        gone = any(c.verdict == "missing" and not c.renamed_to for r in result.records for c in r.cites)
+        if gone:
+            lines.append("a cited file that is gone for good: memosite verify --update ID --drop PATH")
         return "\n".join(lines)
 
     app.emit(result.to_json(), text)

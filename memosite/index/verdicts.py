@@ -57,6 +57,12 @@ def replace(index: Index, project: str, found: Sequence[StoredVerdict], *, compl
         )
 
 
+def forget(index: Index, paths: Sequence[str]) -> None:
+    """Drop the verdicts of these record paths (their records cite no code any more)."""
+    with index.transaction():
+        index.conn.executemany("DELETE FROM verdicts WHERE path = ?", [(path,) for path in paths])
+
+
 def for_paths(index: Index, paths: Sequence[str]) -> dict[str, StoredVerdict]:
     """The stored verdicts of these record paths (those never verified are absent)."""
     if not paths:

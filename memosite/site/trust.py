@@ -103,6 +103,7 @@ def freshness(verdict: StoredVerdict | None) -> dict[str, Any] | None:
                 "moved_to": _text(item.get("movedTo")),
                 "changed_lines": _text(item.get("changedLines")),
                 "renamed_to": _text(item.get("renamedTo")),
+                "uncommitted": item.get("uncommitted") is True,
                 "commits": listed[:COMMITS_SHOWN],
                 "more_commits": max(len(listed) - COMMITS_SHOWN, 0),
             }
@@ -111,6 +112,7 @@ def freshness(verdict: StoredVerdict | None) -> dict[str, Any] | None:
         "verdict": verdict.verdict,
         "css": _css(verdict.verdict),
         "commit": (verdict.commit or "")[:12] or None,
+        "uncommitted": any(c["uncommitted"] for c in cites),
         "checked": _when(verdict.checked_at),
         "cites": cites,
     }
