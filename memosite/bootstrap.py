@@ -74,7 +74,7 @@ _SECTION_NOUNS["pending"] = ("pending record", "pending records")
 _SECTION_KINDS = {"traps": ("trap",), "context": CONTEXT_KINDS, "decisions": ("decision",), "pending": ()}
 _SECTION_ORDER = ("context", "traps", "decisions", "pending")
 Section = Literal["context", "traps", "decisions", "pending"]
-OmissionReason = Literal["budget", "cap"]
+OmissionReason = Literal["budget", "cap", "freshness"]
 
 
 @dataclass
@@ -99,7 +99,7 @@ class BriefItem:
     matched: list[str] = field(default_factory=list)
     matched_terms: int = 0
     trimmed: bool = False
-    freshness: str | None = None  # "drifted" or "missing" when verify found its cited code changed
+    freshness: str | None = None  # verify's verdict on its cited code: fresh, drifted or missing
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -142,7 +142,7 @@ class BriefItem:
             parts.append(f"updated {self.updated[:10]}")
         if self.section == "pending":
             parts.insert(0, f"**unreviewed {self.kind}**")
-        if self.freshness:
+        if self.freshness in ("drifted", "missing"):
             parts.append(f"**cited code {self.freshness}** (memosite verify)")
         if self.flagged_stale:
             parts.append("**flagged stale**")
@@ -374,7 +374,9 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
 # --- budget ----------------------------------------------------------------------------------
 
 
-def _header(project: str, query: str | None, slug: str | None, path: str | None, now_iso: str) -> str:
+def _header(
+    project: str, query: str | None, slug: str | None, path: str | None, now_iso: str, unfresh: dict[Section, int]
+) -> str:
     lines = [f"# Session brief: {project}", "", f"Compiled {now_iso}"]
     focus = [
         f"slug `{slug}`" if slug else "",
@@ -383,7 +385,14 @@ def _header(project: str, query: str | None, slug: str | None, path: str | None,
     ]
     if any(focus):
         lines[-1] += " for " + ", ".join(part for part in focus if part)
-    return "\n".join(lines) + ".\n\n"
+    lines[-1] += "."
+    if unfresh:
+        left = ", ".join(
+            f"{count} {_SECTION_NOUNS[section][0] if count == 1 else _SECTION_NOUNS[section][1]}"
+            for section, count in unfresh.items()
+        )
+        lines += ["", f"Left out (fresh only): {left} whose cited code drifted or is missing: `memosite verify`."]
+    return "\n".join(lines) + "\n\n"
 
 
 def _assemble(header: str, chosen: list[tuple[BriefItem, str]], footer: str) -> str:
@@ -392,7 +401,7 @@ def _assemble(header: str, chosen: list[tuple[BriefItem, str]], footer: str) -> 
         texts = [text for item, text in chosen if item.section == section]
         if texts:
             parts.append(f"## {_SECTION_TITLES[section]}\n\n" + "".join(texts))
-    if len(parts) == 1:
+    if len(parts) == 1 and not footer and "Left out (fresh only)" not in header:
         parts.append("No active traps, accepted decisions or current work recorded yet.\n\n")
     parts.append(footer)
     return "".join(parts).rstrip("\n") + "\n"
@@ -507,11 +516,11 @@ def _omissions(
 
 
 def _mark_freshness(vault: Vault, items: list[BriefItem]) -> None:
-    """Say on each item when verify found its cited code drifted or missing."""
+    """Give each item the verdict verify last stored for its cited code (none: never verified)."""
     found = verdicts.for_paths(vault.index(), [item.path for item in items])
     for item in items:
         stored = found.get(item.path)
-        if stored is not None and stored.verdict != "fresh":
+        if stored is not None:
             item.freshness = stored.verdict
 
 
@@ -519,6 +528,24 @@ def _marked(vault: Vault, pages: Iterable[BriefItem]) -> Iterator[BriefItem]:
     for item in pages:
         _mark_freshness(vault, [item])
         yield item
+
+
+def _left_out_as_unfresh(
+    gatherer: _Gatherer, sections: Iterable[_Section], reviewed: tuple[str, ...]
+) -> dict[Section, int]:
+    """With ``fresh_only``: how many records of each section it left out (drifted or missing)."""
+    if not gatherer.fresh_only:
+        return {}
+    found: dict[Section, int] = {}
+    for section in sections:
+        if section.name == "pending" and not reviewed:
+            continue
+        every = queries.brief_section_count(
+            gatherer.index, gatherer.project, section.name, section.values, gatherer.now_iso
+        )
+        if every > section.total:
+            found[section.name] = every - section.total
+    return found
 
 
 def _match(items: list[BriefItem], terms: fts.Terms | None) -> Literal["all", "any"] | None:
@@ -566,6 +593,7 @@ def build_bootstrap(
     gatherer.count(decision_section)
     if reviewed:
         gatherer.count(pending_section)
+    unfresh = _left_out_as_unfresh(gatherer, (trap_section, decision_section, pending_section), reviewed)
     # The next few traps past the cap are read too, only to name them among the omitted.
     traps, capped = gatherer.page(trap_section, MAX_TRAPS, named=OMITTED_IDS) if trap_section.total else ([], [])
     cap_count = max(trap_section.total - MAX_TRAPS, 0)
@@ -581,12 +609,13 @@ def build_bootstrap(
     _mark_freshness(vault, [*traps, *context, *pending])
     # Drop order is the reverse of this: pending records go first, then decisions, traps last.
     ranked = itertools.chain(traps, context, _marked(vault, gatherer.pages(decision_section)), pending)
-    fit = _fit(_header(project, query, slug, path, now_iso), ranked, eligible, left_out, budget)
+    fit = _fit(_header(project, query, slug, path, now_iso, unfresh), ranked, eligible, left_out, budget)
     included = [item for item, _ in fit.chosen]
     read = {"traps": traps, "context": context, "decisions": decision_section.items, "pending": pending}
     omitted = _omissions(fit, eligible, read, capped, cap_count)
     if left_out["pending"]:
         omitted.append(Omission("pending", "cap", left_out["pending"]))
+    omitted += [Omission(section, "freshness", count) for section, count in unfresh.items()]
     recorded = (
         record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
         if session_id

@@ -114,3 +114,23 @@ def test_a_citation_gone_for_good_is_dropped_and_the_rest_re_pinned(repo: Path, 
     assert last.exit_code == 0 and "cites no code any more" in last.stdout
     assert cites_of(vault_dir, "two") == [] and "two" not in verdicts(run_cli)
     assert run_cli("verify", "--drop", "x.py").exit_code != 0  # --drop only with --update
+
+
+def test_fresh_only_says_what_it_left_out_and_fresh_records_say_fresh(repo: Path, run_cli: Any) -> None:
+    for n in range(3):
+        cite_trap(run_cli, f"gone-{n}", "src/pay/refunds.py")
+    cite_trap(run_cli, "stays", "src/pay/client.py:1-5")
+    (repo / "src/pay/refunds.py").unlink()
+    verdicts(run_cli)
+    brief = run_cli("bootstrap", "--json").json()
+    marks = {item["id"]: item["freshness"] for item in brief["sections"]["traps"]}
+    assert marks == {"stays": "fresh", "gone-0": "missing", "gone-1": "missing", "gone-2": "missing"}
+    fresh = run_cli("bootstrap", "--fresh-only", "--json").json()
+    assert [item["id"] for item in fresh["sections"]["traps"]] == ["stays"]
+    assert fresh["truncated"] is True
+    assert {"section": "traps", "reason": "freshness", "count": 3, "ids": []} in fresh["omitted"]
+    assert "Left out (fresh only): 3 traps whose cited code drifted or is missing" in fresh["markdown"]
+    (repo / "src/pay/client.py").unlink()
+    verdicts(run_cli)
+    nothing = run_cli("bootstrap", "--fresh-only").stdout
+    assert "4 traps whose cited code" in nothing and "recorded yet" not in nothing
