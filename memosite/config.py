@@ -212,6 +212,12 @@ def default_vault_root(env: Mapping[str, str]) -> Path:
     return Path(home) / ".memosite"
 
 
+def holds_vault(root: Path) -> bool:
+    """Whether ``root`` is a vault already (its config, projects or index are there), rather than
+    an empty or unrelated directory a read must not turn into one."""
+    return (root / "config.json").is_file() or (root / "projects").is_dir() or (root / ".memosite").is_dir()
+
+
 def resolve_vault_root(explicit: str | Path | None, env: Mapping[str, str]) -> Path:
     """``--vault`` beats ``MEMOSITE_VAULT`` beats ``~/.memosite``.
 

@@ -74,7 +74,7 @@ def test_upsert_body_from_stdin_and_options_into_frontmatter() -> None:
     code, got = run_json("get", "--id", "s")
     assert got["body"] == "spec body\n"
     assert got["frontmatter"]["tags"] == ["a", "b"] and got["frontmatter"]["owner"] == "ana"
-    assert set(got) == {"id", "kind", "project", "path", "frontmatter", "body", "expired", "expires_at"}
+    assert set(got) == {"id", "kind", "project", "path", "frontmatter", "body", "expired", "expires_at", "pending"}
 
 
 def test_get_by_kind_and_slug_and_human_output() -> None:
@@ -292,6 +292,20 @@ def test_read_only_commands_never_create_a_vault(vault_dir: Path, args: list[str
     assert code == 1 and data["error"]["code"] == "VAULT_NOT_FOUND"
     assert "memosite init" in data["error"]["message"] and str(vault_dir) not in data["error"]["message"]
     assert not vault_dir.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["search", "retries"], ["bootstrap"], ["rank"], ["review"], ["conflicts"], ["get", "--id", "x"]],
+)
+def test_read_only_commands_leave_an_empty_directory_as_it_is(tmp_path: Path, args: list[str]) -> None:
+    """A clone not checked out yet, a folder made for the vault: a read says it is no vault yet."""
+    empty = tmp_path / "empty"
+    (empty / ".git").mkdir(parents=True)
+    code, data = run_json(*args, "--vault", str(empty))
+    assert code == 1 and data["error"]["code"] == "VAULT_NOT_FOUND", data
+    assert "not a memosite vault yet" in data["error"]["message"] and str(empty) not in data["error"]["message"]
+    assert sorted(p.name for p in empty.iterdir()) == [".git"]
 
 
 def test_options_before_the_command_work_as_after_it(tmp_path: Path) -> None:

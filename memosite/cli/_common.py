@@ -57,6 +57,7 @@ class App:
     @property
     def vault(self) -> Vault:
         if self._vault is None:
+            from memosite.config import holds_vault
             from memosite.errors import VaultNotFound
             from memosite.vault import Vault
 
@@ -65,11 +66,16 @@ class App:
                 from memosite.workspace import check_vault_placement
 
                 check_vault_placement(root, self.product_root)  # refuse before anything is created
-            if not root.is_dir() and self.command not in CREATING_COMMANDS:
+            if self.command not in CREATING_COMMANDS and not (root.is_dir() and holds_vault(root)):
                 where = {"--vault": "the directory --vault names", "MEMOSITE_VAULT": "MEMOSITE_VAULT"}
+                named = where.get(self.vault_source, "~/.memosite (the default)")
+                if root.is_dir():  # an empty directory (a clone not checked out yet, say) stays as it is
+                    raise VaultNotFound(
+                        f"{named} is not a memosite vault yet (no config.json or projects/):"
+                        " `memosite init` makes it one (so does the first upsert or append)"
+                    )
                 raise VaultNotFound(
-                    f"no vault yet at {where.get(self.vault_source, '~/.memosite (the default)')}:"
-                    " `memosite init` creates it (so does the first upsert or append)"
+                    f"no vault yet at {named}: `memosite init` creates it (so does the first upsert or append)"
                 )
             from memosite.provenance import Actor, git_identity
 
@@ -83,9 +89,10 @@ class App:
         """The vault, or — when there is none yet — an absent one with the default settings: for
         commands that read files elsewhere (a vtcode sessions root) and need no vault of their own.
         Nothing is created."""
-        if self.vault_root.is_dir():
+        from memosite.config import VaultConfig, holds_vault
+
+        if self.vault_root.is_dir() and holds_vault(self.vault_root):
             return self.vault
-        from memosite.config import VaultConfig
         from memosite.vault import Vault
 
         return Vault(root=self.vault_root, config=VaultConfig())

@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+from memosite.config import holds_vault
 from memosite.errors import MemositeError, VaultNotFound, from_exception
 from memosite.mcp_server.project import SessionProject, agent_actor, announce, from_roots, require
 from memosite.provenance import Actor
@@ -137,7 +138,7 @@ class ToolRuntime:
         call that may create it (a read says there is none)."""
         opened: Vault | None = getattr(self._local, "vault", None)
         if opened is None:
-            if not create and not self.vault_root.is_dir():
+            if not create and not (self.vault_root.is_dir() and holds_vault(self.vault_root)):
                 raise VaultNotFound("no vault yet: the first upsert or append creates it")
             opened = Vault.open(self.vault_root)
             self._local.vault = opened
