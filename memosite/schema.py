@@ -356,7 +356,13 @@ class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     pass
 
 
+class _PythonDumper(yaml.SafeDumper):
+    """The pure-Python emitter, for text libyaml would escape: it writes characters beyond the
+    Basic Multilingual Plane (emoji, some CJK) as ``\\U0001F680`` even with ``allow_unicode``."""
+
+
 _Dumper.yaml_implicit_resolvers = _core_schema_resolvers(yaml.SafeDumper.yaml_implicit_resolvers, keep_yaml11=True)
+_PythonDumper.yaml_implicit_resolvers = _Dumper.yaml_implicit_resolvers
 
 
 def load_yaml(text: str) -> Any:
@@ -364,15 +370,13 @@ def load_yaml(text: str) -> Any:
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
-    """Dump so that any string a YAML 1.1 reader or our loader would mistype gets quoted."""
-    return yaml.dump(
-        dict(data),
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=4096,
-    )
+    """Dump so that any string a YAML 1.1 reader or our loader would mistype gets quoted, and
+    every character stays as it was written (an emoji in a title stays an emoji in the file)."""
+    options: dict[str, Any] = {"sort_keys": False, "allow_unicode": True, "default_flow_style": False, "width": 4096}
+    text: str = yaml.dump(dict(data), Dumper=_Dumper, **options)
+    if "\\U" in text:  # libyaml escaped something (rarely: text beyond the BMP, or a literal \U)
+        text = yaml.dump(dict(data), Dumper=_PythonDumper, **options)
+    return text
 
 
 # --- parse / serialize -----------------------------------------------------------------------

@@ -18,6 +18,8 @@ from memosite.schema import (
     SOURCES,
     STATUSES,
     Record,
+    dump_yaml,
+    load_yaml,
     parse_record,
     serialize_record,
     validate_frontmatter,
@@ -294,3 +296,20 @@ def test_a_written_value_reads_back_unchanged(value: object) -> None:
 def test_frontmatter_must_be_plain_finite_acyclic_data(extra: str, message: str) -> None:
     with pytest.raises(InvalidRecord, match=message):
         parse_record(_record(extra))
+
+
+_EVERY_SCRIPT = st.text(
+    alphabet=st.sampled_from(list("ab: -'\"#\\Uéß ДЖ Ωλ 東京 数据 مرحبا 🚀😀🍜 𠮷 ✅\u200d")), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(title=_EVERY_SCRIPT)
+def test_frontmatter_text_is_written_as_typed_in_every_script(title: str) -> None:
+    """An emoji or a character beyond the BMP stays itself in the file (a person edits it there),
+    and every title reads back as it was written."""
+    dumped = dump_yaml({"title": title})
+    assert load_yaml(dumped)["title"] == title
+    for char in set(title):
+        if ord(char) > 0xFFFF:
+            assert char in dumped
