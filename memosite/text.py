@@ -107,3 +107,8 @@ def slugify(text: str, max_length: int = 80) -> str:
         return slug
     cut = slug[: max_length + 1]
     return (cut.rsplit("-", 1)[0] if "-" in cut else cut[:max_length]).rstrip("-")
+
+
+def counted(count: int, one: str, many: str | None = None) -> str:
+    """``1 record``, ``3 records``: a count with its noun in the right number."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"

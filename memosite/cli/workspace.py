@@ -44,6 +44,7 @@ def status(app: App) -> None:
     """Where the vault is, which project (and why), record counts, index freshness, expired records
     awaiting gc, conflicts and vault git. Changes nothing."""
     from memosite.status import vault_status
+    from memosite.text import counted
 
     report = vault_status(app.vault_root, app.vault_source, app.identity)
 
@@ -70,11 +71,12 @@ def status(app: App) -> None:
                 f"{len(index.changed)} edited since indexed" if index.changed else "",
                 f"{len(index.not_indexed)} not indexed" if index.not_indexed else "",
                 f"{len(index.not_on_disk)} indexed but gone" if index.not_on_disk else "",
-                f"{index.interrupted} interrupted writes" if index.interrupted else "",
+                counted(index.interrupted, "interrupted write") if index.interrupted else "",
             ]
             lines.append(f"index      behind the files: {', '.join(p for p in parts if p)} (any command catches up)")
         lines.append(
-            f"gc         {report.expired_awaiting_gc} expired records await gc (memosite gc --dry-run)"
+            f"gc         {counted(report.expired_awaiting_gc, 'expired record')}"
+            f" {'awaits' if report.expired_awaiting_gc == 1 else 'await'} gc (memosite gc --dry-run)"
             if report.expired_awaiting_gc
             else "gc         nothing expired"
         )
@@ -85,12 +87,13 @@ def status(app: App) -> None:
                 f"freshness  {v['fresh']} fresh, {v['drifted']} drifted, {v['missing']} missing (memosite verify)"
             )
         if report.pending_review:
-            lines.append(f"review     {report.pending_review} records wait for review (memosite review)")
+            waits = "waits" if report.pending_review == 1 else "wait"
+            lines.append(f"review     {counted(report.pending_review, 'record')} {waits} for review (memosite review)")
         git = report.git
         if git is not None:
             state = "off" if not git.enabled else "on" + (" (no commit yet)" if not git.repository else "")
             if git.pending_commits:
-                state += f", {git.pending_commits} changes queued for the next commit"
+                state += f", {counted(git.pending_commits, 'change')} queued for the next commit"
             lines.append(f"vault git  {state}")
         if report.sync is not None and git is not None and git.enabled:
             lines.extend(f"sync       {line}" for line in report.sync.lines())

@@ -198,7 +198,7 @@ class TrustPages:
             for r in listed
         ]
         markdown = env.get_template("site/needs-review.md.j2").render(project=self.project, records=items)
-        return SitePage(f"{self.base}/{NEEDS_REVIEW_PAGE}", markdown, "trust", f"Needs review — {self.project}")
+        return SitePage(f"{self.base}/{NEEDS_REVIEW_PAGE}", markdown, "trust", f"Needs review: cited code changed — {self.project}")
 
     def review_page(self, env: jinja2.Environment, pending: Sequence[PendingRecord]) -> SitePage:
         from memosite.site.pages import SitePage
@@ -220,7 +220,7 @@ class TrustPages:
             if p.path in published
         ]
         markdown = env.get_template("site/review.md.j2").render(project=self.project, records=items)
-        return SitePage(f"{self.base}/{REVIEW_PAGE}", markdown, "trust", f"Review — {self.project}")
+        return SitePage(f"{self.base}/{REVIEW_PAGE}", markdown, "trust", f"Review: unreviewed records — {self.project}")
 
     def conflicts_page(self, env: jinja2.Environment, vault: Vault) -> SitePage:
         from memosite.site.pages import SitePage
