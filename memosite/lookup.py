@@ -13,7 +13,7 @@ from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
 from memosite.indexing import ensure_index, read_record, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
 from memosite.schema import Record, format_iso, normalize_kind, subdir_for_kind, utc_now
-from memosite.vault import Vault
+from memosite.vault import Vault, is_record_name
 
 __all__ = ["PRIVATE_KINDS", "StoredRecord", "get_record", "locate_record", "writable_target"]
 
@@ -29,6 +29,11 @@ class StoredRecord:
     expired: bool
     expires_at: str | None = None
 
+    @property
+    def pending(self) -> bool:
+        """Waiting for a person's review (``review: pending``)."""
+        return self.frontmatter.get("review") == "pending"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -39,6 +44,7 @@ class StoredRecord:
             "body": self.body,
             "expired": self.expired,
             "expires_at": self.expires_at,
+            "pending": self.pending,
         }
 
 
@@ -131,8 +137,9 @@ def _crosses_symlink(vault: Vault, path: Path) -> bool:
 
 
 def _is_record_file(vault: Vault, path: Path) -> bool:
-    """A regular file inside the vault, reached without following a symlink."""
-    return not _crosses_symlink(vault, path) and path.is_file()
+    """A record's name (not a sidecar), a regular file inside the vault, reached without following
+    a symlink."""
+    return is_record_name(path.name) and not _crosses_symlink(vault, path) and path.is_file()
 
 
 def writable_target(vault: Vault, path: Path) -> Path:

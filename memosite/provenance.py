@@ -50,7 +50,10 @@ class Actor:
         )
 
 
-REVIEW_FIELDS = ("review", "reviewedBy", "reviewedAt", "reviewReason")
+# What a record restored by a rejection says of the change turned down (reason, reviewer, when).
+REJECTED_CHANGE_FIELDS = ("rejectedChangeReason", "rejectedChangeBy", "rejectedChangeAt")
+# Fields only a person's review sets (an agent cannot write them over MCP).
+REVIEW_FIELDS = ("review", "reviewedBy", "reviewedAt", "reviewReason", *REJECTED_CHANGE_FIELDS)
 
 
 def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:

@@ -2,8 +2,11 @@
 
 ``config.json`` ``review.required`` names the kinds whose records an agent writes (over MCP, or
 with ``--source agent``) start as ``review: pending`` (see :mod:`memosite.writeplan`). When such a
-write replaces a version a person already accepted, that version is kept under
-``.memosite/review-base/`` so the review can show what changed and a rejection can put it back.
+write replaces a version a person already accepted, that version is kept beside the record as
+``<slug>.accepted.md`` — vault Markdown, committed and synced with the record, never listed,
+indexed, searched or published (:func:`memosite.vault.is_record_name`) — so the review shows what
+changed on every machine and a rejection can put it back. Approval and rejection remove it. Older
+versions kept it under ``.memosite/review-base/``, which is still read when no sidecar is there.
 Only the command line approves; each approval or rejection is one unit of work whose commit
 names the reviewer.
 """
@@ -14,29 +17,63 @@ import difflib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memosite.errors import InvalidArguments, InvalidTransition
 from memosite.indexing import record_title
-from memosite.lookup import locate_record
+from memosite.lookup import locate_record, writable_target
 from memosite.mutation import mutation
+from memosite.provenance import REJECTED_CHANGE_FIELDS
 from memosite.schema import format_iso, parse_record, utc_now
-from memosite.vault import Vault, atomic_write_bytes
+from memosite.vault import ACCEPTED_SUFFIX, Vault, atomic_write_bytes
 
-REVIEW_BASE_DIR = "review-base"
+if TYPE_CHECKING:
+    from memosite.writeplan import UpsertPlan
+
+LEGACY_BASE_DIR = "review-base"  # where memosite kept accepted versions before the sidecar
 
 
-def review_base_path(vault: Vault, record_path: Path) -> Path:
-    return vault.internal_path(REVIEW_BASE_DIR, *Path(vault.relative(record_path)).parts)
+def accepted_path(record_path: Path) -> Path:
+    """Where the accepted version of a record under review is kept: ``<slug>.accepted.md``."""
+    return record_path.with_name(record_path.stem + ACCEPTED_SUFFIX)
 
 
-def keep_review_base(vault: Vault, record_path: Path, base: Any) -> None:
-    """Keep the file as it is now — the accepted version a pending write replaces — unless an
-    earlier pending write already kept it."""
-    kept = review_base_path(vault, record_path)
-    if kept.exists() or not record_path.is_file():
-        return
-    atomic_write_bytes(kept, record_path.read_bytes())
+def legacy_accepted_path(vault: Vault, record_path: Path) -> Path:
+    return vault.internal_path(LEGACY_BASE_DIR, *Path(vault.relative(record_path)).parts)
+
+
+def read_accepted(vault: Vault, record_path: Path) -> str | None:
+    """The accepted version a pending record replaces, or None (a new record): the sidecar, else a
+    copy an older memosite kept under ``.memosite/review-base/``."""
+    for kept in (accepted_path(record_path), legacy_accepted_path(vault, record_path)):
+        try:
+            return kept.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return None
+
+
+def keep_accepted_version(vault: Vault, record_path: Path, plan: UpsertPlan) -> None:
+    """Before a pending write lands at ``record_path``: when it replaces an accepted version, keep
+    that version (the file as it is now) beside the record; when it creates the record, drop a copy
+    a removed namesake left; when it follows another pending write, keep what was kept (moving an
+    older memosite's ``.memosite/review-base/`` copy beside the record, where git keeps it)."""
+    sidecar = writable_target(vault, accepted_path(record_path))
+    legacy = legacy_accepted_path(vault, record_path)
+    if plan.review_base is not None and record_path.is_file():
+        atomic_write_bytes(sidecar, record_path.read_bytes())
+        legacy.unlink(missing_ok=True)
+    elif plan.action == "created":
+        drop_accepted_version(vault, record_path)
+    elif not sidecar.exists() and legacy.is_file():
+        atomic_write_bytes(sidecar, legacy.read_bytes())
+        legacy.unlink()
+
+
+def drop_accepted_version(vault: Vault, record_path: Path) -> None:
+    """The review is over (or the record is gone): the kept accepted version goes."""
+    writable_target(vault, accepted_path(record_path)).unlink(missing_ok=True)
+    legacy_accepted_path(vault, record_path).unlink(missing_ok=True)
 
 
 @dataclass
@@ -51,6 +88,7 @@ class PendingRecord:
     updated: str | None
     replaces: bool  # True: an accepted version exists, ``diff`` is against it
     diff: str
+    edited_by: str | None = None  # who last changed only its fields, when not its author
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +99,7 @@ class PendingRecord:
             "title": self.title,
             "source": self.source,
             "author": self.author,
+            "editedBy": self.edited_by,
             "updated": self.updated,
             "replaces": self.replaces,
             "diff": self.diff,
@@ -80,8 +119,7 @@ def list_pending(vault: Vault, project: str) -> list[PendingRecord]:
             current = path.read_text(encoding="utf-8")
         except OSError:
             continue
-        base = review_base_path(vault, path)
-        before = base.read_text(encoding="utf-8") if base.is_file() else ""
+        before = read_accepted(vault, path) or ""
         diff = "".join(
             difflib.unified_diff(
                 before.splitlines(keepends=True),
@@ -103,6 +141,7 @@ def list_pending(vault: Vault, project: str) -> list[PendingRecord]:
                 updated=entry.updated,
                 replaces=bool(before),
                 diff=diff,
+                edited_by=fm.get("editedBy"),
             )
         )
     return pending
@@ -127,9 +166,13 @@ def _reviewer(vault: Vault) -> str:
 
 def _pending_record(vault: Vault, project: str, record_id: str) -> tuple[Any, Path]:
     record, path = locate_record(vault, project, record_id=record_id)
-    if record.frontmatter.get("review") != "pending":
-        state = record.frontmatter.get("review") or "not under review"
-        raise InvalidTransition(f"{project}/{record.kind}/{path.stem} is not pending review ({state})")
+    state = record.frontmatter.get("review")
+    if state != "pending":
+        named = f"{project}/{record.kind}/{path.stem} is not waiting for review"
+        if state in ("approved", "rejected"):
+            by = record.frontmatter.get("reviewedBy")
+            raise InvalidTransition(f"{named}: it was {state}{f' by {by}' if by else ''}")
+        raise InvalidTransition(named)
     return record, path
 
 
@@ -146,7 +189,7 @@ def approve_records(vault: Vault, project: str, ids: list[str], *, now: datetime
             record.frontmatter.update(review="approved", reviewedBy=reviewer, reviewedAt=stamp)
             unit.retitle(f"approve {record.kind}:{record.id} (reviewed by {reviewer})")
             unit.write(record, path)
-            review_base_path(vault, path).unlink(missing_ok=True)
+            drop_accepted_version(vault, path)
         result.records.append({"id": record.id, "kind": record.kind, "review": "approved"})
     return result
 
@@ -166,12 +209,15 @@ def reject_records(
     for record_id in ids:
         with mutation(vault, f"reject {record_id}") as unit:
             record, path = _pending_record(vault, project, record_id)
-            base = review_base_path(vault, path)
-            unit.retitle(f"reject {record.kind}:{record.id} (reviewed by {reviewer}): {' '.join(reason.split())}")
-            if base.is_file():
-                text = base.read_text(encoding="utf-8")
-                unit.write(parse_record(text, path), path, text=text)
-                base.unlink()
+            said = " ".join(reason.split())
+            unit.retitle(f"reject {record.kind}:{record.id} (reviewed by {reviewer}): {said}")
+            accepted = read_accepted(vault, path)
+            if accepted is not None:
+                # The reason stays with the record, not only in a commit message (vault git may be off).
+                restored = parse_record(accepted, path)
+                restored.frontmatter.update(zip(REJECTED_CHANGE_FIELDS, (said, reviewer, stamp), strict=True))
+                unit.write(restored, path)
+                drop_accepted_version(vault, path)
                 outcome = "restored the accepted version"
             else:
                 record.frontmatter.update(
@@ -180,7 +226,7 @@ def reject_records(
                     review="rejected",
                     reviewedBy=reviewer,
                     reviewedAt=stamp,
-                    reviewReason=" ".join(reason.split()),
+                    reviewReason=said,
                 )
                 unit.write(record, path)
                 outcome = "archived"
@@ -191,9 +237,11 @@ def reject_records(
 __all__ = [
     "PendingRecord",
     "ReviewResult",
+    "accepted_path",
     "approve_records",
-    "keep_review_base",
+    "drop_accepted_version",
+    "keep_accepted_version",
     "list_pending",
+    "read_accepted",
     "reject_records",
-    "review_base_path",
 ]

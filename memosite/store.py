@@ -142,6 +142,7 @@ class RecordSummary:
     expired: bool
     severity: str | None = None
     tags: list[str] = field(default_factory=list)
+    pending: bool = False  # waiting for a person's review (memosite review)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -371,10 +372,10 @@ def apply_upsert(unit: Mutation, project: str, plan: UpsertPlan, target: Path, n
     record = plan.record
     verb = "recurrence" if plan.action == "recurrence" else "upsert"
     unit.retitle(f"{verb} {record.kind}:{record.id}")
-    if plan.review_base is not None:
-        from memosite.review import keep_review_base
+    if plan.action != "recurrence" and record.frontmatter.get("review") == "pending":
+        from memosite.review import keep_accepted_version
 
-        keep_review_base(vault, target, plan.review_base)
+        keep_accepted_version(vault, target, plan)
     unit.write(record, target)
     superseded = False
     if plan.supersedes is not None and plan.supersedes != record.id:
@@ -475,6 +476,10 @@ def forget_record(
         restored: list[str] = []
         if purge:
             unit.remove([Tombstone(project, record.kind, record.id, path, "forget")])
+            if record.frontmatter.get("review") == "pending":
+                from memosite.review import drop_accepted_version
+
+                drop_accepted_version(vault, path)
             restored = _revive_predecessor(unit, project, record, now_iso)
             status = "purged"
         else:
@@ -601,6 +606,7 @@ def list_records(
             expired=is_expired_iso(e.expires_at, now_iso),
             severity=e.severity,
             tags=e.tags,
+            pending=e.frontmatter.get("review") == "pending",
         )
         for e in vault.index().entries(project, kinds, statuses)
     ]

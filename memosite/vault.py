@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 TEMP_PREFIX = ".memosite-tmp-"
 CONFLICT_MARK = ".conflict."
+# The accepted version of a record under review, kept beside it until a person decides
+# (``<slug>.accepted.md``, see memosite.review): vault Markdown that git syncs, never a record.
+ACCEPTED_SUFFIX = ".accepted.md"
 INTERNAL_DIR = ".memosite"
 LOCK_TIMEOUT_SECONDS = 60.0
 TOMBSTONES_FILE = "tombstones.jsonl"
@@ -51,8 +54,14 @@ def is_temp_name(name: str) -> bool:
 
 
 def is_record_name(name: str) -> bool:
-    """A file the store owns: ``*.md``, not a temp file, not a ``.conflict.`` sidecar."""
-    return name.endswith(".md") and not is_temp_name(name) and CONFLICT_MARK not in name
+    """A file the store owns: ``*.md``, not a temp file, not a ``.conflict.`` or ``.accepted.md``
+    sidecar."""
+    return (
+        name.endswith(".md")
+        and not is_temp_name(name)
+        and CONFLICT_MARK not in name
+        and not name.endswith(ACCEPTED_SUFFIX)
+    )
 
 
 def _fsync_dir(directory: Path) -> None:

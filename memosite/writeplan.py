@@ -23,9 +23,14 @@ from memosite.recurrence import classify_trap
 from memosite.schema import Record, format_iso, normalize_kind, validate_frontmatter, validate_slug
 from memosite.secrets import assert_no_secrets
 from memosite.text import fold
+from memosite.vault import is_record_name
 
 UpsertAction = Literal["created", "updated", "recurrence"]
 _EXCLUDED_PATH_PARTS = (".git", "node_modules", "__pycache__", ".venv", ".memosite")
+# Who wrote a record's text and against which commit: taken from the writer only when the write
+# brings the text (a new record, or a new body). A write that only changes fields keeps them and
+# names its writer in ``editedBy``.
+CONTENT_PROVENANCE = ("source", "author", "repoCommit")
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,12 @@ def normalize_upsert(
     explicit = validate_slug(slug) if slug else None
     if incoming.get("id") not in (None, ""):
         validate_slug(str(incoming["id"]), "id")
+    for what, name in (("slug", explicit), ("id", incoming.get("id"))):
+        if name not in (None, "") and not is_record_name(f"{name}.md"):
+            raise InvalidArguments(
+                f"invalid {what} {name!r}: names ending in .accepted or holding .conflict. are kept for the"
+                " files memosite keeps beside a record (its accepted version, a sync conflict)"
+            )
     if incoming.get("supersedes") not in (None, ""):
         older = validate_slug(str(incoming["supersedes"]), "supersedes id")
         if older in (incoming.get("id"), explicit):
@@ -210,7 +221,13 @@ def prepare_upsert(
             kept = [str(p) for p in existing.frontmatter.get(name) or []]
             incoming[name] = list(dict.fromkeys([*kept, *incoming.get(name, [])]))
     merged: dict[str, Any] = dict(existing.frontmatter) if existing is not None else {}
-    merged.update({k: v for k, v in (provenance or {}).items() if k not in incoming})
+    writer = dict(provenance or {})
+    writer_source = str(incoming.get("source") or writer.get("source") or merged.get("source") or "agent")
+    if existing is not None and body == existing.body:
+        writer = _fields_edit(merged, writer)
+    else:
+        merged.pop("editedBy", None)
+    merged.update({k: v for k, v in writer.items() if k not in incoming})
     merged.update(incoming)
     merged.setdefault("id", slug)
     merged["kind"] = request.kind
@@ -231,7 +248,7 @@ def prepare_upsert(
             merged["occurrences"] = int(older.frontmatter.get("occurrences") or 1) + 1
         merged.setdefault("occurrences", 1)
         merged.setdefault("lastSeen", now_iso)
-    base = _review_state(merged, existing, request.kind, config)
+    base = _review_state(merged, existing, request.kind, config, writer_source)
     record = Record(
         frontmatter=validate_frontmatter(merged),
         body=body,
@@ -246,10 +263,25 @@ def prepare_upsert(
     )
 
 
-def _review_state(merged: dict[str, Any], existing: Record | None, kind: str, config: VaultConfig) -> Record | None:
-    """An agent's write of a kind ``review.required`` names waits for a person: ``review: pending``.
+def _fields_edit(merged: dict[str, Any], writer: Mapping[str, Any]) -> dict[str, Any]:
+    """A write that keeps the body: the text's own provenance (``source``, ``author``,
+    ``repoCommit``) stays in ``merged``, which names the writer, when another, in ``editedBy``.
+    Returns the writer's provenance that still applies."""
+    editor = writer.get("author") or writer.get("source")
+    if editor and editor != (merged.get("author") or merged.get("source")):
+        merged["editedBy"] = editor
+    elif editor:
+        merged.pop("editedBy", None)  # the text's author changed it last: no one else to name
+    return {k: v for k, v in writer.items() if k not in CONTENT_PROVENANCE}
+
+
+def _review_state(
+    merged: dict[str, Any], existing: Record | None, kind: str, config: VaultConfig, writer_source: str
+) -> Record | None:
+    """An agent's write of a kind ``review.required`` names waits for a person: ``review: pending``
+    (whoever wrote the text: an agent changing a person's record only in its fields waits too).
     Returns the approved version it replaces, which the review shows the change against."""
-    if kind not in config.review_required or str(merged.get("source") or "agent") != "agent":
+    if kind not in config.review_required or writer_source != "agent":
         return None
     merged["review"] = "pending"
     for stale in ("reviewedBy", "reviewedAt", "reviewReason"):

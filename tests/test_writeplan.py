@@ -94,3 +94,56 @@ def test_paths_fold_into_patterns_and_skip_vcs_directories() -> None:
 def test_titles_that_read_the_same_name_the_same_record(left: str, right: str) -> None:
     assert same_title(left, right)
     assert not same_title(left, right + "!")
+
+
+REVIEWED = VaultConfig({"review": {"required": ["decision"]}})
+PERSON = {"source": "human", "author": "Dev Person <dev@example.org>", "repoCommit": "b" * 40}
+
+
+def test_a_fields_only_edit_keeps_who_wrote_the_text_and_names_the_editor() -> None:
+    written = record("decision", "s", body="agent text", source="agent", author="codex 2.0", repoCommit="a" * 40)
+    edited = plan(
+        {"kind": "decision", "body": None, "frontmatter": {"status": "paused"}}, existing=written, provenance=PERSON
+    ).record.frontmatter
+    assert (edited["source"], edited["author"], edited["repoCommit"]) == ("agent", "codex 2.0", "a" * 40)
+    assert edited["editedBy"] == "Dev Person <dev@example.org>"
+    same_body = plan({"kind": "decision", "body": "agent text"}, existing=written, provenance=PERSON)
+    assert same_body.record.frontmatter["author"] == "codex 2.0"
+    rewritten = plan(
+        {"kind": "decision", "body": "person text"},
+        existing=record(
+            "decision",
+            "s",
+            body="agent text",
+            source="agent",
+            author="codex 2.0",
+            editedBy="Dev Person <dev@example.org>",
+        ),
+        provenance=PERSON,
+    ).record.frontmatter
+    assert (rewritten["source"], rewritten["author"]) == ("human", "Dev Person <dev@example.org>")
+    assert "editedBy" not in rewritten
+
+
+def test_review_follows_the_writer_not_the_text() -> None:
+    accepted = record("decision", "s", body="person text", source="human", author="Dev Person <dev@example.org>")
+    agent = {"source": "agent", "author": "codex 2.0"}
+    request = normalize_upsert(kind="decision", body=None, frontmatter={"status": "paused"})
+    by_agent = prepare_upsert(
+        request, project="p", slug="s", existing=accepted, now=NOW, config=REVIEWED, provenance=agent
+    )
+    assert by_agent.record.frontmatter["review"] == "pending" and by_agent.review_base is accepted
+    assert by_agent.record.frontmatter["source"] == "human" and by_agent.record.frontmatter["editedBy"] == "codex 2.0"
+    approved = record("decision", "s", body="agent text", source="agent", author="codex 2.0", review="approved")
+    by_person = prepare_upsert(
+        request, project="p", slug="s", existing=approved, now=NOW, config=REVIEWED, provenance=PERSON
+    )
+    assert by_person.record.frontmatter["review"] == "approved" and by_person.review_base is None
+
+
+@pytest.mark.parametrize("name", ["db.accepted", "db.conflict.1a2b3c4d"])
+def test_names_of_the_files_kept_beside_a_record_are_not_slugs(name: str) -> None:
+    with pytest.raises(InvalidArguments, match="kept for the files memosite keeps beside a record"):
+        normalize_upsert(kind="decision", body="x", slug=name)
+    with pytest.raises(InvalidArguments, match="kept for the files"):
+        normalize_upsert(kind="decision", body="x", frontmatter={"id": name})

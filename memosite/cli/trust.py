@@ -109,10 +109,13 @@ def _list(app: App, found: list[Any]) -> None:
     def text() -> str:
         if not found:
             return f"nothing waits for review in {app.project}"
-        parts = []
+        waits = "1 record waits" if len(found) == 1 else f"{len(found)} records wait"
+        parts = [f"{waits} for review in {app.project}", ""]
         for item in found:
             who = item.author or item.source or "an agent"
-            parts.append(f"{item.kind} {item.id} — {item.title} ({'changed' if item.replaces else 'new'}, by {who})")
+            edited = f"; fields edited by {item.edited_by}" if item.edited_by else ""
+            state = "changed" if item.replaces else "new"
+            parts.append(f"{item.kind} {item.id} — {item.title} ({state}, by {who}{edited})")
             parts.append(item.diff.rstrip("\n"))
             parts.append("")
         parts.append("memosite review approve ID…   |   memosite review reject ID… --reason TEXT")

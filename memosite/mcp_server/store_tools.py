@@ -273,7 +273,7 @@ def agent_frontmatter(frontmatter: dict[str, Any]) -> dict[str, Any]:
         raise InvalidArguments("source cannot be set over MCP: an agent's write is source agent")
     if "project" in frontmatter:
         raise InvalidArguments("project cannot be set in frontmatter: give projectId")
-    claimed = [name for name in ("author", "repoCommit") if name in frontmatter]
+    claimed = [name for name in ("author", "repoCommit", "editedBy") if name in frontmatter]
     if claimed:
         raise InvalidArguments(f"{', '.join(claimed)} cannot be set over MCP: provenance is recorded, not claimed")
     return frontmatter
