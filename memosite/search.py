@@ -24,6 +24,8 @@ Rules a caller can rely on:
   path covers the patterns beneath it (``src/payments`` finds ``src/payments/client.py``).
 * ``score`` is ``-bm25`` (larger is better); records without a query score ``None``. A trap without
   ``occurrences`` reports (and sorts) as seen once.
+* Records waiting for review are left out unless ``include_pending``; then they come back marked
+  ``pending`` (``unreviewed`` in text).
 """
 
 from __future__ import annotations
@@ -78,10 +80,17 @@ class SearchHit:
     snippet: str = ""
     matched_terms: int | None = None
     freshness: str | None = None  # the last verify's verdict on its cited code, when it cites any
+    pending: bool = False  # waiting for a person's review (found only with include_pending)
 
     @property
     def flagged_stale(self) -> bool:
         return is_flagged_stale(self.helpful, self.stale)
+
+    @property
+    def flags(self) -> list[str]:
+        """What a listing marks the hit with: ``expired``, ``stale``, ``unreviewed``."""
+        marks = (("expired", self.expired), ("stale", self.flagged_stale), ("unreviewed", self.pending))
+        return [name for name, on in marks if on]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +117,7 @@ class SearchHit:
             "snippet": self.snippet,
             "matchedTerms": self.matched_terms,
             "freshness": self.freshness,
+            "pending": self.pending,
         }
 
 
@@ -265,9 +275,11 @@ def search_records(
     found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
     hits = [_hit(match, now_iso, found.match) for match in found.matches]
     marks = verdicts.for_paths(vault.index(), [hit.path for hit in hits])
+    pending = _pending_paths(vault.index(), {hit.project for hit in hits}) if include_pending and hits else set()
     for hit in hits:
         stored = marks.get(hit.path)
         hit.freshness = stored.verdict if stored is not None else None
+        hit.pending = hit.path in pending
     recorded: list[str] = []
     if hit_ids and project is not None:
         from memosite.salience import record_hits
@@ -281,6 +293,11 @@ def search_records(
         terms=found.terms,
         hits_recorded=recorded,
     )
+
+
+def _pending_paths(index: Index, projects: set[str]) -> set[str]:
+    """The records waiting for review in ``projects`` (few: one query per project)."""
+    return {entry.path for project in sorted(projects) for entry in index.pending_review(project)}
 
 
 def _hit(match: fts.Match, now_iso: str, mode: MatchMode | None) -> SearchHit:

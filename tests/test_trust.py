@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -231,8 +232,18 @@ def test_a_pending_change_shows_its_diff_and_a_rejection_restores_the_accepted_v
     assert "-Use Postgres." in listed[0]["diff"] and "+Use MongoDB." in listed[0]["diff"]
     rejected = run_cli("review", "reject", "db", "--reason", "we are not moving databases", "--json")
     assert rejected.exit_code == 0 and rejected.json()["records"][0]["outcome"] == "restored the accepted version"
-    assert (vault_dir / "projects/demo/decisions/db.md").read_bytes() == accepted
+    assert without_rejection_note(vault_dir / "projects/demo/decisions/db.md") == without_rejection_note(accepted)
     assert "we are not moving databases" in git(vault_dir, "log", "-1", "--format=%s")
+
+
+def without_rejection_note(source: Path | bytes) -> tuple[dict[str, Any], str]:
+    """A record's frontmatter and body, leaving out what a rejection notes in it."""
+    from memosite.schema import parse_record
+
+    text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source.decode("utf-8")
+    record = parse_record(text)
+    kept = {k: v for k, v in record.frontmatter.items() if not k.startswith("rejectedChange")}
+    return kept, record.body
 
 
 def test_rejecting_a_new_record_archives_it_with_the_reason(repo: Path, vault_dir: Path, run_cli: Any) -> None:
@@ -316,3 +327,222 @@ def test_drifted_records_are_marked_and_fresh_only_leaves_them_out(repo: Path, r
     assert marked["changes"] == "drifted" and "**cited code drifted**" in brief["markdown"]
     fresh = run_cli("bootstrap", "--fresh-only", "--json").json()
     assert {item["id"] for item in fresh["sections"]["traps"]} == {"stays", "uncited"}
+
+
+# --- what a review keeps ----------------------------------------------------------------------
+
+
+DECISION = "projects/demo/decisions/db.md"
+ACCEPTED = "projects/demo/decisions/db.accepted.md"
+
+
+def change_an_accepted_decision(run_cli: Any, *vault: str) -> None:
+    """A person's decision db, then an agent's change of it waiting for review."""
+    assert run_cli("upsert", *vault, "--kind", "decision", "--id", "db", "--body", "Use Postgres.\n").exit_code == 0
+    changed = run_cli("upsert", *vault, "--kind", "decision", "--id", "db", "--source", "agent", "--body", "Use Mongo.")
+    assert changed.exit_code == 0, changed.stdout
+
+
+def test_the_accepted_version_survives_deleting_the_memosite_directory(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    review_vault(vault_dir)
+    change_an_accepted_decision(run_cli)
+    assert "Use Postgres." in (vault_dir / ACCEPTED).read_text(encoding="utf-8")
+    assert ACCEPTED in git(vault_dir, "ls-files").splitlines()  # committed: sync carries it
+    shutil.rmtree(vault_dir / ".memosite")
+    assert run_cli("reindex").exit_code == 0
+    listed = run_cli("review", "--json").json()["pending"]
+    assert listed[0]["replaces"] is True and "-Use Postgres." in listed[0]["diff"]
+    rejected = run_cli("review", "reject", "db", "--reason", "x", "--json").json()
+    assert rejected["records"][0]["outcome"] == "restored the accepted version"
+    assert read_record(vault_dir / DECISION).body.strip() == "Use Postgres."
+    assert not (vault_dir / ACCEPTED).exists()
+    assert ACCEPTED not in git(vault_dir, "ls-files").splitlines()
+
+
+def test_the_accepted_version_is_never_a_record(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    change_an_accepted_decision(run_cli)
+    assert [r["path"] for r in run_cli("list", "--json").json()["records"]] == [DECISION]
+    found = run_cli("search", "Postgres", "--include-pending", "--json").json()
+    assert found["results"] == []  # only the kept accepted version holds the word
+    assert run_cli("get", "--id", "db.accepted", "--json").json()["error"]["code"] == "RECORD_NOT_FOUND"
+    refused = run_cli("upsert", "--kind", "decision", "--slug", "db.accepted", "--body", "x", "--json")
+    assert refused.exit_code == 1 and refused.json()["error"]["code"] == "INVALID_ARGUMENTS"
+    for view in ("DECISIONS.md", "INDEX.md"):
+        assert "Postgres" not in (vault_dir / "projects/demo" / view).read_text(encoding="utf-8")
+    assert run_cli("review", "approve", "db").exit_code == 0
+    assert not (vault_dir / ACCEPTED).exists()
+
+
+def test_a_new_record_is_not_reviewed_against_a_leftover_accepted_version(vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    (vault_dir / "projects/demo/decisions").mkdir(parents=True)
+    (vault_dir / ACCEPTED).write_text("---\nid: db\nkind: decision\nproject: demo\n---\nOld.\n", encoding="utf-8")
+    run_cli("upsert", "--kind", "decision", "--id", "db", "--source", "agent", "--body", "Fresh guess.")
+    assert run_cli("review", "--json").json()["pending"][0]["replaces"] is False
+    assert run_cli("review", "reject", "db", "--reason", "no").exit_code == 0
+    assert read_record(vault_dir / DECISION).frontmatter["status"] == "archived"
+
+
+def test_an_accepted_version_an_older_memosite_kept_still_restores(vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    change_an_accepted_decision(run_cli)
+    legacy = vault_dir / ".memosite/review-base" / DECISION
+    legacy.parent.mkdir(parents=True)
+    (vault_dir / ACCEPTED).rename(legacy)  # where memosite kept it before the sidecar
+    assert run_cli("review", "--json").json()["pending"][0]["replaces"] is True
+    run_cli("upsert", "--kind", "decision", "--id", "db", "--source", "agent", "--body", "Use Mongo, really.")
+    assert not legacy.exists() and "Use Postgres." in (vault_dir / ACCEPTED).read_text(encoding="utf-8")
+    assert run_cli("review", "reject", "db", "--reason", "no").exit_code == 0
+    assert read_record(vault_dir / DECISION).body.strip() == "Use Postgres."
+
+
+def test_a_change_synced_from_another_machine_is_reviewed_against_the_accepted_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Any
+) -> None:
+    from test_sync_support import isolate_git
+
+    isolate_git(tmp_path, monkeypatch)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    machines = {}
+    for name in ("a", "b"):
+        root = machines[name] = tmp_path / name
+        root.mkdir()
+        config = {"review": {"required": ["decision"]}, "vaultGit": {"enabled": True, "remote": str(remote)}}
+        (root / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    a, b = ("--vault", str(machines["a"])), ("--vault", str(machines["b"]))
+    assert run_cli("upsert", *a, "--kind", "decision", "--id", "db", "--body", "Use Postgres.\n").exit_code == 0
+    assert run_cli("sync", *a).exit_code == 0 and run_cli("sync", *b).exit_code == 0
+    changed = anyio.run(lambda: agent_upsert(machines["b"], kind="decision", slug="db", body="Use Mongo.\n"))
+    assert not changed.is_error
+    assert run_cli("sync", *b).exit_code == 0 and run_cli("sync", *a).exit_code == 0
+
+    listed = run_cli("review", *a).stdout
+    assert "(changed, by codex 2.0)" in listed and "-Use Postgres." in listed and "/dev/null" not in listed
+    rejected = run_cli("review", *a, "reject", "db", "--reason", "we stay on Postgres", "--json").json()
+    assert rejected["records"][0]["outcome"] == "restored the accepted version"
+    assert run_cli("sync", *a).exit_code == 0 and run_cli("sync", *b).exit_code == 0
+    for root in machines.values():
+        assert read_record(root / DECISION).body.strip() == "Use Postgres.", root.name
+        assert not (root / ACCEPTED).exists(), root.name
+
+
+def test_a_rejected_change_leaves_its_reason_in_the_restored_record(
+    vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Rita Reviewer")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "rita@example.org")
+    vault_dir.mkdir(parents=True)
+    (vault_dir / "config.json").write_text(json.dumps({"review": {"required": ["decision"]}}), encoding="utf-8")
+    change_an_accepted_decision(run_cli)
+    assert not (vault_dir / ".git").exists()  # no commit message to keep the reason in
+    outcome = run_cli("review", "reject", "db", "--reason", "we are not  moving\ndatabases")
+    assert outcome.exit_code == 0
+    fm = read_record(vault_dir / DECISION).frontmatter
+    assert fm["rejectedChangeReason"] == "we are not moving databases"
+    assert fm["rejectedChangeBy"] == "Rita Reviewer <rita@example.org>"
+    assert fm["rejectedChangeAt"].startswith("20") and "review" not in fm and fm["status"] == "active"
+    assert read_record(vault_dir / DECISION).body.strip() == "Use Postgres."
+    shown = run_cli("get", "--id", "db").stdout
+    assert "rejectedChangeReason: we are not moving databases" in shown
+
+
+@pytest.mark.parametrize("field", [{"editedBy": "Dev Person"}, {"rejectedChangeReason": "fine"}])
+def test_an_agent_cannot_claim_a_persons_edit_or_a_rejection(vault_dir: Path, field: dict[str, str]) -> None:
+    review_vault(vault_dir)
+    result = anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="d", body="x", frontmatter=field))
+    assert result.is_error and (result.structured_content or {})["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+# --- provenance of an edit ----------------------------------------------------------------------
+
+
+def test_a_persons_field_edit_keeps_the_agents_provenance_and_names_the_editor(
+    repo: Path, vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    review_vault(vault_dir)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Agent Script")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "bot@example.org")
+    run_cli("upsert", "--kind", "decision", "--id", "d1", "--source", "agent", "--body", "agent v3")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Dev Person")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "dev@example.org")
+    run_cli("upsert", "--kind", "decision", "--id", "d1", "--status", "paused")
+    edited = read_record(vault_dir / "projects/demo/decisions/d1.md")
+    fm = edited.frontmatter
+    assert (fm["source"], fm["author"], edited.body.strip()) == ("agent", "Agent Script <bot@example.org>", "agent v3")
+    assert fm["editedBy"] == "Dev Person <dev@example.org>" and fm["status"] == "paused"
+    assert fm["review"] == "pending"
+    listed = run_cli("review").stdout
+    assert "by Agent Script <bot@example.org>; fields edited by Dev Person <dev@example.org>" in listed
+    run_cli("upsert", "--kind", "decision", "--id", "d1", "--body", "person v4")
+    fm = read_record(vault_dir / "projects/demo/decisions/d1.md").frontmatter
+    assert (fm["source"], fm["author"]) == ("human", "Dev Person <dev@example.org>") and "editedBy" not in fm
+
+
+def test_an_agents_field_edit_of_a_persons_record_waits_for_review_and_keeps_its_author(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    review_vault(vault_dir)
+    run_cli("upsert", "--kind", "decision", "--id", "d2", "--body", "Keep the queue.")
+    result = anyio.run(lambda: agent_upsert(vault_dir, kind="decision", slug="d2", status="paused"))
+    assert not result.is_error, result.structured_content
+    fm = read_record(vault_dir / "projects/demo/decisions/d2.md").frontmatter
+    assert (fm["source"], fm["author"], fm["editedBy"]) == ("human", "Dev Person <dev@example.org>", "codex 2.0")
+    assert fm["review"] == "pending" and fm["status"] == "paused"
+    assert run_cli("review", "reject", "d2", "--reason", "still active").exit_code == 0
+    fm = read_record(vault_dir / "projects/demo/decisions/d2.md").frontmatter
+    assert fm["status"] == "active" and "editedBy" not in fm
+
+
+# --- where unreviewed records show -----------------------------------------------------------------
+
+
+async def agent_reads(vault_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    vault = Vault.open(vault_dir)
+    try:
+        async with Client(build_server(vault, "demo"), mode="legacy") as client:
+            found = await client.call_tool("search", {"query": "zebra", "includePending": True})
+            got = await client.call_tool("get", {"id": "guess"})
+            return found.structured_content or {}, got.structured_content or {}
+    finally:
+        vault.close()
+
+
+def test_search_list_and_get_mark_unreviewed_records(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="guess", body="Maybe the zebra cache leaks."))
+    run_cli("upsert", "--kind", "trap", "--slug", "known", "--body", "The zebra cache needs a TTL.")
+    found = run_cli("search", "zebra", "--include-pending", "--json").json()["results"]
+    assert {hit["id"]: hit["pending"] for hit in found} == {"guess": True, "known": False}
+    text = run_cli("search", "zebra", "--include-pending").stdout.splitlines()
+    assert [line for line in text if "[unreviewed]" in line] == [
+        line for line in text if line.startswith("trap     guess")
+    ]
+    listed = run_cli("list", "--json").json()["records"]
+    assert {r["id"]: r["pending"] for r in listed} == {"guess": True, "known": False}
+    rows = {line.split()[1]: line for line in run_cli("list").stdout.splitlines()}
+    assert "unreviewed" in rows["guess"] and "unreviewed" not in rows["known"]
+    assert run_cli("get", "--id", "guess", "--json").json()["pending"] is True
+    assert run_cli("get", "--id", "guess").stdout.startswith("(unreviewed)\n")
+    assert run_cli("get", "--id", "known", "--json").json()["pending"] is False
+    searched, got = anyio.run(lambda: agent_reads(vault_dir))
+    assert {hit["id"]: hit["pending"] for hit in searched["results"]} == {"guess": True, "known": False}
+    assert got["pending"] is True
+
+
+def test_review_messages_read_in_the_singular_and_the_plural(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    review_vault(vault_dir)
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="one", body="One guess."))
+    assert run_cli("review").stdout.startswith("1 record waits for review in demo\n")
+    anyio.run(lambda: agent_upsert(vault_dir, kind="trap", slug="two", body="Another guess."))
+    assert run_cli("review").stdout.startswith("2 records wait for review in demo\n")
+    run_cli("review", "approve", "one", "two")
+    again = run_cli("review", "approve", "one").stderr
+    assert "demo/trap/one is not waiting for review: it was approved by Dev Person <dev@example.org>" in again
+    run_cli("upsert", "--kind", "spec", "--slug", "s", "--body", "A spec.")
+    never = run_cli("review", "approve", "s").stderr
+    assert "demo/spec/s is not waiting for review" in never and "(" not in never
+    assert run_cli("reindex").stdout == "indexed 3 records in demo\n"

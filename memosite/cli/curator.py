@@ -96,7 +96,7 @@ def _search_text(result: SearchResult) -> str:
         terms = ", ".join(result.terms)
         lines.append(f"(no record holds every term; those holding the most of {terms} first)")
     for hit in result.results:
-        flags = "".join(f" [{flag}]" for flag, on in (("expired", hit.expired), ("stale", hit.flagged_stale)) if on)
+        flags = "".join(f" [{flag}]" for flag in hit.flags)
         severity = f" {hit.severity}" if hit.severity else ""
         lines.append(f"{hit.kind:8} {hit.id}  {hit.status}{severity}{flags}  {hit.title}")
         if hit.snippet:

@@ -94,7 +94,8 @@ def upsert(
 @click.option("--session-id", help="Agent session id: the fetch counts as a hit, once per session.")
 @vault_options
 def get(app: App, record_id: str | None, kind: str | None, slug: str | None, session_id: str | None) -> None:
-    """Print one record (annotated `expired` when past its expiry)."""
+    """Print one record (annotated `expired` when past its expiry, `unreviewed` while it waits for
+    review)."""
     from memosite.lookup import get_record
 
     found = get_record(
@@ -110,7 +111,8 @@ def get(app: App, record_id: str | None, kind: str | None, slug: str | None, ses
     def text() -> str:
         from memosite.schema import serialize_frontmatter
 
-        banner = "(expired)\n" if found.expired else ""
+        marks = [mark for mark, on in (("expired", found.expired), ("unreviewed", found.pending)) if on]
+        banner = f"({', '.join(marks)})\n" if marks else ""
         return f"{banner}---\n{serialize_frontmatter(found.frontmatter)}---\n{found.body}"
 
     app.emit(found.to_json(), text)
@@ -178,7 +180,9 @@ def list_(app: App, kinds: tuple[str, ...], statuses: tuple[str, ...]) -> None:
             return f"no records in project {app.project}"
         width = max(len(r.id) for r in records)
         return "\n".join(
-            f"{r.kind:9} {r.id:{width}}  {r.status:10} {'expired ' if r.expired else ''}{r.title}" for r in records
+            f"{r.kind:9} {r.id:{width}}  {r.status:10} {'expired ' if r.expired else ''}"
+            f"{'unreviewed ' if r.pending else ''}{r.title}"
+            for r in records
         )
 
     app.emit({"project": app.project, "records": [r.to_json() for r in records], "total": len(records)}, text)
@@ -210,7 +214,7 @@ def reindex(app: App, all_projects: bool) -> None:
     counts = rebuild(app.vault, None if all_projects else [app.project])
     app.emit(
         {"projects": counts, "total": sum(counts.values())},
-        "\n".join(f"indexed {count} records in {project}" for project, count in counts.items()) or "no projects",
+        "\n".join(f"indexed {_records(count)} in {project}" for project, count in counts.items()) or "no projects",
     )
 
 
@@ -254,3 +258,7 @@ def edit(app: App, record_id: str, kind: str | None) -> None:
         scratch.unlink(missing_ok=True)
         scratch.parent.rmdir()
     app.emit(result.to_json(), result.summary())
+
+
+def _records(count: int) -> str:
+    return f"{count} record" if count == 1 else f"{count} records"

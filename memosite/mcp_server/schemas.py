@@ -59,6 +59,7 @@ RECORD = obj(
         "body": STRING,
         "expired": BOOLEAN,
         "expires_at": OPT_STRING,
+        "pending": BOOLEAN,
     }
 )
 APPENDED = obj({"id": STRING, "kind": STRING, "project": STRING, "path": STRING})
@@ -74,6 +75,7 @@ SEARCH_HIT = obj(
         "status": STRING,
         "path": STRING,
         "expired": BOOLEAN,
+        "pending": BOOLEAN,
     }
 )
 SEARCHED = obj({"results": array(SEARCH_HIT), "total": INTEGER, "query": OPT_STRING})
