@@ -210,11 +210,12 @@ def compile_(app: App) -> None:
 def reindex(app: App, all_projects: bool) -> None:
     """Rebuild the search index and the views from the Markdown files."""
     from memosite.indexing import reindex as rebuild
+    from memosite.text import counted
 
     counts = rebuild(app.vault, None if all_projects else [app.project])
     app.emit(
         {"projects": counts, "total": sum(counts.values())},
-        "\n".join(f"indexed {_records(count)} in {project}" for project, count in counts.items()) or "no projects",
+        "\n".join(f"indexed {counted(n, 'record')} in {project}" for project, n in counts.items()) or "no projects",
     )
 
 
@@ -258,7 +259,3 @@ def edit(app: App, record_id: str, kind: str | None) -> None:
         scratch.unlink(missing_ok=True)
         scratch.parent.rmdir()
     app.emit(result.to_json(), result.summary())
-
-
-def _records(count: int) -> str:
-    return f"{count} record" if count == 1 else f"{count} records"

@@ -106,11 +106,13 @@ def review(app: App, action: str | None, ids: tuple[str, ...], reason: str | Non
 
 
 def _list(app: App, found: list[Any]) -> None:
+    from memosite.text import counted
+
     def text() -> str:
         if not found:
             return f"nothing waits for review in {app.project}"
-        waits = "1 record waits" if len(found) == 1 else f"{len(found)} records wait"
-        parts = [f"{waits} for review in {app.project}", ""]
+        waits = "waits" if len(found) == 1 else "wait"
+        parts = [f"{counted(len(found), 'record')} {waits} for review in {app.project}", ""]
         for item in found:
             who = item.author or item.source or "an agent"
             edited = f"; fields edited by {item.edited_by}" if item.edited_by else ""
