@@ -198,7 +198,9 @@ class TrustPages:
             for r in listed
         ]
         markdown = env.get_template("site/needs-review.md.j2").render(project=self.project, records=items)
-        return SitePage(f"{self.base}/{NEEDS_REVIEW_PAGE}", markdown, "trust", f"Needs review: cited code changed — {self.project}")
+        return SitePage(
+            f"{self.base}/{NEEDS_REVIEW_PAGE}", markdown, "trust", f"Needs review: cited code changed — {self.project}"
+        )
 
     def review_page(self, env: jinja2.Environment, pending: Sequence[PendingRecord]) -> SitePage:
         from memosite.site.pages import SitePage
