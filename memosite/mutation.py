@@ -39,7 +39,7 @@ from memosite.indexing import (
 )
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
-from memosite.vault import Tombstone, Vault, atomic_write_text, warn
+from memosite.vault import ACCEPTED_SUFFIX, Tombstone, Vault, atomic_write_text, warn
 from memosite.workspace import check_vault_placement
 
 # Units running in this process (their in-flight notes are not leftovers to recover).
@@ -101,6 +101,10 @@ class Mutation:
         for tombstone in tombstones:
             self.removed.append(self.vault.relative(tombstone.path))
             self.touch(tombstone.project, [tombstone.kind])
+            # A record under review kept its accepted version beside it: that goes with the record.
+            kept = tombstone.path.with_name(tombstone.path.stem + ACCEPTED_SUFFIX)
+            if kept.is_file():
+                self.discard(kept)
 
     def discard(self, path: Path) -> None:
         """Unlink a file beside the records that is not one (a conflict sidecar): no tombstone, no

@@ -72,6 +72,27 @@ def test_every_write_path_makes_exactly_one_commit(vault_dir: Path) -> None:
     assert commits(vault)[-2] == "upsert trap:t2"  # the supersede side effect is in the same commit
 
 
+def test_a_removed_record_takes_its_kept_accepted_version_with_it_in_the_same_commit(vault_dir: Path) -> None:
+    """Whatever removes a record under review (forget --purge, a gc purge, a tombstone from another
+    machine), the accepted copy beside it goes in the same unit and the same commit."""
+    from memosite.mutation import mutation
+    from memosite.vault import ACCEPTED_SUFFIX, Tombstone
+
+    vault = git_vault(vault_dir)
+    upsert_record(vault, "demo", kind="scratch", body="Scratch.", slug="note")
+    record = vault_dir / "projects/demo/scratch/note.md"
+    kept = record.with_name("note" + ACCEPTED_SUFFIX)
+    kept.write_bytes(record.read_bytes())
+    upsert_record(vault, "demo", kind="scratch", body="Another.", slug="other")  # commits the copy too
+    assert "projects/demo/scratch/note" + ACCEPTED_SUFFIX in tracked(vault)
+    before = len(commits(vault))
+    with mutation(vault, "remove note") as unit:
+        unit.remove([Tombstone("demo", "scratch", "note", record, "test")])
+    assert not record.exists() and not kept.exists()
+    assert len(commits(vault)) == before + 1
+    assert not [name for name in tracked(vault) if name.endswith(ACCEPTED_SUFFIX)]
+
+
 def test_hits_are_usage_committed_with_the_next_change(vault_dir: Path) -> None:
     vault = git_vault(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="x", slug="t")
