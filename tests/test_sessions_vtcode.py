@@ -90,12 +90,40 @@ def test_search_finds_the_text_of_vtcode_agent_messages(workspace: Path) -> None
     for word, turn in (("Документация", 2), ("東京", 2), ("café", 2)):
         found = run_json("search", word, "--dir", str(session_dir))["hits"]
         assert found and found[0]["turn"] == turn, word
-    partial = run_json("search", "Renaming", "--dir", str(session_dir))["hits"]
-    assert partial == []  # item.started/item.updated snapshots are not indexed twice
     tool = run_json("search", "ledger_parser", "--dir", str(session_dir))["hits"]
     assert {hit["type"] for hit in tool} >= {"item.completed"}  # tool arguments and outputs
     failed = run_json("search", "missing crate", "--dir", str(session_dir))["hits"]
     assert failed[0]["type"] == "turn.failed"
+
+
+def test_session_search_folds_diacritics_and_finds_words_inside_unspaced_text(workspace: Path) -> None:
+    """As record search does: ``cafe`` finds ``café``, ``設定`` is found inside ``の設定も``."""
+    message = "Документация обновлена; 東京 の設定も確認しました — café ✅"
+    for query in ("cafe", "CAFÉ", "設定", "確認", "東", "しました", "документация", "ДОКУМЕНТАЦИЯ", "обновлена"):
+        hits = run_json("search", query, "--root", ".vtcode/sessions")["hits"]
+        assert [(hit["sessionId"], hit["type"], hit["snippet"]) for hit in hits] == [
+            (SESSION, "message", message.removesuffix(" ✅") + "…")
+        ], query
+
+
+def test_in_progress_item_snapshots_are_not_searched_their_completed_item_is(workspace: Path) -> None:
+    """vtcode streams an item as item.started/item.updated snapshots and then item.completed, the
+    item's final state (msg-1 here: "Renaming" → "Renaming the ledger" → "Renamed the ledger
+    parser module …"). vtcode's own memory search reads only what completed items leave behind, so
+    the snapshots are not indexed: text the agent replaced is not found, and a finished message is
+    one hit, not one per snapshot."""
+    session_dir = workspace / ".vtcode" / "sessions" / SESSION
+    lines = [
+        json.loads(line)["event"] for line in (session_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    snapshots = [e["item"]["text"] for e in lines if e["type"] in ("item.started", "item.updated")]
+    assert snapshots == ["Renaming", "Renaming the ledger"]
+    assert run_json("search", "Renaming", "--dir", str(session_dir))["hits"] == []
+    ledger = [
+        hit for hit in run_json("search", "ledger", "--dir", str(session_dir))["hits"] if hit["type"] == "message"
+    ]
+    assert [hit["line"] for hit in ledger] == [8]  # the completed msg-1 alone
+    assert ledger[0]["snippet"].startswith("Renamed the ledger parser module")
 
 
 def test_a_sessions_root_lists_and_searches_every_vtcode_session(workspace: Path) -> None:

@@ -28,11 +28,15 @@ def _dir_option(func: Any) -> Any:
     return click.option("--dir", "session_dir", metavar="PATH", help=_DIR_HELP)(func)
 
 
-def _root(app: App, root_dir: str | None) -> Path | None:
+def _root(app: App, root_dir: str | None, *, create: bool = False) -> Path | None:
+    """The sessions root of a command: --root (which must exist unless the command ``create``s
+    sessions), else sessions.root from config.json, else the project's (None)."""
+    from memosite.sessions.catalog import require_root
     from memosite.sessions.paths import configured_root
 
     if root_dir is not None:
-        return Path(root_dir).expanduser().absolute()
+        root = Path(root_dir).expanduser().absolute()
+        return root if create else require_root(root)
     return configured_root(app.vault, Path.cwd())
 
 
@@ -46,6 +50,8 @@ def _target(app: App, session_id: str | None, root_dir: str | None, session_dir:
     """(root, session id) from ID, --root and --dir."""
     from memosite.errors import InvalidArguments
     from memosite.sessions.errors import SessionNotFound
+    from memosite.sessions.log import require_session_dir
+    from memosite.sessions.paths import SessionPaths
 
     if session_dir is not None:
         if root_dir is not None:
@@ -53,6 +59,8 @@ def _target(app: App, session_id: str | None, root_dir: str | None, session_dir:
         path = Path(session_dir).expanduser().absolute()
         if not path.is_dir():
             raise SessionNotFound(f"no session directory {session_dir}")
+        # Checked before any vault is opened, so every command says the same about a stray directory.
+        require_session_dir(SessionPaths(path.parent, path.name))
         if session_id is not None and session_id != path.name:
             raise InvalidArguments(f"the session id {session_id!r} is not the name of --dir {path.name!r}")
         return path.parent, path.name
@@ -81,7 +89,7 @@ def start(app: App, session_id: str | None, goals: tuple[str, ...], root_dir: st
     """Start a session; prints its id and the previous session's handoff."""
     from memosite.sessions import Session, latest_handoff
 
-    root = _root(app, root_dir)
+    root = _root(app, root_dir, create=True)
     with Session.start(app.vault, app.project, session_id=session_id, goals=goals, root=root) as opened:
         summary = opened.summary()
     previous = latest_handoff(app.vault, app.project, exclude=summary.session_id, root=root)
@@ -161,23 +169,43 @@ def end(app: App, session_id: str, root_dir: str | None) -> None:
     app.emit(summary.to_json(), f"ended session {session_id}\n\n{summary.handoff}")
 
 
+def _event_number(seq: int, line: int | None) -> str:
+    """How an event is named to a person: memosite's sequence number, or the line of events.jsonl
+    for an event vtcode wrote (which has no number of its own)."""
+    return f"line {line}" if line is not None else f"#{seq}"
+
+
+def _times(summary: SessionSummary) -> str:
+    started = f"started {summary.start_time or '(time not recorded)'}"
+    if summary.status != "ended":
+        return f"{started}   still active" + (f", last update {summary.updated}" if summary.updated else "")
+    if summary.end_time:
+        return f"{started}   ended {summary.end_time}"
+    # vtcode's events carry no times: its manifest's updated_at is the latest time known.
+    known = f"; last update {summary.updated}" if summary.updated else ""
+    return f"{started}   ended (time not recorded by vtcode{known})"
+
+
 def _describe(summary: SessionSummary) -> str:
+    from memosite.text import counted
+
     lines = [
         f"session {summary.session_id} ({summary.status})",
-        f"  started {summary.start_time or '-'}   ended {summary.end_time or '-'}",
-        f"  {summary.turns} turns   {summary.events} events   {summary.log_bytes} bytes"
-        + (f"   turn {summary.open_turn} open" if summary.open_turn else ""),
+        f"  {_times(summary)}",
+        f"  {counted(summary.turns, 'turn')}   {counted(summary.events, 'event')}   "
+        f"{counted(summary.log_bytes, 'byte')}" + (f"   turn {summary.open_turn} open" if summary.open_turn else ""),
     ]
     if summary.rescan_reason:
         lines.append(f"  metadata was rebuilt from the log: {summary.rescan_reason}")
     if summary.malformed_lines:
-        lines.append(f"  {summary.malformed_lines} malformed line(s) skipped")
+        lines.append(f"  {counted(summary.malformed_lines, 'malformed line')} skipped")
     lines += ["", summary.handoff.rstrip()]
     if summary.recent:
         lines += ["", "Recent events:"]
         for event in summary.recent:
             text = event.text.replace("\n", " ")
-            lines.append(f"  #{event.seq} turn {event.turn or '-'} {event.type}" + (f": {text[:100]}" if text else ""))
+            number = _event_number(event.seq, summary.recent_lines.get(event.seq))
+            lines.append(f"  {number} turn {event.turn or '-'} {event.type}" + (f": {text[:100]}" if text else ""))
     return "\n".join(lines)
 
 
@@ -204,13 +232,15 @@ def show(app: App, session_id: str | None, recent: int, root_dir: str | None, se
 def list_(app: App, root_dir: str | None) -> None:
     """List the project's sessions (or those of a sessions root)."""
     from memosite.sessions import list_sessions
+    from memosite.text import counted
 
     entries = list_sessions(_reading(app, root_dir, None), app.project, root=_root(app, root_dir))
     rows = [entry.to_json() for entry in entries]
+    width = max((len(row["sessionId"]) for row in rows), default=0)
     text = (
         "\n".join(
-            f"{row['sessionId']}  {row['status']:<6}  {row['turns']:>4} turns  {row['events']:>7} events"
-            f"  {row['updated'] or '-'}"
+            f"{row['sessionId']:<{width}}  {row['status']:<6}  {counted(row['turns'], 'turn'):>10}"
+            f"  {counted(row['events'], 'event'):>14}  {row['updated'] or '-'}"
             for row in rows
         )
         or "no sessions"
@@ -223,7 +253,8 @@ def _format_hits(results: SearchResults) -> str:
         return f"no matches for {results.query!r}"
     lines = []
     for hit in results.hits:
-        lines.append(f"{hit.score:7.3f}  {hit.session_id}  turn {hit.turn or '-'}  #{hit.seq}  {hit.type}")
+        number = _event_number(hit.seq, hit.line)
+        lines.append(f"{hit.score:7.3f}  {hit.session_id}  turn {hit.turn or '-'}  {number}  {hit.type}")
         lines.append(f"         {hit.snippet}")
     return "\n".join(lines)
 
@@ -261,7 +292,9 @@ def pack(app: App, session_id: str | None, root_dir: str | None, session_dir: st
 
     root, session_id = _target(app, session_id, root_dir, session_dir)
     result = pack_session(app.vault, app.project, session_id, root=root)
-    app.emit(result.to_json(), f"packed {len(result.entries)} files of {session_id} → {result.pack_path}")
+    from memosite.text import counted
+
+    app.emit(result.to_json(), f"packed {counted(len(result.entries), 'file')} of {session_id} → {result.pack_path}")
 
 
 @session.command()
@@ -275,7 +308,9 @@ def verify(app: App, session_id: str | None, root_dir: str | None, session_dir: 
 
     root, session_id = _target(app, session_id, root_dir, session_dir)
     result = verify_session(_reading(app, root_dir, session_dir), app.project, session_id, root=root)
-    lines = [f"{session_id}: {'ok' if result.ok else 'FAILED'} ({result.checked} files checked)"]
+    from memosite.text import counted
+
+    lines = [f"{session_id}: {'ok' if result.ok else 'FAILED'} ({counted(result.checked, 'file')} checked)"]
     lines += [f"  changed: {path}" for path in result.changed]
     lines += [f"  missing: {path}" for path in result.missing]
     lines += [f"  unaccounted (added after packing): {path}" for path in result.unaccounted]
@@ -291,10 +326,13 @@ def verify(app: App, session_id: str | None, root_dir: str | None, session_dir: 
 def retain(app: App, dry_run: bool, root_dir: str | None) -> None:
     """Remove old ended sessions beyond sessions.keep / sessions.maxAgeDays (config.json)."""
     from memosite.sessions import apply_retention
+    from memosite.text import counted
 
     result = apply_retention(app.vault, app.project, dry_run=dry_run, root=_root(app, root_dir))
     verb = "would remove" if dry_run else "removed"
-    lines: list[Any] = [f"{verb} {len(result.removed)} session(s); kept {len(result.decisions) - len(result.removed)}"]
+    lines: list[Any] = [
+        f"{verb} {counted(len(result.removed), 'session')}; kept {len(result.decisions) - len(result.removed)}"
+    ]
     lines += [f"  {verb}: {name}" for name in result.removed]
     lines += [f"  skipped {item.session_id}: {item.reason}" for item in result.skipped]
     app.emit(result.to_json(), "\n".join(lines))

@@ -20,6 +20,7 @@ from memosite.sessions.events import SESSION_ENDED, SESSION_SUMMARY, TURN_STARTE
 from memosite.sessions.ledger import Fact, GoalLedger
 from memosite.sessions.lifecycle import LifecycleKind
 from memosite.sessions.log import EventLog, LoggedEvent
+from memosite.text import counted
 
 # After an eviction the log holds at most this share of its cap, so the next few turns do not
 # each trigger another rewrite.
@@ -127,7 +128,7 @@ def default_summary_hook(context: EvictionContext, *, max_turns: int = 20) -> Ca
         if event.turn is not None:
             turns.setdefault(event.turn, []).append(event)
     lines = [
-        f"Replaced {len(context.evicted)} events (seq {context.evicted[0].seq}–{context.evicted[-1].seq})"
+        f"Replaced {counted(len(context.evicted), 'event')} (seq {context.evicted[0].seq}–{context.evicted[-1].seq})"
         f" covering turns up to {context.last_turn}."
     ]
     for turn, events in list(turns.items())[-max_turns:]:
@@ -135,7 +136,9 @@ def default_summary_hook(context: EvictionContext, *, max_turns: int = 20) -> Ca
             e.type.split(".", 1)[1] for e in events if LifecycleKind.of(e.type) not in (None, LifecycleKind.STARTED)
         ]
         first_text = next((event_text(e) for e in events if e.type != TURN_STARTED and event_text(e)), "")
-        lines.append(f"Turn {turn} ({ends[-1] if ends else 'open'}, {len(events)} events): {first_text[:160]}")
+        lines.append(
+            f"Turn {turn} ({ends[-1] if ends else 'open'}, {counted(len(events), 'event')}): {first_text[:160]}"
+        )
     prior = next((e for e in context.evicted if e.type == SESSION_SUMMARY), None)
     if prior is not None and prior.text:
         lines.append("Earlier: " + prior.text.splitlines()[0][:200])

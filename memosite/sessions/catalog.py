@@ -17,6 +17,7 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.sessions import safefs
+from memosite.sessions.errors import SessionsRootNotFound
 from memosite.sessions.events import SESSION_STARTED, decode_event
 from memosite.sessions.log import EventLog
 from memosite.sessions.metadata import Manifest
@@ -102,6 +103,20 @@ def validate_session_dir(root: Path, name: str, project: str, *, named_root: boo
     except MemositeError:
         return None
     return SessionEntry(name, path, log.meta)
+
+
+def require_root(root: Path) -> Path:
+    """``root`` when it is a directory (a symlink is refused); raise SessionsRootNotFound otherwise.
+
+    For a root someone named: a mistyped ``--root`` must not read as an empty one. The project's
+    own root not existing yet simply means no sessions (its first session creates it).
+    """
+    info = safefs.refuse_symlink(root)
+    if info is None:
+        raise SessionsRootNotFound(f"no sessions root at {root}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise SessionsRootNotFound(f"no sessions root at {root} (it is not a directory)")
+    return root
 
 
 def iter_sessions(root: Path, project: str, *, named_root: bool = False) -> Iterator[SessionEntry]:

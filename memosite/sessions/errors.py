@@ -9,6 +9,12 @@ class SessionNotFound(RecordNotFound):
     code = "SESSION_NOT_FOUND"
 
 
+class SessionsRootNotFound(RecordNotFound):
+    """A sessions root named on purpose (``--root``) that is not there: not the same as no sessions."""
+
+    code = "SESSIONS_ROOT_NOT_FOUND"
+
+
 class SessionExists(InvalidArguments):
     code = "SESSION_EXISTS"
 

@@ -13,6 +13,7 @@ from typing import Any
 from memosite.errors import InvalidArguments, InvalidTransition
 from memosite.schema import validate_slug
 from memosite.sessions.events import GOAL_COMPLETED, GOAL_PROGRESS, GOAL_SET, Event
+from memosite.text import counted
 
 GOAL_TYPES = frozenset({GOAL_SET, GOAL_PROGRESS, GOAL_COMPLETED})
 
@@ -170,8 +171,7 @@ def render_handoff(
     lines = [
         f"## Handoff from session {session_id}",
         "",
-        f"Status: {status} · {turns} turn{'s' if turns != 1 else ''} · {events} events"
-        f" · {len(facts)} fact{'s' if len(facts) != 1 else ''}",
+        f"Status: {status} · {counted(turns, 'turn')} · {counted(events, 'event')} · {counted(len(facts), 'fact')}",
     ]
     if ledger.open_goals:
         lines += ["", "### Open goals"]

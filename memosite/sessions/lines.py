@@ -1,12 +1,14 @@
 """Reading single lines of a session file by byte offset, without reading the whole file.
 
 Used by the reopen spot checks (does the line at a turn index offset hold that turn's event?),
-by ``tail`` and by search snippets.
+by ``tail`` and by search snippets; :func:`line_numbers` turns offsets into the line numbers a
+person can look up (an event vtcode wrote has no sequence number of its own).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from memosite.errors import StorageError
@@ -62,3 +64,29 @@ def read_line_at(path: Path, offset: int) -> bytes:
 def line_is(fd: int, offset: int, kind: LifecycleKind, turn: int, seq: int | None) -> bool:
     event = decode_event(line_at(fd, offset) or b"-", offset)
     return event is not None and event.type == kind.value and event.turn == turn and event.seq == seq
+
+
+def line_numbers(path: Path, offsets: Iterable[int]) -> dict[int, int]:
+    """The 1-based line number of the line starting at each offset, counting from the start of the
+    file (one read of the file up to the last offset asked for)."""
+    wanted = sorted(set(offsets))
+    found: dict[int, int] = {}
+    if not wanted:
+        return found
+    fd = safefs.open_private(path, os.O_RDONLY)
+    try:
+        newlines = 0
+        position = 0
+        for offset in wanted:
+            while position < offset:
+                block = os.pread(fd, min(1024 * 1024, offset - position), position)
+                if not block:
+                    break
+                newlines += block.count(b"\n")
+                position += len(block)
+            found[offset] = newlines + 1
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    return found

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -31,7 +32,7 @@ from memosite.sessions.events import (
 from memosite.sessions.lifecycle import LifecycleKind, TurnSpan, TurnState
 from memosite.sessions.lines import last_line, line_is, read_line_at
 from memosite.sessions.metadata import Manifest, TurnIndex, index_inconsistency
-from memosite.sessions.paths import SessionPaths
+from memosite.sessions.paths import EVENTS_FILE, MANIFEST_FILE, SessionPaths
 from memosite.sessions.transitions import apply_transition
 
 Clock = Callable[[], str]
@@ -129,9 +130,7 @@ class EventLog:
         lock_path: Path | None = None,
         clock: Clock = default_clock,
     ) -> EventLog:
-        info = safefs.refuse_symlink(paths.dir)
-        if info is None or not os.path.isdir(paths.dir):
-            raise SessionNotFound(f"no session {paths.session_id!r}")
+        require_session_dir(paths)
         lock = _acquire(lock_path) if writable and lock_path is not None else None
         try:
             log = cls(paths, Manifest(paths.session_id, project), writable=writable, clock=clock, lock=lock)
@@ -424,12 +423,16 @@ class EventLog:
 
     def tail(self, count: int) -> list[Event]:
         """The last ``count`` valid events, read backwards from the end of the log."""
+        return [logged.event for logged in self.tail_logged(count)]
+
+    def tail_logged(self, count: int) -> list[LoggedEvent]:
+        """:meth:`tail` with each event's offset and line size."""
         self.flush()
         if count <= 0 or self._durable_bytes == 0:
             return []
         fd = safefs.open_private(self.paths.events, os.O_RDONLY)
         try:
-            found: list[Event] = []
+            found: list[LoggedEvent] = []
             end = self._durable_bytes
             while end > 0 and len(found) < count:
                 line = last_line(fd, end)
@@ -438,10 +441,24 @@ class EventLog:
                 end -= len(line)
                 event = self._placed(decode_event(line, end), end)
                 if event is not None:
-                    found.append(event)
+                    found.append(LoggedEvent(end, event, len(line)))
             return list(reversed(found))
         finally:
             os.close(fd)
+
+
+def require_session_dir(paths: SessionPaths) -> None:
+    """Raise SessionNotFound unless ``paths.dir`` is a session directory: a real directory that
+    holds ``events.jsonl`` or ``manifest.json`` (a log, or the manifest that describes one).
+
+    Anything else (a stray directory under a root, a directory a crash left before its log
+    existed) is not a session, so it is neither shown as an empty one nor written into.
+    """
+    info = safefs.refuse_symlink(paths.dir)
+    if info is None or not stat.S_ISDIR(info.st_mode):
+        raise SessionNotFound(f"no session {paths.session_id!r}")
+    if safefs.refuse_symlink(paths.events) is None and safefs.refuse_symlink(paths.manifest) is None:
+        raise SessionNotFound(f"{paths.dir} is not a session directory (no {EVENTS_FILE} or {MANIFEST_FILE})")
 
 
 def _acquire(lock_path: Path) -> FileLock:

@@ -25,6 +25,7 @@ from typing import Any
 from memosite.errors import StorageError
 from memosite.sessions import safefs
 from memosite.sessions.errors import InvalidPack, PackNotFound, SymlinkRefused
+from memosite.sessions.log import require_session_dir
 from memosite.sessions.paths import AUDIT_PACK_FILE, LEGACY_AUDIT_PACK_FILE, SessionPaths
 from memosite.vault import Vault, is_temp_name
 
@@ -238,8 +239,7 @@ def read_pack(paths: SessionPaths) -> tuple[str, list[PackEntry]]:
 
 def verify_pack(paths: SessionPaths) -> VerifyResult:
     """Recompute every hash of the pack and look for files it does not account for."""
-    if safefs.refuse_symlink(paths.dir) is None:
-        raise PackNotFound(f"no session {paths.session_id!r}")
+    require_session_dir(paths)
     created, entries = read_pack(paths)
     changed, missing = [], []
     for entry in entries:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from array import array
 from bisect import bisect_left
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,32 +23,18 @@ from memosite.sessions import safefs
 from memosite.sessions.events import LIFECYCLE_TYPES, RESERVED_TYPES, Event, event_text
 from memosite.sessions.log import EventLog, LoggedEvent
 from memosite.sessions.paths import SessionPaths
+from memosite.sessions.tokens import tokenize
 from memosite.sessions.wire import VTCODE_ITEM_SNAPSHOTS
 from memosite.vault import warn
 
 INDEX_MAGIC = b"MEMOSITE-SESSION-SEARCH\n"
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: folded tokens, unspaced scripts as characters and bigrams
 CHUNK_TOKENS = 128
-MAX_TOKEN_LENGTH = 64
 CACHE_SIZE = 32
-_TOKEN_RE = re.compile(r"\w+")
 
 # name -> typecode of each packed array, in file order
 _CHUNK_ARRAYS = {"seq": "q", "part": "l", "turn": "l", "time": "d", "length": "l", "offset": "q"}
 _POSTING_ARRAYS = {"starts": "q", "post_chunk": "l", "post_tf": "l"}
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (letters, digits, underscore in any script)."""
-    return [token for token in _TOKEN_RE.findall(text.lower()) if len(token) <= MAX_TOKEN_LENGTH]
-
-
-def token_spans(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
-    """The tokens of :func:`tokenize` with their character spans in ``text``."""
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group().lower()
-        if len(token) <= MAX_TOKEN_LENGTH:
-            yield token, match.span()
 
 
 _TEXT_ONLY_TYPES = RESERVED_TYPES | LIFECYCLE_TYPES

@@ -25,16 +25,10 @@ from typing import Any
 from memosite.errors import InvalidArguments, StorageError
 from memosite.sessions.catalog import iter_sessions
 from memosite.sessions.events import decode_event
-from memosite.sessions.lines import read_line_at
+from memosite.sessions.lines import line_numbers, read_line_at
 from memosite.sessions.paths import SessionPaths, sessions_root
-from memosite.sessions.postings import (
-    CHUNK_TOKENS,
-    SessionIndex,
-    searchable_text,
-    session_index,
-    token_spans,
-    tokenize,
-)
+from memosite.sessions.postings import CHUNK_TOKENS, SessionIndex, searchable_text, session_index
+from memosite.sessions.tokens import query_terms, token_spans
 from memosite.vault import Vault
 
 K1 = 1.2
@@ -72,6 +66,8 @@ class SearchHit:
     bm25: float
     recency: float
     snippet: str
+    # The event's line in events.jsonl when vtcode wrote it (its seq is then an offset + 1).
+    line: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +75,7 @@ class SearchHit:
             "sessionId": self.session_id,
             "turn": self.turn,
             "seq": self.seq,
+            "line": self.line,
             "part": self.part,
             "time": self.time,
             "type": self.type,
@@ -117,7 +114,10 @@ def _snippet(text: str, terms: set[str], part: int) -> str:
         return ""
     hit = next((span for token, span in window if token in terms), window[0][1])
     start = max(window[0][1][0], hit[0] - SNIPPET_CHARS // 3)
-    end = min(window[-1][1][1], start + SNIPPET_CHARS)
+    stop = min(len(text), start + SNIPPET_CHARS)
+    end = min(window[-1][1][1], stop)
+    while end < stop and not text[end].isspace():
+        end += 1  # the punctuation closing the last word ("build.") belongs to the snippet
     piece = " ".join(text[start:end].split())
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
 
@@ -258,6 +258,28 @@ def rank(corpus: Corpus, scores: dict[int, float], limit: int) -> list[tuple[int
     return [(key, -negative, multipliers[key]) for negative, _, key in top[:limit]]
 
 
+def _foreign_lines(
+    corpus: Corpus, all_paths: list[SessionPaths], ranked: list[tuple[int, float, float]]
+) -> dict[tuple[int, int], int]:
+    """(session position, offset) -> line number, for the hits on events vtcode wrote.
+
+    Such an event's seq is its offset + 1 (see :mod:`.wire`); these are the only hits whose
+    line has to be counted, one read of each of their logs.
+    """
+    wanted: dict[int, list[int]] = {}
+    for key, _, _ in ranked:
+        position, chunk = corpus.locate(key)
+        index = corpus.indexes[position]
+        offset = index.chunks["offset"][chunk]
+        if index.chunks["seq"][chunk] == offset + 1:
+            wanted.setdefault(position, []).append(offset)
+    found: dict[tuple[int, int], int] = {}
+    for position, offsets in wanted.items():
+        for offset, line in line_numbers(all_paths[position].events, offsets).items():
+            found[position, offset] = line
+    return found
+
+
 def search_sessions(
     vault: Vault,
     project: str,
@@ -270,7 +292,7 @@ def search_sessions(
     """Search one session (``session_id``) or every session of the project (or of ``root``)."""
     if limit < 1:
         raise InvalidArguments("limit must be at least 1")
-    terms = list(dict.fromkeys(tokenize(query)))
+    terms = query_terms(query)
     if not terms:
         raise InvalidArguments("the query has no words to search for")
     base = root or sessions_root(vault, project)
@@ -283,7 +305,9 @@ def search_sessions(
     scores = score_chunks(corpus, terms, limit)
     hits = []
     wanted = set(terms)
-    for key, final, multiplier in rank(corpus, scores, limit):
+    ranked = rank(corpus, scores, limit)
+    lines = _foreign_lines(corpus, all_paths, ranked)
+    for key, final, multiplier in ranked:
         position, chunk = corpus.locate(key)
         index, paths = corpus.indexes[position], all_paths[position]
         seq, part = index.chunks["seq"][chunk], index.chunks["part"][chunk]
@@ -304,6 +328,7 @@ def search_sessions(
                 bm25=scores[key],
                 recency=multiplier,
                 snippet=_snippet(searchable_text(event), wanted, part),
+                line=lines.get((position, offset)) if event.foreign else None,
             )
         )
     return SearchResults(

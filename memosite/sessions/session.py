@@ -28,6 +28,7 @@ from memosite.sessions.events import (
 )
 from memosite.sessions.ledger import render_handoff
 from memosite.sessions.lifecycle import LifecycleKind, kind_for_status
+from memosite.sessions.lines import line_numbers
 from memosite.sessions.log import Clock, EventLog, LoggedEvent, default_clock
 from memosite.sessions.paths import SessionPaths, new_session_id, sessions_root, validate_session_id
 from memosite.vault import Vault
@@ -65,6 +66,8 @@ class SessionSummary:
     rescan_reason: str | None = None
     handoff: str = ""
     recent: list[Event] = field(default_factory=list)
+    # Line in events.jsonl of each recent event vtcode wrote, by seq (its seq is an offset + 1).
+    recent_lines: dict[int, int] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -89,7 +92,7 @@ class SessionSummary:
             "malformedLines": self.malformed_lines,
             "rescanReason": self.rescan_reason,
             "handoff": self.handoff,
-            "recent": [event.to_json() for event in self.recent],
+            "recent": [{**event.to_json(), "line": self.recent_lines.get(event.seq)} for event in self.recent],
         }
 
 
@@ -289,6 +292,9 @@ class Session:
 
     def summary(self, recent: int = 0) -> SessionSummary:
         meta = self.log.meta
+        tail = self.log.tail_logged(recent)
+        foreign = {logged.offset: logged.event.seq for logged in tail if logged.event.foreign}
+        lines = line_numbers(self.log.paths.events, foreign) if foreign else {}
         return SessionSummary(
             session_id=self.id,
             project=self.project,
@@ -306,7 +312,8 @@ class Session:
             malformed_lines=meta.malformed_lines,
             rescan_reason=self.log.rescan_reason,
             handoff=self.handoff(),
-            recent=self.log.tail(recent),
+            recent=[logged.event for logged in tail],
+            recent_lines={seq: lines[offset] for offset, seq in foreign.items()},
         )
 
 
