@@ -11,14 +11,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_sync_support import Team, git, make_team, worktree_files
+from test_sync_support import TRAP, P, Team, git, make_team, same_everywhere, synced_pair, trap, worktree_files
 
 from memosite.curator import compact_monthly_logs
 from memosite.indexing import read_record
 from memosite.salience import record_feedback, record_hits
 from memosite.schema import parse_record, utc_now
 from memosite.search import search_records
-from memosite.store import append_event, forget_record, list_records, upsert_record
+from memosite.store import append_event, forget_record, list_records
 from memosite.sync.conflicts import list_conflicts, resolve_conflict
 from memosite.sync.errors import NoRemote, PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.preview import preview_sync
@@ -26,42 +26,12 @@ from memosite.sync.run import sync_vault
 from memosite.sync.status import sync_state
 from memosite.vault import Vault
 
-P = "demo"
-TRAP = "projects/demo/traps/lock-order.md"
 PERSON = ("-c", "user.name=Pat", "-c", "user.email=pat@example.org")  # who runs git by hand
 
 
 @pytest.fixture
 def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
     yield from make_team(tmp_path, monkeypatch)
-
-
-def trap(vault: Vault, body: str = "Take locks in id order.\n", slug: str = "lock-order", **fm: object) -> str:
-    result = upsert_record(
-        vault, P, kind="trap", slug=slug, body=body, frontmatter={"title": "Lock order", **fm}, allow_duplicate=True
-    )
-    return result.path
-
-
-def synced_pair(team: Team) -> tuple[Vault, Vault]:
-    """Machines a and b holding the same lock-order trap."""
-    a, b = team.machine("a"), team.machine("b")
-    trap(a)
-    sync_vault(a)
-    sync_vault(b)
-    return a, b
-
-
-def same_everywhere(*vaults: Vault) -> None:
-    heads = {git(v.root, "rev-parse", "HEAD").strip() for v in vaults}
-    assert len(heads) == 1
-    files = [worktree_files(v.root) for v in vaults]
-    for other in files[1:]:
-        differing = sorted(p for p in set(other) | set(files[0]) if other.get(p) != files[0].get(p))
-        assert differing == [], [git(v.root, "status", "--porcelain") for v in vaults]
-    for vault in vaults:
-        assert git(vault.root, "status", "--porcelain") == ""
-        assert not any(b"<<<<<<<" in data for data in files[0].values())
 
 
 # --- the round trip ---------------------------------------------------------------------------

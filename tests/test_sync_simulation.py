@@ -158,12 +158,13 @@ class Simulation:
         chosen.write_text(serialize_record(record), encoding="utf-8")
 
     def resolve(self, name: str) -> None:
-        found = list_conflicts(self.vaults[name], details=False)
+        found = list_conflicts(self.vaults[name])
         if not found:
             return
         conflict = self.rng.choice(found)
         before = self.knew(name, conflict.path)
-        take = self.rng.choice(["local", "remote"])
+        # mine/theirs where this machine wrote one of the versions, else by place
+        take = self.rng.choice(["mine", "theirs", "local", "remote"] if conflict.mine else ["in-place", "sidecar"])
         resolve_conflict(self.vaults[name], conflict.short_id, take=take)  # type: ignore[arg-type]
         self.overwritten.append((conflict.path, before))
         self.counts[f"resolve-{take}"] += 1

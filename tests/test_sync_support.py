@@ -18,8 +18,12 @@ from typing import Any
 
 import pytest
 
+from memosite.store import upsert_record
+from memosite.sync.run import sync_vault
 from memosite.vault import Vault
 
+P = "demo"
+TRAP = "projects/demo/traps/lock-order.md"
 GIT_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL", "GIT_DIR")
 
 
@@ -76,6 +80,34 @@ class Team:
     def close(self) -> None:
         for vault in self.vaults.values():
             vault.close()
+
+
+def trap(vault: Vault, body: str = "Take locks in id order.\n", slug: str = "lock-order", **fm: object) -> str:
+    result = upsert_record(
+        vault, P, kind="trap", slug=slug, body=body, frontmatter={"title": "Lock order", **fm}, allow_duplicate=True
+    )
+    return result.path
+
+
+def synced_pair(team: Team) -> tuple[Vault, Vault]:
+    """Machines a and b holding the same lock-order trap."""
+    a, b = team.machine("a"), team.machine("b")
+    trap(a)
+    sync_vault(a)
+    sync_vault(b)
+    return a, b
+
+
+def same_everywhere(*vaults: Vault) -> None:
+    heads = {git(v.root, "rev-parse", "HEAD").strip() for v in vaults}
+    assert len(heads) == 1
+    files = [worktree_files(v.root) for v in vaults]
+    for other in files[1:]:
+        differing = sorted(p for p in set(other) | set(files[0]) if other.get(p) != files[0].get(p))
+        assert differing == [], [git(v.root, "status", "--porcelain") for v in vaults]
+    for vault in vaults:
+        assert git(vault.root, "status", "--porcelain") == ""
+        assert not any(b"<<<<<<<" in data for data in files[0].values())
 
 
 def make_team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from memosite.cli._common import App, vault_options
@@ -43,8 +45,9 @@ def sync(app: App, remote: str | None, dry_run: bool, allow_unrelated: bool) -> 
 @click.command()
 @vault_options
 def conflicts(app: App) -> None:
-    """List the remote versions sync kept beside local ones, with both sides' updated,
-    author and a diff (all projects; --project for one)."""
+    """List the records two machines changed in the same field or body: the version in place and
+    the one in its sidecar, each with its updated, who wrote it and whether this machine did, and
+    a diff (all projects; --project for one)."""
     from memosite.sync.conflicts import list_conflicts
 
     found = list_conflicts(app.vault, app.project_explicit)
@@ -54,16 +57,8 @@ def conflicts(app: App) -> None:
             return "no conflicts"
         blocks = []
         for conflict in found:
-            name = f"{conflict.kind} {conflict.record_id}" if conflict.record_id else conflict.path
-            head = [
-                f"{name}: {conflict.path}  (remote version {conflict.sidecar}, id {conflict.short_id})",
-                f"  local : updated {conflict.local.updated or '-'}, by {conflict.local.author or 'unknown'}"
-                + (" (uncommitted changes)" if conflict.local.uncommitted else "")
-                + ("" if conflict.local.exists else " (no local version: purged here)"),
-                f"  remote: updated {conflict.remote.updated or '-'}, by {conflict.remote.author or 'unknown'}",
-                f"  end it: memosite resolve {conflict.record_id or conflict.short_id} --take local|remote",
-            ]
-            blocks.append("\n".join(head) + ("\n" + conflict.diff.rstrip("\n") if conflict.diff else ""))
+            diff = conflict.diff.rstrip("\n")
+            blocks.append("\n".join(conflict.lines()) + (f"\n{diff}" if diff else ""))
         return "\n\n".join(blocks)
 
     app.emit({"conflicts": [c.to_json() for c in found]}, text)
@@ -73,23 +68,24 @@ def conflicts(app: App) -> None:
 @click.argument("ref", metavar="ID")
 @click.option(
     "--take",
-    type=click.Choice(["local", "remote"]),
-    help="Keep the local version, or put the remote one in its place. Without it: keep the file as you edited it.",
+    type=click.Choice(["mine", "theirs", "local", "remote", "in-place", "sidecar"]),  # conflicts.TAKES
+    help="mine (or local): keep the version this machine wrote; theirs (or remote): keep the other"
+    " machine's; in-place / sidecar: keep the version by where it is (for a machine that wrote"
+    " neither). Without it: keep the record as you edited it.",
 )
 @vault_options
 def resolve(app: App, ref: str, take: str | None) -> None:
     """End a conflict in one commit: ID is the record's id (or a sidecar's id from
     `memosite conflicts`). Edit the record by hand and run `memosite resolve ID`, or
-    pick a side with --take."""
+    pick a version with --take; mine and theirs mean the same work on every machine."""
     from memosite.errors import RecordNotFound
     from memosite.sync.conflicts import Take, resolve_conflict
 
-    chosen: Take | None = "local" if take == "local" else "remote" if take == "remote" else None
+    chosen = cast("Take | None", take)  # click checked it against the same choices
     try:
         result = resolve_conflict(app.vault, ref, project=app.project, take=chosen)
     except RecordNotFound:
         if app.project_explicit is not None:
             raise
         result = resolve_conflict(app.vault, ref, project=None, take=chosen)
-    removed = ", ".join(result.removed_sidecars)
-    app.emit(result.to_json(), f"resolved {result.path} ({result.take}); removed {removed}")
+    app.emit(result.to_json(), result.line())

@@ -3,7 +3,7 @@
 ``memosite sync`` (:func:`sync_vault`) commits pending local changes, fetches, merges the remote
 record by record (never a conflict marker, never a lost version), lets purges travel as
 tombstones, re-indexes what changed and pushes. :func:`list_conflicts`/:func:`resolve_conflict`
-deal with the remote versions kept beside local ones; :func:`sync_state` is the sync part of
+deal with the versions kept beside records (conflict sidecars); :func:`sync_state` is the sync part of
 ``memosite status``. The same rules run inside a plain ``git pull`` in the vault, through the merge
 drivers :mod:`memosite.gitsync` registers.
 

@@ -1,45 +1,60 @@
-"""Conflicts: the remote versions sync kept beside local ones, listed and resolved.
+"""Conflicts: the versions sync kept beside records, listed and resolved.
 
-When both sides changed the same field or the body of a record, the local version stays at
-``<slug>.md`` and the remote one is written beside it as ``<slug>.conflict.<short id>.md`` (the
-short id is the remote version's git blob id; any other file gets ``<name>.conflict.<id>.<ext>``).
-Listing, search, views and gc skip sidecars (:func:`memosite.vault.is_record_name`);
-:func:`list_conflicts` finds them all, with both versions' ``updated``, author and a diff, and
-:func:`resolve_conflict` ends one in a single commit: take the local version, take the remote
-one, or — after editing the record by hand — keep the file as it now is.
+When both sides changed the same field or the body of a record, the merging machine keeps its
+version at ``<slug>.md`` (*in place*) and writes the other one beside it as
+``<slug>.conflict.<short id>.md`` (the *sidecar*; the short id is that version's git blob id; any
+other file gets ``<name>.conflict.<id>.<ext>``). Every machine then syncs the same two files, so
+"local" and "remote" only describe them on the machine that made the conflict: everywhere the
+versions are named by place, and :mod:`memosite.sync.authorship` says which one this machine
+wrote. Listing, search, views and gc skip sidecars (:func:`memosite.vault.is_record_name`);
+:func:`list_conflicts` finds them all, with both versions' ``updated``, writer and a diff, and
+:func:`resolve_conflict` ends one in a single commit: keep this machine's version or the other
+(``mine``/``theirs``; ``local``/``remote`` mean the same), the version in place or the sidecar's
+(``in-place``/``sidecar``), or — after editing the record by hand — the file as it now is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from memosite.errors import InvalidArguments, InvalidRecord, RecordNotFound
 from memosite.kinds import RECORD_DIRS
 from memosite.schema import Record, parse_record
+from memosite.sync.authorship import PLACES, Authorship, Origin, Place, Removal, Writer
 from memosite.sync.paths import SidecarName, blob_id, classify, parse_sidecar, record_project
+from memosite.sync.recordmerge import COUNTERS, EARLIEST_WINS, LATEST_WINS
 from memosite.vault import CONFLICT_MARK, Vault, atomic_write_bytes
 
-Take = Literal["local", "remote"]
+Take = Literal["mine", "theirs", "local", "remote", "in-place", "sidecar"]
+TAKES: tuple[str, ...] = get_args(Take)
 DIFF_LINES = 400
 _MARKERS = re.compile(r"^(?:<{7}|>{7})(?: |$)|^={7}$", re.MULTILINE)
+# Fields that change by themselves (usage counters, their instants): a record differing from its
+# version at the conflict only in these was not edited.
+_AUTOMATIC_FIELDS = frozenset((*COUNTERS, *LATEST_WINS, *EARLIEST_WINS))
 
 
 @dataclass(frozen=True)
 class VersionInfo:
-    """One side of a conflict: whether it exists, its ``updated``, who wrote it and in which commit."""
+    """One version of a conflict: whether it exists, its ``updated``, the commit that wrote it and
+    its author, and whether that commit was made on this machine (None: cannot tell)."""
 
     exists: bool
     updated: str | None = None
     author: str | None = None
     authored_at: str | None = None
     commit: str | None = None
-    uncommitted: bool = False  # the local file differs from the last commit of it
+    uncommitted: bool = False  # the file in place differs from the last commit of it
+    written_here: bool | None = None
+    changed_since_conflict: bool = False  # the file in place is no longer the version of the conflict
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,13 +64,18 @@ class VersionInfo:
             "authoredAt": self.authored_at,
             "commit": self.commit,
             "uncommitted": self.uncommitted,
+            "writtenHere": self.written_here,
+            "changedSinceConflict": self.changed_since_conflict,
         }
 
 
 @dataclass(frozen=True)
 class Conflict:
-    """A sidecar and the file it stands beside. ``project``/``kind``/``record_id`` are None for a
-    file that is not a record (``config.json``); ``diff`` is empty unless details were asked for."""
+    """A sidecar and the file it stands beside. ``local`` describes the version in place and
+    ``remote`` the sidecar's (named for the machine that made the conflict: ``mine`` says which one
+    this machine wrote). ``project``/``kind``/``record_id`` are None for a file that is not a record
+    (``config.json``); ``diff``, authors, ``mine`` and ``removal`` are empty unless details were
+    asked for."""
 
     path: str
     sidecar: str
@@ -66,6 +86,9 @@ class Conflict:
     local: VersionInfo
     remote: VersionInfo
     diff: str = ""
+    mine: Place | None = None
+    removal: Removal | None = None  # why there is no version in place
+    origin: Origin | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_record(self) -> bool:
@@ -74,6 +97,10 @@ class Conflict:
     @property
     def slug(self) -> str:
         return Path(self.path).stem
+
+    @property
+    def ref(self) -> str:
+        return self.record_id or self.short_id
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,8 +112,44 @@ class Conflict:
             "id": self.record_id,
             "local": self.local.to_json(),
             "remote": self.remote.to_json(),
+            "mine": self.mine,
+            "removal": self.removal.to_json() if self.removal else None,
             "diff": self.diff,
         }
+
+    def lines(self) -> list[str]:
+        """The human description: both versions, who wrote each and where, how to end it."""
+        name = f"{self.kind} {self.record_id}" if self.record_id else self.path
+        out = [f"{name}: {self.path}  (sidecar {self.sidecar}, id {self.short_id})"]
+        out.append(f"  in place: {self._describe(self.local)}")
+        out.append(f"  sidecar : {self._describe(self.remote)}")
+        if self.mine is not None:
+            choice = "--take mine|theirs"
+        else:
+            choice = "--take in-place|sidecar"
+            out.append("  this machine wrote neither version (or its reflog no longer goes back that far)")
+        then = f"memosite resolve {self.ref}"
+        out.append(f"  end it: {then} {choice} (or edit the record, then: {then})")
+        return out
+
+    def _describe(self, info: VersionInfo) -> str:
+        if not info.exists:
+            return "no version: " + (self.removal.label() if self.removal else "deleted")
+        if not info.commit:
+            role = "a version not in the vault's history"
+        else:
+            role = {
+                True: "this machine's version",
+                False: "another machine's version",
+                None: "a version from before this machine's reflog begins",
+            }[info.written_here]
+            role += f", by {info.author or 'unknown'} in {info.commit}"
+        notes = []
+        if info.changed_since_conflict:
+            notes.append("changed since the conflict")
+        if info.uncommitted and info.commit is not None:
+            notes.append("uncommitted changes")
+        return f"{role}, updated {info.updated or '-'}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _sidecar_candidates(vault: Vault, project: str | None) -> list[Path]:
@@ -133,18 +196,20 @@ def _parsed(data: bytes | None) -> Record | None:
 
 def list_conflicts(vault: Vault, project: str | None = None, *, details: bool = True) -> list[Conflict]:
     """Every conflict sidecar of the vault (of ``project`` only, when given: its records'
-    conflicts, no other file's). ``details`` adds the authors (from git history) and the diff."""
+    conflicts, no other file's). ``details`` adds who wrote each version and where (from git
+    history and this clone's reflog), which one is this machine's, and the diff."""
+    authorship = Authorship(vault) if details else None
     conflicts = []
     for sidecar_file in _sidecar_candidates(vault, project):
         relative = vault.relative(sidecar_file)
         name = parse_sidecar(relative)
         if name is None:
             continue
-        conflicts.append(_describe(vault, relative, name, details))
+        conflicts.append(_describe(vault, relative, name, authorship))
     return conflicts
 
 
-def _describe(vault: Vault, relative: str, name: SidecarName, details: bool) -> Conflict:
+def _describe(vault: Vault, relative: str, name: SidecarName, authorship: Authorship | None) -> Conflict:
     local_bytes = _read(vault.root / name.original)
     remote_bytes = _read(vault.root / relative) or b""
     is_record = classify(name.original) == "record"
@@ -152,10 +217,11 @@ def _describe(vault: Vault, relative: str, name: SidecarName, details: bool) -> 
     known = local_record or remote_record
     local = VersionInfo(local_bytes is not None, _updated(local_record))
     remote = VersionInfo(True, _updated(remote_record))
-    diff = ""
-    if details:
-        local = _with_local_author(vault, name.original, local, local_bytes)
-        remote = _with_remote_author(vault, name.original, remote, remote_bytes)
+    diff, origin = "", None
+    if authorship is not None:
+        origin = authorship.origin(name.original, relative, local_bytes, remote_bytes)
+        local = _in_place_info(authorship, name.original, local, local_bytes, origin)
+        remote = _with_writer(remote, origin.sidecar)
         diff = _diff(name.original, relative, local_bytes, remote_bytes)
     return Conflict(
         path=name.original,
@@ -167,6 +233,9 @@ def _describe(vault: Vault, relative: str, name: SidecarName, details: bool) -> 
         local=local,
         remote=remote,
         diff=diff,
+        mine=origin.mine if origin else None,
+        removal=origin.removal if origin else None,
+        origin=origin,
     )
 
 
@@ -175,42 +244,40 @@ def _updated(record: Record | None) -> str | None:
     return str(value) if value is not None else None
 
 
-def _git_log(vault: Vault, *args: str) -> list[list[str]]:
-    if not (vault.root / ".git").exists():
-        return []
-    from memosite.gitsync import run_git
+def _with_writer(info: VersionInfo, writer: Writer | None, **changes: Any) -> VersionInfo:
+    if writer is None:
+        return dataclasses.replace(info, **changes)
+    commit = writer.commit
+    return dataclasses.replace(
+        info,
+        author=commit.author,
+        authored_at=commit.authored_at,
+        commit=commit.short,
+        written_here=writer.here,
+        **changes,
+    )
 
-    result = run_git(vault.root, "log", "--format=%an <%ae>%x00%aI%x00%h", *args, env={"GIT_OPTIONAL_LOCKS": "0"})
-    return [line.split("\0") for line in result.stdout.splitlines() if line.count("\0") == 2]
 
-
-def _with_local_author(vault: Vault, path: str, info: VersionInfo, data: bytes | None) -> VersionInfo:
+def _in_place_info(
+    authorship: Authorship, path: str, info: VersionInfo, data: bytes | None, origin: Origin
+) -> VersionInfo:
+    """The version in place: written by whoever wrote it as it was when the conflict was made."""
     if not info.exists:
         return info
-    rows = _git_log(vault, "-1", "HEAD", "--", path)
-    if not rows:
-        return VersionInfo(True, info.updated, uncommitted=True)
-    author, at, commit = rows[0]
-    from memosite.gitsync import run_git
-
-    shown = run_git(vault.root, "rev-parse", "-q", "--verify", f"HEAD:{path}", env={"GIT_OPTIONAL_LOCKS": "0"})
-    uncommitted = data is None or shown.stdout.strip() != blob_id(data)
-    return VersionInfo(True, info.updated, author, at, commit, uncommitted)
-
-
-def _with_remote_author(vault: Vault, path: str, info: VersionInfo, data: bytes) -> VersionInfo:
-    """The author of the commit that wrote this version of the record (found by its blob id)."""
-    rows = _git_log(vault, "--all", f"--find-object={blob_id(data)}", "--", path)
-    if not rows:
-        return info
-    author, at, commit = rows[-1]  # the oldest: where the version appeared, not where it was replaced
-    return VersionInfo(True, info.updated, author, at, commit)
+    current = blob_id(data) if data is not None else None
+    committed = authorship.repo.blob_at("HEAD", path) if authorship.has_history else None
+    return _with_writer(
+        info,
+        origin.in_place,
+        uncommitted=committed != current,
+        changed_since_conflict=origin.kept_blob is not None and origin.kept_blob != current,
+    )
 
 
 def _diff(path: str, sidecar: str, local: bytes | None, remote: bytes) -> str:
     left = (local or b"").decode("utf-8", "replace").splitlines(keepends=True)
     right = remote.decode("utf-8", "replace").splitlines(keepends=True)
-    lines = list(difflib.unified_diff(left, right, f"local/{path}", f"remote/{sidecar}"))
+    lines = list(difflib.unified_diff(left, right, f"in-place/{path}", f"sidecar/{sidecar}"))
     if len(lines) > DIFF_LINES:
         lines = [*lines[:DIFF_LINES], f"… {len(lines) - DIFF_LINES} more diff lines\n"]
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
@@ -219,10 +286,16 @@ def _diff(path: str, sidecar: str, local: bytes | None, remote: bytes) -> str:
 # --- resolving -------------------------------------------------------------------------------
 
 
+Kept = Literal["in-place", "sidecar", "edited"]
+_KEPT_TEXT = {"in-place": "the version in place", "sidecar": "the sidecar's version", "edited": "the record as edited"}
+
+
 @dataclass
 class ResolveResult:
     path: str
-    take: str  # "local", "remote" or "edited"
+    take: str  # what was asked: mine, theirs, local, remote, in-place, sidecar, or "edited"
+    kept: Kept  # which version now stands
+    kept_mine: bool | None  # whether it is the one this machine wrote (None: not known, or a hand edit)
     removed_sidecars: list[str]
     project: str | None
     record_id: str | None
@@ -231,10 +304,16 @@ class ResolveResult:
         return {
             "path": self.path,
             "take": self.take,
+            "kept": self.kept,
+            "keptMine": self.kept_mine,
             "removedSidecars": self.removed_sidecars,
             "project": self.project,
             "id": self.record_id,
         }
+
+    def line(self) -> str:
+        whose = {True: " (this machine's)", False: " (the other machine's)", None: ""}[self.kept_mine]
+        return f"resolved {self.path}: kept {_KEPT_TEXT[self.kept]}{whose}; removed {', '.join(self.removed_sidecars)}"
 
 
 def find_conflicts(vault: Vault, ref: str, project: str | None = None) -> list[Conflict]:
@@ -256,61 +335,115 @@ def find_conflicts(vault: Vault, ref: str, project: str | None = None) -> list[C
     return chosen
 
 
+def _place_of(take: Take, conflict: Conflict) -> Place:
+    """The version ``take`` names for this conflict on this machine."""
+    if take in PLACES:
+        return take
+    if conflict.mine is None:
+        raise InvalidArguments(
+            f"this machine wrote neither version of {conflict.path} (or no longer remembers which), so"
+            f" --take {take} names none: choose by place, --take in-place or --take sidecar (see memosite conflicts)"
+        )
+    if take in ("mine", "local"):
+        return conflict.mine
+    return "sidecar" if conflict.mine == "in-place" else "in-place"
+
+
 def resolve_conflict(vault: Vault, ref: str, *, project: str | None = None, take: Take | None = None) -> ResolveResult:
     """End the conflict(s) ``ref`` names in one commit, removing the sidecar(s).
 
-    ``take="local"`` keeps the file in place; ``"remote"`` puts the sidecar's version there (one
-    sidecar only); None keeps the file as it now is, after a hand edit — it must be a valid record
-    without conflict markers."""
-    chosen = find_conflicts(vault, ref, project)
+    ``take`` picks a version: ``mine`` (or ``local``) the one this machine wrote, ``theirs`` (or
+    ``remote``) the other one, ``in-place``/``sidecar`` by where it is. None keeps the file as it
+    now is, after a hand edit: it must be a valid record without conflict markers, and differ from
+    the version that was in place when the conflict was made (else there is no edit to keep)."""
+    found = find_conflicts(vault, ref, project)
+    authorship = Authorship(vault)
+    chosen = [_with_origin(authorship, c) for c in found]
     conflict = chosen[0]
-    if take == "remote" and len(chosen) > 1:
-        ids = ", ".join(c.short_id for c in chosen)
-        raise InvalidArguments(f"{conflict.path} has {len(chosen)} remote versions ({ids}): resolve one by its id")
     target = vault.root / conflict.path
     if take is None:
-        current = _read(target)
-        if current is None:
-            raise InvalidArguments(
-                f"{conflict.path} no longer exists here: --take remote brings the remote version back,"
-                " --take local drops it"
-            )
-        if _MARKERS.search(current.decode("utf-8", "replace")):
-            raise InvalidArguments(f"{conflict.path} still holds conflict markers: finish the edit first")
-    if conflict.is_record:
-        _resolve_record(vault, conflict, chosen, take)
+        kept: Kept = "edited"
+        _check_edited(authorship, conflict, chosen, _read(target))
     else:
-        _resolve_file(vault, conflict, chosen, take)
+        places = {_place_of(take, c) for c in chosen}
+        if len(chosen) > 1 and places != {"in-place"}:
+            ids = ", ".join(c.short_id for c in chosen)
+            raise InvalidArguments(f"{conflict.path} has {len(chosen)} sidecars ({ids}): resolve one by its id")
+        kept = places.pop()
+    mine = conflict.mine if all(c.mine == conflict.mine for c in chosen) else None
+    if conflict.is_record:
+        _resolve_record(vault, conflict, chosen, kept)
+    else:
+        _resolve_file(vault, conflict, chosen, kept)
     return ResolveResult(
         path=conflict.path,
         take=take or "edited",
+        kept=kept,
+        kept_mine=None if kept == "edited" or mine is None else kept == mine,
         removed_sidecars=[c.sidecar for c in chosen],
         project=conflict.project,
         record_id=conflict.record_id,
     )
 
 
-def _resolve_record(vault: Vault, conflict: Conflict, chosen: list[Conflict], take: Take | None) -> None:
+def _with_origin(authorship: Authorship, conflict: Conflict) -> Conflict:
+    current = _read(authorship.vault.root / conflict.path)
+    sidecar = _read(authorship.vault.root / conflict.sidecar) or b""
+    origin = authorship.origin(conflict.path, conflict.sidecar, current, sidecar)
+    return dataclasses.replace(conflict, mine=origin.mine, removal=origin.removal, origin=origin)
+
+
+def _check_edited(authorship: Authorship, conflict: Conflict, chosen: list[Conflict], current: bytes | None) -> None:
+    choice = "--take mine|theirs" if conflict.mine is not None else "--take in-place|sidecar"
+    if current is None:
+        raise InvalidArguments(
+            f"{conflict.path} no longer exists here: --take sidecar brings the sidecar's version back,"
+            " --take in-place drops the sidecar"
+        )
+    if _MARKERS.search(current.decode("utf-8", "replace")):
+        raise InvalidArguments(f"{conflict.path} still holds conflict markers: finish the edit first")
+    for one in chosen:
+        before = authorship.kept_bytes(one.origin) if one.origin is not None else None
+        if before is not None and _same_content(before, current, conflict.is_record):
+            raise InvalidArguments(f"{conflict.path} is unchanged since the conflict: edit it, or pass {choice}")
+
+
+def _same_content(before: bytes, now: bytes, is_record: bool) -> bool:
+    """The same version, but for the usage counters and their instants (which change by themselves)."""
+    if before == now or not is_record:
+        return before == now
+    old, new = _parsed(before), _parsed(now)
+    if old is None or new is None:
+        return False
+
+    def essence(record: Record) -> tuple[str, dict[str, Any]]:
+        fields = {k: v for k, v in record.frontmatter.items() if k not in _AUTOMATIC_FIELDS}
+        return record.body, fields
+
+    return essence(old) == essence(new)
+
+
+def _resolve_record(vault: Vault, conflict: Conflict, chosen: list[Conflict], kept: Kept) -> None:
     from memosite.indexing import read_record
     from memosite.mutation import mutation
 
     assert conflict.project is not None
     target = vault.root / conflict.path
     label = f"{conflict.kind or 'record'}:{conflict.record_id or conflict.slug}"
-    with mutation(vault, f"resolve {label} ({take or 'edited'})") as unit:
+    with mutation(vault, f"resolve {label} (kept {_KEPT_TEXT[kept]})") as unit:
         kinds = {conflict.kind or "trap"}
-        if take == "remote":
+        if kept == "sidecar":
             text = (vault.root / conflict.sidecar).read_bytes().decode("utf-8", "replace")
             try:
                 record = parse_record(text, target)
             except InvalidRecord as exc:
                 raise InvalidRecord(
-                    f"the remote version is not a valid record ({exc.message}): edit {conflict.path} by hand,"
-                    f" then run `memosite resolve {conflict.record_id or conflict.slug}`"
+                    f"the sidecar's version is not a valid record ({exc.message}): edit {conflict.path} by hand,"
+                    f" then run `memosite resolve {conflict.ref}`"
                 ) from exc
             unit.write(record, target, text=text)
             kinds.add(record.kind)
-        elif take is None:
+        elif kept == "edited":
             record = read_record(target)
             unit.write(record, target, text=target.read_bytes().decode("utf-8"))
             kinds.add(record.kind)
@@ -320,13 +453,48 @@ def _resolve_record(vault: Vault, conflict: Conflict, chosen: list[Conflict], ta
         unit.touch(conflict.project, kinds)
 
 
-def _resolve_file(vault: Vault, conflict: Conflict, chosen: list[Conflict], take: Take | None) -> None:
+def _resolve_file(vault: Vault, conflict: Conflict, chosen: list[Conflict], kept: Kept) -> None:
     from memosite import gitsync
 
     with vault.lock():
-        if take == "remote":
+        if kept == "sidecar":
             atomic_write_bytes(vault.root / conflict.path, (vault.root / conflict.sidecar).read_bytes())
         for sidecar in chosen:
             with contextlib.suppress(FileNotFoundError):
                 (vault.root / sidecar.sidecar).unlink()
-        gitsync.request_commit(vault, f"resolve {conflict.path} ({take or 'edited'})")
+        gitsync.request_commit(vault, f"resolve {conflict.path} (kept {_KEPT_TEXT[kept]})")
+
+
+# --- purges ----------------------------------------------------------------------------------
+
+
+def end_conflicts_of_purged(vault: Vault, refs: Sequence[str] = ("HEAD",)) -> list[Conflict]:
+    """Remove the sidecars of records purged after their conflict was made, and return those
+    conflicts. A purge forgets the record, every version of it: a sidecar left behind would stand
+    for a record nobody holds, and say nothing true about where it went.
+
+    "After" is sure when the record was removed with the sidecar beside it (the purge saw the
+    conflict: no clock is asked); otherwise the record's newest tombstone must be later than the
+    commit that made the conflict, as ``refs``' history tells (a merge in progress passes
+    ``MERGE_HEAD`` too). A record removed without a tombstone keeps its sidecar: that version is
+    still to be decided on."""
+    orphans = [c for c in list_conflicts(vault, details=False) if c.is_record and not c.local.exists]
+    if not orphans:
+        return []
+    authorship = Authorship(vault)
+    ended = []
+    for conflict in orphans:
+        if not authorship.tombstoned(conflict.path):
+            continue
+        if not authorship.removed_beside(conflict.path, conflict.sidecar):
+            made = authorship.repo.first_addition(conflict.sidecar, refs) if authorship.has_history else None
+            try:
+                since = made.seconds if made is not None else (vault.root / conflict.sidecar).stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if not authorship.purged_after(conflict.path, since):
+                continue
+        with contextlib.suppress(FileNotFoundError):
+            (vault.root / conflict.sidecar).unlink()
+        ended.append(conflict)
+    return ended

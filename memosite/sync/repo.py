@@ -8,6 +8,7 @@ pass ``GIT_OPTIONAL_LOCKS=0`` so that looking never rewrites git's index.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,43 @@ class Change:
 
     status: str
     path: str
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One commit as history tells it: its id, author (``Name <email>``), author date (ISO) and
+    commit time (seconds)."""
+
+    sha: str
+    author: str
+    authored_at: str
+    seconds: int
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
+
+
+_COMMIT_FORMAT = "--format=%H%x00%an <%ae>%x00%aI%x00%ct"
+# Reflog entries of commits this clone made itself (not those it moved to: fast-forwards, resets,
+# checkouts, clones): git writes "commit: …", "commit (merge): …", "merge X: Merge made by …",
+# "pull: Merge made by …", "cherry-pick: …", "revert: …", "rebase (pick): …" and the like.
+_MADE_HERE = re.compile(r"^(?:commit|cherry-pick|revert|am)\b|Merge made by|\((?:pick|reword|edit|squash|fixup)\)")
+
+
+@dataclass(frozen=True)
+class MadeHere:
+    """The commits a clone made itself (from its HEAD reflog). ``since`` is when the reflog begins
+    when git has expired older entries (None: it goes back to the clone's start)."""
+
+    commits: frozenset[str]
+    since: int | None
+
+    def made(self, commit: CommitInfo) -> bool | None:
+        """True: made here; False: not; None: older than what the reflog still remembers."""
+        if commit.sha in self.commits:
+            return True
+        return None if self.since is not None and commit.seconds < self.since else False
 
 
 @dataclass(frozen=True)
@@ -200,6 +238,56 @@ class Repo:
         """When ``ref``'s history last changed ``path`` (commit time, seconds)."""
         out = self.run("log", "-1", "--format=%ct", ref, "--", path, env=READ_ONLY).stdout.strip()
         return int(out) if out.isdigit() else None
+
+    def _commits(self, *args: str) -> list[CommitInfo]:
+        result = self.run("log", _COMMIT_FORMAT, *args, env=READ_ONLY)
+        found = []
+        for line in result.stdout.splitlines() if result.returncode == 0 else []:
+            sha, author, at, seconds = [*line.split("\0"), "", "", ""][:4]
+            if sha and seconds.isdigit():
+                found.append(CommitInfo(sha, author, at, int(seconds)))
+        return found
+
+    def first_writer(self, blob: str, path: str) -> CommitInfo | None:
+        """The commit reachable from HEAD that first gave ``path`` the content ``blob`` (a merge
+        that produced it counts: a field-by-field merge writes a version of its own)."""
+        rows = self._commits("-m", "--full-history", "--topo-order", f"--find-object={blob}", "HEAD", "--", path)
+        return rows[-1] if rows else None
+
+    def first_addition(self, path: str, refs: Sequence[str] = ("HEAD",)) -> CommitInfo | None:
+        """The commit reachable from ``refs`` in which ``path`` first appeared."""
+        rows = self._commits("-m", "--full-history", "--topo-order", "--diff-filter=A", *refs, "--", path)
+        return rows[-1] if rows else None
+
+    def last_removal(self, path: str) -> CommitInfo | None:
+        """The latest commit reachable from HEAD that removed ``path``."""
+        rows = self._commits("-m", "--full-history", "--topo-order", "--diff-filter=D", "HEAD", "--", path)
+        return rows[0] if rows else None
+
+    def made_here(self) -> MadeHere:
+        """The commits this clone made itself, as its HEAD reflog (``.git/logs/HEAD``) remembers
+        them: each line holds the old and new commit of HEAD, who moved it and when, and why."""
+        try:
+            lines = (self.git_dir / "logs" / "HEAD").read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            lines = []
+        commits = set()
+        for line in lines:
+            head, _, subject = line.partition("\t")
+            fields = head.split(" ")
+            if len(fields) >= 2 and _MADE_HERE.search(subject):
+                commits.add(fields[1])
+        first = lines[0].partition("\t")[0].split(" ") if lines else []
+        # The first entry of a reflog git never expired moves HEAD from nothing (the clone, the
+        # first commit, the join); after an expiry the oldest one left says when memory begins.
+        if not first or set(first[0]) == {"0"}:
+            return MadeHere(frozenset(commits), None)
+        since = next((int(f) for f in reversed(first[:-1]) if f.isdigit()), 0)
+        return MadeHere(frozenset(commits), since)
+
+    def blob_at(self, commit: str, path: str) -> str | None:
+        """The blob id of ``path`` in ``commit`` (None when it holds no such file)."""
+        return self.tree_blobs(commit, [path]).get(path)
 
     def dirty(self, *, refresh: bool = False) -> list[str]:
         """Paths whose working-tree state git would commit (untracked included). ``refresh`` lets

@@ -14,6 +14,11 @@ from memosite.sync.resync import ResyncResult
 Integration = Literal["up-to-date", "ahead", "fast-forward", "merge", "join", "first-push"]
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 commit``, ``2 commits`` (``plural`` for nouns that do not just take an s)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 @dataclass(frozen=True)
 class ConflictNote:
     """A record (or file) both sides changed in the same place: the remote version is ``sidecar``."""
@@ -67,6 +72,7 @@ class SyncResult:
     conflicts: list[ConflictNote] = field(default_factory=list)
     purged: list[PurgeNote] = field(default_factory=list)
     kept_after_purge: list[PurgeNote] = field(default_factory=list)
+    ended_by_purge: list[ConflictNote] = field(default_factory=list)  # sidecars of purged records, removed
 
     @property
     def quiet(self) -> bool:
@@ -121,6 +127,7 @@ class SyncResult:
             "conflicts": [c.to_json() for c in self.conflicts],
             "purged": [p.to_json() for p in self.purged],
             "keptAfterPurge": [p.to_json() for p in self.kept_after_purge],
+            "conflictsEndedByPurge": [c.to_json() for c in self.ended_by_purge],
         }
 
     def lines(self) -> list[str]:
@@ -129,19 +136,26 @@ class SyncResult:
         head = f"sync with {self.remote} ({self.url}), branch {self.branch}"
         out = [f"{head}: {self._what(would)}"]
         if self.added or self.changed or self.removed:
-            out.append(
-                f"records {would}in: {len(self.added)} new, {len(self.changed)} changed, {len(self.removed)} removed"
-            )
+            coming = "records that would come in" if self.dry_run else "records that came in"
+            out.append(f"{coming}: {len(self.added)} new, {len(self.changed)} changed, {len(self.removed)} removed")
         if self.merged:
-            out.append(f"merged field by field: {len(self.merged)} record(s) changed on both sides")
+            both = f"{counted(len(self.merged), 'record')} changed on both sides"
+            out.append(f"{both} {'would merge' if self.dry_run else 'merged'} field by field")
         for conflict in self.conflicts:
-            out.append(f"conflict: {conflict.path} ({conflict.reason}); the remote version is {conflict.sidecar}")
+            stays, kept = ("would stay", "would be kept") if self.dry_run else ("stays", "is kept")
+            out.append(
+                f"conflict: {conflict.path} ({conflict.reason}); the version here {stays} in place,"
+                f" the incoming one {kept} in {conflict.sidecar}"
+            )
         for note in self.purged:
             out.append(f"purged: {note.path} ({note.reason})")
         for note in self.kept_after_purge:
             out.append(f"kept after purge: {note.path} ({note.reason})")
+        removed = "would be removed" if self.dry_run else "removed"
+        for ended in self.ended_by_purge:
+            out.append(f"conflict ended by the purge of {ended.path}: its sidecar {ended.sidecar} {removed}")
         if self.conflicts:
-            out.append("see them with `memosite conflicts`; end each with `memosite resolve ID --take local|remote`")
+            out.append("see them with `memosite conflicts`; end each with `memosite resolve ID --take mine|theirs`")
         return out
 
     def _what(self, would: str) -> str:
@@ -150,7 +164,7 @@ class SyncResult:
             steps.append(f"{would}finish the unfinished merge")
         if self.committed_local:
             steps.append(f"{would}commit local changes")
-        brought = f"{self.incoming} commit{'s' if self.incoming != 1 else ''}"
+        brought = counted(self.incoming, "commit")
         steps.append(
             {
                 "up-to-date": "already up to date",
@@ -163,5 +177,5 @@ class SyncResult:
         )
         if self.outgoing:
             verb = "would push" if self.dry_run else "pushed"
-            steps.append(f"{verb} {self.outgoing} commit{'s' if self.outgoing != 1 else ''}")
+            steps.append(f"{verb} {counted(self.outgoing, 'commit')}")
         return "; ".join(steps)

@@ -16,14 +16,21 @@ removes the record through the merge, and a purge meeting an edit is settled by
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
 from memosite import gitsync
+from memosite.config import DEFAULT_CONFIG, load_config
 from memosite.indexing import ensure_index, rebuild_views, refresh_project, remember_directories
+from memosite.sync.conflicts import end_conflicts_of_purged
 from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.merging import resolve_unmerged
 from memosite.sync.paths import blob_id, classify, sidecar_path
 from memosite.sync.repo import MERGE_OPTIONS, Change, RemoteTarget, Repo
 from memosite.sync.resolution import union_lines
-from memosite.sync.result import ConflictNote, SyncResult
+from memosite.sync.result import ConflictNote, SyncResult, counted
 from memosite.sync.resync import recompile, resync_changes
 from memosite.sync.state import note_push, note_sync, read_state
 from memosite.vault import Vault, atomic_write_bytes
@@ -67,6 +74,7 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
     module docstring. A remote whose history shares nothing with the vault's is refused unless
     ``allow_unrelated`` (then both vaults merge record by record, as if each had created its own
     records). Raises NO_REMOTE, UNRELATED_HISTORY, SYNC_FAILED or PUSH_FAILED."""
+    adopt_clone(vault)
     check_enabled(vault)
     gitsync.ensure_repo(vault)
     repo = Repo(vault.root)
@@ -86,7 +94,7 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
                     result.finished_merge = True
                 if repo.head() is None:
                     _join(vault, repo, branch, tracking, result)
-                result.committed_local = _commit_local(vault, repo)
+                result.committed_local = _commit_local(vault, repo, result)
             _integrate(vault, repo, target, branch, tracking, result, allow_unrelated=allow_unrelated)
         # HEAD now holds the remote's commit (merged, fast-forwarded or joined) unless it is new.
         head, theirs = repo.head(), repo.rev(tracking)
@@ -131,10 +139,51 @@ def _catch_up_hand_edits(vault: Vault, repo: Repo, dirty: list[str]) -> bool:
     return bool(stale)
 
 
-def _commit_local(vault: Vault, repo: Repo) -> bool:
+def adopt_clone(vault: Vault) -> bool:
+    """A ``git clone`` that checked nothing out (the remote's HEAD names a branch it lacks, as
+    ``git init --bare`` makes it) takes the ``config.json`` of the branch it will sync with, in
+    place of the default one memosite wrote on opening it: vault git is on, and the join brings
+    the rest. True when it did; a vault with commits or a config of its own is left alone."""
+    if not (vault.root / ".git").exists():
+        return False
+    repo = Repo(vault.root)
+    if repo.head() is not None:
+        return False
+    config = vault.root / "config.json"
+    try:
+        untouched = json.loads(config.read_text(encoding="utf-8")) == DEFAULT_CONFIG
+    except FileNotFoundError:
+        untouched = True
+    except (OSError, ValueError):
+        untouched = False
+    remotes = repo.remotes()
+    if not untouched or "origin" not in remotes:
+        return False
+    branch = remote_branch(repo, RemoteTarget("origin", remotes["origin"]), vault.config.git_branch)
+    theirs = repo.rev(f"refs/remotes/origin/{branch}")
+    remote_config = repo.show(theirs, "config.json") if theirs else None
+    if remote_config is None:
+        return False
+    atomic_write_bytes(config, remote_config)
+    vault.config = load_config(vault.root)
+    return True
+
+
+def _end_purged(vault: Vault, result: SyncResult, refs: Sequence[str] = ("HEAD",)) -> list[str]:
+    """Remove the sidecars of records purged after their conflict (noted in ``result``); returns
+    the sidecars removed."""
+    ended = end_conflicts_of_purged(vault, refs)
+    for conflict in ended:
+        result.ended_by_purge.append(ConflictNote(conflict.path, conflict.sidecar, "purged after the conflict"))
+    return [conflict.sidecar for conflict in ended]
+
+
+def _commit_local(vault: Vault, repo: Repo, result: SyncResult) -> bool:
     """Commit what is pending here: queued commits and files changed outside memosite (their
-    index rows and views brought in step first, so the commit is whole)."""
+    index rows and views brought in step first, so the commit is whole), and the end of the
+    conflicts of records purged here."""
     committed = gitsync.flush_pending(vault)
+    _end_purged(vault, result)
     pending = repo.dirty(refresh=True)
     if _catch_up_hand_edits(vault, repo, pending):
         pending = repo.dirty(refresh=True)
@@ -169,6 +218,9 @@ def _integrate(
         changes = repo.diff(ours, theirs)
         repo.git(*MERGE_OPTIONS, "merge", "--ff-only", "-q", theirs)
         result.note_resync(resync_changes(vault, changes))
+        ended = _end_purged(vault, result)  # a purge that came in, made where the sidecar was not yet
+        if ended:
+            gitsync.commit_now(vault, "sync: end the conflicts of purged records\n\n" + "\n".join(ended))
         result.integration = "fast-forward" if result.integration in ("up-to-date", "ahead") else result.integration
     else:
         unrelated = base is None
@@ -184,7 +236,7 @@ def _integrate(
         )
         if not repo.merge_in_progress():
             raise SyncError(f"git merge of {target.name}/{branch} failed: {gitsync.first_line(merged.stderr)}")
-        _complete_merge(vault, repo, result, f"sync: merge {target.name}/{branch} ({incoming} commits)")
+        _complete_merge(vault, repo, result, f"sync: merge {target.name}/{branch} ({counted(incoming, 'commit')})")
         result.integration = "merge"
     result.incoming += incoming
 
@@ -200,11 +252,13 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
     resynced = resync_changes(vault, list(changes.values()))
     result.note_resync(resynced)
     recompile(vault, resynced.kinds)
+    _end_purged(vault, result, ("HEAD", "MERGE_HEAD"))
     repo.git("add", "-A")
     lines = [message, ""]
     lines += [f"conflict: {c.path} -> {c.sidecar} ({c.reason})" for c in result.conflicts]
     lines += [f"purged: {p.path} ({p.reason})" for p in result.purged]
     lines += [f"kept after purge: {p.path} ({p.reason})" for p in result.kept_after_purge]
+    lines += [f"conflict ended by purge: {c.path} (removed {c.sidecar})" for c in result.ended_by_purge]
     done = gitsync.commit(repo.root, ["-q", "--no-verify", "-m", "\n".join(lines).strip()], actor=vault.actor)
     if done.returncode != 0:
         raise SyncError(f"cannot commit the merge: {gitsync.first_line(done.stderr or done.stdout)}")
@@ -267,6 +321,7 @@ def _push(vault: Vault, repo: Repo, target: RemoteTarget, branch: str, head: str
     pushed = repo.run("push", "--porcelain", target.name, f"{head}:refs/heads/{branch}")
     if pushed.returncode == 0:
         note_push(vault, head, None)
+        point_remote_head(repo, target, branch)
         return True
     output = pushed.stdout + pushed.stderr
     if "[rejected]" in output or "non-fast-forward" in output or "fetch first" in output:
@@ -274,6 +329,33 @@ def _push(vault: Vault, repo: Repo, target: RemoteTarget, branch: str, head: str
     message = f"push to {target.name} ({target.url}) failed: {gitsync.first_line(pushed.stderr or pushed.stdout)}"
     note_push(vault, head, message)
     raise PushFailed(f"{message}; the changes are committed here and go out with the next sync")
+
+
+def point_remote_head(repo: Repo, target: RemoteTarget, branch: str) -> bool:
+    """Point the HEAD of a bare repository on this machine's disk at ``branch`` when it names a
+    branch the repository does not have (``git init --bare`` names ``master``; memosite pushes
+    ``main``): then ``git clone`` of it checks the vault out. A HEAD that names a branch the
+    remote has is never moved; a hosted remote sets its own on the first push. True when moved."""
+    location = _local_repository(target.url, repo.root)
+    if location is None:
+        return False
+    if gitsync.run_git(location, "rev-parse", "--is-bare-repository").stdout.strip() != "true":
+        return False
+    if gitsync.run_git(location, "rev-parse", "-q", "--verify", "HEAD^{commit}").returncode == 0:
+        return False
+    if gitsync.run_git(location, "rev-parse", "-q", "--verify", f"refs/heads/{branch}").returncode != 0:
+        return False
+    return gitsync.run_git(location, "symbolic-ref", "HEAD", f"refs/heads/{branch}").returncode == 0
+
+
+def _local_repository(url: str, root: Path) -> Path | None:
+    """The directory a remote URL names on this machine's disk (a path or ``file://``), else None."""
+    if url.startswith("file://"):
+        url = url[len("file://") :]
+    elif "://" in url or (":" in url.split("/", 1)[0] and not os.path.isabs(url) and len(url.split(":", 1)[0]) > 1):
+        return None  # ssh://, https://, or scp-like host:path
+    location = (root / url).resolve() if not os.path.isabs(url) else Path(url)
+    return location if location.is_dir() else None
 
 
 def _track(repo: Repo, target: RemoteTarget, branch: str) -> None:

@@ -15,6 +15,7 @@ from memosite.sync.autopush import push_scheduled
 from memosite.sync.conflicts import Conflict, list_conflicts
 from memosite.sync.errors import NoRemote, SyncError
 from memosite.sync.repo import Repo
+from memosite.sync.result import counted
 from memosite.sync.state import read_state
 from memosite.vault import Vault
 
@@ -83,16 +84,16 @@ class SyncState:
         where = f"{self.remote}/{self.branch}" if self.branch else self.remote
         out = [f"sync: {where} ({self.url}), push {self.push_mode}, last sync {self.last_sync or 'never'}"]
         if self.ahead:
-            out.append(f"  {self.ahead} commit(s) not pushed yet")
+            out.append(f"  {counted(self.ahead, 'commit')} not pushed yet")
         if self.behind:
-            out.append(f"  {self.behind} commit(s) fetched and not merged yet")
+            out.append(f"  {counted(self.behind, 'commit')} fetched and not merged yet")
         if self.push_error is not None:
             error = self.push_error
             out.append(f"  last push failed at {error.at}: {error.message} (retried at the next write or sync)")
         if self.merge_in_progress:
             out.append("  a git merge is unfinished: memosite sync finishes it")
         for conflict in self.conflicts:
-            out.append(f"  conflict: {conflict.path} (remote version {conflict.sidecar})")
+            out.append(f"  conflict: {conflict.path} (the other version is in {conflict.sidecar})")
         return out
 
 

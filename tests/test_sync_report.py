@@ -1,0 +1,111 @@
+"""What sync says: its report lines and commit messages read as sentences (one commit, two
+commits), and the ``--json`` shapes of sync, conflicts and resolve stay as scripts know them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_sync_support import P, Team, git, make_team, synced_pair, trap
+
+from memosite.salience import record_hits
+from memosite.sync.preview import preview_sync
+from memosite.sync.run import sync_vault
+from memosite.sync.status import sync_state
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
+    yield from make_team(tmp_path, monkeypatch)
+
+
+def test_sync_reports_say_one_commit_and_two_commits(team: Team) -> None:
+    a, b = synced_pair(team)
+    trap(a, slug="new-on-a", body="new\n")
+    sync_vault(a)
+    lines = preview_sync(b).lines()
+    assert lines[0].endswith("would fast-forward by 1 commit")
+    assert lines[1] == "records that would come in: 1 new, 0 changed, 0 removed"
+    lines = sync_vault(b).lines()
+    assert (
+        lines[0].endswith("fast-forward by 1 commit")
+        and lines[1] == "records that came in: 1 new, 0 changed, 0 removed"
+    )
+    trap(a, slug="second", body="2\n")
+    trap(a, slug="third", body="3\n")
+    sync_vault(a)
+    trap(b, slug="on-b", body="b\n")
+    assert sync_vault(b).lines()[0].endswith("merge 2 commits from the remote; pushed 2 commits")
+    assert git(b.root, "log", "-1", "--format=%s").strip() == "sync: merge origin/main (2 commits)"
+    sync_vault(a)  # a takes b's merge: the next merge brings one commit
+    trap(a, slug="fourth", body="4\n")
+    sync_vault(a)
+    trap(b, slug="on-b-again", body="b\n")
+    sync_vault(b)
+    assert git(b.root, "log", "-1", "--format=%s").strip() == "sync: merge origin/main (1 commit)"
+
+
+def test_merged_records_and_unpushed_commits_are_counted_in_words(team: Team) -> None:
+    a, b = synced_pair(team)
+    record_hits(a, P, ["lock-order"])
+    trap(b, body="b's body\n")
+    sync_vault(a)
+    result = sync_vault(b)
+    assert "1 record changed on both sides merged field by field" in result.lines()
+    trap(b, slug="later", body="later\n")
+    assert "  1 commit not pushed yet" in sync_state(b).lines()
+    trap(b, slug="later-still", body="later\n")
+    assert "  2 commits not pushed yet" in sync_state(b).lines()
+
+
+SYNC_KEYS = {
+    "remote", "url", "branch", "dryRun", "committedLocal", "integration", "incoming", "outgoing", "pushed",
+    "finishedMerge", "records", "conflicts", "purged", "keptAfterPurge", "conflictsEndedByPurge",
+}  # fmt: skip
+VERSION_KEYS = {
+    "exists",
+    "updated",
+    "author",
+    "authoredAt",
+    "commit",
+    "uncommitted",
+    "writtenHere",
+    "changedSinceConflict",
+}
+
+
+def test_the_json_of_sync_conflicts_and_resolve_keeps_its_shape(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a, b = synced_pair(team)
+    trap(a, body="from a\n")
+    trap(b, body="from b\n")
+    sync_vault(a)
+    synced = run_cli("sync", "--vault", str(b.root), "--json").json()
+    assert set(synced) == SYNC_KEYS
+    assert set(synced["records"]) == {"added", "changed", "removed", "merged"}
+    assert set(synced["conflicts"][0]) == {"path", "sidecar", "reason"}
+    [conflict] = run_cli("conflicts", "--vault", str(b.root), "--json").json()["conflicts"]
+    assert set(conflict) == {
+        "path",
+        "sidecar",
+        "shortId",
+        "project",
+        "kind",
+        "id",
+        "local",
+        "remote",
+        "mine",
+        "removal",
+        "diff",
+    }
+    assert set(conflict["local"]) == set(conflict["remote"]) == VERSION_KEYS
+    done = run_cli("resolve", "lock-order", "--take", "theirs", "--vault", str(b.root), "--json").json()
+    assert done == {
+        "path": "projects/demo/traps/lock-order.md",
+        "take": "theirs",
+        "kept": "sidecar",
+        "keptMine": False,
+        "removedSidecars": [conflict["sidecar"]],
+        "project": "demo",
+        "id": "lock-order",
+    }
