@@ -50,7 +50,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def test_the_session_commands_run_as_written(tmp_path: Path, env: dict[str, str], memosite_exe: Path) -> None:
     work = tmp_path / "work"
-    work.mkdir()
+    (work / ".vtcode" / "sessions").mkdir(parents=True)  # a project vtcode has run in (`list --root` needs one)
     run_all(section_commands("Session logs"), work, env, memosite_exe)
     shown = subprocess.run(
         [str(memosite_exe), "session", "show", "s42", "--json"],
