@@ -31,7 +31,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from memosite.index.fts import Terms
-from memosite.text import bigrams, fold, is_unspaced
+from memosite.text import WORD_PATTERN, bigrams, fold, is_unspaced
 
 # Questions in English and the other languages agents ask in: words that say nothing about what to find.
 _STOP_WORDS_TEXT = """
@@ -64,7 +64,7 @@ _STOP_PHRASES_TEXT = """
 STOP_PHRASES = tuple(sorted(_STOP_PHRASES_TEXT.split(), key=len, reverse=True))
 MAX_ANY_TERMS = 32  # an unspaced sentence expands into pairs and characters; more add noise, not recall
 _MIN_PREFIX = 3  # "ui*" or "a*" would match half the vocabulary
-_TERM_RE = re.compile(r'"([^"]*)"|(\w+)(\*?)')
+_TERM_RE = re.compile(f'"([^"]*)"|({WORD_PATTERN})(\\*?)')
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 _FTS_SYNTAX = re.compile(
     r"(?:^|[\s(])(?:AND|OR|NOT)(?=$|[\s(\"])|NEAR\s*\(|(?:^|[\s(\-+])(?:title|body|tags)\s*:|[(){}^]"
@@ -201,7 +201,7 @@ def parse_query(text: str, *, plain: bool = False) -> ParsedQuery:
         phrase, word, star = match.groups()
         if phrase is not None:
             words = phrase.split()
-            if not any(char.isalnum() for char in phrase):
+            if not any(char.isalnum() or is_unspaced(char) for char in phrase):
                 continue  # nothing the index holds a token for
             joined = " ".join(words)
             if any(is_unspaced(char) for char in joined):

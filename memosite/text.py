@@ -5,6 +5,8 @@
 * :func:`tokens` — the words of a text for comparing texts. Scripts written without spaces
   (Chinese, Japanese, Korean syllables) have no words to split on, so each run of them gives its
   character bigrams (a single character stands alone): ``数据库迁移`` → ``数据 据库 库迁 迁移``.
+  Pictographs (emoji, dingbats) are read the same way: they are not letters, so a word tokenizer
+  drops them, yet ``⚠️`` or ``🚀`` is what someone searching for them typed.
 * :func:`slugify` — a file name for a title: letters of any script transliterated to ASCII
   (``anyascii``: ``Миграция`` → ``migratsiya``, ``数据`` → ``shu-ju``), everything else a hyphen.
   Slugs stay ASCII on purpose: file systems normalise non-ASCII names differently (macOS stores
@@ -18,7 +20,8 @@ import unicodedata
 
 from anyascii import anyascii
 
-# Ideographs, kana, Hangul and the other scripts written without spaces between words.
+# Ideographs, kana, Hangul and the other scripts written without spaces between words, and the
+# pictographs of emoji: the characters a word index cannot see.
 UNSPACED_RANGES = (
     (0x3040, 0x30FF),  # Hiragana, Katakana
     (0x31F0, 0x31FF),  # Katakana extensions
@@ -31,12 +34,18 @@ UNSPACED_RANGES = (
     (0x0E80, 0x0EFF),  # Lao
     (0x1000, 0x109F),  # Myanmar
     (0x1780, 0x17FF),  # Khmer
+    (0x2600, 0x27BF),  # Miscellaneous symbols, dingbats (⚠ ✅ ❌ ❤ ✨)
+    (0x2B50, 0x2B55),  # ⭐ and the other stars and circles of the emoji set
+    (0x1F000, 0x1FAFF),  # Emoji: pictographs, emoticons, transport, flags, supplemental symbols
 )
-_WORD_RE = re.compile(r"\w+")
+# A word: letters, digits and underscore of any script, or a run of the characters above (the
+# pictographs are no word characters to ``\w``). Every tokenizer of memosite uses this one pattern.
+WORD_PATTERN = "[\\w" + "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES) + "]+"
+_WORD_RE = re.compile(WORD_PATTERN)
 
 
 def is_unspaced(char: str) -> bool:
-    """True for a character of a script written without spaces between words."""
+    """True for a character of a script written without spaces between words (or a pictograph)."""
     point = ord(char)
     return any(low <= point <= high for low, high in UNSPACED_RANGES)
 

@@ -471,6 +471,19 @@ def test_text_without_word_spaces_is_found_by_substrings(
     assert result.match == match
 
 
+def test_emoji_are_searched_as_written(vault: Vault) -> None:
+    put(vault, "trap", "rocket", "Deploys 🚀 stall when the cache is cold 🔥\n", title="Cold cache deploys")
+    put(vault, "trap", "warning", "⚠️ Never run the migration twice.\n", title="Migration twice", tags=["✅"])
+    put(vault, "trap", "plain", "Deploys stall when the queue is full.\n", title="Queue full")
+    assert ids(vault, "🚀") == ["rocket"]
+    both = search_records(vault, P, "deploys 🚀", now=NOW)  # the word and the pictograph first, then either
+    assert [h.id for h in both.results] == ["rocket", "plain"] and both.results[0].matched_terms == 2
+    assert ids(vault, "⚠") == ids(vault, "⚠️") == ["warning"]  # with or without the emoji presentation selector
+    assert ids(vault, "✅") == ["warning"]  # a tag
+    assert ids(vault, "🔥🚀") == ["rocket"]  # no record holds the pair: any of them
+    assert ids(vault, "🦄") == []
+
+
 def test_an_unspaced_match_has_a_snippet_around_it(shop: Vault) -> None:
     hit = search_records(shop, P, "订单表", now=NOW).results[0]
     assert "**订单表**" in hit.snippet
@@ -551,7 +564,7 @@ def test_unspaced_sql_agrees_with_is_unspaced() -> None:
     edges = [chr(point) for low, high in UNSPACED_RANGES for point in (low - 1, low, high, high + 1)]
     # NUL aside: SQLite's text functions (GLOB, length) stop at it, and record text has no use for one.
     printable = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
-    alphabet = st.one_of(printable, st.sampled_from([*edges, "…", "é", "a"]))
+    alphabet = st.one_of(printable, st.sampled_from([*edges, "…", "é", "a", "—", "→", "ह", "ệ", "🚀", "⚠"]))
 
     @settings(max_examples=400, deadline=None)
     @given(st.text(alphabet=alphabet, max_size=12))

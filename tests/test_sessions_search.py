@@ -239,9 +239,16 @@ BASE = "".join(char for char in _BASE_LETTERS if fold(char) == char)
 MARKS = "\u0301\u0300\u0308\u0302\u0303\u030c\u0327"
 UNSPACED = "".join(
     chr(point)
-    for low, high in ((0x3041, 0x3096), (0x30A1, 0x30FA), (0x4E00, 0x4E80), (0x9000, 0x9040), (0xAC00, 0xAC60))
+    for low, high in (
+        (0x3041, 0x3096),
+        (0x30A1, 0x30FA),
+        (0x4E00, 0x4E80),
+        (0x9000, 0x9040),
+        (0xAC00, 0xAC60),
+        (0x1F680, 0x1F6A0),
+    )
     for point in range(low, high + 1)
-    if fold(chr(point)) == chr(point) and chr(point).isalpha()
+    if fold(chr(point)) == chr(point) and (chr(point).isalpha() or point >= 0x1F000)  # letters and emoji
 )
 SEPARATORS = [" ", ", ", "; ", "\n", " — ", " (", ") ", ": «", "» "]
 _session_numbers = itertools.count()
@@ -318,11 +325,12 @@ def test_folded_and_unspaced_words_are_found_in_sessions_memosite_writes(vault: 
         "データベースの移行が完了しました",
         "데이터베이스 마이그레이션 완료",
         "naïve café résumé",
+        "deploy finished 🚀✅ at last",
     ]
     make_session(vault, "s1", texts, fixed("2026-01-01T00:00:00.000Z"))
     expected = {
         "счет": 3, "ПЕРЕВЕДЕН": 3, "καλημερα": 4, "ΔΙΑΚΟΜΙΣΤΗΣ": 4, "移行": 5, "完了": 5, "デー": 5, "移": 5,
-        "마이그레이션": 6, "이그": 6, "naive": 7, "CAFE": 7, "resume": 7,
+        "마이그레이션": 6, "이그": 6, "naive": 7, "CAFE": 7, "resume": 7, "🚀": 8, "✅": 8, "🚀✅": 8,
     }  # fmt: skip
     for query, seq in expected.items():
         assert [hit.seq for hit in search_sessions(vault, "demo", query).hits] == [seq], query

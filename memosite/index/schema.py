@@ -4,8 +4,9 @@ triggers:
 
 * ``records_fts`` — FTS5 over title, body and tags (porter stemming, Latin diacritics removed);
 * ``records_trigram`` — FTS5 with the trigram tokenizer over the records whose text holds a script
-  written without spaces (Chinese, Japanese, Thai …), for substring search. Only those records: a
-  trigram index of every record would triple the text index for scripts the word index serves;
+  written without spaces (Chinese, Japanese, Thai …) or a pictograph (emoji), for substring
+  search. Only those records: a trigram index of every record would triple the text index for
+  scripts the word index serves;
 * ``search_facts`` — one narrow row per record with every column search filters and orders by, so a
   search of thousands of matches reads these small rows instead of the records with their bodies.
 """
@@ -19,7 +20,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "22"
+SCHEMA_VERSION = "23"
 
 
 def _text(row: str) -> str:
@@ -28,9 +29,16 @@ def _text(row: str) -> str:
 
 # is_unspaced() for any character of a record's text, spelled as SQL (tests prove they agree).
 UNSPACED_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)
-# The first UTF-8 bytes of those characters: a text holding none of them cannot hold one.
-_UNSPACED_LEADS = sorted(
-    {chr(point).encode("utf-8")[0] for low, high in UNSPACED_RANGES for point in (*range(low, high, 64), high)}
+# The UTF-8 prefixes of those characters: a text holding none of them cannot hold one. Below U+3000
+# the lead byte is shared with everyday text (accented Latin, Devanagari, the em dash and arrows of
+# E2), so those ranges are told by their first two bytes; above it, the lead byte is enough.
+_TWO_BYTE_BELOW = 0x3000
+_UNSPACED_PREFIXES = sorted(
+    {
+        chr(point).encode("utf-8")[: 2 if low < _TWO_BYTE_BELOW else 1]
+        for low, high in UNSPACED_RANGES
+        for point in (*range(low, high, 64), high)
+    }
 )
 
 
@@ -38,9 +46,11 @@ def unspaced_sql(expression: str) -> str:
     """True when the text ``expression`` holds a character of a script written without spaces.
 
     A GLOB over a long text costs ~150 µs a record (SQLite re-reads the character class at every
-    position), so it runs only for texts that are not plain ASCII and hold a lead byte of such a
+    position), so it runs only for texts that are not plain ASCII and hold the UTF-8 prefix of such a
     character: CASE, because SQLite evaluates both sides of an AND in a value."""
-    leads = " OR ".join(f"instr(CAST({expression} AS BLOB), x'{lead:02X}')" for lead in _UNSPACED_LEADS)
+    leads = " OR ".join(
+        f"instr(CAST({expression} AS BLOB), x'{prefix.hex().upper()}')" for prefix in _UNSPACED_PREFIXES
+    )
     return (
         f"(CASE WHEN length(CAST({expression} AS BLOB)) = length({expression}) THEN 0 "
         f"WHEN {leads} THEN {expression} GLOB '*[{UNSPACED_CLASS}]*' ELSE 0 END)"

@@ -28,7 +28,7 @@ from memosite.sessions.wire import VTCODE_ITEM_SNAPSHOTS
 from memosite.vault import warn
 
 INDEX_MAGIC = b"MEMOSITE-SESSION-SEARCH\n"
-INDEX_FORMAT = 2  # 2: folded tokens, unspaced scripts as characters and bigrams
+INDEX_FORMAT = 3  # 2: folded tokens, unspaced scripts as characters and bigrams; 3: emoji too
 CHUNK_TOKENS = 128
 CACHE_SIZE = 32
 

@@ -3,10 +3,10 @@
 Text is read the way record search reads it (:mod:`memosite.text`): folded (``Café`` and
 ``cafe`` are one word, see :func:`memosite.text.fold`), split into words of letters, digits and
 underscores. Scripts written without spaces between words (Chinese, Japanese, Korean syllables,
-Thai …) have no words to split on, so a run of them is indexed as its characters *and* its
-character bigrams (``の設定も`` → ``の の設 設 設定 定 定も も``), and a query's run is looked up by
-its bigrams (a lone character by itself): any piece of such text is found, ``設定`` as well as
-``設``. Words longer than MAX_TOKEN_LENGTH characters are not indexed.
+Thai …) have no words to split on, and neither have pictographs (emoji), so a run of them is
+indexed as its characters *and* its character bigrams (``の設定も`` → ``の の設 設 設定 定 定も
+も``), and a query's run is looked up by its bigrams (a lone character by itself): any piece of
+such text is found, ``設定`` as well as ``設``. Words longer than MAX_TOKEN_LENGTH characters are not indexed.
 
 A text is folded one whitespace-separated piece at a time, so every token knows the span of the
 original text it came from (its piece, or its exact characters where folding kept the length),
@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from memosite.text import bigrams, fold, is_unspaced
+from memosite.text import WORD_PATTERN, bigrams, fold, is_unspaced
 
 MAX_TOKEN_LENGTH = 64
-_WORD_RE = re.compile(r"\w+")
+_WORD_RE = re.compile(WORD_PATTERN)
 _PIECE_RE = re.compile(r"\S+")
 
 Span = tuple[int, int]
