@@ -18,13 +18,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import signal
 import sqlite3
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 from memosite import gitsync
 from memosite.errors import InvalidRecord, LockTimeout, StorageError
@@ -37,6 +34,7 @@ from memosite.indexing import (
     remember_directories,
     remove_record_files,
 )
+from memosite.interrupts import held_after_change
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
 from memosite.vault import ACCEPTED_SUFFIX, Tombstone, Vault, atomic_write_text, warn
@@ -213,30 +211,12 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
             object.__setattr__(vault, "_mutation", None)
 
 
-@contextlib.contextmanager
-def _interrupts_held(unit: Mutation) -> Iterator[None]:
+def _interrupts_held(unit: Mutation) -> contextlib.AbstractContextManager[None]:
     """Ctrl-C before anything changed stops the unit; after, it waits until the unit is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        if not (unit.touching or unit.changed):
-            raise KeyboardInterrupt
-        received.append(signum)
-
-    try:
-        previous = signal.signal(signal.SIGINT, hold)
-    except ValueError:  # not the main interpreter
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if received:
-            warn("interrupted: the change was finished first and is complete")
+    return held_after_change(
+        lambda: unit.touching or unit.changed,
+        lambda: warn("interrupted: the change was finished first and is complete"),
+    )
 
 
 def recover_interrupted(vault: Vault) -> list[str]:

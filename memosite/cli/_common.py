@@ -6,9 +6,7 @@ import contextlib
 import functools
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -166,29 +164,17 @@ def _option_name(ctx: click.Context, name: str) -> str:
 def _interrupts_after_a_change(*, enabled: bool) -> Iterator[None]:
     """Once a command has begun changing the vault, Ctrl-C no longer makes it fail: the change is
     completed and reported (an agent that saw "interrupted" would retry and write twice)."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
+    if not enabled:
         yield
         return
+    from memosite.interrupts import held_after_change
     from memosite.mutation import changed_in_process
 
-    received: list[int] = []
+    def report() -> None:
+        sys.stderr.write("memosite: interrupted after the change was made: it is complete\n")
 
-    def hold(signum: int, frame: Any) -> None:
-        if not changed_in_process():
-            raise KeyboardInterrupt
-        received.append(signum)
-
-    try:
-        previous = signal.signal(signal.SIGINT, hold)
-    except ValueError:
+    with held_after_change(changed_in_process, report):
         yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if received:
-            sys.stderr.write("memosite: interrupted after the change was made: it is complete\n")
 
 
 def vault_options(func: F) -> F:

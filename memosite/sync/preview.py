@@ -19,7 +19,7 @@ from memosite.sync.merging import preview_merge
 from memosite.sync.paths import classify
 from memosite.sync.repo import RemoteTarget, Repo
 from memosite.sync.result import SyncResult
-from memosite.sync.run import check_enabled
+from memosite.sync.run import check_enabled, choose_branch
 from memosite.vault import Vault
 
 _SCRATCH_IDENTITY = {
@@ -43,7 +43,7 @@ def preview_sync(vault: Vault, *, remote: str | None = None) -> SyncResult:
         store = Path(scratch) / "remote.git"
         _scratch_store(store, repo if has_repo else None)
         heads = _fetch_into(vault.root, store, target)
-        branch = _choose_branch(vault, repo if has_repo else None, heads)
+        branch = choose_branch(vault.config.git_branch, repo.branch() if has_repo else None, heads)
         result = SyncResult(target.name, target.url, branch, dry_run=True)
         quarantine = {"GIT_OBJECT_DIRECTORY": str(store / "objects")}
         if has_repo:
@@ -76,20 +76,6 @@ def _fetch_into(root: Path, store: Path, target: RemoteTarget) -> dict[str, str]
         raise SyncError(f"cannot fetch from {target.name} ({target.url}): {first_line(fetched.stderr)}")
     listed = run_git(store, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/")
     return {name: sha for sha, _, name in (line.partition(" ") for line in listed.stdout.splitlines()) if name}
-
-
-def _choose_branch(vault: Vault, repo: Repo | None, heads: dict[str, str]) -> str:
-    if vault.config.git_branch:
-        return vault.config.git_branch
-    local = repo.branch() if repo is not None else None
-    if local and local in heads:
-        return local
-    if len(heads) == 1:
-        return next(iter(heads))
-    for name in ("main", "master"):
-        if name in heads:
-            return name
-    return local or "main"
 
 
 def _would_be_head(vault: Vault, view: Repo, scratch: Path, result: SyncResult) -> str | None:

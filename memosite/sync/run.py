@@ -47,12 +47,17 @@ def check_enabled(vault: Vault) -> None:
 
 
 def remote_branch(repo: Repo, target: RemoteTarget, configured: str | None) -> str:
-    """The remote branch to sync with: ``vaultGit.branch``, else the vault's own branch name when
-    the remote has it, else the remote's only (or ``main``/``master``) branch."""
+    """The remote branch to sync with (see :func:`choose_branch`)."""
     if configured:
         return configured
-    heads = repo.remote_heads(target.name)
-    local = repo.branch()
+    return choose_branch(None, repo.branch(), repo.remote_heads(target.name))
+
+
+def choose_branch(configured: str | None, local: str | None, heads: dict[str, str]) -> str:
+    """``vaultGit.branch``, else the vault's own branch name (``local``) when the remote ``heads``
+    have it, else the remote's only (or ``main``/``master``) branch, else the vault's own."""
+    if configured:
+        return configured
     if local and local in heads:
         return local
     if len(heads) == 1:
