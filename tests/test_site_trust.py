@@ -371,7 +371,8 @@ def test_the_conflicts_page_shows_both_versions_and_alone_holds_a_sidecars_text(
     assert "+Remote ```` fence &lt;img src=x onerror=alert(1)&gt;" in html_text(page)
     assert "<img" not in page and 'href="https://evil.example' not in page
     assert "-Local version: ελληνικά." in html_text(page)
-    assert "memosite resolve lock-order --take local|remote" in page
+    assert "memosite resolve lock-order --take in-place|sidecar" in page  # the same on every machine
+    assert "<th>In place</th>" in page and "<th>Beside it (sidecar)</th>" in page
     home = _article(_html(site, "memory/shop/index.html"))
     assert 'href="CONFLICTS/"' in home and REMOTE_WORD not in home
     # Nothing to review here: the page says so, and the home does not link to it.

@@ -10,6 +10,7 @@ or ``mdcode``, and multi-line text (diffs) becomes a fenced code block here (:fu
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -229,6 +230,7 @@ class TrustPages:
 
         published = {r.entry.path for r in self.records}
         items = []
+        sidecars = Counter(conflict.path for conflict in self.conflicts)
         for conflict in self.conflicts:
             withheld = not self.include_pending and (
                 conflict.path in self.hidden or _pending_file(vault, conflict.sidecar)
@@ -237,7 +239,8 @@ class TrustPages:
                 {
                     "path": conflict.path,
                     "sidecar": conflict.sidecar,
-                    "ref": conflict.record_id or conflict.short_id,
+                    # A record with several sidecars is resolved one sidecar at a time, by its id.
+                    "ref": conflict.short_id if sidecars[conflict.path] > 1 else conflict.ref,
                     "link": link_for_path(conflict.path) if conflict.path in published else None,
                     "local": _version(conflict.local),
                     "remote": _version(conflict.remote),
