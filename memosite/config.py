@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments
+from memosite.text import suggest_ascii
 
 PushMode = Literal["manual", "auto"]
 
@@ -235,7 +236,8 @@ def validate_project_id(project: str) -> str:
     """A project id names one directory under ``projects/``: never a path, never ``..``."""
     if not isinstance(project, str) or not _PROJECT_ID_RE.match(project) or ".." in project:
         raise InvalidArguments(
-            f"invalid project id {project!r}: use letters, digits, '.', '_' or '-' (no path separators, no '..')"
+            f"invalid project id {project!r}: use ASCII letters, digits, '.', '_' or '-', starting"
+            f" with a letter or digit (no path separators, no '..'){suggest_ascii(project)}"
         )
     return project
 

@@ -22,6 +22,7 @@ import yaml
 from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.kinds import KIND_FACTS, KINDS, directory_for_kind
 from memosite.text import slugify as text_slugify
+from memosite.text import suggest_ascii
 
 STATUSES = ("active", "paused", "shipped", "superseded", "archived", "completed")
 SOURCES = ("agent", "human", "imported")
@@ -89,7 +90,8 @@ def validate_slug(slug: str, what: str = "slug") -> str:
         raise InvalidArguments(f"invalid {what}: {len(slug)} characters long, at most 200")
     if not isinstance(slug, str) or "\x00" in slug or not _SLUG_RE.match(slug) or ".." in slug or slug.endswith(".md"):
         raise InvalidArguments(
-            f"invalid {what} {slug!r}: use letters, digits, '.', '_' or '-' (no path separators, '..' or NUL)"
+            f"invalid {what} {slug!r}: use ASCII letters, digits, '.', '_' or '-', starting with a letter"
+            f" or digit (no path separators, '..' or NUL){suggest_ascii(slug)}"
         )
     return slug
 

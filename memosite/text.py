@@ -118,6 +118,14 @@ def slugify(text: str, max_length: int = 80) -> str:
     return (cut.rsplit("-", 1)[0] if "-" in cut else cut[:max_length]).rstrip("-")
 
 
+def suggest_ascii(name: object) -> str:
+    """`` (try 'migratsiya')`` for a name written in another script, to end a message refusing it."""
+    if not isinstance(name, str) or name.isascii():
+        return ""
+    suggestion = slugify(name)
+    return f" (try {suggestion!r})" if suggestion else ""
+
+
 def counted(count: int, one: str, many: str | None = None) -> str:
     """``1 record``, ``3 records``: a count with its noun in the right number."""
     return f"{count} {one if count == 1 else (many or one + 's')}"

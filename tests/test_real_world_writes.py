@@ -164,6 +164,23 @@ def test_every_upsert_says_what_happened_in_json_and_one_line(vault: Vault, run_
     assert updated.startswith(f"updated trap {created['id']} → ")
 
 
+@pytest.mark.parametrize(
+    ("option", "name", "suggestion"),
+    [
+        ("--slug", "миграция-заказов", "migratsiya-zakazov"),
+        ("--project", "Проект-α", "proekt-a"),
+        ("--slug", "数据库", "shu-ju-ku"),
+    ],
+)
+def test_a_name_in_another_script_is_refused_with_its_ascii_spelling_offered(
+    vault: Vault, run_cli, option: str, name: str, suggestion: str
+) -> None:  # type: ignore[no-untyped-def]
+    outcome = run_cli("upsert", "--kind", "trap", "--title", "Orders", "--body", "x", option, name)
+    assert outcome.exit_code != 0 and outcome.stderr.count("\n") == 1
+    assert "use ASCII letters" in outcome.stderr and f"(try {suggestion!r})" in outcome.stderr
+    assert list_records(vault, "demo") == []  # nothing written
+
+
 # --- a record of another kind at the target ----------------------------------------------
 
 
