@@ -192,3 +192,73 @@ def test_a_sidecar_whose_record_was_deleted_elsewhere_says_where(team: Team, run
     assert "here" not in text.split("no version:", 1)[1].split("\n", 1)[0]
     [on_a] = list_conflicts(a)
     assert on_a.removal is not None and on_a.removal.label().startswith("deleted on this machine (by ")
+
+
+# --- 4. chained conflicts: the version in place is described as it is now ---------------------
+
+
+def chained_conflicts(team: Team) -> tuple[Vault, Vault]:
+    """Two rounds of both machines writing the trap: ``a`` ends with its second write in place
+    and three sidecars beside it (b's first, its own first, b's second)."""
+    a, b = synced_pair(team)
+    for round_ in ("v1", "v2"):
+        trap(a, body=f"A {round_}\n")
+        trap(b, body=f"B {round_}\n")
+        sync_vault(b)
+        sync_vault(a)
+    return a, b
+
+
+def test_the_version_in_place_is_described_by_the_write_that_gave_it_its_content(team: Team) -> None:
+    a, _ = chained_conflicts(team)
+    found = list_conflicts(a)
+    assert sorted(read_record(a.root / c.sidecar).body for c in found) == ["A v1\n", "B v1\n", "B v2\n"]
+    in_place = {(c.local.commit, c.local.author, c.local.written_here, c.local.updated) for c in found}
+    assert len(in_place) == 1  # one file in place, one description, whichever sidecar it stands beside
+    [(commit, _, written_here, updated)] = in_place
+    assert written_here is True and updated == read_record(a.root / TRAP).frontmatter["updated"]
+    assert commit == git(a.root, "log", "-1", "--format=%h", "--abbrev=7", "HEAD^1", "--", TRAP).strip()
+
+
+def test_take_mine_never_brings_back_an_older_write_of_this_machine(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a, _ = chained_conflicts(team)
+    for conflict in list_conflicts(a):
+        own_older = read_record(a.root / conflict.sidecar).body == "A v1\n"
+        done = run_cli("resolve", conflict.short_id, "--take", "mine", "--vault", str(a.root))
+        if own_older:  # both versions are this machine's: mine names no one version
+            assert done.exit_code != 0 and done.stderr.count("\n") == 1
+            assert "both versions" in done.stderr and "--take in-place" in done.stderr
+            assert run_cli("resolve", conflict.short_id, "--take", "in-place", "--vault", str(a.root)).exit_code == 0
+        else:
+            assert done.exit_code == 0, done.stderr
+        assert read_record(a.root / TRAP).body == "A v2\n"
+    assert list_conflicts(a) == []
+
+
+def test_take_mine_refuses_an_older_write_when_a_newer_one_of_this_machine_stands_beside_it(
+    team: Team,
+    run_cli,  # type: ignore[no-untyped-def]
+) -> None:
+    _, b = chained_conflicts(team)
+    sync_vault(b)  # b now holds a's v2 in place, its own v1 and v2 in sidecars
+    [older] = [c for c in list_conflicts(b) if read_record(b.root / c.sidecar).body == "B v1\n"]
+    before = state(b)
+    refused = run_cli("resolve", older.short_id, "--take", "mine", "--vault", str(b.root))
+    assert refused.exit_code != 0 and refused.stderr.count("\n") == 1
+    assert "newer version" in refused.stderr and state(b) == before
+
+
+def test_an_uncommitted_edit_in_place_is_this_machines_version(team: Team) -> None:
+    a, _ = conflict_on_both(team)
+    path = a.root / TRAP
+    path.write_text(path.read_text(encoding="utf-8").replace("by address", "by address, by hand"), encoding="utf-8")
+    [conflict] = list_conflicts(a)
+    assert (conflict.local.uncommitted, conflict.local.written_here, conflict.local.commit) == (True, True, None)
+
+
+def test_the_hint_names_the_sidecar_when_a_record_has_several(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a, _ = chained_conflicts(team)
+    text = run_cli("conflicts", "--vault", str(a.root)).stdout
+    for conflict in list_conflicts(a):
+        assert f"memosite resolve {conflict.short_id} --take" in text
+    assert "memosite resolve lock-order --take" not in text

@@ -10,7 +10,10 @@ Everything here is read from the vault's git history, which every machine shares
 * the commit where the sidecar first appeared is where the conflict was made, and the record's
   version in that commit is the version that was in place then (``resolve`` without ``--take``
   compares the record with it, to tell a hand edit from no edit at all);
-* each version's writer is the commit that first gave the record that content, with its author;
+* each version's writer is the commit that first gave the record that content, with its author —
+  for the version in place, its content *now* (a record may have been written again since the
+  conflict, and several conflicts may stand beside it); a file in place that differs from HEAD is
+  this machine's uncommitted work;
 * whether that commit was made *on this machine* comes from this clone's own HEAD reflog (the
   commits it made, not those it fetched): that is what makes "this machine's version" true where it
   is said, and ``--take mine|theirs`` choose the same work on every machine. A commit older than
@@ -35,9 +38,10 @@ PLACES: tuple[Place, Place] = ("in-place", "sidecar")
 
 @dataclass(frozen=True)
 class Writer:
-    """The commit that wrote a version, and whether this machine made it (None: it cannot tell)."""
+    """The commit that wrote a version, and whether this machine made it (None: it cannot tell).
+    ``commit`` None: the version is not committed yet, written here."""
 
-    commit: CommitInfo
+    commit: CommitInfo | None
     here: bool | None
 
 
@@ -78,7 +82,7 @@ class Origin:
 
     made_in: CommitInfo | None  # None: the sidecar is not committed yet (or was written by hand)
     kept_blob: str | None  # the version in place when the sidecar was written
-    in_place: Writer | None
+    in_place: Writer | None  # the writer of the version in place now
     sidecar: Writer | None
     removal: Removal | None
 
@@ -88,6 +92,11 @@ class Origin:
         writers = zip(PLACES, (self.in_place, self.sidecar), strict=True)
         here = [place for place, writer in writers if writer is not None and writer.here]
         return here[0] if len(here) == 1 else None
+
+    @property
+    def both_mine(self) -> bool:
+        """Both versions were written on this machine: ``mine`` names neither one."""
+        return all(writer is not None and writer.here for writer in (self.in_place, self.sidecar))
 
 
 class Authorship:
@@ -99,12 +108,38 @@ class Authorship:
         self.has_history = (vault.root / ".git").exists() and self.repo.head() is not None
         self._here = self.repo.made_here() if self.has_history else MadeHere(frozenset(), None)
         self._deletions: dict[str, datetime] | None = None
+        self._writers: dict[tuple[str, str], Writer | None] = {}
 
     def writer(self, blob: str | None, path: str) -> Writer | None:
         if blob is None or not self.has_history:
             return None
-        commit = self.repo.first_writer(blob, path)
-        return Writer(commit, self._here.made(commit)) if commit is not None else None
+        if (blob, path) not in self._writers:
+            commit = self.repo.first_writer(blob, path)
+            self._writers[blob, path] = Writer(commit, self._here.made(commit)) if commit is not None else None
+        return self._writers[blob, path]
+
+    def in_place_writer(self, path: str, current: bytes | None) -> Writer | None:
+        """Who wrote ``path`` as it is now (``current``): this machine, uncommitted, when the file
+        differs from HEAD; else the first commit that gave it this content."""
+        if current is None or not self.has_history:
+            return None
+        committed = self.repo.blob_at("HEAD", path)
+        if committed != blob_id(current):
+            return Writer(None, True)
+        return self.writer(committed, path)
+
+    def newer(self, one: Writer, other: Writer) -> bool:
+        """Whether ``one`` wrote after ``other`` (by ancestry, else by commit time; uncommitted
+        work is the newest)."""
+        if one.commit is None or other.commit is None:
+            return one.commit is None and other.commit is not None
+        if one.commit.sha == other.commit.sha:
+            return False
+        if self.repo.is_ancestor(other.commit.sha, one.commit.sha):
+            return True
+        if self.repo.is_ancestor(one.commit.sha, other.commit.sha):
+            return False
+        return one.commit.seconds > other.commit.seconds
 
     def origin(self, path: str, sidecar: str, current: bytes | None, sidecar_bytes: bytes) -> Origin:
         """The :class:`Origin` of the conflict between ``path`` (its bytes now: ``current``) and
@@ -118,7 +153,7 @@ class Authorship:
         return Origin(
             made_in,
             kept_blob,
-            self.writer(kept_blob, path),
+            self.in_place_writer(path, current),
             self.writer(blob_id(sidecar_bytes), path),
             removal,
         )

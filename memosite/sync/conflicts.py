@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ class VersionInfo:
     author: str | None = None
     authored_at: str | None = None
     commit: str | None = None
-    uncommitted: bool = False  # the file in place differs from the last commit of it
+    uncommitted: bool = False  # the file in place differs from the last commit of it (written here)
     written_here: bool | None = None
     changed_since_conflict: bool = False  # the file in place is no longer the version of the conflict
 
@@ -89,6 +90,13 @@ class Conflict:
     mine: Place | None = None
     removal: Removal | None = None  # why there is no version in place
     origin: Origin | None = field(default=None, compare=False, repr=False)
+    sidecars_of_file: int = 1  # how many sidecars stand beside ``path`` (this one included)
+
+    @property
+    def both_mine(self) -> bool:
+        """Both versions were written on this machine (a record written here again after the
+        conflict): ``mine`` names neither one."""
+        return bool(self.local.written_here and self.remote.written_here)
 
     @property
     def is_record(self) -> bool:
@@ -100,6 +108,10 @@ class Conflict:
 
     @property
     def ref(self) -> str:
+        """What ``memosite resolve`` takes for this conflict: the record's id, or the sidecar's
+        short id when the record has several sidecars (or is not a record)."""
+        if self.sidecars_of_file > 1:
+            return self.short_id
         return self.record_id or self.short_id
 
     def to_json(self) -> dict[str, Any]:
@@ -125,6 +137,9 @@ class Conflict:
         out.append(f"  sidecar : {self._describe(self.remote)}")
         if self.mine is not None:
             choice = "--take mine|theirs"
+        elif self.both_mine:
+            choice = "--take in-place|sidecar"
+            out.append("  this machine wrote both versions: choose by place (see each one's updated)")
         else:
             choice = "--take in-place|sidecar"
             out.append("  this machine wrote neither version (or its reflog no longer goes back that far)")
@@ -136,7 +151,8 @@ class Conflict:
         if not info.exists:
             return "no version: " + (self.removal.label() if self.removal else "deleted")
         if not info.commit:
-            role = "a version not in the vault's history"
+            committed = info.uncommitted and info.written_here
+            role = "this machine's version, not committed yet" if committed else "a version not in the vault's history"
         else:
             role = {
                 True: "this machine's version",
@@ -206,7 +222,8 @@ def list_conflicts(vault: Vault, project: str | None = None, *, details: bool = 
         if name is None:
             continue
         conflicts.append(_describe(vault, relative, name, authorship))
-    return conflicts
+    per_file = Counter(c.path for c in conflicts)
+    return [dataclasses.replace(c, sidecars_of_file=per_file[c.path]) for c in conflicts]
 
 
 def _describe(vault: Vault, relative: str, name: SidecarName, authorship: Authorship | None) -> Conflict:
@@ -248,6 +265,8 @@ def _with_writer(info: VersionInfo, writer: Writer | None, **changes: Any) -> Ve
     if writer is None:
         return dataclasses.replace(info, **changes)
     commit = writer.commit
+    if commit is None:  # not committed yet: this machine's work
+        return dataclasses.replace(info, written_here=writer.here, **changes)
     return dataclasses.replace(
         info,
         author=commit.author,
@@ -261,7 +280,8 @@ def _with_writer(info: VersionInfo, writer: Writer | None, **changes: Any) -> Ve
 def _in_place_info(
     authorship: Authorship, path: str, info: VersionInfo, data: bytes | None, origin: Origin
 ) -> VersionInfo:
-    """The version in place: written by whoever wrote it as it was when the conflict was made."""
+    """The version in place as it is now: written by the first commit that gave it this content,
+    or by this machine when the file differs from HEAD (not committed yet)."""
     if not info.exists:
         return info
     current = blob_id(data) if data is not None else None
@@ -335,18 +355,47 @@ def find_conflicts(vault: Vault, ref: str, project: str | None = None) -> list[C
     return chosen
 
 
-def _place_of(take: Take, conflict: Conflict) -> Place:
+def _place_of(authorship: Authorship, take: Take, conflict: Conflict, siblings: list[Conflict]) -> Place:
     """The version ``take`` names for this conflict on this machine."""
     if take in PLACES:
         return take
+    origin = conflict.origin
+    if origin is not None and origin.both_mine:
+        assert origin.in_place is not None and origin.sidecar is not None
+        newer, older = ("sidecar", "in-place") if authorship.newer(origin.sidecar, origin.in_place) else PLACES
+        raise InvalidArguments(
+            f"this machine wrote both versions of {conflict.path} (the {newer} one later), so --take {take}"
+            f" names neither: choose by place, --take {newer} keeps the later one, --take {older} the earlier"
+        )
     if conflict.mine is None:
         raise InvalidArguments(
             f"this machine wrote neither version of {conflict.path} (or no longer remembers which), so"
             f" --take {take} names none: choose by place, --take in-place or --take sidecar (see memosite conflicts)"
         )
     if take in ("mine", "local"):
+        _refuse_an_older_write(authorship, conflict, siblings)
         return conflict.mine
     return "sidecar" if conflict.mine == "in-place" else "in-place"
+
+
+def _refuse_an_older_write(authorship: Authorship, conflict: Conflict, siblings: list[Conflict]) -> None:
+    """``mine`` must not put back a write of this machine that a later write of this machine
+    followed (the record, written again here, met a new conflict: that version is in place or in
+    another sidecar)."""
+    origin = conflict.origin
+    if origin is None or conflict.mine != "sidecar" or origin.sidecar is None:
+        return
+    chosen = origin.sidecar
+    for other in siblings:
+        writer = other.origin.sidecar if other.origin is not None else None
+        if other.sidecar == conflict.sidecar or writer is None or not writer.here:
+            continue
+        if authorship.newer(writer, chosen):
+            raise InvalidArguments(
+                f"this machine wrote a newer version of {conflict.path} than the one in {conflict.sidecar}: it is"
+                f" in {other.sidecar}, so --take mine would bring back an older write; resolve {other.short_id}"
+                f" first, or choose by place (--take in-place or --take sidecar)"
+            )
 
 
 def resolve_conflict(vault: Vault, ref: str, *, project: str | None = None, take: Take | None = None) -> ResolveResult:
@@ -360,12 +409,18 @@ def resolve_conflict(vault: Vault, ref: str, *, project: str | None = None, take
     authorship = Authorship(vault)
     chosen = [_with_origin(authorship, c) for c in found]
     conflict = chosen[0]
+    named = {c.sidecar for c in chosen}
+    siblings = chosen + [
+        _with_origin(authorship, c)
+        for c in list_conflicts(vault, details=False)
+        if c.path == conflict.path and c.sidecar not in named
+    ]
     target = vault.root / conflict.path
     if take is None:
         kept: Kept = "edited"
         _check_edited(authorship, conflict, chosen, _read(target))
     else:
-        places = {_place_of(take, c) for c in chosen}
+        places = {_place_of(authorship, take, c, siblings) for c in chosen}
         if len(chosen) > 1 and places != {"in-place"}:
             ids = ", ".join(c.short_id for c in chosen)
             raise InvalidArguments(f"{conflict.path} has {len(chosen)} sidecars ({ids}): resolve one by its id")
