@@ -39,32 +39,42 @@ def entry(session_id: str, updated: str, status: str = "ended") -> SessionEntry:
     return SessionEntry(session_id, Path("/nowhere") / session_id, manifest)
 
 
-def test_plan_keeps_newest_n_and_young_sessions() -> None:
+def test_plan_removes_ended_sessions_beyond_the_newest_n_or_older_than_d_days() -> None:
     entries = [
         entry("newest", "2026-02-28T00:00:00.000Z"),
         entry("young", "2026-02-20T00:00:00.000Z"),
-        entry("old", "2025-12-01T00:00:00.000Z"),
         entry("old-active", "2025-11-01T00:00:00.000Z", status="active"),
         entry("no-time", ""),
     ]
     decisions = {d.session_id: d for d in plan_retention(entries, keep=1, max_age_days=30, now=NOW)}
     assert not decisions["newest"].remove and "newest" in decisions["newest"].reason
-    assert not decisions["young"].remove and "younger" in decisions["young"].reason
-    assert decisions["old"].remove
+    assert decisions["young"].remove and decisions["young"].reason == "beyond the newest 1 ended session"
     assert not decisions["old-active"].remove and decisions["old-active"].reason == "active"
-    assert not decisions["no-time"].remove
+    assert decisions["no-time"].remove  # beyond the newest 1 ended sessions, whatever its time
 
 
-def test_old_ended_sessions_beyond_the_newest_n_are_removed(vault_dir: Path) -> None:
-    vault = configured(vault_dir, keep=1, days=30)
+def test_plan_removes_an_old_session_even_among_the_newest_n() -> None:
+    entries = [entry("old", "2025-12-01T00:00:00.000Z"), entry("no-time", "")]
+    decisions = {d.session_id: d for d in plan_retention(entries, keep=50, max_age_days=30, now=NOW)}
+    assert decisions["old"].remove and decisions["old"].reason == "older than 30 days"
+    assert not decisions["no-time"].remove  # an unreadable time is never too old
+
+
+def test_active_sessions_do_not_count_towards_the_newest_n() -> None:
+    entries = [entry("active", "2026-02-28T00:00:00.000Z", status="active"), entry("ended", "2026-02-27T00:00:00.000Z")]
+    decisions = {d.session_id: d for d in plan_retention(entries, keep=1, max_age_days=30, now=NOW)}
+    assert not decisions["ended"].remove
+
+
+def test_ended_sessions_beyond_the_newest_n_or_old_are_removed(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=2, days=30)
     newest = make(vault, "s-newest", "2026-02-27")
-    young = make(vault, "s-young", "2026-02-15")
-    old = make(vault, "s-old", "2025-12-01")
-    older = make(vault, "s-older", "2025-10-01")
+    old_among_newest = make(vault, "s-old", "2025-12-01")
+    beyond = make(vault, "s-older", "2025-10-01")
     result = apply_retention(vault, "demo", now=NOW)
     assert sorted(result.removed) == ["s-old", "s-older"]
-    assert newest.is_dir() and young.is_dir()
-    assert not old.exists() and not older.exists()
+    assert newest.is_dir()
+    assert not old_among_newest.exists() and not beyond.exists()
     assert [p.name for p in sessions_root(vault, "demo").iterdir() if p.name.startswith(".")] == []
 
 
@@ -143,19 +153,20 @@ def test_a_session_held_open_by_a_writer_is_skipped(vault_dir: Path) -> None:
 
 @pytest.mark.parametrize("keep", [0, 2])
 def test_retention_reads_keep_and_age_from_config(vault_dir: Path, keep: int) -> None:
-    vault = configured(vault_dir, keep=keep, days=10)
+    vault = configured(vault_dir, keep=keep, days=1000)
     for number in range(3):
         make(vault, f"s{number}", f"2025-12-0{number + 1}")
     result = apply_retention(vault, "demo", now=NOW)
-    assert (result.keep, result.max_age_days) == (keep, 10)
+    assert (result.keep, result.max_age_days) == (keep, 1000)
     assert len(result.removed) == 3 - keep
+    assert len(apply_retention(configured(vault_dir, keep=50, days=10), "demo", now=NOW).removed) == keep
 
 
 # --- zero-turn and crashed sessions, vtcode's sessions -------------------------------------------
 
 
 def test_a_session_that_never_started_a_turn_is_closed_once_it_has_ended(vault_dir: Path) -> None:
-    vault = configured(vault_dir, keep=0, days=30)
+    vault = configured(vault_dir, keep=50, days=30)
     ended = make(vault, "zero-ended", "2025-10-01")
     young = make(vault, "zero-young", "2026-02-27")
     result = apply_retention(vault, "demo", now=NOW)
@@ -204,3 +215,65 @@ def test_retention_over_a_vtcode_root_follows_vtcodes_status(vault_dir: Path, tm
     assert not (root / "sess-2026-08-23-a").exists()
     assert (root / "exec_task_9c01").is_dir()  # active: protected
     assert (root / "not-a-session" / "notes.txt").is_file()
+
+
+# --- sessions vtcode's migrate_legacy imported: manifest.json and derived/, no log ----------------
+
+
+def migrated(root: Path, session_id: str, *, updated: str, status: str = "completed") -> Path:
+    """A session as vtcode's migrate_legacy leaves it: derived/memory.json (the legacy envelope,
+    copied as it was) and a pretty-printed SessionManifest, no events.jsonl and no index/."""
+    directory = root / session_id
+    (directory / "derived").mkdir(parents=True)
+    memory = {"session_id": session_id, "summary": "imported", "grounded_facts": [{"fact": "the widget is blue"}]}
+    (directory / "derived" / "memory.json").write_text(json.dumps(memory, indent=2), encoding="utf-8")
+    manifest = {
+        "session_id": session_id,
+        "schema_version": 1,
+        "created_at": updated,
+        "updated_at": updated,
+        "turn_count": 0,
+        "event_count": 0,
+        "status": status,
+    }
+    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return directory
+
+
+def test_a_migrated_session_has_the_status_its_manifest_gives_it(vault_dir: Path, tmp_path: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=30)
+    root = tmp_path / ".vtcode" / "sessions"
+    completed = migrated(root, "session-foo", updated="2025-01-01T00:00:00+00:00")
+    active = migrated(root, "session-bar", updated="2025-01-01T00:00:00+00:00", status="active")
+    with Session.open(vault, "demo", "session-foo", writable=False, root=root) as session:
+        assert session.summary().status == "ended"
+    result = apply_retention(vault, "demo", now=NOW, root=root)
+    assert result.removed == ["session-foo"] and result.skipped == []
+    assert {d.session_id: d.remove for d in result.decisions} == {"session-foo": True, "session-bar": False}
+    assert not completed.exists() and active.is_dir()
+
+
+def test_a_manifest_of_only_vtcodes_session_summary_fields_is_a_session(vault_dir: Path, tmp_path: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=0)
+    root = tmp_path / "sessions"
+    linked = root / "linked-session"
+    linked.mkdir(parents=True)
+    summary = {"session_id": "linked-session", "turn_count": 0, "event_count": 0, "status": "completed"}
+    (linked / "manifest.json").write_text(json.dumps({**summary, "updated_at": "2020-01-01T00:00:00Z"}), "utf-8")
+    with Session.open(vault, "demo", "linked-session", writable=False, root=root) as session:
+        shown = session.summary()
+    assert (shown.status, shown.updated, shown.rescan_reason) == ("ended", "2020-01-01T00:00:00Z", None)
+    assert apply_retention(vault, "demo", now=NOW, root=root).removed == ["linked-session"]
+    assert not linked.exists()
+
+
+def test_a_session_the_recheck_keeps_has_one_decision_and_it_says_keep(vault_dir: Path) -> None:
+    vault = configured(vault_dir, keep=0, days=1)
+    active = make(vault, "s-active", "2025-01-01", ended=False)
+    manifest = json.loads((active / "manifest.json").read_text(encoding="utf-8"))
+    manifest["status"] = "completed"
+    (active / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    report = apply_retention(vault, "demo", now=NOW, dry_run=True).to_json()
+    assert report["removed"] == []
+    kept = {"sessionId": "s-active", "action": "keep", "reason": "active according to its log"}
+    assert report["decisions"] == report["skipped"] == [{**kept, "lastActivity": "2025-01-01T10:00:00.000Z"}]

@@ -210,6 +210,46 @@ def test_a_crashed_vtcode_session_with_a_sanitised_name_is_active(workspace: Pat
     assert "not-a-session" not in entries
 
 
+def write_migrated(root: Path, session_id: str, facts: list[str], *, updated: str) -> Path:
+    """A session as vtcode's migrate_legacy leaves it: the legacy memory envelope copied to
+    derived/memory.json, a pretty-printed SessionManifest with status "completed", no log."""
+    directory = root / session_id
+    (directory / "derived").mkdir(parents=True)
+    memory = {"session_id": session_id, "summary": "imported", "grounded_facts": [{"fact": f} for f in facts]}
+    (directory / "derived" / "memory.json").write_text(json.dumps(memory, indent=2), encoding="utf-8")
+    manifest = {
+        "session_id": session_id, "schema_version": 1, "created_at": updated, "updated_at": updated,
+        "turn_count": 0, "event_count": 0, "status": "completed",
+    }  # fmt: skip
+    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return directory
+
+
+def test_show_list_and_retain_agree_that_a_migrated_vtcode_session_has_ended(workspace: Path) -> None:
+    root = workspace / ".vtcode" / "sessions"
+    migrated = write_migrated(root, "session-foo", ["the widget is blue"], updated="2020-01-01T00:00:00+00:00")
+    before = snapshot(migrated)
+    shown = run_json("show", "--dir", str(migrated))
+    assert (shown["status"], shown["hasLog"], shown["rescanReason"]) == ("ended", False, None)
+    listed = {row["sessionId"]: row["status"] for row in run_json("list", "--root", ".vtcode/sessions")["sessions"]}
+    assert listed["session-foo"] == "ended"
+    report = run_json("retain", "--root", ".vtcode/sessions", "--dry-run")
+    decisions = [d for d in report["decisions"] if d["sessionId"] == "session-foo"]
+    assert [d["action"] for d in decisions] == ["remove"] and report["skipped"] == []
+    assert "session-foo" in report["removed"]
+    assert snapshot(migrated) == before
+
+
+def test_memosite_never_writes_into_a_migrated_vtcode_session(workspace: Path, vault: Vault) -> None:
+    root = workspace / ".vtcode" / "sessions"
+    migrated = write_migrated(root, "session-foo", ["the widget is blue"], updated="2020-01-01T00:00:00+00:00")
+    before = snapshot(migrated)
+    with pytest.raises(SessionForeign):
+        Session.open(vault, "demo", "session-foo", root=root)
+    run_json("pack", "--dir", str(migrated))  # the pack is the one file memosite adds, beside vtcode's
+    assert {k: v for k, v in snapshot(migrated).items() if k != "derived/audit-pack.json"} == before
+
+
 # --- vtcode reads what memosite writes -------------------------------------------------------------
 
 

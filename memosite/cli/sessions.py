@@ -195,6 +195,8 @@ def _describe(summary: SessionSummary) -> str:
         f"  {counted(summary.turns, 'turn')}   {counted(summary.events, 'event')}   "
         f"{counted(summary.log_bytes, 'byte')}" + (f"   turn {summary.open_turn} open" if summary.open_turn else ""),
     ]
+    if not summary.has_log:
+        lines.append("  no events.jsonl: described by vtcode's manifest (a session vtcode imported)")
     if summary.rescan_reason:
         lines.append(f"  metadata was rebuilt from the log: {summary.rescan_reason}")
     if summary.malformed_lines:
@@ -324,7 +326,7 @@ def verify(app: App, session_id: str | None, root_dir: str | None, session_dir: 
 @_root_option
 @vault_options
 def retain(app: App, dry_run: bool, root_dir: str | None) -> None:
-    """Remove old ended sessions beyond sessions.keep / sessions.maxAgeDays (config.json)."""
+    """Remove ended sessions beyond the newest sessions.keep or older than sessions.maxAgeDays (config.json)."""
     from memosite.sessions import apply_retention
     from memosite.text import counted
 

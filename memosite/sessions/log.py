@@ -82,6 +82,8 @@ class EventLog:
         self.rescan_reason: str | None = None
         self.torn_tail_repaired = False
         self.foreign_events = 0
+        # No log, only the manifest vtcode wrote (a session vtcode's migrate_legacy imported).
+        self.described_by_vtcode = False
         self._lock = lock
         self._buffer: list[bytes] = []
         self._buffered_bytes = 0
@@ -218,12 +220,17 @@ class EventLog:
 
         Events vtcode wrote carry no time; ``described`` (the manifest found, if any) supplies
         the session's times then. A log holding such events is read-only for memosite.
+
+        With no log at all, a manifest vtcode wrote is the whole session (vtcode's
+        ``migrate_legacy`` leaves imported sessions as a manifest and ``derived/``): its status,
+        counts and times are the session's, and memosite does not write to it either.
         """
         meta = Manifest(self.paths.session_id, self.meta.project, generation=previous_generation + 1)
         state = TurnState()
         offset = 0
         torn = False
         foreign = 0
+        log_missing = False
         try:
             with contextlib.closing(_open_log(self.paths.events)) as handle:
                 for line in handle:
@@ -247,22 +254,27 @@ class EventLog:
                             foreign += event.foreign
                     offset += len(line)
         except FileNotFoundError:
-            pass
+            log_missing = True
         except OSError as exc:
             raise StorageError(f"cannot read {self.paths.events}: {exc.strerror or exc}") from exc
         if described is not None and not described.trusted:
             meta.created = described.created
             meta.updated = meta.updated or described.updated
             meta.start_time = meta.start_time or described.created
+            if log_missing and described.by_vtcode:
+                meta.status, meta.event_count = described.status, described.event_count
+                state = TurnState(base=described.completed_turns)
         meta.created = meta.created or meta.start_time
-        if foreign and self.writable:
+        self.described_by_vtcode = log_missing and described is not None and described.by_vtcode
+        if (foreign or self.described_by_vtcode) and self.writable:
             raise SessionForeign(
                 f"session {self.paths.session_id} was written by vtcode: memosite reads it but does not write to it"
             )
         self.meta, self.state = meta, state
         self.foreign_events = foreign
         self._durable_bytes = offset
-        self.rescan_reason = reason
+        # Nothing was rebuilt when there is no log: the manifest is taken as it stands.
+        self.rescan_reason = None if self.described_by_vtcode else reason
         if not self.writable:
             self._sync_meta()
             return
@@ -373,6 +385,11 @@ class EventLog:
             raise StorageError(self._broken)
 
     # --- reading ---------------------------------------------------------------------------
+    @property
+    def by_vtcode(self) -> bool:
+        """vtcode wrote this session (events in its log, or only its manifest): memosite only reads it."""
+        return self.foreign_events > 0 or self.described_by_vtcode
+
     @property
     def broken(self) -> bool:
         """True after a failed write: the tail may be torn, so only a reopen may continue."""

@@ -11,7 +11,10 @@ whether they match ``events.jsonl`` without reading it.
 Parsing never raises: anything malformed comes back as None and the caller rescans the
 canonical log. A manifest vtcode wrote (no ``memosite`` object) or one memosite wrote before it
 used vtcode's shape (``{"version": 1, "sessionId", ...}``) parses as *not trustworthy*: good for
-listing a session, never for skipping the rescan.
+listing a session, never for skipping the rescan. vtcode's own manifest needs only the fields
+vtcode's retention and ``recent_sessions`` read (its ``SessionSummary``: ``session_id``,
+``turn_count``, ``event_count``, ``status``, ``updated_at``); ``created_at`` and
+``schema_version`` are read when present.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class Manifest:
     created: str | None = None
     # Read from a manifest vtcode (or an older memosite) wrote: describes the session, not the log.
     trusted: bool = True
+    # Read from a manifest vtcode wrote (no memosite stamps).
+    by_vtcode: bool = False
 
     @property
     def created_at(self) -> str:
@@ -128,16 +133,18 @@ class Manifest:
                 project="",
                 status="active" if status == "active" else "ended",  # vtcode: only "active" is open
                 updated=_str(raw["updated_at"]),
-                created=_str(raw["created_at"]),
+                created=_opt_str(raw.get("created_at")),
                 event_count=_int(raw["event_count"]),
                 completed_turns=_int(raw["turn_count"]),
                 last_turn=_int(raw["turn_count"]),
                 trusted=False,
             )
-            _int(raw["schema_version"])
             extension = raw.get(EXTENSION_KEY)
             if extension is None:
-                return manifest  # vtcode's own manifest
+                manifest.by_vtcode = True
+                return manifest
+            _int(raw["schema_version"])
+            manifest.created = _str(raw["created_at"])
             if not isinstance(extension, dict) or extension.get("version") != METADATA_VERSION:
                 return None
             manifest.project = _str(extension["project"])

@@ -266,7 +266,7 @@ def pack_session(vault: Vault, project: str, session_id: str, *, root: Path | No
     from memosite.sessions.session import Session
 
     paths = SessionPaths.for_session(vault, project, session_id, root)
-    if EventLog.open(paths, project, writable=False).foreign_events:
+    if EventLog.open(paths, project, writable=False).by_vtcode:
         return write_pack(paths, default_clock())
     with Session.open(vault, project, session_id, sync_record=False, root=root) as session:
         session.flush()

@@ -1,4 +1,5 @@
-"""Retention: keep the newest N sessions and those younger than D days, remove the rest.
+"""Retention, as vtcode's: of the ended sessions, those beyond the newest N go, and so do those
+older than D days.
 
 Only direct child directories of the sessions root that validate as sessions are candidates. An
 active session, a session another process holds open, a symlink and anything that is not a
@@ -7,8 +8,10 @@ never a path read from a manifest.
 
 Status follows vtcode: only the event that ends a session (``thread.completed``) makes it
 removable, whatever it holds. A session that never started a turn is an ordinary closed session
-once it has ended, and one that crashed before ending stays active, so it is kept. A directory
-with neither a manifest nor a log that starts a session is not a session and is never touched.
+once it has ended, and one that crashed before ending stays active, so it is kept. A session
+vtcode's ``migrate_legacy`` imported (a manifest, ``derived/`` and no log) has the status its
+manifest gives it, as vtcode's retention reads it. A directory with neither a manifest nor a log
+that starts a session is not a session and is never touched.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from memosite.sessions.catalog import SessionEntry, iter_sessions, validate_sess
 from memosite.sessions.log import EventLog
 from memosite.sessions.paths import SessionPaths, sessions_root
 from memosite.sessions.session import session_lock_path
+from memosite.text import counted
 from memosite.vault import TEMP_PREFIX, Vault
 
 
@@ -79,21 +83,26 @@ def _age_days(entry: SessionEntry, now: datetime) -> float | None:
 def plan_retention(
     entries: list[SessionEntry], *, keep: int, max_age_days: float, now: datetime
 ) -> list[RetentionDecision]:
-    """Newest first; a session goes only if it is ended, outside the newest ``keep`` and old."""
+    """Newest first; an ended session goes if it is beyond the newest ``keep`` ended sessions or
+    older than ``max_age_days`` (either, as in vtcode's ``apply_retention``). Active sessions stay
+    and do not count towards ``keep``; a session whose time cannot be read is never too old."""
     ranked = sorted(entries, key=lambda e: (e.last_activity, e.session_id), reverse=True)
     decisions = []
-    for rank, entry in enumerate(ranked):
-        age = _age_days(entry, now)
+    closed = 0
+    for entry in ranked:
         if entry.active:
-            remove, reason = False, "active"
-        elif rank < keep:
-            remove, reason = False, f"among the newest {keep}"
+            decisions.append(RetentionDecision(entry.session_id, False, "active", entry.last_activity))
+            continue
+        closed += 1
+        age = _age_days(entry, now)
+        if closed > keep:
+            remove, reason = True, f"beyond the newest {counted(keep, 'ended session')}"
+        elif age is not None and age > max_age_days:
+            remove, reason = True, f"older than {max_age_days:g} days"
         elif age is None:
-            remove, reason = False, "no readable activity time"
-        elif age < max_age_days:
-            remove, reason = False, f"younger than {max_age_days:g} days"
+            remove, reason = False, f"among the newest {keep}; no readable activity time"
         else:
-            remove, reason = True, f"older than {max_age_days:g} days and not among the newest {keep}"
+            remove, reason = False, f"among the newest {keep} and not older than {max_age_days:g} days"
         decisions.append(RetentionDecision(entry.session_id, remove, reason, entry.last_activity))
     return decisions
 
@@ -138,7 +147,7 @@ def apply_retention(
     with vault.lock():
         entries = list(iter_sessions(base, project, named_root=named))
         result.decisions = plan_retention(entries, keep=keep, max_age_days=max_age, now=now or utc_now())
-        for decision in result.decisions:
+        for position, decision in enumerate(result.decisions):
             if not decision.remove:
                 continue
             problem = _confirm_removable(base, project, decision.session_id, named_root=named)
@@ -152,9 +161,10 @@ def apply_retention(
                 except Timeout:
                     lock, problem = None, "open in another process"
             if problem is not None or lock is None:
-                result.skipped.append(
-                    RetentionDecision(decision.session_id, False, problem or "locked", decision.last_activity)
-                )
+                # The re-check has the last word: the session's one decision becomes "keep".
+                kept = RetentionDecision(decision.session_id, False, problem or "locked", decision.last_activity)
+                result.decisions[position] = kept
+                result.skipped.append(kept)
                 continue
             try:
                 if not dry_run:

@@ -64,6 +64,8 @@ class SessionSummary:
     facts: int = 0
     malformed_lines: int = 0
     rescan_reason: str | None = None
+    # False for a session vtcode imported: no events.jsonl, only its manifest and derived/.
+    has_log: bool = True
     handoff: str = ""
     recent: list[Event] = field(default_factory=list)
     # Line in events.jsonl of each recent event vtcode wrote, by seq (its seq is an offset + 1).
@@ -91,6 +93,7 @@ class SessionSummary:
             "facts": self.facts,
             "malformedLines": self.malformed_lines,
             "rescanReason": self.rescan_reason,
+            "hasLog": self.has_log,
             "handoff": self.handoff,
             "recent": [{**event.to_json(), "line": self.recent_lines.get(event.seq)} for event in self.recent],
         }
@@ -311,6 +314,7 @@ class Session:
             facts=len(self.derived.facts),
             malformed_lines=meta.malformed_lines,
             rescan_reason=self.log.rescan_reason,
+            has_log=not self.log.described_by_vtcode,
             handoff=self.handoff(),
             recent=[logged.event for logged in tail],
             recent_lines={seq: lines[offset] for offset, seq in foreign.items()},
