@@ -365,6 +365,17 @@ class _PythonDumper(yaml.SafeDumper):
 
 _Dumper.yaml_implicit_resolvers = _core_schema_resolvers(yaml.SafeDumper.yaml_implicit_resolvers, keep_yaml11=True)
 _PythonDumper.yaml_implicit_resolvers = _Dumper.yaml_implicit_resolvers
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # The Python emitter writes NEL and the Unicode line and paragraph separators as line breaks in
+    # a single-quoted scalar, which a reader folds into a space: double quotes escape them.
+    style = '"' if any(br in value for br in _UNICODE_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_PythonDumper.add_representer(str, _represent_str)
 
 
 def load_yaml(text: str) -> Any:

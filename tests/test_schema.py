@@ -313,3 +313,10 @@ def test_frontmatter_text_is_written_as_typed_in_every_script(title: str) -> Non
     for char in set(title):
         if ord(char) > 0xFFFF:
             assert char in dumped
+
+
+@pytest.mark.parametrize("title", ["release 0\x85🚀", "a\u2028b 😀", "x\u2029𠮷", "é\x85"])
+def test_unicode_line_breaks_beside_emoji_read_back_unchanged(title: str) -> None:
+    """NEL and the Unicode line/paragraph separators are line breaks to YAML: next to an emoji
+    (which sends the text to the pure-Python emitter) they must not be folded into a space."""
+    assert load_yaml(dump_yaml({"title": title}))["title"] == title
