@@ -40,18 +40,22 @@ UNSPACED_RANGES = (
 )
 # A word: letters, digits and underscore of any script, or a run of the characters above (the
 # pictographs are no word characters to ``\w``). Every tokenizer of memosite uses this one pattern.
-WORD_PATTERN = "[\\w" + "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES) + "]+"
+_UNSPACED_SET = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)  # no ASCII to escape
+WORD_PATTERN = f"[\\w{_UNSPACED_SET}]+"
 _WORD_RE = re.compile(WORD_PATTERN)
+_UNSPACED_CHAR_RE = re.compile(f"[{_UNSPACED_SET}]")
+_RUN_RE = re.compile(f"[{_UNSPACED_SET}]+|[^{_UNSPACED_SET}]+")
 
 
 def is_unspaced(char: str) -> bool:
     """True for a character of a script written without spaces between words (or a pictograph)."""
-    point = ord(char)
-    return any(low <= point <= high for low, high in UNSPACED_RANGES)
+    return _UNSPACED_CHAR_RE.match(char) is not None
 
 
 def fold(text: str) -> str:
     """NFKC, case-folded, combining marks removed (see the module docstring)."""
+    if text.isascii():
+        return text.lower()  # what the general path gives for ASCII, without its pass per character
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     stripped = "".join(char for char in decomposed if not unicodedata.combining(char))
     return unicodedata.normalize("NFKC", stripped)
@@ -64,19 +68,7 @@ def words(text: str) -> list[str]:
 
 def _split_unspaced(word: str) -> list[str]:
     """A word into its spaced parts and its runs of unspaced characters, in order."""
-    parts: list[str] = []
-    current = ""
-    current_unspaced = False
-    for char in word:
-        unspaced = is_unspaced(char)
-        if current and unspaced != current_unspaced:
-            parts.append(current)
-            current = ""
-        current += char
-        current_unspaced = unspaced
-    if current:
-        parts.append(current)
-    return parts
+    return [word] if word.isascii() else _RUN_RE.findall(word)
 
 
 def bigrams(run: str) -> list[str]:
@@ -109,8 +101,10 @@ def jaccard(left: str, right: str) -> float:
 def slugify(text: str, max_length: int = 80) -> str:
     """An ASCII slug for ``text``, cut at a hyphen to at most ``max_length`` characters; empty when
     nothing in ``text`` transliterates to a letter or digit."""
-    spaced = "".join(f" {char} " if is_unspaced(char) else char for char in unicodedata.normalize("NFKC", text))
-    ascii_text = anyascii(spaced).lower()
+    if text.isascii():
+        ascii_text = text.lower()
+    else:  # each unspaced character on its own, so that its transliteration is a word of the slug
+        ascii_text = anyascii(_UNSPACED_CHAR_RE.sub(r" \g<0> ", unicodedata.normalize("NFKC", text))).lower()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
     if len(slug) <= max_length:
         return slug

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memosite.cli import cli
 from memosite.curator import run_gc
@@ -577,6 +581,19 @@ def test_unspaced_sql_agrees_with_is_unspaced() -> None:
         assert sql == any(is_unspaced(char) for char in text)
 
     check()
+
+
+@given(st.text())
+def test_text_helpers_agree_with_their_definitions(text: str) -> None:
+    from memosite.text import UNSPACED_RANGES, fold, is_unspaced, slugify
+
+    for char in text:
+        assert is_unspaced(char) == any(low <= ord(char) <= high for low, high in UNSPACED_RANGES)
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(char for char in decomposed if not unicodedata.combining(char))
+    assert fold(text) == unicodedata.normalize("NFKC", plain)
+    assert fold(text + "é") == fold(text) + "e" or not text.isascii()  # the ASCII shortcut is the same fold
+    assert re.fullmatch(r"(?:[a-z0-9]+(?:-[a-z0-9]+)*)?", slugify(text))
 
 
 def test_occurrences_sql_agrees_with_trap_occurrences() -> None:
