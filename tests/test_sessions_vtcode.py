@@ -250,6 +250,34 @@ def test_memosite_never_writes_into_a_migrated_vtcode_session(workspace: Path, v
     assert {k: v for k, v in snapshot(migrated).items() if k != "derived/audit-pack.json"} == before
 
 
+def test_the_grounded_facts_of_a_migrated_vtcode_session_are_counted_and_found(workspace: Path) -> None:
+    root = workspace / ".vtcode" / "sessions"
+    facts = ["the widget is blue", "Платёжный сертификат хранится в keychain"]
+    migrated = write_migrated(root, "session-foo", facts, updated="2020-01-01T00:00:00+00:00")
+    before = snapshot(migrated)
+    shown = run_json("show", "--dir", str(migrated))
+    assert shown["facts"] == 2 and "- the widget is blue" in shown["handoff"]
+    hits = run_json("search", "widget blue", "--root", ".vtcode/sessions")["hits"]
+    assert [(h["sessionId"], h["type"], h["chunkId"], h["snippet"]) for h in hits] == [
+        ("session-foo", "fact", "session-foo:fact:0000:0000", "the widget is blue")
+    ]
+    assert (
+        run_json("search", "сертификат", "--dir", str(migrated))["hits"][0]["chunkId"] == "session-foo:fact:0001:0000"
+    )
+    text = CliRunner().invoke(cli, ["session", "search", "widget", "--dir", str(migrated)]).stdout
+    assert "session-foo  derived/memory.json  fact" in text
+    assert snapshot(migrated) == before  # read-only: no index, no views written into vtcode's directory
+
+
+def test_the_grounded_facts_vtcode_keeps_beside_its_log_count_with_the_logs(workspace: Path) -> None:
+    session_dir = workspace / ".vtcode" / "sessions" / SESSION
+    before = snapshot(session_dir)
+    assert run_json("show", "--dir", str(session_dir))["facts"] == 1
+    hits = run_json("search", "parser lives", "--dir", str(session_dir))["hits"]
+    assert hits[0]["type"] == "fact" and hits[0]["snippet"] == "the ledger parser lives in src/ledger_parser.rs"
+    assert snapshot(session_dir) == before
+
+
 # --- vtcode reads what memosite writes -------------------------------------------------------------
 
 

@@ -255,8 +255,12 @@ def _format_hits(results: SearchResults) -> str:
         return f"no matches for {results.query!r}"
     lines = []
     for hit in results.hits:
-        number = _event_number(hit.seq, hit.line)
-        lines.append(f"{hit.score:7.3f}  {hit.session_id}  turn {hit.turn or '-'}  {number}  {hit.type}")
+        where = (
+            "derived/memory.json"
+            if hit.grounded_fact
+            else f"turn {hit.turn or '-'}  {_event_number(hit.seq, hit.line)}"
+        )
+        lines.append(f"{hit.score:7.3f}  {hit.session_id}  {where}  {hit.type}")
         lines.append(f"         {hit.snippet}")
     return "\n".join(lines)
 

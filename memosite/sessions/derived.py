@@ -9,6 +9,10 @@ Each view also carries the fields vtcode reads from the same file: ``memory.json
 ``session_id`` and ``grounded_facts: [{fact}]`` (what ``query_facts`` and ``search_memory``
 read), ``progress.json`` a ``ProgressLedger`` (``session_id``, ``goal``, ``milestones``,
 ``confidence``, ``stalled_since``, ``updated_at``) built from the goals.
+
+A session vtcode wrote keeps its facts in its own ``derived/memory.json`` (``grounded_facts``,
+as vtcode's ``query_facts`` reads them; a session its ``migrate_legacy`` imported has nothing
+else): they count as the session's facts, ahead of any the log holds. memosite only reads them.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from memosite.errors import MemositeError
 from memosite.sessions import safefs
 from memosite.sessions.events import FACT, SESSION_SUMMARY
 from memosite.sessions.ledger import Fact, GoalLedger
 from memosite.sessions.log import EventLog, LoggedEvent
+from memosite.sessions.paths import SessionPaths
 
 DERIVED_VERSION = 1
 
@@ -129,11 +135,30 @@ def _from_views(log: EventLog) -> DerivedState | None:
     return state
 
 
+def vtcode_grounded_facts(paths: SessionPaths) -> list[str]:
+    """The non-blank ``grounded_facts[].fact`` texts of a ``derived/memory.json`` vtcode wrote, in
+    order; [] when the file is missing, malformed or memosite's own (whose facts are the log's)."""
+    try:
+        data = json.loads(safefs.read_private(paths.memory))
+    except (FileNotFoundError, MemositeError, ValueError, UnicodeDecodeError):
+        return []
+    if not isinstance(data, dict) or (data.get("version") == DERIVED_VERSION and "throughOffset" in data):
+        return []
+    items = data.get("grounded_facts")
+    if not isinstance(items, list):
+        return []
+    texts = (item.get("fact") for item in items if isinstance(item, dict))
+    return [text for text in texts if isinstance(text, str) and text.strip()]
+
+
 def load_derived(log: EventLog) -> DerivedState:
-    """Fresh views caught up with the log, or views rebuilt from the whole log."""
+    """Fresh views caught up with the log, or views rebuilt from the whole log; for a session
+    vtcode wrote, its own grounded facts first."""
     state = _from_views(log)
     if state is None:
         state = DerivedState(generation=log.meta.generation, dirty=True)
+        if log.by_vtcode:
+            state.facts = [Fact(0, "", None, text) for text in vtcode_grounded_facts(log.paths)]
     if state.through_offset == log.size and not state.dirty:
         return state
     for logged in log.iter_events(state.through_offset):

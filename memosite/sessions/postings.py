@@ -5,6 +5,9 @@ offset, as packed arrays (no pickle: a vault file must never be able to run code
 appended since then are indexed in memory on load; when that tail grows large the file is
 rewritten. Loaded indexes stay in a small in-process LRU keyed by the stat signature of the
 manifest and the log, so an atomic manifest replace (new inode) invalidates the entry.
+
+A session vtcode wrote also gets a chunk per grounded fact of its ``derived/memory.json``, in
+memory only: its ``offset`` is ``-1 - <fact index>`` (no line of the log), its ``seq`` 0.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from memosite.errors import MemositeError
 from memosite.sessions import safefs
+from memosite.sessions.derived import vtcode_grounded_facts
 from memosite.sessions.events import LIFECYCLE_TYPES, RESERVED_TYPES, Event, event_text
 from memosite.sessions.log import EventLog, LoggedEvent
 from memosite.sessions.paths import SessionPaths
@@ -108,21 +112,27 @@ class SessionIndex:
         """Index one event (its text split into chunks of CHUNK_TOKENS tokens)."""
         event = logged.event
         self.covered = logged.offset + logged.size
-        tokens = tokenize(searchable_text(event))
+        self._add_text(searchable_text(event), event.seq, event.turn or 0, event.timestamp, logged.offset)
+
+    def add_grounded_fact(self, number: int, text: str) -> None:
+        """Index fact ``number`` of vtcode's ``derived/memory.json`` (it has no time, no turn)."""
+        self._add_text(text, 0, 0, 0.0, grounded_fact_offset(number))
+
+    def _add_text(self, text: str, seq: int, turn: int, when: float, offset: int) -> None:
+        tokens = tokenize(text)
         if not tokens:
             return
-        when = event.timestamp
         self.newest_time = max(self.newest_time, when)
         for part, start in enumerate(range(0, len(tokens), CHUNK_TOKENS)):
             window = tokens[start : start + CHUNK_TOKENS]
             chunk = self.chunk_count
             for name, value in (
-                ("seq", event.seq),
+                ("seq", seq),
                 ("part", part),
-                ("turn", event.turn or 0),
+                ("turn", turn),
                 ("time", when),
                 ("length", len(window)),
-                ("offset", logged.offset),
+                ("offset", offset),
             ):
                 self.chunks[name].append(value)
             self.total_length += len(window)
@@ -214,15 +224,29 @@ class SessionIndex:
             return None
 
 
+def grounded_fact_offset(number: int) -> int:
+    """The ``offset`` of the chunks of grounded fact ``number``; its inverse is itself."""
+    return -1 - number
+
+
 _CACHE: OrderedDict[str, tuple[tuple[int, ...], SessionIndex]] = OrderedDict()
 
 
 def _signature(paths: SessionPaths) -> tuple[int, ...] | None:
-    try:
-        manifest, events = os.stat(paths.manifest), os.stat(paths.events)
-    except OSError:
-        return None
-    return (manifest.st_ino, manifest.st_mtime_ns, manifest.st_size, events.st_ino, events.st_size)
+    """Stat stamps of the manifest (required), the log and derived/memory.json (either may be missing)."""
+    stamps: list[int] = []
+    for path in (paths.manifest, paths.events, paths.memory):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            if path == paths.manifest:
+                return None
+            stamps += (-1, -1, -1)
+            continue
+        except OSError:
+            return None
+        stamps += (info.st_ino, info.st_mtime_ns, info.st_size)
+    return tuple(stamps)
 
 
 def clear_cache() -> None:
@@ -245,13 +269,21 @@ def session_index(paths: SessionPaths, project: str, *, persist: bool = True) ->
         index.add(logged)
     # Rewrite the packed file when it is missing or its in-memory tail has grown large; never
     # from a log that only a read-only rescan could make sense of (its generation is not on disk).
-    if persist and log.rescan_reason is None and index.delta_chunks > max(256, index.chunk_count // 4):
+    if (
+        persist
+        and log.rescan_reason is None
+        and not log.by_vtcode
+        and index.delta_chunks > max(256, index.chunk_count // 4)
+    ):
         data = index.pack()
         try:
             safefs.write_private(paths.search_index, data, durable=False)
         except MemositeError as exc:
             # Derived and disposable: the search still answers from memory, but say so.
             warn(f"cannot save the search index of session {paths.session_id}: {exc.message}")
+    if log.by_vtcode:
+        for number, text in enumerate(vtcode_grounded_facts(paths)):
+            index.add_grounded_fact(number, text)
     if signature is not None and signature == _signature(paths):
         _CACHE[key] = (signature, index)
         _CACHE.move_to_end(key)

@@ -8,7 +8,9 @@ The only other factor is a mild recency multiplier, ``1 + 0.1 * 0.5 ** (age_days
 chunk written at the same moment as the newest chunk searched gets x1.1, one a week older
 x1.05, and old ones tend to x1.0. Age is measured from the newest chunk, not the clock, so a
 search is reproducible. Equal final scores are ordered by chunk id,
-``<session-id>:<seq, 12 digits>:<part, 4 digits>``, ascending.
+``<session-id>:<seq, 12 digits>:<part, 4 digits>``, ascending; a grounded fact of vtcode's
+``derived/memory.json`` is ``<session-id>:fact:<its index, 4 digits>:<part>`` (a hit of type
+``fact`` with seq 0, no turn and no time).
 """
 
 from __future__ import annotations
@@ -24,10 +26,17 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, StorageError
 from memosite.sessions.catalog import iter_sessions
-from memosite.sessions.events import decode_event
+from memosite.sessions.derived import vtcode_grounded_facts
+from memosite.sessions.events import FACT, decode_event
 from memosite.sessions.lines import line_numbers, read_line_at
 from memosite.sessions.paths import SessionPaths, sessions_root
-from memosite.sessions.postings import CHUNK_TOKENS, SessionIndex, searchable_text, session_index
+from memosite.sessions.postings import (
+    CHUNK_TOKENS,
+    SessionIndex,
+    grounded_fact_offset,
+    searchable_text,
+    session_index,
+)
 from memosite.sessions.tokens import query_terms, token_spans
 from memosite.vault import Vault
 
@@ -49,7 +58,9 @@ def recency_multiplier(age_days: float) -> float:
     return float(1.0 + RECENCY_WEIGHT * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS))
 
 
-def chunk_id(session_id: str, seq: int, part: int) -> str:
+def chunk_id(session_id: str, seq: int, part: int, offset: int = 0) -> str:
+    if offset < 0:
+        return f"{session_id}:fact:{grounded_fact_offset(offset):04d}:{part:04d}"
     return f"{session_id}:{seq:012d}:{part:04d}"
 
 
@@ -68,6 +79,11 @@ class SearchHit:
     snippet: str
     # The event's line in events.jsonl when vtcode wrote it (its seq is then an offset + 1).
     line: int | None = None
+
+    @property
+    def grounded_fact(self) -> bool:
+        """A fact of vtcode's derived/memory.json, not an event of the log (whose seq starts at 1)."""
+        return self.seq == 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -161,7 +177,8 @@ class Corpus:
     def chunk_id(self, key: int) -> str:
         position, chunk = self.locate(key)
         index = self.indexes[position]
-        return chunk_id(index.session_id, index.chunks["seq"][chunk], index.chunks["part"][chunk])
+        chunks = index.chunks
+        return chunk_id(index.session_id, chunks["seq"][chunk], chunks["part"][chunk], chunks["offset"][chunk])
 
 
 def _term_scores(corpus: Corpus, term: str, weight: float, average_length: float) -> dict[int, float]:
@@ -271,7 +288,7 @@ def _foreign_lines(
         position, chunk = corpus.locate(key)
         index = corpus.indexes[position]
         offset = index.chunks["offset"][chunk]
-        if index.chunks["seq"][chunk] == offset + 1:
+        if offset >= 0 and index.chunks["seq"][chunk] == offset + 1:
             wanted.setdefault(position, []).append(offset)
     found: dict[tuple[int, int], int] = {}
     for position, offsets in wanted.items():
@@ -307,11 +324,33 @@ def search_sessions(
     wanted = set(terms)
     ranked = rank(corpus, scores, limit)
     lines = _foreign_lines(corpus, all_paths, ranked)
+    facts: dict[int, list[str]] = {}
     for key, final, multiplier in ranked:
         position, chunk = corpus.locate(key)
         index, paths = corpus.indexes[position], all_paths[position]
         seq, part = index.chunks["seq"][chunk], index.chunks["part"][chunk]
         offset = index.chunks["offset"][chunk]
+        if offset < 0:
+            texts = facts.setdefault(position, vtcode_grounded_facts(paths))
+            number = grounded_fact_offset(offset)
+            if number >= len(texts):
+                raise StorageError(f"session {index.session_id} changed during the search; search again")
+            hits.append(
+                SearchHit(
+                    chunk_id=chunk_id(index.session_id, seq, part, offset),
+                    session_id=index.session_id,
+                    seq=0,
+                    part=part,
+                    turn=None,
+                    time="",
+                    type=FACT,
+                    score=final,
+                    bm25=scores[key],
+                    recency=multiplier,
+                    snippet=_snippet(texts[number], wanted, part),
+                )
+            )
+            continue
         event = decode_event(read_line_at(paths.events, offset) or b"-", offset)
         if event is None or event.seq != seq:
             raise StorageError(f"session {index.session_id} changed during the search; search again")
