@@ -7,12 +7,15 @@ version in place, a's beside it) and ``a`` later fast-forwards onto it. Real vau
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from test_sync_support import TRAP, P, Team, git, make_team, same_everywhere, synced_pair, trap
 
+from memosite.config import DEFAULT_CONFIG
 from memosite.errors import InvalidArguments
 from memosite.indexing import read_record
 from memosite.salience import record_hits
@@ -262,3 +265,63 @@ def test_the_hint_names_the_sidecar_when_a_record_has_several(team: Team, run_cl
     for conflict in list_conflicts(a):
         assert f"memosite resolve {conflict.short_id} --take" in text
     assert "memosite resolve lock-order --take" not in text
+
+
+# --- 5. a conflict on a file that is not a record ----------------------------------------------
+
+
+def config_conflict(team: Team) -> tuple[Vault, Vault, str]:
+    """``a`` and a stranger vault set the same config key differently; the stranger joins a's
+    vault with --allow-unrelated: config.json gets a sidecar (returned)."""
+    a = team.machine("a", pushDelaySeconds=3)
+    trap(a)
+    sync_vault(a)
+    stranger = team.machine("stranger", pushDelaySeconds=7)
+    trap(stranger, slug="only-on-stranger", body="s\n")
+    result = sync_vault(stranger, allow_unrelated=True)
+    [note] = result.conflicts
+    assert note.path == "config.json" and note.sidecar.startswith("config.conflict.")
+    return a, stranger, note.sidecar
+
+
+def test_a_config_conflict_is_listed_with_its_diff_and_in_status(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    _, stranger, sidecar = config_conflict(team)
+    listed = run_cli("conflicts", "--vault", str(stranger.root), "--project", P)
+    assert listed.exit_code == 0 and "no conflicts" not in listed.stdout
+    assert f"config.json: config.json  (sidecar {sidecar}" in listed.stdout
+    assert '-    "pushDelaySeconds": 7' in listed.stdout or '"pushDelaySeconds": 7' in listed.stdout
+    [conflict] = run_cli("conflicts", "--vault", str(stranger.root), "--json").json()["conflicts"]
+    assert (conflict["path"], conflict["project"], conflict["id"]) == ("config.json", None, None)
+    assert "pushDelaySeconds" in conflict["diff"]
+    status = run_cli("status", "--vault", str(stranger.root)).stdout
+    assert f"config.json (the other version is in {sidecar})" in status
+
+
+@pytest.mark.parametrize("ref", ["config.json", "config", "short id"])
+def test_a_config_conflict_is_resolved_by_its_id_or_the_file_name(team: Team, run_cli, ref: str) -> None:  # type: ignore[no-untyped-def]
+    a, stranger, sidecar = config_conflict(team)
+    [conflict] = list_conflicts(stranger)
+    name = conflict.short_id if ref == "short id" else ref
+    done = run_cli("resolve", name, "--take", "theirs", "--vault", str(stranger.root), "--project", P)
+    assert done.exit_code == 0, done.stderr
+    assert not (stranger.root / sidecar).exists() and list_conflicts(stranger) == []
+    assert json.loads((stranger.root / "config.json").read_text(encoding="utf-8"))["vaultGit"]["pushDelaySeconds"] == 3
+    assert git(stranger.root, "status", "--porcelain") == ""
+    sync_vault(stranger)
+    sync_vault(a)
+    same_everywhere(a, stranger)
+
+
+def test_a_joining_vaults_untouched_default_config_takes_the_teams(team: Team) -> None:
+    a = team.machine("a", branch="main", pushDelaySeconds=3)
+    trap(a)
+    sync_vault(a)
+    stranger = team.machine("stranger")
+    defaults = copy.deepcopy(DEFAULT_CONFIG)
+    defaults["vaultGit"].update(enabled=True, remote=str(team.remote))  # what init wrote, vault git turned on
+    (stranger.root / "config.json").write_text(json.dumps(defaults, indent=2) + "\n", encoding="utf-8")
+    trap(stranger, slug="only-on-stranger", body="s\n")
+    result = sync_vault(stranger, allow_unrelated=True)
+    assert result.conflicts == []
+    merged = json.loads((stranger.root / "config.json").read_text(encoding="utf-8"))["vaultGit"]
+    assert (merged["branch"], merged["pushDelaySeconds"], merged["enabled"]) == ("main", 3, True)

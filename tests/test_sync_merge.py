@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from memosite.schema import Record, parse_record, serialize_record, validate_frontmatter
 from memosite.sync.paths import blob_id, classify, parse_sidecar, sidecar_path
 from memosite.sync.recordmerge import COUNTERS, merge_record
-from memosite.sync.resolution import MergeContext, merge_text_file, resolve_path, union_lines
+from memosite.sync.resolution import MergeContext, merge_config, merge_text_file, resolve_path, union_lines
 from memosite.sync.tombstones import judge_deletion, latest_deletions, parse_tombstones
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -250,6 +251,27 @@ def test_a_file_merges_lines_or_keeps_ours_with_theirs_beside_it() -> None:
     assert resolution.outcome == "conflict" and resolution.content == ours
     assert resolution.sidecar is not None and resolution.sidecar.startswith("config.conflict.")
     assert resolution.sidecar.endswith(".json") and b"<<<<<<<" not in (resolution.content or b"")
+
+
+def test_config_merges_key_by_key_and_a_key_set_on_both_sides_is_a_conflict() -> None:
+    base = b'{"vaultGit": {"enabled": true, "push": "manual"}, "ttl": {"scratchDays": 7}}'
+    ours = b'{"vaultGit": {"enabled": true, "push": "auto"}, "ttl": {"scratchDays": 7}}'
+    theirs = b'{"vaultGit": {"enabled": true, "push": "manual"}, "ttl": {"scratchDays": 3}}'
+    merged = merge_config(base, ours, theirs)
+    assert merged is not None
+    assert json.loads(merged) == {"vaultGit": {"enabled": True, "push": "auto"}, "ttl": {"scratchDays": 3}}
+    assert merge_config(base, ours, base) == ours  # nothing of theirs to take: ours byte for byte
+    assert merge_config(base, ours, theirs.replace(b'"manual"', b'"off"')) is None
+    assert merge_config(base, ours, b"not json") is None
+
+
+def test_config_left_at_its_default_on_one_side_takes_the_other_sides_value() -> None:
+    joining = json.dumps({"vaultGit": {"enabled": True, "branch": None, "pushDelaySeconds": 10}}).encode()
+    team = json.dumps({"vaultGit": {"enabled": True, "branch": "main", "pushDelaySeconds": 4}}).encode()
+    for ours, theirs in ((joining, team), (team, joining)):
+        merged = merge_config(None, ours, theirs)  # unrelated histories: no common version
+        assert merged is not None and json.loads(merged) == json.loads(team)
+    assert resolve_path("config.json", None, joining, team, NO_CONTEXT).outcome == "merged"
 
 
 def test_a_view_keeps_the_local_text_to_be_recompiled() -> None:

@@ -45,12 +45,13 @@ def sync(app: App, remote: str | None, dry_run: bool, allow_unrelated: bool) -> 
 @click.command()
 @vault_options
 def conflicts(app: App) -> None:
-    """List the records two machines changed in the same field or body: the version in place and
-    the one in its sidecar, each with its updated, who wrote it and whether this machine did, and
-    a diff (all projects; --project for one)."""
+    """List the records (and vault files such as config.json) two machines changed in the same
+    place: the version in place and the one in its sidecar, each with its updated, who wrote it
+    and whether this machine did, and a diff (all projects; --project for one, with the vault's
+    own files)."""
     from memosite.sync.conflicts import list_conflicts
 
-    found = list_conflicts(app.vault, app.project_explicit)
+    found = list_conflicts(app.vault, app.project_explicit, vault_files=True)
 
     def text() -> str:
         if not found:

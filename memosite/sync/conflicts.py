@@ -144,7 +144,7 @@ class Conflict:
             choice = "--take in-place|sidecar"
             out.append("  this machine wrote neither version (or its reflog no longer goes back that far)")
         then = f"memosite resolve {self.ref}"
-        out.append(f"  end it: {then} {choice} (or edit the record, then: {then})")
+        out.append(f"  end it: {then} {choice} (or edit the {'record' if self.is_record else 'file'}, then: {then})")
         return out
 
     def _describe(self, info: VersionInfo) -> str:
@@ -168,10 +168,10 @@ class Conflict:
         return f"{role}, updated {info.updated or '-'}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _sidecar_candidates(vault: Vault, project: str | None) -> list[Path]:
-    """Every file named like a sidecar where memosite writes them: the vault root, each project's
-    directory and its kind directories."""
-    directories = [vault.root] if project is None else []
+def _sidecar_candidates(vault: Vault, project: str | None, vault_files: bool) -> list[Path]:
+    """Every file named like a sidecar where memosite writes them: the vault root (for all
+    projects, or with ``vault_files``), each project's directory and its kind directories."""
+    directories = [vault.root] if project is None or vault_files else []
     projects = [project] if project is not None else vault.projects()
     for name in projects:
         base = vault.root / "projects" / name
@@ -210,13 +210,16 @@ def _parsed(data: bytes | None) -> Record | None:
         return None
 
 
-def list_conflicts(vault: Vault, project: str | None = None, *, details: bool = True) -> list[Conflict]:
+def list_conflicts(
+    vault: Vault, project: str | None = None, *, details: bool = True, vault_files: bool = False
+) -> list[Conflict]:
     """Every conflict sidecar of the vault (of ``project`` only, when given: its records'
-    conflicts, no other file's). ``details`` adds who wrote each version and where (from git
+    conflicts, and with ``vault_files`` those of the vault's own files — ``config.json`` … —
+    which every project shares). ``details`` adds who wrote each version and where (from git
     history and this clone's reflog), which one is this machine's, and the diff."""
     authorship = Authorship(vault) if details else None
     conflicts = []
-    for sidecar_file in _sidecar_candidates(vault, project):
+    for sidecar_file in _sidecar_candidates(vault, project, vault_files):
         relative = vault.relative(sidecar_file)
         name = parse_sidecar(relative)
         if name is None:
@@ -343,7 +346,7 @@ def find_conflicts(vault: Vault, ref: str, project: str | None = None) -> list[C
     ref = ref.strip()
     if not ref:
         raise InvalidArguments("resolve needs the id of a record with a conflict (or a sidecar's id)")
-    candidates = list_conflicts(vault, project, details=False)
+    candidates = list_conflicts(vault, project, details=False, vault_files=True)
     exact = [c for c in candidates if ref in (c.short_id, c.sidecar, Path(c.sidecar).name)]
     chosen = exact or [c for c in candidates if ref in (c.record_id, c.slug, c.path)]
     if not chosen:

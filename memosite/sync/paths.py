@@ -1,5 +1,6 @@
 """What a path in the vault repository is, for merging: a record, a compiled view, a conflict
-sidecar, an append-only ``.jsonl`` log, or any other file. And how sidecars are named."""
+sidecar, an append-only ``.jsonl`` log, the vault's ``config.json``, or any other file. And how
+sidecars are named."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Literal
 from memosite.kinds import RECORD_DIRS, VIEW_FILES
 from memosite.vault import CONFLICT_MARK, is_record_name
 
-PathClass = Literal["record", "view", "sidecar", "jsonl", "file"]
+PathClass = Literal["record", "view", "sidecar", "jsonl", "config", "file"]
+CONFIG_PATH = "config.json"
 
 SHORT_ID_LENGTH = 8
 _SIDECAR_RE = re.compile(r"^(?P<stem>.+?)\.conflict\.(?P<short>[0-9a-f]{4,40})(?P<suffix>\.[^.]*)?$")
@@ -29,6 +31,8 @@ def classify(path: str) -> PathClass:
         return "view"
     if name.endswith(".jsonl"):
         return "jsonl"
+    if path == CONFIG_PATH:
+        return "config"
     return "file"
 
 

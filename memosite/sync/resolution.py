@@ -7,14 +7,19 @@ the git merge driver share.
 * a compiled **view** keeps the local text: it is rewritten from the merged records afterwards.
 * an append-only **``.jsonl``** log (``tombstones.jsonl``, session events) keeps every line either
   side has (less the lines a side removed).
-* any other **file** (``config.json``, ``.gitignore`` …) gets git's own three-way text merge; where
-  that would need conflict markers, the local file stays and the remote one goes beside it.
+* the vault's **``config.json``** merges key by key (:func:`merge_config`): a key one side changed
+  takes that side, and a side that left a key at memosite's default (a joining vault's config as
+  ``init`` wrote it) takes the other side's value; a key both set differently is a conflict.
+* any other **file** (``.gitignore`` …) gets git's own three-way text merge; where that would need
+  conflict markers, the local file stays and the remote one goes beside it.
 
 Nothing is ever lost: a version that is not kept in place is kept in a sidecar.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import subprocess
 import tempfile
@@ -22,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from memosite.config import DEFAULT_CONFIG
 from memosite.sync.paths import classify, sidecar_path
 from memosite.sync.recordmerge import merge_record
 from memosite.sync.tombstones import judge_deletion
@@ -81,7 +87,7 @@ def resolve_path(
             return Resolution(path, "merged", ours, reason="kept the local version")
         if kind == "jsonl":
             return Resolution(path, "merged", union_lines(base, ours, theirs))
-        merged = merge_text_file(base, ours, theirs)
+        merged = merge_config(base, ours, theirs) if kind == "config" else merge_text_file(base, ours, theirs)
         if merged is not None:
             return Resolution(path, "merged", merged)
         return _conflict(path, ours, theirs, "both sides changed the same lines")
@@ -164,6 +170,61 @@ def union_lines(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
 
 def _lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line.strip()]
+
+
+_CONFLICT = object()
+_ABSENT = object()
+
+
+def merge_config(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None:
+    """``config.json`` merged key by key (ours when nothing of theirs is to be taken, byte for
+    byte); None when a key was set differently on both sides (or a side is not a JSON object)."""
+    try:
+        parsed = [json.loads(data) if data is not None else None for data in (base, ours, theirs)]
+    except (UnicodeDecodeError, ValueError):
+        return None
+    old, mine, yours = parsed
+    if not isinstance(mine, dict) or not isinstance(yours, dict):
+        return None
+    merged = _merge_value(old if isinstance(old, dict) else _ABSENT, mine, yours, DEFAULT_CONFIG)
+    if merged is _CONFLICT:
+        return None
+    if merged == mine:
+        return ours
+    return (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _merge_value(base: Any, ours: Any, theirs: Any, default: Any) -> Any:
+    """One config value: the same on both sides, changed (from ``base``) on one side only, left at
+    its ``default`` (or absent) on one side; objects merge key by key; else a conflict."""
+    if ours == theirs:
+        return ours
+    if base is not _ABSENT:
+        if ours == base:
+            return theirs
+        if theirs == base:
+            return ours
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        merged = {}
+        defaults = default if isinstance(default, dict) else {}
+        old = base if isinstance(base, dict) else {}
+        for key in [*ours, *(k for k in theirs if k not in ours)]:
+            value = _merge_value(
+                old.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT), defaults.get(key, _ABSENT)
+            )
+            if value is _CONFLICT:
+                return _CONFLICT
+            if value is not _ABSENT:
+                merged[key] = value
+        return merged
+    # A value left at memosite's default (or absent) was never chosen: the other side's stands.
+    if theirs is _ABSENT or ours is _ABSENT:
+        return ours if theirs is _ABSENT else theirs
+    if default is not _ABSENT and ours == default:
+        return copy.deepcopy(theirs)
+    if default is not _ABSENT and theirs == default:
+        return ours
+    return _CONFLICT
 
 
 def merge_text_file(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None:
