@@ -226,9 +226,26 @@ def hook_text() -> str:
     )
 
 
+# A plain `git pull` in the vault must merge (through the drivers), whatever the person's global
+# config says: a rebase replays local commits without the drivers' view of both sides (and drops
+# commits whose change the remote already holds), and git refuses to pull at all without a setting.
+PULL_SETTINGS = {"rebase": "false", "ff": "true"}
+_PULL_SECTION = re.compile(r"^\[pull\]\s*$(?P<body>.*?)(?=^\s*\[|\Z)", re.MULTILINE | re.DOTALL)
+
+
+def _pull_settings_set(config_text: str) -> bool:
+    body = "".join(m.group("body") for m in _PULL_SECTION.finditer(config_text))
+    return all(
+        re.search(rf"^\s*{key}\s*=\s*{value}\s*$", body, re.MULTILINE | re.IGNORECASE)
+        for key, value in PULL_SETTINGS.items()
+    )
+
+
 def ensure_merge_setup(root: Path) -> None:
     """Register memosite's merge drivers, their attributes and the post-merge hook in the vault
-    repository (each only when missing or out of date; a person's own hook is left alone)."""
+    repository (each only when missing or out of date; a person's own hook is left alone), and
+    make a plain ``git pull`` there merge (``pull.rebase=false``, ``pull.ff=true`` in the vault's
+    own config, over any global setting)."""
     directory = git_dir(root)
     info = directory / "info" / "attributes"
     try:
@@ -248,6 +265,11 @@ def ensure_merge_setup(root: Path) -> None:
             result = run_git(root, "config", f"merge.{name}.driver", driver_command(argument))
             if result.returncode != 0:
                 raise StorageError(f"cannot register the merge driver {name}: {first_line(result.stderr)}")
+    if not _pull_settings_set(config_text):
+        for key, value in PULL_SETTINGS.items():
+            result = run_git(root, "config", "--local", f"pull.{key}", value)
+            if result.returncode != 0:
+                raise StorageError(f"cannot set pull.{key} in the vault repository: {first_line(result.stderr)}")
     hook = directory / "hooks" / "post-merge"
     try:
         current = hook.read_text(encoding="utf-8", errors="replace")

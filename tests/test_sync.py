@@ -343,6 +343,31 @@ def test_a_plain_git_pull_merges_records_and_never_writes_markers(team: Team) ->
     assert "compile views after git merge" in git(a.root, "log", "-1", "--format=%s")
 
 
+@pytest.mark.parametrize("setting", [None, "rebase = true", "rebase = true\n\tff = only"])
+def test_a_plain_git_pull_merges_whatever_the_persons_global_pull_setting(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None
+) -> None:
+    global_config = tmp_path / "global.gitconfig"
+    global_config.write_text(f"[pull]\n\t{setting}\n" if setting else "", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    a, b = synced_pair(team)
+    trap(a, slug="only-on-a", body="a\n")
+    trap(b, body="b's new body\n")
+    sync_vault(b)
+    mine = git(a.root, "rev-parse", "HEAD").strip()
+    pulled = subprocess.run(
+        ["git", "-C", str(a.root), *PERSON, "pull", "-q"], capture_output=True, text=True, encoding="utf-8", check=False
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    git(a.root, "merge-base", "--is-ancestor", mine, "HEAD")  # the local commit stays, not rebased away
+    assert git(a.root, "rev-list", "--merges", f"{mine}..HEAD").strip()  # merged (through the drivers)
+    assert (
+        read_record(a.root / TRAP).body == "b's new body\n" and (a.root / "projects/demo/traps/only-on-a.md").exists()
+    )
+    assert list_conflicts(a) == [] and git(a.root, "status", "--porcelain") == ""
+    assert git(a.root, "config", "--local", "pull.rebase").strip() == "false"
+
+
 def test_sync_finishes_a_pull_that_stopped_on_a_purge(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(a, P, record_id="lock-order", purge=True)
