@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memosite.cli import cli
+from memosite.vault import Vault
 
 MEMOSITE = Path(sys.executable).with_name("memosite")
 
@@ -104,6 +105,39 @@ def test_global_store_commands(workdir: Path, tmp_path: Path, monkeypatch: pytes
     refused = run_json("add", "--kind", "fact", "--title", "t", "--body", "b", "--scope", "global", ok=False)
     assert refused["error"]["details"]["field"] == "scope" and "global store" in refused["error"]["message"]
     assert run_json("list")["count"] == 0
+
+
+GLOBAL_STORE_TOML = 'format_version = 1\nscope = "global"\nvisibility = "private"\n'
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["show", "01a2319d-0fc0-71bf-87e2-f047afe73e17"],
+        ["add", "--kind", "fact", "--title", "t", "--body", "b"],
+        ["promote", "01a2319d-0fc0-71bf-87e2-f047afe73e17"],
+        ["rename", "Shop"],
+        ["init"],
+        ["import"],
+        ["export", "--store", "."],
+        ["validate"],
+        ["add", "--kind", "fact", "--title", "t", "--body", "b", "--store", ".sbuf"],
+    ],
+    ids=lambda command: "-".join(command[:1] + command[-1:]),
+)
+def test_a_global_store_in_a_project_stores_place_is_refused_by_every_command(
+    workdir: Path, vault: Vault, command: list[str]
+) -> None:
+    """sbuf reads a .sbuf as a project store and refuses scope = "global" there (WrongScope)."""
+    records = workdir / ".sbuf" / "records"
+    records.mkdir(parents=True)
+    store_toml = workdir / ".sbuf" / "store.toml"
+    store_toml.write_text(GLOBAL_STORE_TOML, encoding="utf-8")
+    result = run(*command, ok=False)
+    assert result.stderr.count("\n") == 1
+    assert str(store_toml) in result.output and "'global' in a project store" in result.output
+    assert list(records.iterdir()) == [] and store_toml.read_text(encoding="utf-8") == GLOBAL_STORE_TOML
 
 
 def test_forget_without_destroy_refuses(workdir: Path) -> None:

@@ -22,6 +22,12 @@ def find_store(start: Path) -> Path | None:
     return None
 
 
+def location_scope(path: Path) -> str | None:
+    """The scope a store at ``path`` must have because of where it is: a ``.sbuf`` directory is
+    where ``sbuf`` looks for a project store, so it refuses a global one there (WrongScope)."""
+    return "project" if path.name == STORE_DIR_NAME else None
+
+
 def global_store_dir(env: Mapping[str, str], platform: str) -> Path:
     """Where Stormbuffer keeps the global store on ``platform`` (a ``sys.platform`` value)."""
 

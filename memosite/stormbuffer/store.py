@@ -29,7 +29,13 @@ from memosite.errors import InvalidArguments, InvalidRecord, RecordNotFound, Sto
 from memosite.secrets import assert_no_secrets
 from memosite.stormbuffer import lifecycle
 from memosite.stormbuffer.codec import decode_record_bytes, parse_record, render_record
-from memosite.stormbuffer.locate import STORE_DIR_NAME, find_store, global_store_dir, resolve_store_dir
+from memosite.stormbuffer.locate import (
+    STORE_DIR_NAME,
+    find_store,
+    global_store_dir,
+    location_scope,
+    resolve_store_dir,
+)
 from memosite.stormbuffer.lock import mutation_lock, write_pair
 from memosite.stormbuffer.model import Source, StormRecord, check_provenance, validate_record
 from memosite.stormbuffer.storefile import RECORDS_DIR, STORE_FILE, StoreInfo, project_name_problem, read_store_config
@@ -87,12 +93,13 @@ class Store:
     # --- opening -------------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path, expected_scope: str | None = None) -> Store:
+        """Open the store at ``path``; a ``.sbuf`` directory must hold a project store."""
         store_file = path / STORE_FILE
         if not store_file.is_file():
             raise InvalidArguments(
                 f"store is not initialized: {store_file} does not exist; run `memosite stormbuffer init`"
             )
-        config = read_store_config(store_file, expected_scope)
+        config = read_store_config(store_file, expected_scope or location_scope(path))
         return cls(path, StoreInfo(path=path, config=config))
 
     @classmethod

@@ -152,6 +152,9 @@ def check_store_file(data: dict[str, Any], expected_scope: str | None = None) ->
     if isinstance(scope, str):
         if scope not in STORE_SCOPES:
             problems.append(Problem("scope", f"{scope!r} is neither 'global' nor 'project'"))
+        elif expected_scope == "project" and scope != expected_scope:
+            hint = "the global store is opened with --global"
+            problems.append(Problem("scope", f"{scope!r} in a project store ({hint})"))
         elif expected_scope is not None and scope != expected_scope:
             problems.append(Problem("scope", f"is {scope!r}, expected {expected_scope!r}"))
     visibility = data.get("visibility")

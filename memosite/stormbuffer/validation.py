@@ -14,6 +14,7 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.stormbuffer.codec import load_frontmatter, split_document
+from memosite.stormbuffer.locate import location_scope
 from memosite.stormbuffer.model import Problem, check_frontmatter
 from memosite.stormbuffer.store import Store
 from memosite.stormbuffer.storefile import STORE_FILE, check_store_file, gitignore_problem, load_store_toml
@@ -109,7 +110,7 @@ def validate_store(path: Path) -> ValidationReport:
     except (InvalidArguments, InvalidRecord) as exc:
         report.problems.append(FileProblem(str(store_file), "file", exc.message))
         return report
-    problems = check_store_file(data)
+    problems = check_store_file(data, location_scope(path))
     report.add(store_file, problems)
     if problems:
         return report
