@@ -304,6 +304,23 @@ def test_an_active_replacement_supersedes_at_once_a_candidate_when_promoted(stor
     assert store.get(proposal.record.id).record.status == "active"
 
 
+@pytest.mark.parametrize("how", ["add active", "promote candidate", "supersede"])
+def test_both_records_of_a_supersession_change_at_one_instant(store: Store, how: str) -> None:
+    """As sbuf's commit_supersession: one `now` for the retired record and its replacement."""
+    old = add(store, "Old")
+    if how == "add active":
+        new = store.add(kind="decision", title="New", body="n\n", access="human", supersedes=old).record.id
+    elif how == "promote candidate":
+        new = store.add(kind="decision", title="New", body="n\n", access="agent", supersedes=old).record.id
+        store.promote(new)
+    else:
+        new = store.add(kind="decision", title="New", body="n\n", access="human").record.id
+        store.supersede(old, by=new)
+    retired, replacement = read_record(store.get(old).path), read_record(store.get(new).path)
+    assert retired.status == "superseded" and replacement.supersedes == (old,)
+    assert retired.updated_at == replacement.updated_at
+
+
 def test_archive_and_restore_round_trip(store: Store) -> None:
     record_id = add(store)
     assert store.archive(record_id, now=NOW).record.status == "archived"

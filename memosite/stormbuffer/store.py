@@ -77,9 +77,12 @@ def _stamp(now: datetime | None) -> Timestamp:
     return Timestamp.from_datetime(now) if now is not None else Timestamp.now()
 
 
-def _touched_at(record: StormRecord, now: datetime | None) -> str:
-    """The new ``updated_at``: now, but never before ``created_at`` (clock skew, hand edits)."""
-    moment = _stamp(now)
+def _touched_at(record: StormRecord, moment: Timestamp) -> str:
+    """The new ``updated_at``: ``moment``, but never before ``created_at`` (clock skew, hand edits).
+
+    An operation takes its moment once, so every record it touches (both sides of a
+    supersession, as sbuf's ``commit_supersession``) carries the same instant.
+    """
     return moment.render() if moment.instant >= record.created.instant else record.created_at
 
 
@@ -272,7 +275,8 @@ class Store:
         With ``supersedes`` the new record names an active one it replaces: an active new record
         supersedes it at once, a candidate only when it is promoted (as ``sbuf`` proposes updates).
         """
-        stamp = _stamp(now).render()
+        moment = _stamp(now)
+        stamp = moment.render()
         record = validate_record(
             StormRecord(
                 id=new_uuid(now.timestamp() if now else None),
@@ -303,13 +307,13 @@ class Store:
             record = record.evolve(supersedes=(older.record.key,))
             if record.status == "candidate":
                 return self._write(StoredStormRecord(record, path))
-            return self._supersede_pair(older, StoredStormRecord(record, path), None, now)[1]
+            return self._supersede_pair(older, StoredStormRecord(record, path), None, moment)[1]
 
     def _supersede_pair(
-        self, older: StoredStormRecord, newer: StoredStormRecord, newer_before: bytes | None, now: datetime | None
+        self, older: StoredStormRecord, newer: StoredStormRecord, newer_before: bytes | None, moment: Timestamp
     ) -> tuple[StoredStormRecord, StoredStormRecord]:
-        """Mark ``older`` superseded and write ``newer`` in one journalled step."""
-        old_record = older.record.evolve(status="superseded", updated_at=_touched_at(older.record, now))
+        """Mark ``older`` superseded (at ``moment``) and write ``newer`` in one journalled step."""
+        old_record = older.record.evolve(status="superseded", updated_at=_touched_at(older.record, moment))
         old_before = older.path.read_bytes()
         write_pair(
             self.path,
@@ -320,19 +324,19 @@ class Store:
 
     def transition(self, record_id: str, operation: str, *, now: datetime | None = None) -> StoredStormRecord:
         """Apply ``operation`` (promote, reject, archive, restore): status and updated_at change."""
+        moment = _stamp(now)
         with self.lock():
             item = self.get(record_id)
             status = lifecycle.check_operation(item.record.key, operation, item.record.status)
             if operation == "promote":
                 check_provenance(item.record)  # sbuf re-checks a candidate's sources on approval
-            changed = item.record.evolve(status=status, updated_at=_touched_at(item.record, now))
+            changed = item.record.evolve(status=status, updated_at=_touched_at(item.record, moment))
             if operation == "promote" and len(changed.supersedes) == 1:
                 # Promoting a proposed replacement retires the record it replaces (sbuf's approve).
                 older = self.get(changed.superseded_keys[0])
                 lifecycle.check_operation(older.record.key, "supersede", older.record.status)
-                return self._supersede_pair(older, StoredStormRecord(changed, item.path), item.path.read_bytes(), now)[
-                    1
-                ]
+                newer = StoredStormRecord(changed, item.path)
+                return self._supersede_pair(older, newer, item.path.read_bytes(), moment)[1]
             return self._write(StoredStormRecord(changed, item.path))
 
     def promote(self, record_id: str, *, now: datetime | None = None) -> StoredStormRecord:
@@ -352,6 +356,7 @@ class Store:
     ) -> tuple[StoredStormRecord, StoredStormRecord]:
         """Mark ``old_id`` superseded by ``by``. The old record keeps its title and body; the new
         one lists it in ``supersedes``. Returns (old, new) as written."""
+        moment = _stamp(now)
         with self.lock():
             older, newer = self.get(old_id), self.get(by)
             if older.record.key == newer.record.key:
@@ -367,9 +372,10 @@ class Store:
             if older.record.key not in new_record.superseded_keys:
                 new_record = new_record.evolve(
                     supersedes=(*new_record.supersedes, older.record.key),
-                    updated_at=_touched_at(new_record, now),
+                    updated_at=_touched_at(new_record, moment),
                 )
-            return self._supersede_pair(older, StoredStormRecord(new_record, newer.path), newer.path.read_bytes(), now)
+            replacement = StoredStormRecord(new_record, newer.path)
+            return self._supersede_pair(older, replacement, newer.path.read_bytes(), moment)
 
     def forget(self, record_id: str, *, destroy: bool = False) -> ForgetOutcome:
         """Delete a record file for good. Refused unless ``destroy`` is set: to retire a record
