@@ -4,6 +4,7 @@ fast ``memosite serve`` shows a change.
     .venv/bin/python benchmarks/bench_site.py --sizes 1000 5000 10000
     .venv/bin/python benchmarks/bench_site.py --sizes 1000 --rounds 1 --skip-serve
     .venv/bin/python benchmarks/bench_site.py --code /path/to/other/checkout   # the same figures for other code
+    .venv/bin/python benchmarks/bench_site.py --sizes 10000 --serve-only --serve-rounds 5
 
 Every build runs in a new process; its CPU (user + system) and wall time and peak memory come
 from the operating system (``wait4``). Each round runs, in turn:
@@ -28,6 +29,7 @@ import os
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -358,6 +360,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of the four builds")
     parser.add_argument("--skip-serve", action="store_true")
+    parser.add_argument("--serve-only", action="store_true", help="only the serve figures, at the largest size")
+    parser.add_argument("--serve-rounds", type=int, default=3, help="edits and new records measured in serve")
     parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parent.parent, help="checkout to measure")
     args = parser.parse_args()
     code = args.code.resolve()
@@ -371,6 +375,11 @@ def main() -> None:
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="memosite-bench-") as tmp:
             work = Path(tmp)
+            if args.serve_only:
+                if size == max(args.sizes):
+                    write_synthetic_vault(work / "vault", size)
+                    _print_serve(size, bench_serve(code, work / "vault", args.serve_rounds))
+                continue
             runs = bench_builds(code, size, args.rounds, work)
             for name, measured in runs.items():
                 cpus = "–".join(f"{r.cpu:.1f}" for r in sorted(measured, key=lambda r: r.cpu))
@@ -384,16 +393,19 @@ def main() -> None:
                 flush=True,
             )
             if not args.skip_serve and size == max(args.sizes):
-                figures = bench_serve(code, work / "vault")
-                print(
-                    f"serve at {size} records: first start {figures['cold start'][0]:.1f} s, ready"
-                    f" {figures['ready'][0]:.1f} s (warm cache); edited record visible "
-                    + ", ".join(f"{v:.2f}" for v in figures["edited"])
-                    + " s; new record (page, search index, records.json) "
-                    + ", ".join(f"{v:.2f}" for v in figures["new"])
-                    + " s",
-                    flush=True,
-                )
+                _print_serve(size, bench_serve(code, work / "vault", args.serve_rounds))
+
+
+def _print_serve(size: int, figures: dict[str, list[float]]) -> None:
+    def listed(values: list[float]) -> str:
+        return ", ".join(f"{v:.2f}" for v in values) + f" s (median {statistics.median(values):.2f})"
+
+    print(
+        f"serve at {size} records: first start {figures['cold start'][0]:.1f} s, ready"
+        f" {figures['ready'][0]:.1f} s (warm cache); edited record visible {listed(figures['edited'])};"
+        f" new record (page, search index, records.json) {listed(figures['new'])}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memosite.errors import InvalidArguments
-from memosite.site.server import SiteServer, parse_dev_addr
+from memosite.site.server import SiteServer, _reload_server_class, parse_dev_addr
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
@@ -132,6 +132,20 @@ def test_a_secret_planted_while_serving_takes_the_site_down_until_removed(
 def test_served_pages_carry_the_live_reload_script(served: tuple[SiteServer, Vault]) -> None:
     server, _ = served
     assert "livereload(" in _get(server.url)
+
+
+def test_a_vault_change_is_built_without_a_second_quiet_period(tmp_path: Path) -> None:
+    # The vault watcher already waited for its burst of events to end; the server's own watcher
+    # (the site's sources) still groups its bursts with MkDocs' build delay.
+    server = _reload_server_class()(builder=lambda: None, host="127.0.0.1", port=0, root=str(tmp_path))
+    try:
+        assert server.build_delay > 0
+        server.request_rebuild()  # type: ignore[attr-defined]
+        assert server.build_delay == 0
+        server.vault_request_taken()  # type: ignore[attr-defined]
+        assert server.build_delay > 0
+    finally:
+        server.server_close()
 
 
 def test_serve_binds_loopback_by_default(vault: Vault) -> None:

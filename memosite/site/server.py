@@ -10,6 +10,7 @@ site's own sources, its mkdocs.yml or the set of projects gets a full build.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memosite.serve")
 
+# The vault watcher's quiet period is the only wait between a saved record and its rebuild: an
+# editor's save (write, or write-and-rename) is one burst of events a few milliseconds long.
+VAULT_QUIET_SECONDS = 0.1
+
 
 def parse_dev_addr(dev_addr: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port)."""
@@ -48,6 +53,18 @@ def _reload_server_class() -> type[LiveReloadServer]:
     class _ReloadServer(LiveReloadServer):
         _bound = False
         _active = False
+        _vault_request = False
+        _source_delay = 0.1
+
+        # The build loop waits `build_delay` for more file events before it builds. A request from
+        # the vault watcher comes after its own quiet period: waiting again would only add latency.
+        @property
+        def build_delay(self) -> float:
+            return 0.0 if self._vault_request else self._source_delay
+
+        @build_delay.setter
+        def build_delay(self, seconds: float) -> None:
+            self._source_delay = seconds
 
         # serve() binds and listens itself; memosite does it first, to fail fast on a busy port
         # and to queue early requests during the first build instead of refusing them.
@@ -68,8 +85,13 @@ def _reload_server_class() -> type[LiveReloadServer]:
             it hands the rebuild to the server's build loop, which also reloads the browsers.
             """
             with self._rebuild_cond:
+                self._vault_request = True
                 self._want_rebuild = True
                 self._rebuild_cond.notify_all()
+
+        def vault_request_taken(self) -> None:
+            """The build loop started a build: later requests say again where they come from."""
+            self._vault_request = False
 
     return _ReloadServer
 
@@ -180,6 +202,8 @@ class SiteServer:
     def _rebuild(self) -> None:
         from mkdocs.exceptions import Abort
 
+        if self._server is not None:
+            self._server.vault_request_taken()  # type: ignore[attr-defined]
         try:
             self.build()
         except BuildError as exc:
@@ -208,13 +232,17 @@ class SiteServer:
         try:
             server = self._listen()
             self.build()
+            # The first build leaves tens of thousands of long-lived objects (a Page per record,
+            # kept for the rebuilds); a full collection would walk them all, every time, in the
+            # middle of a rebuild. Frozen, the collector only looks at what rebuilds allocate.
+            gc.freeze()
             self._server = server
             if self.livereload:
                 for source in self._sources:
                     server.watch(str(source))
                 if self._last_config is not None:
                     self._last_config.plugins.on_serve(server, config=self._last_config, builder=self._rebuild)
-                watcher = VaultWatcher(self.vault_root, on_change=self._vault_changed)
+                watcher = VaultWatcher(self.vault_root, on_change=self._vault_changed, quiet=VAULT_QUIET_SECONDS)
                 watcher.start()
                 watcher.wait_ready(timeout=60)
             if self._stopped.is_set():
@@ -233,6 +261,7 @@ class SiteServer:
                 server.shutdown()
             if self._last_config is not None:
                 self._last_config.plugins.on_shutdown()
+            gc.unfreeze()  # what this server kept may go now that it has stopped
             shutil.rmtree(self.site_dir, ignore_errors=True)
 
     def _error_page(self, code: int) -> bytes | None:
