@@ -240,6 +240,52 @@ def test_an_unreachable_remote_is_a_clear_error(team: Team, run_cli) -> None:  #
     assert outcome.exit_code != 0 and outcome.stderr.startswith("memosite: error: cannot fetch")
 
 
+def remotes_and_refs(root: Path) -> tuple[str, str]:
+    """The vault repository's remotes and every ref that is not a branch of its own."""
+    refs = [
+        ref for ref in git(root, "for-each-ref", "--format=%(refname)").split() if not ref.startswith("refs/heads/")
+    ]
+    return git(root, "remote", "-v"), "\n".join(refs)
+
+
+def test_a_one_off_remote_on_the_command_line_is_not_kept_as_a_remote(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a, _ = synced_pair(team)
+    before = remotes_and_refs(a.root)
+    elsewhere = team.base / "elsewhere.git"
+    git(team.base, "init", "-q", "--bare", "-b", "main", str(elsewhere))
+    done = run_cli("sync", "--remote", str(elsewhere), "--vault", str(a.root))
+    assert done.exit_code == 0, done.stderr
+    assert f"sync with {elsewhere}, branch main" in done.stdout and "added" not in done.stdout
+    assert git(elsewhere, "rev-parse", "main") == git(a.root, "rev-parse", "HEAD")  # it was pushed there
+    assert remotes_and_refs(a.root) == before
+    assert run_cli("sync", "--remote", str(elsewhere), "--vault", str(a.root)).exit_code == 0  # again: no new name
+    assert remotes_and_refs(a.root) == before
+
+
+def test_a_failed_sync_leaves_no_remote_behind(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a = team.machine("a", remote=str(team.base / "no-such-remote.git"))
+    trap(a)
+    for args in ((), ("--remote", str(team.base / "nor-this.git"))):
+        outcome = run_cli("sync", *args, "--vault", str(a.root))
+        assert outcome.exit_code != 0 and "cannot fetch" in outcome.stderr
+        assert remotes_and_refs(a.root) == ("", "")
+
+
+def test_a_vault_without_a_remote_keeps_its_first_one_off_url_as_origin_and_says_so(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a = team.machine("a")
+    trap(a)
+    sync_vault(a)
+    lonely = team.machine("lonely")
+    (lonely.root / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True}}), encoding="utf-8")
+    done = run_cli("sync", "--remote", str(team.remote), "--vault", str(lonely.root))
+    assert done.exit_code == 0, done.stderr
+    assert f"added {team.remote} as the vault's remote origin" in done.stdout
+    assert git(lonely.root, "remote", "-v").split()[:2] == ["origin", str(team.remote)]
+    assert git(lonely.root, "rev-parse", "origin/main") == git(lonely.root, "rev-parse", "HEAD")
+    assert not git(lonely.root, "for-each-ref", "refs/memosite/")
+    assert run_cli("sync", "--vault", str(lonely.root)).exit_code == 0  # origin is the remote from now on
+
+
 def test_a_remote_with_unrelated_history_is_refused(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a = team.machine("a")
     trap(a)

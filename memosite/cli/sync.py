@@ -13,7 +13,8 @@ from memosite.cli._common import App, vault_options
 @click.option(
     "--remote",
     metavar="NAME",
-    help="A remote of the vault's repository, or a URL or path (default: vaultGit.remote, else origin).",
+    help="A remote of the vault's repository, or a URL or path to sync with once, not kept as a remote"
+    " unless the vault has none (default: vaultGit.remote, else origin).",
 )
 @click.option("--dry-run", is_flag=True, help="Say what a sync would do, changing nothing.")
 @click.option(

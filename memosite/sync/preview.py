@@ -35,16 +35,16 @@ def preview_sync(vault: Vault, *, remote: str | None = None) -> SyncResult:
     check_enabled(vault)
     repo = Repo(vault.root)
     has_repo = (vault.root / ".git").exists()
-    target = repo.resolve_remote(remote or vault.config.git_remote, create=False) if has_repo else None
+    target = repo.resolve_remote(remote or vault.config.git_remote) if has_repo else None
     if target is None:
         wanted = remote or vault.config.git_remote
-        target = RemoteTarget("origin", wanted) if wanted else repo.resolve_remote(None, create=False)
+        target = RemoteTarget("origin", wanted, one_off=True) if wanted else repo.resolve_remote(None)
     with tempfile.TemporaryDirectory(prefix="memosite-dry-run-") as scratch:
         store = Path(scratch) / "remote.git"
         _scratch_store(store, repo if has_repo else None)
         heads = _fetch_into(vault.root, store, target)
         branch = choose_branch(vault.config.git_branch, repo.branch() if has_repo else None, heads)
-        result = SyncResult(target.name, target.url, branch, dry_run=True)
+        result = SyncResult.of(target, branch, dry_run=True)
         quarantine = {"GIT_OBJECT_DIRECTORY": str(store / "objects")}
         if has_repo:
             quarantine["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(repo.git_dir / "objects")
@@ -73,7 +73,7 @@ def _fetch_into(root: Path, store: Path, target: RemoteTarget) -> dict[str, str]
     # Run from the vault so a relative remote path means what it means to the vault's own git.
     fetched = run_git(root, "fetch", "-q", "--no-tags", target.url, "+refs/heads/*:refs/heads/*", env=env)
     if fetched.returncode != 0:
-        raise SyncError(f"cannot fetch from {target.name} ({target.url}): {first_line(fetched.stderr)}")
+        raise SyncError(f"cannot fetch from {target.label}: {first_line(fetched.stderr)}")
     listed = run_git(store, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/")
     return {name: sha for sha, _, name in (line.partition(" ") for line in listed.stdout.splitlines()) if name}
 
@@ -113,7 +113,7 @@ def _predict(
         return
     if view.merge_base(ours, theirs) is None:
         raise UnrelatedHistory(
-            f"{target.name}/{branch} shares no history with this vault: a sync would refuse to merge them"
+            f"{target.branch_label(branch)} shares no history with this vault: a sync would refuse to merge them"
         )
     preview = preview_merge(view, ours, theirs)
     result.incoming = view.count(f"{ours}..{theirs}")

@@ -81,12 +81,39 @@ class MadeHere:
         return None if self.since is not None and commit.seconds < self.since else False
 
 
+# Where a sync keeps what it fetched from a URL that is not (yet) a remote of the repository;
+# removed when the sync ends, so a one-off sync leaves no remote and no ref behind.
+ONE_OFF_REFS = "refs/memosite/one-off"
+
+
 @dataclass(frozen=True)
 class RemoteTarget:
-    """The remote a sync talks to: its name in the vault repository and where it points."""
+    """The remote a sync talks to: its name in the vault repository and where it points.
+    ``one_off``: a URL that is no remote of the repository (fetched and pushed by URL; ``name`` is
+    the one it would get, were it kept)."""
 
     name: str
     url: str
+    one_off: bool = False
+
+    @property
+    def location(self) -> str:
+        """What ``git fetch``/``git push`` are given: the remote's name, or the URL itself."""
+        return self.url if self.one_off else self.name
+
+    @property
+    def refs(self) -> str:
+        """The prefix of the remote-tracking refs of its branches."""
+        return ONE_OFF_REFS if self.one_off else f"refs/remotes/{self.name}"
+
+    @property
+    def label(self) -> str:
+        """How reports name it: ``origin (URL)``, or only the URL of a one-off remote."""
+        return self.url if self.one_off else f"{self.name} ({self.url})"
+
+    def branch_label(self, branch: str) -> str:
+        """How reports name one of its branches: ``origin/main``, or ``main of URL``."""
+        return f"{branch} of {self.url}" if self.one_off else f"{self.name}/{branch}"
 
 
 @dataclass
@@ -164,9 +191,9 @@ class Repo:
     def count(self, range_: str) -> int:
         return int(self.git("rev-list", "--count", range_, env=READ_ONLY).strip() or 0)
 
-    def remote_heads(self, remote: str) -> dict[str, str]:
-        """``branch -> commit`` of ``refs/remotes/<remote>/*`` as of the last fetch."""
-        prefix = f"refs/remotes/{remote}/"
+    def remote_heads(self, target: RemoteTarget) -> dict[str, str]:
+        """``branch -> commit`` of ``target``'s remote-tracking refs as of the last fetch."""
+        prefix = f"{target.refs}/"
         out = self.git("for-each-ref", "--format=%(objectname) %(refname)", prefix, env=READ_ONLY)
         heads = {}
         for line in out.splitlines():
@@ -306,9 +333,10 @@ class Repo:
             found[key[len("remote.") : -len(".url")]] = url
         return found
 
-    def resolve_remote(self, wanted: str | None, *, create: bool) -> RemoteTarget:
-        """The remote named ``wanted`` (a remote of the repository, or a URL or path, added as a
-        remote — ``origin`` when there is none yet); without ``wanted``, ``origin``."""
+    def resolve_remote(self, wanted: str | None) -> RemoteTarget:
+        """The remote named ``wanted``: a remote of the repository, or one whose URL it is, or a
+        URL or path that is none of them (a one-off target, named as it would be kept: ``origin``
+        when there is none yet); without ``wanted``, ``origin``. Changes nothing."""
         remotes = self.remotes()
         if wanted is None:
             if "origin" in remotes:
@@ -323,11 +351,26 @@ class Repo:
             if url == wanted or _same_location(url, wanted, self.root):
                 return RemoteTarget(name, url)
         name = "origin" if "origin" not in remotes else _free_name(remotes)
-        if create:
-            result = self.run("remote", "add", name, wanted)
-            if result.returncode != 0:
-                raise SyncError(f"cannot add the remote {wanted}: {first_line(result.stderr)}")
-        return RemoteTarget(name, wanted)
+        return RemoteTarget(name, wanted, one_off=True)
+
+    def keep_remote(self, target: RemoteTarget) -> RemoteTarget:
+        """Make a one-off ``target`` a remote of the repository under its name, its fetched
+        branches its remote-tracking refs."""
+        result = self.run("remote", "add", target.name, target.url)
+        if result.returncode != 0:
+            raise SyncError(f"cannot add the remote {target.url}: {first_line(result.stderr)}")
+        kept = RemoteTarget(target.name, target.url)
+        moves = [f"update {kept.refs}/{branch} {sha}" for branch, sha in self.remote_heads(target).items()]
+        if moves:
+            self.git("update-ref", "--stdin", input="\n".join(moves) + "\n")
+        self.forget_one_off()
+        return kept
+
+    def forget_one_off(self) -> None:
+        """Remove what a one-off sync fetched (its refs; the objects stay until git's gc)."""
+        listed = self.run("for-each-ref", "--format=%(refname)", f"{ONE_OFF_REFS}/", env=READ_ONLY).stdout.split()
+        if listed:
+            self.run("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in listed))
 
 
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

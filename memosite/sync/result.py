@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from memosite.schema import format_iso
 from memosite.sync.paths import classify
+from memosite.sync.repo import RemoteTarget
 from memosite.sync.resolution import Resolution
 from memosite.sync.resync import ResyncResult
 
@@ -53,9 +54,10 @@ class PurgeNote:
 
 @dataclass
 class SyncResult:
-    """The outcome of one sync with ``remote`` (``url``) on ``branch``."""
+    """The outcome of one sync with ``remote`` (``url``) on ``branch``; ``remote`` None: a URL
+    that is no remote of the vault's repository (synced with by URL)."""
 
-    remote: str
+    remote: str | None
     url: str
     branch: str
     dry_run: bool = False
@@ -73,6 +75,11 @@ class SyncResult:
     purged: list[PurgeNote] = field(default_factory=list)
     kept_after_purge: list[PurgeNote] = field(default_factory=list)
     ended_by_purge: list[ConflictNote] = field(default_factory=list)  # sidecars of purged records, removed
+    remote_added: str | None = None  # the URL became this remote of the repository
+
+    @classmethod
+    def of(cls, target: RemoteTarget, branch: str, *, dry_run: bool = False) -> SyncResult:
+        return cls(None if target.one_off else target.name, target.url, branch, dry_run=dry_run)
 
     @property
     def quiet(self) -> bool:
@@ -122,6 +129,7 @@ class SyncResult:
             "incoming": self.incoming,
             "outgoing": self.outgoing,
             "pushed": self.pushed,
+            "remoteAdded": self.remote_added,
             "finishedMerge": self.finished_merge,
             "records": {"added": self.added, "changed": self.changed, "removed": self.removed, "merged": self.merged},
             "conflicts": [c.to_json() for c in self.conflicts],
@@ -133,8 +141,11 @@ class SyncResult:
     def lines(self) -> list[str]:
         """The human report, one line per fact."""
         would = "would " if self.dry_run else ""
-        head = f"sync with {self.remote} ({self.url}), branch {self.branch}"
+        where = f"{self.remote} ({self.url})" if self.remote and not self.remote_added else self.url
+        head = f"sync with {where}, branch {self.branch}"
         out = [f"{head}: {self._what(would)}"]
+        if self.remote_added:
+            out.append(f"added {self.url} as the vault's remote {self.remote_added}")
         if self.added or self.changed or self.removed:
             coming = "records that would come in" if self.dry_run else "records that came in"
             out.append(f"{coming}: {len(self.added)} new, {len(self.changed)} changed, {len(self.removed)} removed")

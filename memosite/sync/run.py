@@ -50,7 +50,7 @@ def remote_branch(repo: Repo, target: RemoteTarget, configured: str | None) -> s
     """The remote branch to sync with (see :func:`choose_branch`)."""
     if configured:
         return configured
-    return choose_branch(None, repo.branch(), repo.remote_heads(target.name))
+    return choose_branch(None, repo.branch(), repo.remote_heads(target))
 
 
 def choose_branch(configured: str | None, local: str | None, heads: dict[str, str]) -> str:
@@ -69,25 +69,48 @@ def choose_branch(configured: str | None, local: str | None, heads: dict[str, st
 
 
 def fetch(repo: Repo, target: RemoteTarget) -> None:
-    result = repo.run("fetch", "-q", "--no-tags", "--prune", target.name)
+    refspec = [f"+refs/heads/*:{target.refs}/*"] if target.one_off else []
+    result = repo.run("fetch", "-q", "--no-tags", "--prune", target.location, *refspec)
     if result.returncode != 0:
-        raise SyncError(f"cannot fetch from {target.name} ({target.url}): {gitsync.first_line(result.stderr)}")
+        raise SyncError(f"cannot fetch from {target.label}: {gitsync.first_line(result.stderr)}")
 
 
 def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool = False) -> SyncResult:
     """Sync the vault with ``remote`` (default ``vaultGit.remote``, else ``origin``); see the
     module docstring. A remote whose history shares nothing with the vault's is refused unless
     ``allow_unrelated`` (then both vaults merge record by record, as if each had created its own
-    records). Raises NO_REMOTE, UNRELATED_HISTORY, SYNC_FAILED or PUSH_FAILED."""
+    records). Raises NO_REMOTE, UNRELATED_HISTORY, SYNC_FAILED or PUSH_FAILED.
+
+    A URL that is no remote of the repository yet is synced with by URL; it becomes a remote
+    (``origin`` when it is free) only when the sync succeeds and it is ``vaultGit.remote``, or the
+    vault has no remote at all. Any other one-off ``remote`` leaves no remote and no ref behind,
+    nor does a failed sync."""
     adopt_clone(vault)
     check_enabled(vault)
     gitsync.ensure_repo(vault)
     repo = Repo(vault.root)
-    target = repo.resolve_remote(remote or vault.config.git_remote, create=True)
+    target = repo.resolve_remote(remote or vault.config.git_remote)
+    keep = target.one_off and (remote in (None, vault.config.git_remote) or not repo.remotes())
+    try:
+        result = _sync_with(vault, repo, target, allow_unrelated)
+        if keep:
+            target = repo.keep_remote(target)
+            result.remote = result.remote_added = target.name
+            _track(repo, target, result.branch)
+        elif not target.one_off:
+            _track(repo, target, result.branch)
+    finally:
+        if target.one_off:
+            repo.forget_one_off()
+    note_sync(vault, {**result.summary_json(), "head": repo.head()})
+    return result
+
+
+def _sync_with(vault: Vault, repo: Repo, target: RemoteTarget, allow_unrelated: bool) -> SyncResult:
     fetch(repo, target)
     branch = remote_branch(repo, target, vault.config.git_branch)
-    tracking = f"refs/remotes/{target.name}/{branch}"
-    result = SyncResult(target.name, target.url, branch)
+    tracking = f"{target.refs}/{branch}"
+    result = SyncResult.of(target, branch)
     for attempt in range(MAX_ATTEMPTS):
         if attempt:
             fetch(repo, target)
@@ -111,9 +134,7 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
             result.pushed = True
             break
     else:
-        raise SyncError(f"{target.name} kept changing while syncing ({MAX_ATTEMPTS} tries): run memosite sync again")
-    _track(repo, target, branch)
-    note_sync(vault, {**result.summary_json(), "head": head})
+        raise SyncError(f"{target.label} kept changing while syncing ({MAX_ATTEMPTS} tries): run memosite sync again")
     return result
 
 
@@ -231,8 +252,8 @@ def _integrate(
         unrelated = base is None
         if unrelated and not allow_unrelated:
             raise UnrelatedHistory(
-                f"{target.name}/{branch} shares no history with this vault: refusing to merge two unrelated vaults"
-                " (check vaultGit.remote; to merge them record by record, sync once with --allow-unrelated)"
+                f"{target.branch_label(branch)} shares no history with this vault: refusing to merge two unrelated"
+                " vaults (check vaultGit.remote; to merge them record by record, sync once with --allow-unrelated)"
             )
         identity = gitsync.identity_options(repo.root)
         options = ["--allow-unrelated-histories"] if unrelated else []
@@ -240,8 +261,9 @@ def _integrate(
             *identity, *MERGE_OPTIONS, "merge", "--no-commit", "--no-ff", "-X", "no-renames", *options, theirs
         )
         if not repo.merge_in_progress():
-            raise SyncError(f"git merge of {target.name}/{branch} failed: {gitsync.first_line(merged.stderr)}")
-        _complete_merge(vault, repo, result, f"sync: merge {target.name}/{branch} ({counted(incoming, 'commit')})")
+            raise SyncError(f"git merge of {target.branch_label(branch)} failed: {gitsync.first_line(merged.stderr)}")
+        message = f"sync: merge {target.branch_label(branch)} ({counted(incoming, 'commit')})"
+        _complete_merge(vault, repo, result, message)
         result.integration = "merge"
     result.incoming += incoming
 
@@ -323,15 +345,17 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
 
 def _push(vault: Vault, repo: Repo, target: RemoteTarget, branch: str, head: str) -> bool:
     """Push ``head``; False when the remote moved on meanwhile (fetch and merge again)."""
-    pushed = repo.run("push", "--porcelain", target.name, f"{head}:refs/heads/{branch}")
+    pushed = repo.run("push", "--porcelain", target.location, f"{head}:refs/heads/{branch}")
     if pushed.returncode == 0:
+        if target.one_off:  # git moves a named remote's tracking ref itself, not a URL's
+            repo.git("update-ref", f"{target.refs}/{branch}", head)
         note_push(vault, head, None)
         point_remote_head(repo, target, branch)
         return True
     output = pushed.stdout + pushed.stderr
     if "[rejected]" in output or "non-fast-forward" in output or "fetch first" in output:
         return False
-    message = f"push to {target.name} ({target.url}) failed: {gitsync.first_line(pushed.stderr or pushed.stdout)}"
+    message = f"push to {target.label} failed: {gitsync.first_line(pushed.stderr or pushed.stdout)}"
     note_push(vault, head, message)
     raise PushFailed(f"{message}; the changes are committed here and go out with the next sync")
 

@@ -126,7 +126,7 @@ def sync_state(vault: Vault, *, conflict_details: bool = False) -> SyncState:
 
 def _compare_with_remote(vault: Vault, repo: Repo, state: SyncState, last_sync: dict[str, Any] | None) -> None:
     try:
-        target = repo.resolve_remote(vault.config.git_remote, create=False)
+        target = repo.resolve_remote(vault.config.git_remote)
     except NoRemote:
         return
     state.remote, state.url = target.name, target.url
@@ -134,7 +134,7 @@ def _compare_with_remote(vault: Vault, repo: Repo, state: SyncState, last_sync: 
     state.uncommitted = len(repo.dirty())
     branch = vault.config.git_branch or (last_sync.get("branch") if last_sync else None) or repo.branch()
     state.branch = branch
-    head, theirs = repo.head(), repo.rev(f"refs/remotes/{target.name}/{branch}") if branch else None
+    head, theirs = repo.head(), repo.rev(f"{target.refs}/{branch}") if branch and not target.one_off else None
     if head is not None and theirs is not None:
         counts = repo.git("rev-list", "--left-right", "--count", f"{head}...{theirs}", env={"GIT_OPTIONAL_LOCKS": "0"})
         ahead, _, behind = counts.strip().partition("\t")
