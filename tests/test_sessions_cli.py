@@ -170,3 +170,14 @@ def test_a_refused_start_leaves_no_session_behind() -> None:
     assert result.exit_code == 1 and json.loads(result.stdout)["error"]["code"] == "INVALID_ARGUMENTS"
     assert not (Path(os.environ["MEMOSITE_VAULT"]) / "projects/demo/sessions/s1").exists()
     assert runner.invoke(cli, ["session", "start", "--id", "s1", "--goal", "ship it"]).exit_code == 0
+
+
+def test_a_session_id_in_another_script_is_refused_for_not_being_ascii(vault_dir: Path, tmp_path: Path) -> None:
+    """vtcode's sanitize_id turns each non-ASCII letter into '_', so two ids could share a
+    directory; memosite refuses such an id instead, says why, and offers a transliteration."""
+    code, _, refused = run("start", "--id", "сессия-1")
+    assert code == 1 and "ASCII letters" in refused and "'sessiya-1'" in refused
+    root = tmp_path / "vt"
+    root.mkdir()
+    code, _, shown = run("show", "сессия-1", "--root", str(root))
+    assert code == 1 and "ASCII letters" in shown and "'sessiya-1'" in shown

@@ -83,6 +83,32 @@ def test_lifecycle_commands_and_refused_transition(workdir: Path) -> None:
     assert "terminal" in error.stderr
 
 
+def test_a_lifecycle_message_names_the_new_status_only_when_the_verb_does_not(workdir: Path) -> None:
+    run("init")
+    record_id = add()["id"]
+    assert run("archive", record_id, ok=False).stderr.strip() == (
+        f"memosite: error: cannot archive {record_id}: it is candidate, not active; promote it first, or reject it"
+    )
+    assert run("promote", record_id).stdout.strip() == f"promoted {record_id} → active"
+    assert run("archive", record_id).stdout.strip() == f"archived {record_id}"
+    assert run("restore", record_id).stdout.strip() == f"restored {record_id} → active"
+    missing = "01a2319d-0fc0-71bf-87e2-f047afe73e17"
+    assert run("show", missing, ok=False).stderr.startswith(f"memosite: error: record not found: {missing}")
+
+
+def test_export_finds_the_store_as_every_other_command_does(
+    workdir: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run("export", ok=False).stderr == run("list", ok=False).stderr  # no store: the same one line
+    store = Path(run_json("init")["path"])
+    CliRunner().invoke(cli, ["upsert", "--kind", "decision", "--title", "Use Postgres", "--body", "Orders.\n"])
+    deeper = workdir / "src"
+    deeper.mkdir()
+    monkeypatch.chdir(deeper)
+    exported = run_json("export")
+    assert exported["store"] == str(store) and exported["store_created"] is False and exported["count"] == 1
+
+
 def test_reject_archives_a_candidate(workdir: Path) -> None:
     run("init")
     proposal = add()["id"]
@@ -120,6 +146,7 @@ GLOBAL_STORE_TOML = 'format_version = 1\nscope = "global"\nvisibility = "private
         ["rename", "Shop"],
         ["init"],
         ["import"],
+        ["export"],
         ["export", "--store", "."],
         ["validate"],
         ["add", "--kind", "fact", "--title", "t", "--body", "b", "--store", ".sbuf"],

@@ -58,6 +58,13 @@ def test_each_operation_starts_from_exactly_one_status(operation: str, current: 
             check_operation("r", operation, current)
 
 
+def test_a_refused_operation_names_the_status_it_needs_with_its_article() -> None:
+    with pytest.raises(InvalidTransition, match="archive needs an active record"):
+        check_operation("r1", "archive", "archived")
+    with pytest.raises(InvalidTransition, match="reject needs a candidate record"):
+        check_operation("r1", "reject", "active")
+
+
 def test_superseded_is_terminal() -> None:
     assert TRANSITIONS["superseded"] == frozenset()
 

@@ -46,7 +46,9 @@ def _line(item: StoredStormRecord) -> str:
 
 
 def _changed(app: App, verb: str, item: StoredStormRecord) -> None:
-    app.emit(item.to_json(body=False), f"{verb} {item.record.id} → {item.record.status}")
+    """``promoted <id> → active``; the status only when the verb does not already say it."""
+    status = item.record.status
+    app.emit(item.to_json(body=False), f"{verb} {item.record.id}" + ("" if verb == status else f" → {status}"))
 
 
 @click.group()
@@ -326,7 +328,12 @@ def import_(app: App, store_dir: str | None, global_store: bool) -> None:
 
 
 @stormbuffer.command()
-@click.option("--store", "store_dir", metavar="DIR", help="The store to write (a project store, created if missing).")
+@click.option(
+    "--store",
+    "store_dir",
+    metavar="DIR",
+    help="The store to write (created if missing; default: the nearest .sbuf upward from the working directory).",
+)
 @click.option("--global", "global_store", is_flag=True, help="Write to Stormbuffer's global store (it must exist).")
 @click.option("--name", help="Project name for a new store (default: the memosite project).")
 @vault_options
@@ -336,21 +343,19 @@ def export(app: App, store_dir: str | None, global_store: bool, name: str | None
     Every record written is one Stormbuffer accepts; records it cannot hold (no body text, a
     global record bound for a project store) are listed as skipped.
     """
-    from memosite.errors import InvalidArguments
     from memosite.stormbuffer.bridge import export_project
     from memosite.stormbuffer.store import STORE_DIR_NAME, STORE_FILE, Store
 
-    if store_dir is None and not global_store:
-        raise InvalidArguments("give --store DIR (created if missing) or --global")
-    if global_store:
-        path = _store_path(app, store_dir, global_store)
-        Store.open(path, "global")
+    if global_store or store_dir is None:
+        path = _store_path(app, store_dir, global_store)  # an existing store, found as every command finds it
+        Store.open(path, "global" if global_store else None)
     else:
-        assert store_dir is not None
         path = Path(store_dir).expanduser().absolute()
         if not (path / STORE_FILE).exists() and (path / STORE_DIR_NAME / STORE_FILE).exists():
             path = path / STORE_DIR_NAME
-        if name is None and not (path / STORE_FILE).exists():
+        if (path / STORE_FILE).exists():
+            Store.open(path)  # refused before the vault is read: a global store in a .sbuf, a bad store.toml
+        elif name is None:
             name = app.project
     result = export_project(app.vault, app.project, path, name=name)
     app.emit(result.to_json(), lambda: _bridge_text(result.to_json()))

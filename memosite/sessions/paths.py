@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memosite.errors import InvalidArguments
 from memosite.schema import utc_now, validate_slug
+from memosite.text import suggest_ascii
 from memosite.vault import Vault
 
 EVENTS_FILE = "events.jsonl"
@@ -47,7 +48,10 @@ _DIR_NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
 def validate_dir_name(name: str) -> str:
     """A session directory name as vtcode makes them (ASCII letters, digits, '-', '_', '.')."""
     if not isinstance(name, str) or not _DIR_NAME_RE.match(name) or ".." in name:
-        raise InvalidArguments(f"invalid session directory name {name!r}")
+        raise InvalidArguments(
+            f"invalid session directory name {name!r}: vtcode names them with ASCII letters, digits,"
+            f" '.', '_' or '-' (no '..'){suggest_ascii(name)}"
+        )
     return name
 
 

@@ -50,7 +50,8 @@ def check_operation(record_id: str, operation: str, current: str) -> str:
     required, target = OPERATIONS[operation]
     if current == required:
         return target
-    hint = _HINTS.get(current, f"{operation} needs a {required} record")
+    article = "an" if required[0] in "aeiou" else "a"
+    hint = _HINTS.get(current, f"{operation} needs {article} {required} record")
     raise InvalidTransition(
         f"cannot {operation} {record_id}: it is {current}, not {required}; {hint}",
         details={"id": record_id, "from": current, "to": target, "requires": required},

@@ -222,7 +222,7 @@ class Store:
                     details={"field": "id", "matches": [m.record.key for m in matches]},
                 )
         if not matches:
-            raise RecordNotFound(f"Record not found: {record_id} in store {self.path}")
+            raise RecordNotFound(f"record not found: {record_id} in store {self.path}")
         return matches[0]
 
     def check_scope(self, scope: str) -> None:
