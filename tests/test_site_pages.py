@@ -287,3 +287,37 @@ def test_serve_and_build_keep_their_own_cached_pages(tmp_path: Path, vault: Vaul
     config = load_site_config(vault, site_dir=tmp_path / "c")
     run_build(config)
     assert memosite_plugin(config).rendered_pages == 0  # the first configuration's pages are still there
+
+
+def _dashboard_pages(content: object) -> dict[str, str]:
+    return {p.src_uri: p.markdown for p in content.pages if p.role in ("dashboard", "changelog")}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("edit", "reused"),
+    [
+        (lambda text: text + "\nOne more line of body.\n", True),
+        (lambda text: text.replace("severity: high", "severity: low"), False),
+        (lambda text: text.replace("status: active", "status: archived"), False),
+    ],
+)
+def test_a_rebuild_reuses_home_figures_only_while_what_they_show_is_unchanged(
+    vault: Vault, edit: object, reused: bool
+) -> None:
+    from memosite.indexing import refresh_project
+    from memosite.site.pages import RecordMemo, collect_site_content
+
+    for n in range(3):
+        upsert_record(
+            vault, "shop", kind="trap", body=f"Trap {n}.", frontmatter={"title": f"Trap {n}", "severity": "high"}
+        )
+    memo = RecordMemo()
+    collect_site_content(vault, prefix="memory", projects=["shop"], memo=memo)
+    before = memo.dashboards.figures["shop"]
+    path = sorted(vault.project_dir("shop").glob("traps/*.md"))[0]
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]
+    refresh_project(vault, "shop")
+    remembered = collect_site_content(vault, prefix="memory", projects=["shop"], memo=memo)
+    fresh = collect_site_content(vault, prefix="memory", projects=["shop"])
+    assert (memo.dashboards.figures["shop"] is before) is reused
+    assert _dashboard_pages(remembered) == _dashboard_pages(fresh)

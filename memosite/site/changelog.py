@@ -56,27 +56,54 @@ def week_of(moment: str) -> str:
     return (day - timedelta(days=day.weekday())).isoformat()
 
 
+# A long-running process's record events, by record path: (entry, page, expired, its events).
+RecordEventMemo = dict[str, tuple[IndexEntry, str, bool, list[ChangeEvent]]]
+
+
 def record_events(
-    entries: Iterable[IndexEntry], src_uri: Callable[[IndexEntry], str], now_iso: str
+    entries: Iterable[IndexEntry],
+    src_uri: Callable[[IndexEntry], str],
+    now_iso: str,
+    memo: RecordEventMemo | None = None,
 ) -> list[ChangeEvent]:
-    """Created / updated / superseded / archived / expired events of the published records."""
+    """Created / updated / superseded / archived / expired events of the published records.
+
+    With a ``memo`` from the previous build, a record whose index row (the same object: rows are
+    re-read only when their file changed), page and expiry are unchanged keeps its events."""
     events: list[ChangeEvent] = []
+    kept: RecordEventMemo = {}
     for entry in entries:
         page = src_uri(entry)
+        expired = is_expired_iso(entry.expires_at, now_iso)
+        cached = memo.get(entry.path) if memo is not None else None
+        if cached is not None and cached[0] is entry and cached[1] == page and cached[2] == expired:
+            mine = cached[3]
+        else:
+            mine = _entry_events(entry, page, expired)
+        kept[entry.path] = (entry, page, expired, mine)
+        events += mine
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
+    return events
 
-        def add(when: str | None, action: str, entry: IndexEntry = entry, page: str = page) -> None:
-            if when:
-                events.append(ChangeEvent(when, entry.project, action, entry.kind, entry.id, entry.title, page))
 
-        add(entry.created, "created")
-        if entry.status == "superseded":
-            add(entry.updated, "superseded")
-        elif entry.status == "archived":
-            add(entry.updated, "archived")
-        elif entry.updated and entry.updated != entry.created:
-            add(entry.updated, "updated")
-        if is_expired_iso(entry.expires_at, now_iso):
-            add(entry.expires_at, "expired")
+def _entry_events(entry: IndexEntry, page: str, expired: bool) -> list[ChangeEvent]:
+    events: list[ChangeEvent] = []
+
+    def add(when: str | None, action: str) -> None:
+        if when:
+            events.append(ChangeEvent(when, entry.project, action, entry.kind, entry.id, entry.title, page))
+
+    add(entry.created, "created")
+    if entry.status == "superseded":
+        add(entry.updated, "superseded")
+    elif entry.status == "archived":
+        add(entry.updated, "archived")
+    elif entry.updated and entry.updated != entry.created:
+        add(entry.updated, "updated")
+    if expired:
+        add(entry.expires_at, "expired")
     return events
 
 

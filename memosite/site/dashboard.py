@@ -9,7 +9,9 @@ flagged stale, "reads as expired"), so a dashboard never disagrees with a view.
 from __future__ import annotations
 
 import heapq
+import operator
 import posixpath
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +35,58 @@ CHART_WEEKS = 12
 CHANGELOG_WEEKS = 12
 CHANGELOG_EVENTS_PER_WEEK = 100
 SEVERITY_ORDER = ("critical", "high", "medium", "low")
+RECENT_DAYS = (7, 30)
+# What the home's figures read of a record's index row (a body edit leaves them as they were).
+_FIGURE_FIELDS = operator.attrgetter(
+    "kind", "status", "title", "occurrences", "hits", "stale", "helpful", "updated", "severity", "layer"
+)
 STATUS_COLUMNS = ("active", "expired", "paused", "shipped", "completed", "superseded", "archived")
+
+
+@dataclass
+class _Figures:
+    """A project's home figures and charts, what they were computed from, and when."""
+
+    basis: tuple[Any, ...]
+    whens: list[str]  # the events' instants, sorted
+    edges: tuple[str, ...]  # the instants that bounded the time windows (see _edges)
+    weeks: list[str]
+    stats: dict[str, Any]
+    charts: dict[str, str]
+
+    def holds(self, basis: tuple[Any, ...], now: datetime) -> bool:
+        """Whether figures made at another instant from ``basis`` are these: same records and
+        events, and no event crossed the edge of a time window (or came due) in between."""
+        if basis != self.basis or changelog.last_weeks(now, CHART_WEEKS) != self.weeks:
+            return False
+        new = _edges(now)
+        if bisect_right(self.whens, self.edges[0]) != bisect_right(self.whens, new[0]):
+            return False
+        return all(
+            bisect_left(self.whens, a) == bisect_left(self.whens, b)
+            for a, b in zip(self.edges[1:], new[1:], strict=True)
+        )
+
+
+def _edges(now: datetime) -> tuple[str, ...]:
+    """``now`` (events after it do not count yet) and the starts of the "last N days" windows."""
+    return (format_iso(now), *(format_iso(now - timedelta(days=days)) for days in RECENT_DAYS))
+
+
+@dataclass
+class DashboardMemo:
+    """What a long-running process (``serve``) keeps between builds, per project: each record's
+    change events, the home's figures and the "What changed" page, reused while what they are
+    made from is unchanged."""
+
+    events: dict[str, changelog.RecordEventMemo] = field(default_factory=dict)
+    figures: dict[str, _Figures] = field(default_factory=dict)
+    changes: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.events.clear()
+        self.figures.clear()
+        self.changes.clear()
 
 
 @dataclass
@@ -62,10 +115,12 @@ class FeedSource:
         pending: int = 0,
         pending_shown: bool = False,
         hidden: Collection[str] = (),
+        memo: DashboardMemo | None = None,
     ) -> FeedSource:
         """``hidden``: ``kind:id`` of records the site leaves out; commits naming one are too."""
         by_entry = {id(r.entry): r.src_uri for r in records}
-        events = changelog.record_events([r.entry for r in records], lambda e: by_entry[id(e)], format_iso(now))
+        known = memo.events.setdefault(project, {}) if memo is not None else None
+        events = changelog.record_events([r.entry for r in records], lambda e: by_entry[id(e)], format_iso(now), known)
         events += changelog.tombstone_events(vault, project)
         events += changelog.without_commits_naming(changelog.git_events(vault, project), hidden)
         listed = changelog.conflict_files(vault, project) if conflicts is None else conflicts
@@ -145,7 +200,7 @@ def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
         if counts[k]
     ]
     now_iso = format_iso(now)
-    since = {days: format_iso(now - timedelta(days=days)) for days in (7, 30)}
+    since = {days: format_iso(now - timedelta(days=days)) for days in RECENT_DAYS}
     changed = [e for e in source.events if e.action != "committed" and e.when <= now_iso]
     recent = {days: Counter(e.action for e in changed if e.when >= start) for days, start in since.items()}
     traps = [r for r in records if r.entry.kind == "trap" and _live(r)]
@@ -223,30 +278,73 @@ def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
     }
 
 
-def dashboard_page(env: jinja2.Environment, prefix: str, source: FeedSource, now: datetime) -> list[SitePage]:
-    """A project's home page and its "What changed" page."""
+def _basis(source: FeedSource) -> tuple[Any, ...]:
+    """Everything of a source the home's figures are computed from."""
+    records = tuple((_FIGURE_FIELDS(r.entry), r.src_uri, r.inactive, r.verdict) for r in source.records)
+    return (tuple(source.events), records, tuple(source.conflicts), source.pending, source.pending_shown)
+
+
+def _remembered_figures(source: FeedSource, now: datetime, memo: DashboardMemo | None) -> None:
+    """Give ``source`` the figures and charts of an earlier build when they still hold at ``now``
+    (or keep the ones about to be computed for the next build)."""
+    if memo is None or source.project is None:
+        return
+    basis = _basis(source)
+    known = memo.figures.get(source.project)
+    key = format_iso(now)
+    if known is not None and known.holds(basis, now):
+        source.stats, source.figures = (key, known.stats), (key, known.charts)
+        return
+    source.stats, source.figures = (key, _figures(source, now)), (key, _charts(source, now))
+    memo.figures[source.project] = _Figures(
+        basis,
+        sorted(e.when for e in source.events),
+        _edges(now),
+        changelog.last_weeks(now, CHART_WEEKS),
+        source.stats[1],
+        source.figures[1],
+    )
+
+
+def dashboard_page(
+    env: jinja2.Environment, prefix: str, source: FeedSource, now: datetime, memo: DashboardMemo | None = None
+) -> list[SitePage]:
+    """A project's home page and its "What changed" page (with a ``memo``, figures and the
+    changelog of the previous build are reused while they hold)."""
     from memosite.site.pages import SitePage
 
     project = source.project or ""
     base = f"{prefix}/{project}"
     token = f"MEMOSITECHART{project.replace('-', '').replace('.', '').replace('_', '')}"
+    _remembered_figures(source, now, memo)
     figures = charts(source, now, token)
     home = env.get_template("site/dashboard.md.j2").render(
         project=project, stats=project_stats(source, now, base), charts=list(figures), now=format_iso(now)
     )
-    all_weeks = changelog.by_week(source.events)
+    events_basis = (prefix, tuple(source.events))
+    known = memo.changes.get(project) if memo is not None else None
+    if known is not None and known[0] == events_basis:
+        changes = known[1]
+    else:
+        changes = _changes_markdown(env, project, base, source.events)
+        if memo is not None:
+            memo.changes[project] = (events_basis, changes)
+    return [
+        SitePage(f"{base}/index.md", home, "dashboard", f"{project} — overview", charts=figures),
+        SitePage(f"{base}/CHANGES.md", changes, "changelog", f"What changed — {project}"),
+    ]
+
+
+def _changes_markdown(env: jinja2.Environment, project: str, base: str, events: list[changelog.ChangeEvent]) -> str:
+    all_weeks = changelog.by_week(events)
     weeks = [
         (week, [_event(e, base) for e in events[:CHANGELOG_EVENTS_PER_WEEK]], len(events))
         for week, events in all_weeks[:CHANGELOG_WEEKS]
     ]
     older = [(week, Counter(e.action for e in events)) for week, events in all_weeks[CHANGELOG_WEEKS:]]
-    changes = env.get_template("site/changelog.md.j2").render(
+    return env.get_template("site/changelog.md.j2").render(
         project=project, weeks=weeks, older=older, actions=changelog.ACTIONS
     )
-    return [
-        SitePage(f"{base}/index.md", home, "dashboard", f"{project} — overview", charts=figures),
-        SitePage(f"{base}/CHANGES.md", changes, "changelog", f"What changed — {project}"),
-    ]
 
 
 def _event(event: changelog.ChangeEvent, base: str) -> dict[str, Any]:

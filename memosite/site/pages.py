@@ -23,7 +23,7 @@ from memosite.index.verdicts import StoredVerdict
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
-from memosite.site.dashboard import FeedSource, Overview, dashboard_page, overview_markdown
+from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
 
@@ -319,6 +319,7 @@ class RecordMemo:
     # path -> (what the page was rendered from: entry, why inactive, linked entries; its Markdown)
     pages: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
     templates: str = ""
+    dashboards: DashboardMemo = field(default_factory=DashboardMemo)
 
     def refresh(self, vault: Vault, project: str) -> list[IndexEntry]:
         """The project's durable records, re-reading only rows whose file changed."""
@@ -376,6 +377,7 @@ def collect_site_content(
     memo = memo if memo is not None else RecordMemo()
     if memo.templates != checksum:
         memo.pages.clear()
+        memo.dashboards.clear()
         memo.templates = checksum
     record_template = env.get_template("site/record.md.j2")
     verdicts = published_verdicts(vault.index(), content.projects)  # one query for the whole build
@@ -438,9 +440,10 @@ def collect_site_content(
             pending=len(pending),
             pending_shown=include_pending,
             hidden=[f"{e.kind}:{e.id}" for e in hidden],
+            memo=memo.dashboards,
         )
         sources.append(source)
-        for page in dashboard_page(env, content.prefix, source, now):
+        for page in dashboard_page(env, content.prefix, source, now, memo.dashboards):
             content.add(page)
         pages = trust.TrustPages(
             content.prefix,
