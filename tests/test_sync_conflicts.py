@@ -294,7 +294,8 @@ def test_a_config_conflict_is_listed_with_its_diff_and_in_status(team: Team, run
     assert (conflict["path"], conflict["project"], conflict["id"]) == ("config.json", None, None)
     assert "pushDelaySeconds" in conflict["diff"]
     status = run_cli("status", "--vault", str(stranger.root)).stdout
-    assert f"config.json (the other version is in {sidecar})" in status
+    short_id = conflict["shortId"]
+    assert f"conflict: config.json: in place and in {sidecar} (memosite resolve {short_id})" in status
 
 
 @pytest.mark.parametrize("ref", ["config.json", "config", "short id"])

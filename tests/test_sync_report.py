@@ -109,3 +109,34 @@ def test_the_json_of_sync_conflicts_and_resolve_keeps_its_shape(team: Team, run_
         "project": "demo",
         "id": "lock-order",
     }
+
+
+def test_status_before_the_first_sync_names_the_configured_remote(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a = team.machine("a")
+    text = run_cli("status", "--vault", str(a.root)).stdout
+    [line] = [line for line in text.splitlines() if line.startswith("sync ")]
+    assert f"{team.remote}, not synced yet" in line and "no remote" not in text
+    assert "sync: " not in text  # the label is printed once
+    trap(a)
+    text = run_cli("status", "--vault", str(a.root)).stdout
+    assert f"{team.remote}, not synced yet" in text and "no remote" not in text
+    sync_vault(a)
+    [line] = [
+        line for line in run_cli("status", "--vault", str(a.root)).stdout.splitlines() if line.startswith("sync ")
+    ]
+    assert line.split()[:2] == ["sync", "origin/main"] and "sync: " not in line
+
+
+def test_status_shows_each_conflicts_record_and_both_versions_updated(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
+    a, b = synced_pair(team)
+    trap(a, body="from a\n")
+    trap(b, body="from b\n")
+    sync_vault(a)
+    sync_vault(b)
+    [conflict] = sync_state(b).conflicts
+    assert conflict.local.updated and conflict.remote.updated
+    text = run_cli("status", "--vault", str(b.root)).stdout
+    assert (
+        f"conflict: trap lock-order ({conflict.path}): in place updated {conflict.local.updated},"
+        f" sidecar updated {conflict.remote.updated} (memosite resolve lock-order)"
+    ) in text

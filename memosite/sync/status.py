@@ -31,8 +31,10 @@ class PushError:
 
 @dataclass
 class SyncState:
-    """Where the vault stands with its remote. ``ahead``/``behind`` count commits against the
-    remote as last fetched (None without a remote or before the first sync)."""
+    """Where the vault stands with its remote. ``remote`` is its name in the vault's repository
+    (None before the first sync made ``url``, ``vaultGit.remote``, one); ``ahead``/``behind``
+    count commits against the remote as last fetched (None without a remote or before the first
+    sync)."""
 
     enabled: bool
     repository: bool
@@ -76,13 +78,16 @@ class SyncState:
         }
 
     def lines(self) -> list[str]:
-        """Human lines for ``memosite status``."""
+        """Human lines for ``memosite status`` (which labels them ``sync``)."""
         if not self.enabled:
-            return ["sync: vault git is off"]
+            return ["vault git is off"]
+        if self.remote is None and self.url is None:
+            return ["no remote (set vaultGit.remote in config.json, or pass --remote to memosite sync)"]
         if self.remote is None:
-            return ["sync: no remote (set vaultGit.remote in config.json)"]
-        where = f"{self.remote}/{self.branch}" if self.branch else self.remote
-        out = [f"sync: {where} ({self.url}), push {self.push_mode}, last sync {self.last_sync or 'never'}"]
+            out = [f"{self.url}, not synced yet (memosite sync), push {self.push_mode}"]
+        else:
+            where = f"{self.remote}/{self.branch}" if self.branch else self.remote
+            out = [f"{where} ({self.url}), push {self.push_mode}, last sync {self.last_sync or 'never'}"]
         if self.ahead:
             out.append(f"  {counted(self.ahead, 'commit')} not pushed yet")
         if self.behind:
@@ -93,8 +98,18 @@ class SyncState:
         if self.merge_in_progress:
             out.append("  a git merge is unfinished: memosite sync finishes it")
         for conflict in self.conflicts:
-            out.append(f"  conflict: {conflict.path} (the other version is in {conflict.sidecar})")
+            out.append(f"  conflict: {_conflict_line(conflict)}")
         return out
+
+
+def _conflict_line(conflict: Conflict) -> str:
+    """The record (or file), both versions' ``updated`` and how to end it."""
+    name = f"{conflict.kind} {conflict.record_id} ({conflict.path})" if conflict.record_id else conflict.path
+    in_place = f"updated {conflict.local.updated or '-'}" if conflict.local.exists else "no version"
+    versions = f"in place {in_place}, sidecar updated {conflict.remote.updated or '-'}"
+    if not conflict.is_record:
+        versions = f"in place and in {conflict.sidecar}"
+    return f"{name}: {versions} (memosite resolve {conflict.ref})"
 
 
 def sync_state(vault: Vault, *, conflict_details: bool = False) -> SyncState:
@@ -106,6 +121,7 @@ def sync_state(vault: Vault, *, conflict_details: bool = False) -> SyncState:
         repository=repository,
         push_mode=vault.config.git_push,
         conflicts=list_conflicts(vault, details=conflict_details),
+        url=vault.config.git_remote,
     )
     saved = read_state(vault)
     last_sync = saved.get("lastSync") if isinstance(saved.get("lastSync"), dict) else None
@@ -129,7 +145,7 @@ def _compare_with_remote(vault: Vault, repo: Repo, state: SyncState, last_sync: 
         target = repo.resolve_remote(vault.config.git_remote)
     except NoRemote:
         return
-    state.remote, state.url = target.name, target.url
+    state.remote, state.url = (None if target.one_off else target.name), target.url
     state.merge_in_progress = repo.merge_in_progress()
     state.uncommitted = len(repo.dirty())
     branch = vault.config.git_branch or (last_sync.get("branch") if last_sync else None) or repo.branch()
