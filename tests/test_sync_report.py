@@ -140,3 +140,19 @@ def test_status_shows_each_conflicts_record_and_both_versions_updated(team: Team
         f"conflict: trap lock-order ({conflict.path}): in place updated {conflict.local.updated},"
         f" sidecar updated {conflict.remote.updated} (memosite resolve lock-order)"
     ) in text
+
+
+def test_the_dry_run_counts_the_merge_commit_it_would_push_and_writes_no_conflict(team: Team) -> None:
+    a, b = synced_pair(team)
+    trap(a, body="from a\n")
+    sync_vault(a)
+    for n in range(3):
+        trap(b, slug=f"only-on-b-{n}", body="b\n")
+    trap(b, body="from b\n")
+    preview = preview_sync(b)
+    said = "\n".join(preview.lines())
+    assert "would push 5 commits (your 4 and the merge)" in said
+    assert "a sync would write 1 conflict (nothing was written)" in said and "memosite conflicts" not in said
+    real = sync_vault(b)
+    assert real.outgoing == preview.outgoing == 5
+    assert "pushed 5 commits" in "\n".join(real.lines())

@@ -122,6 +122,8 @@ def _predict(
         result.integration = "ahead"
         return
     result.integration = "fast-forward" if view.is_ancestor(ours, theirs) else "merge"
+    if result.integration == "merge":
+        result.outgoing += 1  # the merge commit goes out with them
     for change in preview.incoming:
         if classify(change.path) != "record":
             continue

@@ -165,7 +165,9 @@ class SyncResult:
         removed = "would be removed" if self.dry_run else "removed"
         for ended in self.ended_by_purge:
             out.append(f"conflict ended by the purge of {ended.path}: its sidecar {ended.sidecar} {removed}")
-        if self.conflicts:
+        if self.conflicts and self.dry_run:
+            out.append(f"a sync would write {counted(len(self.conflicts), 'conflict')} (nothing was written)")
+        elif self.conflicts:
             out.append("see them with `memosite conflicts`; end each with `memosite resolve ID --take mine|theirs`")
         return out
 
@@ -188,5 +190,8 @@ class SyncResult:
         )
         if self.outgoing:
             verb = "would push" if self.dry_run else "pushed"
-            steps.append(f"{verb} {counted(self.outgoing, 'commit')}")
+            pushed = f"{verb} {counted(self.outgoing, 'commit')}"
+            if self.dry_run and self.integration == "merge":  # counted with the merge commit it would make
+                pushed += f" (your {self.outgoing - 1} and the merge)" if self.outgoing > 1 else " (the merge)"
+            steps.append(pushed)
         return "; ".join(steps)
