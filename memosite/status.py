@@ -17,7 +17,7 @@ from memosite.config import ProjectIdentity
 from memosite.indexing import record_file_stats
 from memosite.schema import utc_now
 from memosite.sync.status import SyncState, sync_state
-from memosite.vault import CONFLICT_MARK, Vault
+from memosite.vault import Vault
 
 
 @dataclass
@@ -121,10 +121,11 @@ def index_freshness(vault: Vault, project: str) -> IndexFreshness:
 
 
 def conflict_sidecars(vault: Vault, project: str) -> list[str]:
-    base = vault.project_dir(project)
-    if not base.is_dir() or base.is_symlink():
-        return []
-    return sorted(vault.relative(p) for p in base.glob(f"*/*{CONFLICT_MARK}*.md") if not p.is_symlink())
+    """The sidecars of the project's conflicts and of the vault's own files (``config.json``), as
+    ``memosite conflicts`` lists them, so the count agrees with the lines sync and status print."""
+    from memosite.sync.conflicts import list_conflicts
+
+    return sorted(c.sidecar for c in list_conflicts(vault, project, details=False, vault_files=True))
 
 
 def vault_status(

@@ -296,6 +296,8 @@ def test_a_config_conflict_is_listed_with_its_diff_and_in_status(team: Team, run
     status = run_cli("status", "--vault", str(stranger.root)).stdout
     short_id = conflict["shortId"]
     assert f"conflict: config.json: in place and in {sidecar} (memosite resolve {short_id})" in status
+    counted = run_cli("status", "--vault", str(stranger.root), "--project", P, "--json").json()["conflicts"]
+    assert counted == [sidecar]  # the count agrees with the lines
 
 
 @pytest.mark.parametrize("ref", ["config.json", "config", "short id"])
