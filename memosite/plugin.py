@@ -73,6 +73,8 @@ _TASK = re.compile(r'<label class="task-list-control"><input type="checkbox" dis
 _TASK_TOKEN = re.compile(r"MEMOSITETASK(ON|OFF)\.")
 _TAGS = re.compile(r"<[^>]*>")
 _URL_ATTRIBUTES = re.compile(r'(?:href|src)="([^"]*)"')
+# Where each entry of a sitemap starts (the text before it is cut off as a piece of its own).
+_SITEMAP_ENTRY = re.compile(r"(?=<url>)")
 _BADGE = re.compile(r"(<h3[^>]*>)\[(CRITICAL|HIGH|MEDIUM|LOW|UNRATED)\] ")
 
 
@@ -164,6 +166,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
         self._files_by_uri: dict[str, _VirtualPage] = {}  # src_uri -> this build's file (serve reuses them)
         self._rows: dict[str, tuple[Any, str, str]] = {}  # src_uri -> (entry, url, records.json row)
+        # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
+        self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
         # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
         self.serving = False
         self._cache_dirty = False
@@ -218,7 +222,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if key != self._memory.key:
             self._memory = _BuildMemory(key=key)
             self._memo = None
-            self._files_by_uri, self._rows = {}, {}
+            self._files_by_uri, self._rows, self._page_keys = {}, {}, {}
         return config
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
@@ -259,7 +263,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     memo=self._memo,
                     include_pending=self.config.include_pending,
                 )
-                scope = _site_scope(config, files, self._memo.templates)
+                docs = list(files.documentation_pages())
+                scope = _site_scope(config, docs, self._memo.templates)
                 if not (self.serving and self._cache is not None and self._cache.scope == scope):
                     self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
             finally:
@@ -273,13 +278,19 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
         self._keys, self._reuse, self._rendered, self._handled = {}, {}, set(), set()
         previous_files, self._files_by_uri = self._files_by_uri, {}
-        docs = list(files.documentation_pages())
         present = {file.src_uri for file in files}
+        previous_keys, self._page_keys = self._page_keys, {}
         for page in content.pages:
             if page.src_uri in present:
                 log.warning("memosite: '%s' in docs_dir replaces the generated page", page.src_uri)
                 continue
-            key = digest(scope, page.src_uri, page.fingerprint, *sorted(page.charts.values()))
+            fingerprint, charts = page.fingerprint, tuple(sorted(page.charts.values()))
+            known = previous_keys.get(page.src_uri)
+            if known is not None and known[0] == scope and known[1] == fingerprint and known[2] == charts:
+                key = known[3]
+            else:
+                key = digest(scope, page.src_uri, fingerprint, *charts)
+            self._page_keys[page.src_uri] = (scope, fingerprint, charts, key)
             self._keys[page.src_uri] = key
             written = self._memory.written.get(page.src_uri)
             earlier = previous_files.get(page.src_uri)
@@ -566,7 +577,12 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     text = Path(full).read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     continue
-                self._scanner.scan(text, Path(full).relative_to(site_dir).as_posix())
+                where = Path(full).relative_to(site_dir).as_posix()
+                if name.endswith(".xml") and _SITEMAP_ENTRY.search(text):
+                    # The sitemap lists every page: one new page must not mean scanning all of it.
+                    self._scanner.scan_entries(text, where, _SITEMAP_ENTRY)
+                else:
+                    self._scanner.scan(text, where)
 
     def on_build_error(self, *, error: Exception) -> None:
         # A failed build may leave a half-written site: the next one must rebuild every page.
@@ -589,7 +605,7 @@ def _versions() -> tuple[str, ...]:
     return tuple(found)
 
 
-def _site_scope(config: MkDocsConfig, files: Files, templates: str) -> str:
+def _site_scope(config: MkDocsConfig, docs: list[File], templates: str) -> str:
     """A digest of everything a generated page depends on besides its own Markdown."""
     from memosite.site.cache import digest
 
@@ -605,7 +621,7 @@ def _site_scope(config: MkDocsConfig, files: Files, templates: str) -> str:
                 for name in sorted(names):
                     info = os.stat(os.path.join(walked, name))
                     stamps.append(f"{walked}/{name}:{info.st_mtime_ns}:{info.st_size}")
-    for file in files.documentation_pages():
+    for file in docs:
         if file.abs_src_path and os.path.isfile(file.abs_src_path):
             info = os.stat(file.abs_src_path)
             stamps.append(f"{file.src_uri}:{info.st_mtime_ns}:{info.st_size}")

@@ -15,9 +15,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,19 @@ class Scanner:
 
     def scan_all(self, texts: Iterable[str], where: str) -> bool:
         return all([self.scan(text, where) for text in texts])
+
+    def scan_entries(self, text: str, where: str, boundary: re.Pattern[str]) -> bool:
+        """Scan ``text`` in pieces cut just before each match of ``boundary`` (one sitemap entry
+        per piece), each remembered when clean: a file that grows by one entry costs one entry's
+        scan. Findings keep their line numbers in the whole text."""
+        clean = True
+        line = 0
+        for piece in boundary.split(text):
+            if not piece:
+                continue
+            before = len(self.findings)
+            if not self.scan(piece, where):
+                clean = False
+                self.findings[before:] = [replace(f, line=f.line + line) for f in self.findings[before:]]
+            line += piece.count("\n")
+        return clean
