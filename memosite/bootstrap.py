@@ -8,7 +8,8 @@ Three sections, rendered as Markdown and returned with their parts:
 * **Traps** — active, unexpired traps (unrated and low ones after the rest); those whose ``pathPatterns``
   cover ``path`` come first, then those matching ``query`` (more of its terms first, as ``search``
   reads a query), then by severity, occurrences and hits; traps flagged stale come after those they
-  tie with. At most ten.
+  tie with. At most ten. ``match`` follows search's rule over the brief's traps and decisions:
+  ``all`` when one of them holds every term, ``any`` when they hold only some.
 * **Decisions** — accepted (active, shipped or completed) and unexpired; path and query matches
   first, then the most recently updated.
 * **Pending review** — traps and decisions an agent wrote that wait for a person (``review.required``
@@ -47,7 +48,7 @@ from memosite.index import fts, queries, verdicts
 from memosite.kinds import CONTEXT_KINDS
 from memosite.query import parse_query
 from memosite.schema import format_iso, utc_now
-from memosite.search import normalize_path
+from memosite.search import MatchMode, find_matches, normalize_path
 from memosite.vault import Vault
 
 MAX_TRAPS = 10
@@ -292,6 +293,7 @@ class _Gatherer:
         self.now_iso = now_iso
         self.fresh_only = fresh_only
         self.path = path
+        self.query = query
         self.terms: fts.Terms | None = None
         parsed = parse_query(query) if query else None
         if parsed is not None and parsed.raw is not None and not self._raw_matches(parsed.raw):
@@ -299,6 +301,20 @@ class _Gatherer:
             parsed = parse_query(parsed.text, plain=True)
         if parsed is not None and not parsed.empty:
             self.terms = fts.Terms(raw=parsed.raw) if parsed.raw is not None else parsed.any_terms()
+
+    def match(self) -> MatchMode | None:
+        """The query's ``match`` over the brief's traps and decisions, by search's rule: ``all``
+        when one of them holds every term, ``any`` when they hold only some, ``None`` for none."""
+        if self.terms is None or self.query is None:
+            return None
+        filters = fts.SearchFilters(
+            self.project,
+            self.now_iso,
+            kinds=("trap", "decision"),
+            statuses=ACCEPTED_STATUSES,
+            fresh_only=self.fresh_only,
+        )
+        return find_matches(self.index, self.query, filters, sort="relevance", limit=1).match
 
     def _raw_matches(self, raw: str) -> bool:
         filters = fts.SearchFilters(self.project, self.now_iso, kinds=("trap", "decision"))
@@ -548,14 +564,6 @@ def _left_out_as_unfresh(
     return found
 
 
-def _match(items: list[BriefItem], terms: fts.Terms | None) -> Literal["all", "any"] | None:
-    if not terms:
-        return None
-    if any(item.matched_terms >= terms.count for item in items):
-        return "all"
-    return "any" if any(item.matched_terms for item in items) else None
-
-
 def build_bootstrap(
     vault: Vault,
     project: str,
@@ -634,7 +642,7 @@ def build_bootstrap(
         pending=[i for i in included if i.section == "pending"],
         omitted=omitted,
         truncated=bool(omitted) or any(item.trimmed for item in included),
-        match=_match(included, gatherer.terms),
+        match=gatherer.match(),
         max_tokens=max_tokens,
         hits_recorded=recorded,
     )

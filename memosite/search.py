@@ -6,8 +6,11 @@ Rules a caller can rely on:
   words first; when those are fewer than ``limit``, records holding **any** of them follow, those
   holding more of the words first. Stop words are ignored, the last word is also a prefix, quoted
   phrases stay phrases, diacritics do not matter, and text of scripts written without spaces
-  (Chinese, Japanese …) is found as a substring. The result says which reading it used
-  (``match``: ``all`` or ``any``), the ``terms`` it searched and, per hit, how many it holds.
+  (Chinese, Japanese …) is found as a substring. ``match`` is ``all`` when some record holds every
+  term (``holding_all`` says how many; records holding only some may follow them), ``any`` when
+  none does but some hold at least one, ``None`` when nothing matches; ``bootstrap`` reports its
+  ``match`` by the same rule. The result also says the ``terms`` it searched and, per hit, how many
+  it holds.
 * A query in FTS5 syntax (``OR``, ``NOT``, ``NEAR(…)``, ``title:word``, parentheses) is run as
   written; when SQLite rejects it or it finds nothing, its words are searched as plain words
   instead, never raising.
@@ -129,6 +132,7 @@ class SearchResult:
     match: MatchMode | None = None
     terms: list[str] = field(default_factory=list)
     hits_recorded: list[str] = field(default_factory=list)
+    holding_all: int | None = None  # with a query: how many of ``total`` hold every term
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,6 +141,7 @@ class SearchResult:
             "query": self.query,
             "match": self.match,
             "terms": self.terms,
+            "holdingAll": self.holding_all,
             "hitsRecorded": self.hits_recorded,
         }
 
@@ -152,19 +157,20 @@ class Found:
     total: int
     match: MatchMode | None
     terms: list[str]
+    holding_all: int = 0  # how many of ``total`` hold every term
 
 
 def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
     """The one query pipeline of search, bootstrap and MCP search (see the module docstring)."""
     if text is None:
         matches, total = fts.find(index, None, filters, sort=sort, limit=limit)
-        return Found(matches, total, None, [])
+        return Found(matches, total, None, [], total)
     parsed = parse_query(text)
     if parsed.raw is not None:
         try:
             matches, total = fts.find(index, fts.Terms(raw=parsed.raw), filters, sort=sort, limit=limit)
             if matches:
-                return Found(matches, total, "all", [parsed.raw])
+                return Found(matches, total, "all", [parsed.raw], total)
         except fts.QuerySyntaxError:
             pass
         # Not valid FTS5 syntax (a stray quote, ``AND(``, ``col:``), or a sentence that only looks
@@ -183,8 +189,10 @@ def _all_then_any(index: Index, parsed: ParsedQuery, filters: fts.SearchFilters,
     if len(matches) < limit and parsed.loosens:
         loose, loose_total = fts.find(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
         if loose_total > total:
-            return Found(loose, loose_total, "any", parsed.labels(loose=True))
-    return Found(matches, total, "all", parsed.labels())
+            # Records holding some terms were added after those holding all: ``match`` still says
+            # whether any record holds every term, not which pass ran last.
+            return Found(loose, loose_total, "all" if total else "any", parsed.labels(loose=True), total)
+    return Found(matches, total, "all" if total else None, parsed.labels(), total)
 
 
 # --- filters ---------------------------------------------------------------------------------
@@ -292,6 +300,7 @@ def search_records(
         match=found.match,
         terms=found.terms,
         hits_recorded=recorded,
+        holding_all=found.holding_all if found.match is not None else None,
     )
 
 

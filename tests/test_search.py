@@ -160,14 +160,14 @@ TOKEN_RECORDS = ["token-refresh", "cookie", "auth-provider"]
 @pytest.mark.parametrize(
     ("query", "expected", "match"),
     [
-        ('"unbalanced quote', [], "all"),
+        ('"unbalanced quote', [], None),  # nothing matches: no reading to report
         ("token AND(", TOKEN_RECORDS, "all"),
         ("-token", TOKEN_RECORDS, "all"),
-        ("auth:token", TOKEN_RECORDS, "any"),  # both words in two records, "token" alone in a third
+        ("auth:token", TOKEN_RECORDS, "all"),  # both words in two records, "token" alone in a third
         ("token OR", TOKEN_RECORDS, "all"),  # a dangling operator is dropped
         ("(auth", ["token-refresh", "auth-provider"], "all"),
         ('title:"refresh', ["token-refresh"], "any"),  # "title" becomes a word too, found nowhere
-        ("token - refresh", TOKEN_RECORDS, "any"),
+        ("token - refresh", TOKEN_RECORDS, "all"),  # "token refresh" in one record, then "token" alone
         ("c++ token", TOKEN_RECORDS, "all"),  # "c" is a letter, not a word to find
         ("NOT", [], None),
         ("***", [], None),
@@ -417,9 +417,24 @@ def shop(vault: Vault) -> Vault:
 
 def test_all_words_first_then_any_word_ranked_by_how_many_match(shop: Vault) -> None:
     result = search_records(shop, P, "payment gateway idempotency", now=NOW)
-    assert result.match == "any"
     assert [h.id for h in result.results] == ["payment-retry", "deploy-log"]
     assert [h.matched_terms for h in result.results] == [3, 2]
+
+
+def test_match_is_all_when_some_record_holds_every_term_even_with_others_after_it(shop: Vault) -> None:
+    result = search_records(shop, P, "payment gateway idempotency", now=NOW)
+    assert (result.match, result.holding_all, result.total) == ("all", 1, 2)
+
+
+def test_match_is_any_only_when_no_record_holds_every_term(shop: Vault) -> None:
+    result = search_records(shop, P, "payment gateway postgres", now=NOW)
+    assert (result.match, result.holding_all) == ("any", 0)
+    assert result.results[0].id == "payment-retry" and result.results[0].matched_terms == 2
+
+
+def test_match_is_none_when_nothing_matches(shop: Vault) -> None:
+    result = search_records(shop, P, "kubernetes helm", now=NOW)
+    assert (result.results, result.match) == ([], None)
 
 
 def test_a_question_finds_what_its_words_name(shop: Vault) -> None:
@@ -462,13 +477,13 @@ def test_diacritics_do_not_matter(shop: Vault) -> None:
         ("锁表", ["zh-lock"], "any"),  # 锁 and 表 both there, not side by side
         ("订单表被锁住怎么办", ["zh-lock"], "all"),  # a question: its function words are not searched
         ("バッチ処理", ["ja-batch"], "all"),
-        ("バッチ処理が二回実行される", ["ja-batch", "zh-lock"], "any"),  # then a record sharing one kanji (行)
+        ("バッチ処理が二回実行される", ["ja-batch", "zh-lock"], "all"),  # then a record sharing one kanji (行)
         ("결제 재시도 중복", ["ko-pay"], "all"),  # Hangul words with their particles attached
-        ("重试", [], "all"),
+        ("重试", [], None),
     ],
 )
 def test_text_without_word_spaces_is_found_by_substrings(
-    shop: Vault, query: str, expected: list[str], match: str
+    shop: Vault, query: str, expected: list[str], match: str | None
 ) -> None:
     result = search_records(shop, P, query, now=NOW)
     assert [h.id for h in result.results] == expected
@@ -550,9 +565,25 @@ def test_search_json_says_the_match_and_the_terms(shop: Vault, run_cli) -> None:
     assert data["results"][0]["id"] == "payment-retry" and data["results"][0]["matchedTerms"] == 2
 
 
-def test_cli_text_says_when_it_fell_back_to_any_word(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_text_says_how_many_hold_every_term_before_those_holding_some(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
     text = run_cli("search", "payment", "gateway", "idempotency").stdout
-    assert text.startswith("(no record holds every term; those holding the most of payment, gateway, idempotency*")
+    assert text.startswith("(1 record holds every term; then those holding the most of payment, gateway, idempotency*)")
+
+
+def test_cli_text_says_when_no_record_holds_every_term(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    text = run_cli("search", "payment", "gateway", "postgres").stdout
+    assert text.startswith("(no record holds every term; those holding the most of payment, gateway, postgres*")
+
+
+def test_cli_text_says_nothing_about_terms_when_every_hit_holds_all(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    assert run_cli("search", "session", "cookie").stdout.startswith("trap")
+
+
+def test_search_and_bootstrap_report_match_by_the_same_rule(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    for query in ("how do payment retries work", "payment gateway idempotency", "payment gateway postgres"):
+        searched = run_cli("search", query, "--kind", "trap", "--kind", "decision", "--json").json()
+        brief = run_cli("bootstrap", "--query", query, "--json").json()
+        assert brief["match"] == searched["match"], query
 
 
 # --- the search tables stay in step with the records --------------------------------------------

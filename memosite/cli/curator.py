@@ -92,9 +92,15 @@ def _search_text(result: SearchResult) -> str:
     if not result.results:
         return "no matches"
     lines = []
+    terms = ", ".join(result.terms)
     if result.match == "any":
-        terms = ", ".join(result.terms)
         lines.append(f"(no record holds every term; those holding the most of {terms} first)")
+    elif result.match == "all" and result.holding_all is not None and result.total > result.holding_all:
+        held = result.holding_all
+        lines.append(
+            f"({held} {'record holds' if held == 1 else 'records hold'} every term; "
+            f"then those holding the most of {terms})"
+        )
     for hit in result.results:
         flags = "".join(f" [{flag}]" for flag in hit.flags)
         severity = f" {hit.severity}" if hit.severity else ""

@@ -89,8 +89,8 @@ class RetrievalTools:
 
         Search before you change code (pass its path) or when something looks familiar; each hit
         has id, kind, title, status, path and a snippet; read one in full with get. The result's
-        match says whether every term was found ("all") or records holding some of them were
-        added ("any"); terms lists what was searched.
+        match is "all" when some record holds every term (holdingAll says how many; records
+        holding only some may follow them) and "any" when none does; terms lists what was searched.
         """
         from memosite.search import search_records
 

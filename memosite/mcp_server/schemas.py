@@ -78,7 +78,10 @@ SEARCH_HIT = obj(
         "pending": BOOLEAN,
     }
 )
-SEARCHED = obj({"results": array(SEARCH_HIT), "total": INTEGER, "query": OPT_STRING})
+SEARCHED = obj(
+    {"results": array(SEARCH_HIT), "total": INTEGER, "query": OPT_STRING},
+    optional={"match": {"enum": ["all", "any", None]}, "terms": STRINGS, "holdingAll": OPT_INTEGER},
+)
 BRIEF = obj(
     {
         "project": STRING,
