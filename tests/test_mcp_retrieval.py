@@ -162,3 +162,24 @@ def test_bootstrap_tool_takes_a_token_budget_and_says_its_size(vault_dir: Path) 
             assert "memosite search --kind trap" in text.rstrip("\n").splitlines()[-1]
 
     anyio.run(scenario)
+
+
+def test_rank_tool_accepts_the_layer_aliases_the_cli_and_upsert_accept(vault_dir: Path) -> None:
+    vault = Vault.open(vault_dir)
+    upsert_record(
+        vault, P, kind="trap", slug="ui", body="The cart button double-submits.\n", frontmatter={"layer": "web"}
+    )
+    upsert_record(vault, P, kind="trap", slug="ops", body="Disk fills at night.\n", frontmatter={"layer": "infra"})
+    vault.close()
+
+    async def main() -> None:
+        async with client_for(vault_dir) as client:
+            for alias in ("frontend", "UI", "web"):
+                ranked = await ok(client, "rank", layer=alias)
+                assert (ranked["layer"], [trap["id"] for trap in ranked["traps"]]) == ("web", ["ui"]), alias
+            assert [trap["id"] for trap in (await ok(client, "rank", layer="infra"))["traps"]] == ["ops"]
+            unknown = await client.call_tool("rank", {"layer": "kitchen"})
+            assert unknown.is_error and unknown.structured_content is not None
+            assert unknown.structured_content["error"]["code"] == "INVALID_ARGUMENTS"
+
+    anyio.run(main)

@@ -17,11 +17,10 @@ from pydantic import Field
 
 from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
 from memosite.mcp_server.store_tools import KindName, ProjectId, SessionId
-from memosite.schema import LAYERS, STATUSES
+from memosite.schema import STATUSES
 from memosite.vault import Vault
 
 StatusName = Literal[STATUSES]  # type: ignore[valid-type]
-LayerName = Literal[LAYERS]  # type: ignore[valid-type]
 SortOrder = Literal["relevance", "occurrences", "updated", "hits"]
 
 
@@ -181,7 +180,13 @@ class RetrievalTools:
 
     async def rank(
         self,
-        layer: Annotated[LayerName | None, Field(description="Only traps of this layer.")] = None,
+        layer: Annotated[
+            str | None,
+            Field(
+                description="Only traps of this layer: application, domain, web, infrastructure, tests, "
+                "devops or other, or another name for one as upsert accepts (frontend, ui, infra, ops, qa …)."
+            ),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="How many traps to return.")] = 10,
         projectId: ProjectId = None,
     ) -> CallToolResult:
