@@ -183,3 +183,15 @@ def test_rank_tool_accepts_the_layer_aliases_the_cli_and_upsert_accept(vault_dir
             assert unknown.structured_content["error"]["code"] == "INVALID_ARGUMENTS"
 
     anyio.run(main)
+
+
+def test_session_id_descriptions_say_the_server_session_counts_without_one(vault_dir: Path) -> None:
+    async def main() -> None:
+        async with client_for(vault_dir) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            for name in ("get", "search", "bootstrap"):
+                described = tools[name].input_schema["properties"]["sessionId"]["description"]
+                assert "server's own session" in described and "When given" not in described, name
+            assert "wrote it" in tools["upsert"].input_schema["properties"]["sessionId"]["description"]
+
+    anyio.run(main)

@@ -28,9 +28,13 @@ LookupSlug = Annotated[str | None, Field(description="The record's file name wit
 SessionId = Annotated[
     str | None,
     Field(
-        description="Your agent session id. When given, the read counts as a hit for salience, "
-        "at most once per session."
+        description="Your agent session id. Each record you read (get, bootstrap) or acknowledge "
+        "(search hitIds) counts as a hit for salience, at most once per session: under this id when "
+        "given, otherwise under this server's own session (one per connection)."
     ),
+]
+WriterSessionId = Annotated[
+    str | None, Field(description="Your agent session id, kept on the record as the session that wrote it.")
 ]
 
 _KIND_HELP = (
@@ -113,7 +117,7 @@ class StoreTools:
                 "root; pinned by hash so a later verify can tell when it changed."
             ),
         ] = None,
-        sessionId: SessionId = None,
+        sessionId: WriterSessionId = None,
     ) -> CallToolResult:
         """Create or update one memory record (a Markdown file in the vault).
 
