@@ -37,7 +37,7 @@ session, as ``get`` does; a brief read without a session counts none.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -164,16 +164,28 @@ class BriefItem:
 
 @dataclass
 class Omission:
-    """Records of one section the brief left out, and why: the byte ``budget`` or the ``cap`` on
-    traps. ``count`` is exact; ``ids`` lists the first of them in rank order."""
+    """Records of one section the brief left out, and why: the byte ``budget``, the ``cap`` on
+    traps or pending records, or ``freshness``. ``count`` is exact; ``ids`` lists them in rank
+    order, at most :data:`OMITTED_IDS` of them; ``ids_truncated`` says when it lists fewer than
+    ``count`` (a freshness omission lists none)."""
 
     section: Section
     reason: OmissionReason
     count: int
     ids: list[str] = field(default_factory=list)
 
+    @property
+    def ids_truncated(self) -> bool:
+        return len(self.ids) < self.count
+
     def to_json(self) -> dict[str, Any]:
-        return {"section": self.section, "reason": self.reason, "count": self.count, "ids": self.ids}
+        return {
+            "section": self.section,
+            "reason": self.reason,
+            "count": self.count,
+            "ids": self.ids,
+            "idsTruncated": self.ids_truncated,
+        }
 
 
 @dataclass
@@ -515,17 +527,26 @@ def _budget(vault: Vault, max_bytes: int | None, max_tokens: int | None) -> int:
 
 
 def _omissions(
-    fit: _Fit, eligible: dict[str, int], read: dict[str, list[BriefItem]], capped: list[str], cap_count: int
+    fit: _Fit,
+    eligible: dict[str, int],
+    read: dict[str, list[BriefItem]],
+    capped: list[str],
+    cap_count: int,
+    unread: Callable[[Section, int], list[str]],
 ) -> list[Omission]:
+    """What the brief left out; ``unread(section, n)`` names the next ``n`` records of a section
+    that were never read (decisions are read only as far as the budget went)."""
     kept = {id(item) for item, _ in fit.chosen}
     omitted: list[Omission] = []
     sections: tuple[Section, ...] = ("traps", "context", "decisions", "pending")
     for section in sections:
-        dropped = [item.id for item in read.get(section, []) if id(item) not in kept]
+        dropped = [item.id for item in read.get(section, []) if id(item) not in kept][:OMITTED_IDS]
         listed = sum(1 for item, _ in fit.chosen if item.section == section)
         count = eligible.get(section, 0) - listed
+        if count > len(dropped) and len(dropped) < OMITTED_IDS:
+            dropped += unread(section, min(count, OMITTED_IDS) - len(dropped))
         if count > 0:
-            omitted.append(Omission(section, "budget", count, dropped[:OMITTED_IDS]))
+            omitted.append(Omission(section, "budget", count, dropped))
     if cap_count > 0:
         omitted.append(Omission("traps", "cap", cap_count, capped[:OMITTED_IDS]))
     return omitted
@@ -620,9 +641,15 @@ def build_bootstrap(
     fit = _fit(_header(project, query, slug, path, now_iso, unfresh), ranked, eligible, left_out, budget)
     included = [item for item, _ in fit.chosen]
     read = {"traps": traps, "context": context, "decisions": decision_section.items, "pending": pending}
-    omitted = _omissions(fit, eligible, read, capped, cap_count)
+    sections = {"traps": trap_section, "decisions": decision_section, "pending": pending_section}
+
+    def unread(name: Section, count: int) -> list[str]:
+        section = sections.get(name)
+        return gatherer.page(section, 0, named=count)[1] if section is not None and count > 0 else []
+
+    omitted = _omissions(fit, eligible, read, capped, cap_count, unread)
     if left_out["pending"]:
-        omitted.append(Omission("pending", "cap", left_out["pending"]))
+        omitted.append(Omission("pending", "cap", left_out["pending"], unread("pending", OMITTED_IDS)))
     omitted += [Omission(section, "freshness", count) for section, count in unfresh.items()]
     recorded = (
         record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)

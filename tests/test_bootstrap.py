@@ -333,65 +333,42 @@ def test_decisions_are_read_only_as_far_as_the_budget_goes(vault: Vault) -> None
     result = build_bootstrap(vault, P, max_bytes=2048, now=NOW)
     (omission,) = result.omitted
     assert omission.section == "decisions" and omission.count == 60 - len(result.decisions)
-    assert len(omission.ids) <= 20
+    assert len(omission.ids) == 20 and omission.ids_truncated
 
 
-_PATTERNS = ["src/payments/client.py", "src/payments/**", "src/web/*.ts", "**/conftest.py", "migrations/versions"]
+def test_every_omission_lists_its_ids_or_says_the_list_was_cut(vault: Vault) -> None:
+    for number in range(35):
+        put(vault, "trap", f"trap-{number:02d}", "Trap text. " * 10, severity="high", occurrences=number + 1)
+    put(vault, "decision", "the-only-decision", "Decision text.\n")
+    result = build_bootstrap(vault, P, max_tokens=200, now=NOW)
+    omitted = {(o.section, o.reason): o.to_json() for o in result.omitted}
+    assert omitted[("decisions", "budget")] == {
+        "section": "decisions",
+        "reason": "budget",
+        "count": 1,
+        "ids": ["the-only-decision"],  # never read (the budget ran out first), still named
+        "idsTruncated": False,
+    }
+    cap = omitted[("traps", "cap")]
+    assert (cap["count"], len(cap["ids"]), cap["idsTruncated"]) == (25, 20, True)
+    for entry in omitted.values():
+        assert len(set(entry["ids"])) == len(entry["ids"]) == min(entry["count"], 20)
+        assert entry["idsTruncated"] == (entry["count"] > len(entry["ids"]))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    traps=st.lists(
-        st.tuples(
-            st.sampled_from(["medium", "high", "critical"]),
-            st.integers(1, 4),  # occurrences
-            st.integers(0, 3),  # hits
-            st.booleans(),  # flagged stale
-            st.lists(st.sampled_from(_PATTERNS), max_size=2, unique=True),
-        ),
-        min_size=1,
-        max_size=16,
-    ),
-    path=st.one_of(st.none(), st.sampled_from(["src/payments/client.py", "src/web/a.ts", "tests/conftest.py", "src"])),
-)
-def test_trap_order_is_path_first_then_severity_occurrences_hits_recency(
-    vault_dir: Path, traps: list[tuple[str, int, int, bool, list[str]]], path: str | None
-) -> None:
-    import shutil
+def test_pending_records_past_their_cap_are_named(vault_dir: Path) -> None:
+    from memosite.provenance import Actor
 
-    from memosite.paths import path_matches
-    from memosite.schema import SEVERITY_WEIGHT
-
-    shutil.rmtree(vault_dir, ignore_errors=True)
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text('{"review": {"required": ["trap"]}}', encoding="utf-8")
     vault = Vault.open(vault_dir)
     try:
-        expected = []
-        for number, (severity, occurrences, hits, stale, patterns) in enumerate(traps):
-            slug = f"trap-{number:02d}"
-            put(
-                vault,
-                "trap",
-                slug,
-                f"Trap number {number}.\n",
-                age=number / 10,
-                severity=severity,
-                occurrences=occurrences,
-                hits=hits,
-                staleCount=2 if stale else 0,
-                pathPatterns=patterns,
-            )
-            on_path = path is not None and path_matches(patterns, path)
-            expected.append((not on_path, stale, -SEVERITY_WEIGHT[severity], -occurrences, -hits, number, slug))
-        result = build_bootstrap(vault, P, path=path, max_bytes=100_000, now=NOW)
-        assert trap_ids(result) == [row[-1] for row in sorted(expected)][:10]
+        vault.actor = Actor.mcp_client("agent", "1", "s")
+        for number in range(8):
+            put(vault, "trap", f"pending-{number}", "Pending text.\n", severity="high", age=number + 1)
+        result = build_bootstrap(vault, P, max_bytes=100_000, now=NOW)
     finally:
         vault.close()
-
-
-def test_decisions_read_a_page_at_a_time_keep_one_order(vault: Vault) -> None:
-    for number in range(40):
-        put(vault, "decision", f"decision-{number:02d}", "Short.\n", age=(number * 7) % 40 + 1)
-    put(vault, "decision", "on-path", "Short.\n", age=50, pathPatterns=["src/payments/**"])
-    result = build_bootstrap(vault, P, path="src/payments/x.py", max_bytes=100_000, now=NOW)
-    by_age = sorted(range(40), key=lambda n: (n * 7) % 40)
-    assert [item.id for item in result.decisions] == ["on-path", *(f"decision-{n:02d}" for n in by_age)]
+    (capped,) = [o for o in result.omitted if (o.section, o.reason) == ("pending", "cap")]
+    assert capped.count == 3 and len(set(capped.ids)) == 3 and not capped.ids_truncated
+    assert not set(capped.ids) & {item.id for item in result.pending}

@@ -86,7 +86,17 @@ BRIEF = obj(
     {
         "project": STRING,
         "sections": OBJECT,
-        "omitted": {"type": "array"},
+        "omitted": array(
+            obj(
+                {
+                    "section": STRING,
+                    "reason": {"enum": ["budget", "cap", "freshness"]},
+                    "count": INTEGER,
+                    "ids": STRINGS,
+                    "idsTruncated": BOOLEAN,
+                }
+            )
+        ),
         "truncated": BOOLEAN,
         "bytes": INTEGER,
         "maxBytes": INTEGER,
