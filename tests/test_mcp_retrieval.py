@@ -195,3 +195,31 @@ def test_session_id_descriptions_say_the_server_session_counts_without_one(vault
             assert "wrote it" in tools["upsert"].input_schema["properties"]["sessionId"]["description"]
 
     anyio.run(main)
+
+
+def test_boolean_and_integer_arguments_take_only_their_own_type(vault_dir: Path) -> None:
+    seed(vault_dir)
+    refused = [
+        ("forget", {"id": "retry", "purge": "yes"}),
+        ("forget", {"id": "retry", "purge": 1}),
+        ("gc", {"purge": "yes"}),
+        ("gc", {"dryRun": "no"}),
+        ("search", {"query": "payment", "includeExpired": "yes"}),
+        ("search", {"query": "payment", "includePending": 0}),
+        ("search", {"query": "payment", "limit": "5"}),
+        ("bootstrap", {"freshOnly": "true please"}),
+        ("upsert", {"kind": "trap", "body": "x\n", "allowDuplicate": "on"}),
+    ]
+
+    async def main() -> None:
+        async with client_for(vault_dir) as client:
+            for tool, arguments in refused:
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error and result.structured_content is not None, (tool, arguments)
+                error = result.structured_content["error"]
+                assert error["code"] == "INVALID_ARGUMENTS" and "\n" not in error["message"], (tool, arguments)
+            assert (await ok(client, "search", query="payment", includeExpired=False, limit=5))["total"] >= 1
+            assert (await ok(client, "forget", id="retry", purge=False))["status"] == "archived"
+
+    anyio.run(main)
+    assert (vault_dir / "projects" / P / "traps" / "retry.md").exists()  # "yes" purged nothing

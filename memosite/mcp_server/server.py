@@ -116,9 +116,12 @@ def describe_validation_error(tool: str, error: ValidationError) -> str:
 
 def _make_strict(tool: Any) -> None:
     """Refuse arguments the tool does not take (an agent's misspelt or invented argument must not
-    be dropped without a word), in the advertised schema and in validation."""
+    be dropped without a word), in the advertised schema and in validation; and take each value only
+    as the type its schema says: ``"yes"`` is no boolean (``purge: "yes"`` must not purge) and
+    ``"5"`` no integer."""
     model = tool.fn_metadata.arg_model
-    strict = type(model.__name__, (model,), {"model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True)})
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True)
+    strict = type(model.__name__, (model,), {"model_config": config})
     tool.fn_metadata.arg_model = strict
     tool.parameters = {**tool.parameters, "additionalProperties": False}
 
