@@ -85,6 +85,12 @@ def apply_edit(
             f" (write a new record of that kind instead){kept}"
         )
     original = parse_record(session.original, session.path, defaults=path_defaults(session.path), where=label)
+    if record.id != original.id:
+        # Links, supersedes chains and other records name it by its id: a new id is a new record.
+        raise InvalidArguments(
+            f"edit refused, {label} unchanged: the id must stay {original.id}"
+            f" (write a new record with id {record.id} instead){kept}"
+        )
     if record.frontmatter.get("updated") == original.frontmatter.get("updated"):
         record.frontmatter["updated"] = format_iso(now or utc_now())
     with mutation(vault, f"edit {record.kind}:{record.id}") as unit:

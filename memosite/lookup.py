@@ -10,12 +10,20 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, RecordNotFound, SafetyViolation
 from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
-from memosite.indexing import ensure_index, read_record, refresh_project
+from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
 from memosite.schema import Record, format_iso, normalize_kind, subdir_for_kind, utc_now
 from memosite.vault import Vault, is_record_name
 
-__all__ = ["PRIVATE_KINDS", "StoredRecord", "get_record", "locate_record", "writable_target"]
+__all__ = [
+    "PRIVATE_KINDS",
+    "StoredRecord",
+    "files_holding_id",
+    "get_record",
+    "locate_record",
+    "shared_id_error",
+    "writable_target",
+]
 
 
 @dataclass
@@ -88,7 +96,7 @@ def locate_record(
             record = read_record(path)
             if record.kind == wanted:  # state and plan share plans/: the kind must match too
                 return record, path
-        raise RecordNotFound(f"Record not found: {wanted}/{slug} in project {project}")
+        raise RecordNotFound(f"record not found: {wanted}/{slug} in project {project}")
     if not record_id:
         raise InvalidArguments("give an id, or both a kind and a slug")
     return _locate_by_id(vault, project, record_id, KINDS)
@@ -107,19 +115,38 @@ def _locate_by_id(vault: Vault, project: str, record_id: str, kinds: tuple[str, 
     if len(named) > 1:
         where = ", ".join(path.parent.name for path in named)
         raise InvalidArguments(f"id {record_id} is ambiguous ({where}): give --kind")
-    if named:
-        return read_record(named[0]), named[0]
     for attempt in range(2):
-        found = [vault.root / e.path for e in vault.index().by_id(record_id, project) if e.kind in kinds]
-        found = [path for path in found if _is_record_file(vault, path)]
+        # The file named <id>.md and every file whose frontmatter holds the id answer to it: when
+        # that is more than one file, acting on one of them would be a guess.
+        found = list(dict.fromkeys([*named, *files_holding_id(vault, project, record_id, kinds)]))
         if len(found) > 1:
-            raise InvalidArguments(f"id {record_id} is ambiguous ({len(found)} records): give --kind and --slug")
+            if len(kinds) == len(KINDS) and len({path.parent.name for path in found}) > 1:
+                where = ", ".join(record_label(path) for path in found)
+                raise InvalidArguments(f"id {record_id} is ambiguous ({where}): give --kind")
+            raise shared_id_error(record_id, found)
         if found:
             return read_record(found[0]), found[0]
         if attempt == 0:
             with vault.lock():  # the file may have been written outside memosite
                 refresh_project(vault, project)
-    raise RecordNotFound(f"Record not found: {record_id} in project {project}")
+    raise RecordNotFound(f"record not found: {record_id} in project {project}")
+
+
+def files_holding_id(vault: Vault, project: str, record_id: str, kinds: tuple[str, ...] = KINDS) -> list[Path]:
+    """The record files of ``project`` (of ``kinds``) whose frontmatter id is ``record_id``, as
+    the index knows them."""
+    found = [vault.root / e.path for e in vault.index().by_id(record_id, project) if e.kind in kinds]
+    return [path for path in found if _is_record_file(vault, path)]
+
+
+def shared_id_error(record_id: str, paths: list[Path]) -> InvalidArguments:
+    """Two files hold one id: name them, and how to tell them apart again."""
+    labels = sorted(record_label(path) for path in paths)
+    return InvalidArguments(
+        f"id {record_id} is ambiguous: {len(paths)} files hold it ({' and '.join(labels)}); give one of them"
+        " another id in its file, or name one file with --kind and --slug",
+        details={"id": record_id, "files": labels},
+    )
 
 
 def _crosses_symlink(vault: Vault, path: Path) -> bool:
@@ -206,8 +233,10 @@ def _find(
     if len(matches) == 1:
         return stored_record(vault, matches[0][0], matches[0][1], now)
     if len(matches) > 1:
+        projects = sorted(str(r.frontmatter.get("project")) for r, _ in matches)
         raise RecordNotFound(
-            f"Record not found: {wanted} is ambiguous across {len(matches)} projects; pass --project",
-            details={"projects": sorted(str(r.frontmatter.get("project")) for r, _ in matches)},
+            f"{wanted} is ambiguous: it names records in {len(matches)} projects ({', '.join(projects)}):"
+            " pass --project",
+            details={"projects": projects},
         )
-    raise RecordNotFound(f"Record not found: {wanted}")
+    raise RecordNotFound(f"record not found: {wanted}")

@@ -1,9 +1,10 @@
 """``memosite status``: where the vault is, which project and why, and what needs attention.
 
 Read-only: nothing here writes a record, refreshes the index or creates a vault. It compares the
-index with the files (so a stale index is reported, not silently fixed), counts records by kind and
-status, the expired records a gc pass would sweep, ``.conflict.`` sidecars, an interrupted unit of
-work, and the state of vault git.
+index with the files (so a stale index is reported, not silently fixed; a file no refresh can read
+is reported as invalid, not as the index lagging), counts records by kind and status, ids that two
+files of one kind hold, the expired records a gc pass would sweep, ``.conflict.`` sidecars, an
+interrupted unit of work, and the state of vault git.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from memosite.config import ProjectIdentity
-from memosite.indexing import record_file_stats
+from memosite.errors import InvalidRecord, StorageError
+from memosite.index import queries
+from memosite.indexing import read_record, record_file_stats
 from memosite.schema import utc_now
 from memosite.sync.status import SyncState, sync_state
 from memosite.vault import Vault
@@ -24,7 +27,8 @@ from memosite.vault import Vault
 class IndexFreshness:
     indexed: int = 0
     on_disk: int = 0
-    not_indexed: list[str] = field(default_factory=list)  # files the index does not know
+    not_indexed: list[str] = field(default_factory=list)  # files the index does not know (yet)
+    invalid: list[str] = field(default_factory=list)  # files every refresh skips: not valid records
     not_on_disk: list[str] = field(default_factory=list)  # rows whose file is gone
     changed: list[str] = field(default_factory=list)  # files edited since they were indexed
     missing: bool = False  # no index yet
@@ -40,6 +44,7 @@ class IndexFreshness:
             "indexed": self.indexed,
             "onDisk": self.on_disk,
             "notIndexed": self.not_indexed,
+            "invalid": self.invalid,
             "notOnDisk": self.not_on_disk,
             "changed": self.changed,
             "missing": self.missing,
@@ -73,6 +78,7 @@ class StatusReport:
     verdicts: dict[str, int] = field(default_factory=lambda: {"fresh": 0, "drifted": 0, "missing": 0})
     pending_review: int = 0
     sync: SyncState | None = None
+    shared_ids: dict[str, list[str]] = field(default_factory=dict)  # id → the files of one kind holding it
 
     @property
     def total(self) -> int:
@@ -95,6 +101,7 @@ class StatusReport:
             "verdicts": self.verdicts,
             "pendingReview": self.pending_review,
             "sync": self.sync.to_json() if self.sync is not None else None,
+            "sharedIds": [{"id": record_id, "paths": paths} for record_id, paths in self.shared_ids.items()],
         }
 
 
@@ -115,6 +122,14 @@ def index_freshness(vault: Vault, project: str) -> IndexFreshness:
         elif known[relative] != (stat.st_mtime_ns, stat.st_size):
             freshness.changed.append(relative)
     freshness.on_disk = len(seen)
+    # A file that does not parse is skipped by every refresh: no command catches up with it, so it
+    # is reported as what it is rather than as the index lagging behind.
+    for relative in list(freshness.not_indexed):
+        try:
+            read_record(vault.root / relative)
+        except (InvalidRecord, StorageError):
+            freshness.not_indexed.remove(relative)
+            freshness.invalid.append(relative)
     freshness.not_on_disk = sorted(set(known) - seen)
     freshness.interrupted = len(index.inflight())
     return freshness
@@ -162,6 +177,7 @@ def vault_status(
 
             index = vault.index()
             report.counts = index.counts_by_kind_and_status(identity.id)
+            report.shared_ids = queries.shared_ids(index, identity.id)
             report.verdicts.update(verdicts.counts(index, identity.id))
             report.pending_review = len(index.pending_review(identity.id))
             plan = plan_gc(vault, identity.id, now=now or utc_now())

@@ -20,8 +20,8 @@ from typing import Any
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
 from memosite.expiration import is_expired_iso, iso_or_none, resolve_expires_at
 from memosite.index import queries
-from memosite.indexing import ensure_index, read_record, refresh_project
-from memosite.lookup import locate_record, writable_target
+from memosite.indexing import ensure_index, read_record, record_label, refresh_project
+from memosite.lookup import files_holding_id, locate_record, shared_id_error, writable_target
 from memosite.mutation import Mutation, mutation
 from memosite.provenance import provenance_fields
 from memosite.recurrence import is_recurrence, pattern_key
@@ -223,6 +223,7 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
     named = _named_slug(request.kind, request.frontmatter, request.slug)
     if named is not None:
         path = writable_target(vault, vault.record_path(project, request.kind, named))
+        _refuse_case_twin(vault, project, path)
         if request.slug is None and request.frontmatter.get("id") and not path.exists():
             # An id names the record wherever its file is (a hand-written file named otherwise).
             try:
@@ -230,9 +231,16 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
                 return found.stem, record
             except RecordNotFound:
                 _refuse_other_kind(vault, project, named, request.kind)
+        holders = [other for other in files_holding_id(vault, project, named, (request.kind,)) if other != path]
+        if holders:
+            # Another file of this kind holds the id: writing here would give two records one id.
+            raise shared_id_error(named, [path, *holders] if path.exists() else holders)
         return named, _read_existing(path)
     for candidate in _unique_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
         path = writable_target(vault, vault.record_path(project, request.kind, candidate))
+        taken = any(other != path for other in files_holding_id(vault, project, candidate))
+        if taken or _case_twins(vault, project, path):
+            continue  # the name, or the id it gives, is already another record's
         if not path.exists():
             return candidate, None
         try:
@@ -248,6 +256,25 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
         ):
             return candidate, existing
     raise AssertionError("unreachable")  # _unique_candidates raises when it runs out
+
+
+def _case_twins(vault: Vault, project: str, path: Path) -> list[str]:
+    """Indexed record files whose name equals ``path``'s but for letter case: on macOS and Windows
+    both names are one file, so creating one would overwrite the other."""
+    return queries.paths_differing_in_case(vault.index(), project, vault.relative(path))
+
+
+def _refuse_case_twin(vault: Vault, project: str, path: Path) -> None:
+    """A named slug never makes a second file that differs from an existing one only in letter
+    case. It is refused rather than mapped to that record: ``Foo`` and ``foo`` may well be
+    different records to whoever named them, and only they can say which one they meant."""
+    twins = _case_twins(vault, project, path)
+    if twins:
+        other = Path(twins[0])
+        raise InvalidArguments(
+            f"refusing to create {record_label(path)}: {record_label(vault.root / other)} exists and differs only in"
+            f" letter case (one file on macOS and Windows): use --slug {other.stem} to update it, or another slug"
+        )
 
 
 def _refuse_other_kind(vault: Vault, project: str, record_id: str, kind: str) -> None:

@@ -124,7 +124,7 @@ def test_errors_are_json_with_stable_code_and_exit_1(vault: Vault, args: list[st
 def test_errors_without_json_are_one_line_on_stderr(vault: Vault) -> None:
     exit_code, out, err = run("get", "--id", "missing")
     assert exit_code == 1 and out == ""
-    assert err.count("\n") == 1 and err.startswith("memosite: error: Record not found")
+    assert err.count("\n") == 1 and err.startswith("memosite: error: record not found")
 
 
 def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -415,6 +415,7 @@ def test_edit_saves_a_valid_change(vault: Vault, run_cli, tmp_path: Path, monkey
         ("\n---\n", "\n--\n", "unterminated frontmatter"),
         ("Old advice.", "token ghp_" + "Zq7xK2mP9w4bT8nV1cR6" * 2, "GitHub"),
         ("kind: trap", "kind: decision", "does not live in traps/"),
+        ("\nid: t\n", "\nid: renamed\n", "the id must stay t"),
     ],
 )
 def test_edit_refuses_an_invalid_save_and_keeps_the_record(  # type: ignore[no-untyped-def]
@@ -429,6 +430,152 @@ def test_edit_refuses_an_invalid_save_and_keeps_the_record(  # type: ignore[no-u
     assert outcome.exit_code == 1 and reason in outcome.json()["error"]["message"]
     assert "your text is in" in outcome.json()["error"]["message"]
     assert path.read_bytes() == before
+
+
+# --- one id, one record --------------------------------------------------------------------
+
+
+def _sh_editor(tmp_path: Path, sed: str) -> str:
+    script = tmp_path / "ide.sh"
+    script.write_text(f'#!/bin/sh\nsed -i "{sed}" "$1"\n', encoding="utf-8")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the editor is a shell script")
+def test_edit_refuses_a_new_id_so_no_second_record_can_take_it(  # type: ignore[no-untyped-def]
+    vault: Vault, run_cli, tmp_path: Path, monkeypatch
+) -> None:
+    run_cli("upsert", "--kind", "decision", "--title", "Edit me", "--body", "original")
+    path = vault.kind_dir("demo", "decision") / "edit-me.md"
+    before = path.read_bytes()
+    monkeypatch.setenv("EDITOR", _sh_editor(tmp_path, "s/^id: edit-me/id: renamed/"))
+    monkeypatch.delenv("VISUAL", raising=False)
+    refused = run_cli("edit", "edit-me", "--kind", "decision")
+    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1
+    assert "edit refused, demo/decisions/edit-me.md unchanged: the id must stay edit-me" in refused.stderr
+    assert path.read_bytes() == before
+    assert (
+        "created decision renamed"
+        in run_cli("upsert", "--kind", "decision", "--title", "Renamed", "--body", "new").stdout
+    )
+    assert sorted(r.id for r in list_records(vault, "demo")) == ["edit-me", "renamed"]
+
+
+def test_a_derived_slug_never_takes_an_id_another_file_holds(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    hand = vault.kind_dir("demo", "trap") / "mismatched-id.md"
+    hand.parent.mkdir(parents=True)
+    hand.write_text("---\nid: something-else\ntitle: Hand written\n---\nby hand\n", encoding="utf-8")
+    created = run_cli("upsert", "--kind", "trap", "--title", "Something else", "--body", "new", "--json").json()
+    assert created["id"] == "something-else-2" and created["action"] == "created"
+    assert sorted(r.id for r in list_records(vault, "demo")) == ["something-else", "something-else-2"]
+    assert read_record(hand).body == "by hand\n"
+
+
+def _save_as_an_editor_does(path: Path, text: str) -> None:
+    """Write a new version beside the file and rename it over the file (vim, VS Code, …)."""
+    aside = path.with_name(f".{path.name}.swp")
+    aside.write_text(text, encoding="utf-8")
+    os.replace(aside, path)
+
+
+def _two_files_holding_one_id(vault: Vault) -> list[Path]:
+    """decisions/edit-me.md, its id changed by hand to renamed, and then decisions/renamed.md."""
+    upsert_record(vault, "demo", kind="decision", body="brand new", slug="renamed")
+    twin = vault.kind_dir("demo", "decision") / "edit-me.md"
+    _save_as_an_editor_does(twin, "---\nid: renamed\nkind: decision\ntitle: Edit me\n---\noriginal\n")
+    return [twin, vault.kind_dir("demo", "decision") / "renamed.md"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["get", "--id", "renamed"],
+        ["get", "--id", "renamed", "--kind", "decision"],
+        ["upsert", "--kind", "decision", "--id", "renamed", "--body", "overwritten"],
+        ["upsert", "--kind", "decision", "--slug", "renamed", "--body", "overwritten"],
+        ["forget", "--id", "renamed", "--purge"],
+        ["restore", "--id", "renamed"],
+        ["feedback", "renamed", "--stale"],
+    ],
+)
+def test_an_id_two_files_hold_is_refused_naming_both(vault: Vault, run_cli, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    files = _two_files_holding_one_id(vault)
+    before = [path.read_bytes() for path in files]
+    error = run_cli(*args, "--json").json()["error"]
+    assert error["code"] == "INVALID_ARGUMENTS"
+    assert "demo/decisions/edit-me.md and demo/decisions/renamed.md" in error["message"]
+    assert [path.read_bytes() for path in files] == before
+
+
+def test_a_named_slug_is_refused_when_another_file_holds_that_id(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="decision", body="original", slug="edit-me", frontmatter={"id": "edit-me"})
+    twin = vault.kind_dir("demo", "decision") / "edit-me.md"
+    _save_as_an_editor_does(twin, twin.read_text(encoding="utf-8").replace("id: edit-me", "id: renamed"))
+    with pytest.raises(InvalidArguments, match=re.escape("demo/decisions/edit-me.md")):
+        upsert_record(vault, "demo", kind="decision", body="brand new", slug="renamed")
+    assert not (vault.kind_dir("demo", "decision") / "renamed.md").exists()
+
+
+def test_either_file_of_a_shared_id_is_still_reached_by_kind_and_slug(vault: Vault) -> None:
+    _two_files_holding_one_id(vault)
+    assert get_record(vault, "demo", kind="decision", slug="edit-me").body == "original\n"
+
+
+def test_status_names_the_files_that_share_an_id(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    _two_files_holding_one_id(vault)
+    list_records(vault, "demo")  # the hand edit is indexed
+    report = run_cli("status", "--json").json()
+    assert report["sharedIds"] == [
+        {"id": "renamed", "paths": ["projects/demo/decisions/edit-me.md", "projects/demo/decisions/renamed.md"]}
+    ]
+    text = run_cli("status").stdout
+    assert "shared id  renamed is held by 2 files" in text and "projects/demo/decisions/edit-me.md" in text
+
+
+def test_status_counts_no_shared_id_for_one_id_in_two_kinds(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    upsert_record(vault, "demo", kind="decision", body="the decision", slug="same")
+    upsert_record(vault, "demo", kind="trap", body="the trap", slug="same")
+    assert run_cli("status", "--json").json()["sharedIds"] == []
+
+
+# --- names that differ only in letter case ---------------------------------------------------
+
+
+def test_a_slug_differing_only_in_case_is_refused_naming_the_existing_file(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    run_cli("upsert", "--kind", "decision", "--slug", "FOO", "--body", "the first")
+    error = run_cli("upsert", "--kind", "decision", "--slug", "foo", "--body", "the second", "--json").json()["error"]
+    assert error["code"] == "INVALID_ARGUMENTS"
+    assert "demo/decisions/FOO.md exists and differs only in letter case" in error["message"]
+    assert "--slug FOO" in error["message"]
+    assert [p.name for p in vault.kind_dir("demo", "decision").glob("*.md")] == ["FOO.md"]
+    assert get_record(vault, "demo", record_id="FOO").body.strip() == "the first"
+
+
+def test_a_derived_slug_skips_a_file_differing_only_in_case(vault: Vault) -> None:
+    hand = vault.kind_dir("demo", "decision") / "Use-Postgres.md"
+    hand.parent.mkdir(parents=True)
+    hand.write_text("---\ntitle: Something else\n---\nby hand\n", encoding="utf-8")
+    list_records(vault, "demo")
+    created = upsert_record(vault, "demo", kind="decision", body="b", frontmatter={"title": "Use postgres"})
+    assert created.id == "use-postgres-2" and read_record(hand).body == "by hand\n"
+
+
+# --- status and files that are not records -------------------------------------------------
+
+
+def test_status_after_reindex_reports_invalid_files_as_skipped_not_behind(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    upsert_record(vault, "demo", kind="trap", body="fine", slug="fine")
+    traps = vault.kind_dir("demo", "trap")
+    (traps / "broken-yaml.md").write_text("---\ntitle: [unclosed\n---\nx\n", encoding="utf-8")
+    (traps / "no-frontmatter.md").write_text("just text\n", encoding="utf-8")
+    (traps / "bad-date.md").write_text("---\ncreated: not a date\n---\nx\n", encoding="utf-8")
+    run_cli("reindex")
+    report = run_cli("status", "--json").json()["index"]
+    assert report["notIndexed"] == [] and report["upToDate"] is True
+    assert report["invalid"] == [f"projects/demo/traps/{n}.md" for n in ("bad-date", "broken-yaml", "no-frontmatter")]
+    text = run_cli("status").stdout
+    assert "behind" not in text and "skipped, not valid records (memosite reindex says why" in text
 
 
 # --- every script, every time ---------------------------------------------------------------

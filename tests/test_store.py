@@ -352,7 +352,9 @@ def test_get_cross_project_returns_the_single_sibling_match(vault: Vault) -> Non
 def test_get_cross_project_fails_closed_on_ambiguity(vault: Vault) -> None:
     upsert_record(vault, "one", kind="decision", body="b", slug="dup")
     upsert_record(vault, "two", kind="decision", body="b", slug="dup")
-    with pytest.raises(RecordNotFound, match="ambiguous"):
+    with pytest.raises(
+        RecordNotFound, match=r"^dup is ambiguous: it names records in 2 projects \(one, two\): pass --project$"
+    ):
         get_record(vault, "demo", record_id="dup", cross_project=True)
 
 

@@ -65,7 +65,7 @@ def status(app: App) -> None:
         if index.missing:
             lines.append("index      not built yet: the next command builds it (or memosite reindex)")
         elif index.up_to_date:
-            lines.append(f"index      up to date ({index.indexed} records)")
+            lines.append(f"index      up to date ({counted(index.indexed, 'record')})")
         else:
             parts = [
                 f"{len(index.changed)} edited since indexed" if index.changed else "",
@@ -74,6 +74,16 @@ def status(app: App) -> None:
                 counted(index.interrupted, "interrupted write") if index.interrupted else "",
             ]
             lines.append(f"index      behind the files: {', '.join(p for p in parts if p)} (any command catches up)")
+        if index.invalid:
+            lines.append(
+                f"invalid    {counted(len(index.invalid), 'file')} skipped, not valid records"
+                " (memosite reindex says why for each)" + "".join(f"\n  {path}" for path in index.invalid)
+            )
+        for record_id, paths in report.shared_ids.items():
+            lines.append(
+                f"shared id  {record_id} is held by {len(paths)} files (give each its own id):"
+                + "".join(f"\n  {path}" for path in paths)
+            )
         lines.append(
             f"gc         {counted(report.expired_awaiting_gc, 'expired record')}"
             f" {'awaits' if report.expired_awaiting_gc == 1 else 'await'} gc (memosite gc --dry-run)"

@@ -349,3 +349,32 @@ def record_row_by_path(index: Index, path: str) -> RecordRow | None:
         (path,),
     )
     return rows[0] if rows else None
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+def paths_differing_in_case(index: Index, project: str, path: str) -> list[str]:
+    """Indexed record paths of ``project`` equal to ``path`` but for ASCII letter case (slugs are
+    ASCII). A scan of the project's rows inside SQLite: no index on the case-folded path."""
+    return [
+        str(row[0])
+        for row in index.conn.execute(
+            "SELECT path FROM records WHERE project = ? AND path = ? COLLATE NOCASE AND path != ? ORDER BY path",
+            (project, path, path),
+        )
+    ]
+
+
+def shared_ids(index: Index, project: str) -> dict[str, list[str]]:
+    """Ids that more than one record file of one kind holds in ``project``, with those paths. (One
+    id in two kinds is allowed: ``--kind`` tells those apart.)"""
+    found: dict[str, list[str]] = {}
+    for record_id, path in index.conn.execute(
+        "SELECT r.id, r.path FROM records AS r JOIN (SELECT kind, id FROM records WHERE project = ?"
+        " GROUP BY kind, id HAVING count(*) > 1) AS d ON d.kind = r.kind AND d.id = r.id"
+        " WHERE r.project = ? ORDER BY r.id, r.path",
+        (project, project),
+    ):
+        found.setdefault(str(record_id), []).append(str(path))
+    return found
