@@ -24,7 +24,7 @@ from typing import Any
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.index import queries
 from memosite.kinds import directory_for_kind
-from memosite.recurrence import normalize_layer, trap_layer, trap_module
+from memosite.recurrence import classify_tags, normalize_layer, trap_layer, trap_module
 from memosite.schema import LAYERS, Record, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
 from memosite.vault import Vault, warn
 
@@ -355,6 +355,11 @@ def _missing_classification(record: Record, written_layer: Any, now_iso: str) ->
         module = trap_module(fm, record.body)
         if module:
             changes["module"] = module
+    # The tags upsert would give it: a security label in any language (``Camada: segurança``)
+    # promoted, and the tags inferred from its words.
+    tags = classify_tags({**fm, "layer": layer}, record.body)
+    if tags != [str(tag) for tag in fm.get("tags") or []]:
+        changes["tags"] = tags
     if fm.get("occurrences") in (None, "", 0):
         changes["occurrences"] = 1
     if not fm.get("lastSeen"):
@@ -364,7 +369,7 @@ def _missing_classification(record: Record, written_layer: Any, now_iso: str) ->
 
 
 def backfill_traps(vault: Vault, project: str, *, dry_run: bool = False, now: datetime | None = None) -> BackfillResult:
-    """Write the normalised ``layer``, ``module``, ``occurrences`` (1) and ``lastSeen`` onto the
+    """Write the normalised ``layer``, ``module``, ``tags``, ``occurrences`` (1) and ``lastSeen`` onto the
     project's traps that lack them (or name their layer otherwise: ``Frontend`` becomes ``web``),
     as classification does for new traps; bodies and other fields are left as they are. All of it
     is one unit of work: one lock, one view rebuild, one commit. ``dry_run`` writes nothing."""

@@ -256,6 +256,23 @@ def test_backfill_normalises_a_layer_written_under_another_name(vault: Vault) ->
     assert rank_traps(vault, P, layer="web", now=NOW).traps[0].id == "aliased"
 
 
+def test_backfill_classifies_as_upsert_does_a_security_label_in_any_language_becomes_a_tag(vault: Vault) -> None:
+    from memosite.store import upsert_record
+
+    body = "O token vaza no log.\n\nCamada: segurança\n"
+    path = _hand_trap(vault, "hand", body)
+    upsert_record(vault, P, kind="trap", slug="upserted", body=body, allow_duplicate=True)
+    backfill_traps(vault, P, now=NOW)
+    backfilled, upserted = (
+        read_record(path).frontmatter,
+        read_record(vault.record_path(P, "trap", "upserted")).frontmatter,
+    )
+    assert "security" in backfilled["tags"]
+    assert (backfilled["tags"], backfilled["layer"]) == (upserted["tags"], upserted["layer"])
+    assert path.read_text(encoding="utf-8").endswith("---\n" + body)
+    assert backfill_traps(vault, P, now=NOW).updated == []  # classified once, then nothing to fill
+
+
 def test_backfill_is_one_unit_of_work_one_commit(vault_dir: Path) -> None:
     import json as _json
     import shutil
