@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, types
 
 from memosite.indexing import read_record
@@ -235,3 +236,24 @@ def test_the_mcp_client_is_named_in_the_commit(vault_dir: Path) -> None:
         check=True,
     ).stdout.strip()
     assert author == "claude-code via memosite"
+
+
+def test_the_no_roots_line_is_printed_only_after_the_client_was_asked(
+    vault_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memosite.mcp_server.project import announce
+
+    repo = repository(tmp_path / "work" / "my-repo")
+    start = at_start(None, {"HOME": str(Path.home())}, Path("/"))
+    announce(start)  # at start nothing is known yet: the client was not asked
+    assert capsys.readouterr().err == ""
+
+    async def scenario(roots: list[Path]) -> None:
+        async with client_for(vault_dir, start, roots=roots) as client:
+            await client.call_tool("search", {"query": "x", "projectId": "any"})
+
+    anyio.run(scenario, [repo])
+    printed = capsys.readouterr().err
+    assert "named no roots" not in printed and "project my-repo (from the client's root" in printed
+    anyio.run(scenario, [])
+    assert "named no roots" in capsys.readouterr().err

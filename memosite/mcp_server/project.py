@@ -43,6 +43,7 @@ class SessionProject:
     identity: ProjectIdentity | None
     reason: str
     product_root: Path | None = None
+    awaiting_roots: bool = False  # unknown until the client was asked for its roots
 
 
 def is_meaningless_directory(path: Path, env: Mapping[str, str]) -> bool:
@@ -66,7 +67,7 @@ def at_start(project_arg: str | None, env: Mapping[str, str], cwd: Path) -> Sess
         source = "--project" if project_arg else "MEMOSITE_PROJECT"
         return SessionProject(identity, f"pinned with {source}", find_work_tree(cwd))
     if is_meaningless_directory(cwd, env):
-        return SessionProject(None, NO_PROJECT.format(where=cwd))
+        return SessionProject(None, NO_PROJECT.format(where=cwd), awaiting_roots=True)
     return from_directory(cwd, env, "from the server's directory")
 
 
@@ -108,7 +109,11 @@ def agent_actor(session: Any, session_id: str) -> Actor:
 
 
 def announce(project: SessionProject) -> None:
-    """One line on stderr saying which project the server works on (stdout is the protocol's)."""
+    """One line on stderr saying which project the server works on (stdout is the protocol's).
+    Nothing while the project waits for the client's roots: that the client named none is said
+    only once it was asked."""
+    if project.identity is None and project.awaiting_roots:
+        return
     if project.identity is not None:
         sys.stderr.write(f"memosite: project {project.identity.id} ({project.reason})\n")
     else:

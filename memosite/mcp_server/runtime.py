@@ -9,6 +9,7 @@ structured content, or an error result carrying the stable error code.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -132,6 +133,9 @@ class ToolRuntime:
             if rooted is not None:
                 self.project = rooted
                 announce(rooted)
+            elif self.project.awaiting_roots:
+                self.project = dataclasses.replace(self.project, awaiting_roots=False)
+                announce(self.project)  # asked, and the client named no usable root
 
     def vault(self, *, create: bool = True) -> Vault:
         """The calling thread's vault, opened on first use; a missing vault is created only by a
