@@ -178,7 +178,7 @@ def test_cli_feedback_and_rank_json(vault: Vault) -> None:
 def test_cli_feedback_errors_are_one_line(vault: Vault) -> None:
     runner = CliRunner()
     missing = runner.invoke(cli, ["feedback", "nope", "--helpful"])
-    assert missing.exit_code == 1 and missing.stderr.startswith("memosite: error: Record not found")
+    assert missing.exit_code == 1 and missing.stderr.startswith("memosite: error: record not found")
     no_vote = runner.invoke(cli, ["feedback", "nope", "--json"])
     assert json.loads(no_vote.stdout)["error"]["code"] == "INVALID_ARGUMENTS"
 
