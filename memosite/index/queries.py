@@ -356,7 +356,7 @@ def record_row_by_path(index: Index, path: str) -> RecordRow | None:
 
 def paths_differing_in_case(index: Index, project: str, path: str) -> list[str]:
     """Indexed record paths of ``project`` equal to ``path`` but for ASCII letter case (slugs are
-    ASCII). A scan of the project's rows inside SQLite: no index on the case-folded path."""
+    ASCII), looked up through ``records_path_nocase``."""
     return [
         str(row[0])
         for row in index.conn.execute(

@@ -20,7 +20,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "23"
+SCHEMA_VERSION = "24"
 
 
 def _text(row: str) -> str:
@@ -247,6 +247,8 @@ CREATE TABLE IF NOT EXISTS inflight (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_project_kind ON records(project, kind, status);
 CREATE INDEX IF NOT EXISTS records_project_id ON records(project, id);
+-- A slug differing from an existing file only in letter case is found by a lookup, not a scan.
+CREATE INDEX IF NOT EXISTS records_path_nocase ON records(project, path COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_patterns ON records(project, kind, pattern_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
