@@ -48,7 +48,7 @@ from memosite.index import fts, queries, verdicts
 from memosite.kinds import CONTEXT_KINDS
 from memosite.query import parse_query
 from memosite.schema import format_iso, utc_now
-from memosite.search import MatchMode, find_matches, normalize_path
+from memosite.search import MatchMode, match_of, normalize_path
 from memosite.vault import Vault
 
 MAX_TRAPS = 10
@@ -292,6 +292,9 @@ class _Section:
     total: int = 0
     read: int = 0
     items: list[BriefItem] = field(default_factory=list)  # every record read so far, in rank order
+    # The ids of the records after the last page read (up to OMITTED_IDS): what the brief names
+    # as left out when it stops reading there, without asking the index again.
+    beyond: list[str] | None = None
 
 
 class _Gatherer:
@@ -326,7 +329,7 @@ class _Gatherer:
             statuses=ACCEPTED_STATUSES,
             fresh_only=self.fresh_only,
         )
-        return find_matches(self.index, self.query, filters, sort="relevance", limit=1).match
+        return match_of(self.index, self.query, filters)
 
     def _raw_matches(self, raw: str) -> bool:
         filters = fts.SearchFilters(self.project, self.now_iso, kinds=("trap", "decision"))
@@ -363,7 +366,7 @@ class _Gatherer:
     def pages(self, section: _Section) -> Iterator[BriefItem]:
         """Every record of ``section``, read a page at a time as the caller goes."""
         while section.read < section.total:
-            page, _ = self.page(section, DECISION_PAGE)
+            page, section.beyond = self.page(section, DECISION_PAGE, named=OMITTED_IDS)
             if not page:
                 return
             yield from page
@@ -645,7 +648,11 @@ def build_bootstrap(
 
     def unread(name: Section, count: int) -> list[str]:
         section = sections.get(name)
-        return gatherer.page(section, 0, named=count)[1] if section is not None and count > 0 else []
+        if section is None or count <= 0:
+            return []
+        if section.beyond is not None:
+            return section.beyond[:count]
+        return gatherer.page(section, 0, named=count)[1]
 
     omitted = _omissions(fit, eligible, read, capped, cap_count, unread)
     if left_out["pending"]:

@@ -184,6 +184,29 @@ def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, 
         raise StorageError(f"search failed: {exc}") from exc
 
 
+def match_of(index: Index, text: str, filters: fts.SearchFilters) -> MatchMode | None:
+    """The ``match`` :func:`find_matches` would report for ``text`` — ``all`` when a record in
+    scope holds every term, ``any`` when records hold only some, None for none — by existence
+    tests alone (a brief reports it without ranking or counting a search of its own)."""
+    parsed = parse_query(text)
+    if parsed.raw is not None:
+        try:
+            if fts.exists(index, fts.Terms(raw=parsed.raw), filters):
+                return "all"
+        except fts.QuerySyntaxError:
+            pass
+        parsed = parse_query(text, plain=True)
+    if parsed.empty:
+        return None
+    try:
+        if fts.exists(index, parsed.all_terms(), filters):
+            return "all"
+        loose = parsed.loosens and fts.exists(index, parsed.any_terms(), filters, require_all=False)
+    except fts.QuerySyntaxError as exc:
+        raise StorageError(f"search failed: {exc}") from exc
+    return "any" if loose else None
+
+
 def _all_then_any(index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
     matches, total = fts.find(index, parsed.all_terms(), filters, sort=sort, limit=limit)
     if len(matches) < limit and parsed.loosens:

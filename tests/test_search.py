@@ -678,3 +678,24 @@ def test_substring_search_agrees_with_the_text_after_any_sequence_of_writes(vaul
         assert sorted(ids(vault, f'"{needle}"')) == expected
 
     check()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "payment retries",
+        "how do payment retries work",
+        "payment gateway idempotency",
+        "订单表",
+        "锁表",
+        "zzzz",
+        "auth OR",
+    ],
+)
+def test_the_match_a_brief_reports_is_the_match_search_reports(shop: Vault, query: str) -> None:
+    from memosite.index import fts
+    from memosite.search import find_matches, match_of
+
+    filters = fts.SearchFilters(P, format_iso(NOW))
+    index = shop.index()
+    assert match_of(index, query, filters) == find_matches(index, query, filters, sort="relevance", limit=20).match

@@ -413,6 +413,14 @@ def find(
     return _load(index, ranked, found.fts_query, terms.substrings), total
 
 
+def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: bool = True) -> bool:
+    """Whether any record in scope matches ``terms`` (all of them with ``require_all``): the first
+    matching row answers, nothing is ranked or counted."""
+    found = relation(terms, search_scope(filters), require_all=require_all, ranked=False)
+    sql = f"{found.prefix()}SELECT 1 FROM ({found.select}) LIMIT 1"
+    return bool(_run(index, sql, [*found.cte_params, *found.params], parsed_query=True))
+
+
 _RESULT_COLUMNS = (
     "r.rowid AS rowid, r.id, r.kind, r.project, r.title, r.status, r.path, r.severity, r.layer, r.tags_json, "
     "r.path_patterns, r.created, r.updated, r.expires_at, f.occurrences, r.hits, r.helpful, r.stale, r.body, "
