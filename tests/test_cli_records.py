@@ -334,3 +334,15 @@ def test_body_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
 def test_non_finite_numbers_and_broken_unicode_are_refused(details: str) -> None:
     code, data = run_json("append", "--event", "e", "--details", details)
     assert code == 1 and data["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+def test_get_forget_and_restore_take_the_id_as_an_argument_too(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    run_cli("upsert", "--kind", "trap", "--slug", "lock-order", "--title", "Lock order", "--body", "Ids in order.")
+    assert run_cli("get", "lock-order", "--json").json()["id"] == "lock-order"
+    assert run_cli("forget", "lock-order").stdout.startswith("archived trap lock-order")
+    assert run_cli("restore", "lock-order").stdout.startswith("restored trap lock-order")
+    both = run_cli("get", "lock-order", "--id", "other")
+    assert (
+        both.exit_code != 0
+        and both.stderr == "memosite: error: two different ids given: 'lock-order' and --id 'other'\n"
+    )

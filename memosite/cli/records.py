@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from memosite.cli._common import App, parse_json_option, read_optional_body, vault_options
@@ -87,16 +89,40 @@ def upsert(
     app.emit(result.to_json(), result.summary())
 
 
+def _id_argument(func: Any) -> Any:
+    """``ID`` as a plain argument beside ``--id`` (``memosite get lock-order``), as edit and
+    feedback take it."""
+    return click.argument("positional_id", metavar="[ID]", required=False)(func)
+
+
+def _one_id(option: str | None, positional: str | None) -> str | None:
+    from memosite.errors import InvalidArguments
+
+    if option is not None and positional is not None and option != positional:
+        raise InvalidArguments(f"two different ids given: {positional!r} and --id {option!r}")
+    return option if option is not None else positional
+
+
 @click.command()
+@_id_argument
 @click.option("--id", "record_id")
 @click.option("--kind")
 @click.option("--slug")
 @click.option("--session-id", help="Agent session id: the fetch counts as a hit, once per session.")
 @vault_options
-def get(app: App, record_id: str | None, kind: str | None, slug: str | None, session_id: str | None) -> None:
+def get(
+    app: App,
+    positional_id: str | None,
+    record_id: str | None,
+    kind: str | None,
+    slug: str | None,
+    session_id: str | None,
+) -> None:
     """Print one record (annotated `expired` when past its expiry, `unreviewed` while it waits for
-    review)."""
+    review). ID may be given as an argument or with --id."""
     from memosite.lookup import get_record
+
+    record_id = _one_id(record_id, positional_id)
 
     found = get_record(
         app.vault,
@@ -138,14 +164,19 @@ def append(app: App, event: str, kind: str, details_json: str | None) -> None:
 
 
 @click.command()
+@_id_argument
 @click.option("--id", "record_id")
 @click.option("--kind")
 @click.option("--slug")
 @click.option("--purge", is_flag=True, help="Unlink the file (a tombstone is kept) instead of archiving.")
 @vault_options
-def forget(app: App, record_id: str | None, kind: str | None, slug: str | None, purge: bool) -> None:
-    """Archive a record, or purge it with --purge."""
+def forget(
+    app: App, positional_id: str | None, record_id: str | None, kind: str | None, slug: str | None, purge: bool
+) -> None:
+    """Archive a record, or purge it with --purge (ID as an argument or with --id)."""
     from memosite.store import forget_record
+
+    record_id = _one_id(record_id, positional_id)
 
     result = forget_record(app.vault, app.project, record_id=record_id, kind=kind, slug=slug, purge=purge)
     revived = f"; {', '.join(result.restored)} active again" if result.restored else ""
@@ -153,13 +184,16 @@ def forget(app: App, record_id: str | None, kind: str | None, slug: str | None, 
 
 
 @click.command()
+@_id_argument
 @click.option("--id", "record_id")
 @click.option("--kind")
 @click.option("--slug")
 @vault_options
-def restore(app: App, record_id: str | None, kind: str | None, slug: str | None) -> None:
-    """Bring an archived record back to active."""
+def restore(app: App, positional_id: str | None, record_id: str | None, kind: str | None, slug: str | None) -> None:
+    """Bring an archived record back to active (ID as an argument or with --id)."""
     from memosite.store import restore_record
+
+    record_id = _one_id(record_id, positional_id)
 
     result = restore_record(app.vault, app.project, record_id=record_id, kind=kind, slug=slug)
     app.emit(result.to_json(), f"restored {result.kind} {result.id}")
