@@ -490,6 +490,19 @@ def test_text_without_word_spaces_is_found_by_substrings(
     assert result.match == match
 
 
+def test_diacritics_of_every_script_do_not_matter(vault: Vault) -> None:
+    put(vault, "trap", "greek", "Η μετάβαση κλειδώνει τον πίνακα παραγγελιών.\n", title="Κλείδωμα πίνακα")
+    put(vault, "trap", "russian", "Счёт округляется до копеек.\n", title="Округление счёта")
+    put(vault, "trap", "french", "La file d'attente bloque l'été.\n", title="File d'attente")
+    for query in ("πινακα", "πίνακα", "ΠΙΝΑΚΑ", "κλειδωνει", "μεταβαση παραγγελιων"):
+        assert ids(vault, query) == ["greek"], query
+    for query in ("счет", "счёт", "СЧЕТ", "округляется"):
+        assert ids(vault, query) == ["russian"], query
+    assert ids(vault, "ete") == ids(vault, "été") == ["french"]
+    hit = search_records(vault, P, "πινακα", now=NOW).results[0]
+    assert "πίνακα" in hit.snippet  # the snippet is the text as written
+
+
 def test_emoji_are_searched_as_written(vault: Vault) -> None:
     put(vault, "trap", "rocket", "Deploys 🚀 stall when the cache is cold 🔥\n", title="Cold cache deploys")
     put(vault, "trap", "warning", "⚠️ Never run the migration twice.\n", title="Migration twice", tags=["✅"])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from memosite.schema import is_flagged_stale
+from memosite.text import fold
 
 COLUMNS = (
     "path",
@@ -39,6 +41,7 @@ COLUMNS = (
     "frontmatter",
     "mtime_ns",
     "size",
+    "folded",
 )
 FRAGMENT_COLUMNS = (
     "project",
@@ -54,6 +57,17 @@ FRAGMENT_COLUMNS = (
     "row_index",
     "row_line",
 )
+
+
+def folded_text(title: str, body: str, tags: str) -> str:
+    """What the word index also reads of a record, folded as :func:`memosite.text.fold` folds
+    (``πίνακα`` → ``πινακα``, ``счёт`` → ``счет``): FTS5's ``remove_diacritics`` strips only Latin
+    marks. Empty when folding changes nothing but case (plain ASCII, CJK), so most records store none."""
+    text = f"{title}\n{body}\n{tags}"
+    if text.isascii():
+        return ""
+    folded = fold(text)
+    return "" if folded == unicodedata.normalize("NFKC", text.casefold()) else folded
 
 
 @dataclass
@@ -98,6 +112,7 @@ class IndexEntry:
         values["tags"] = " ".join(self.tags)
         values["path_patterns"] = json.dumps(self.path_patterns)
         values["frontmatter"] = json.dumps(self.frontmatter, default=str, ensure_ascii=False)
+        values["folded"] = folded_text(self.title, self.body, values["tags"])
         return tuple(values[name] for name in COLUMNS)
 
     def fragment_params(self) -> tuple[Any, ...]:
@@ -110,7 +125,7 @@ class IndexEntry:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexEntry:
         """An entry from a ``records`` row (fragments are not loaded: views read them in SQL)."""
-        data = {name: row[name] for name in COLUMNS if name != "tags_json"}
+        data = {name: row[name] for name in COLUMNS if name not in ("tags_json", "folded")}
         data["tags"] = json.loads(row["tags_json"])
         data["path_patterns"] = json.loads(row["path_patterns"])
         data["frontmatter"] = json.loads(row["frontmatter"])

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from memosite.index.database import Index
 
 LIVE_STATUSES = ("active", "paused", "shipped", "completed")
-# Column weights for bm25 (title, body, tags): a word in the title says more than one in the body.
-BM25_WEIGHTS = (4.0, 1.0, 2.0)
+# Column weights for bm25: a word in the title says more than one in the body.
+BM25_WEIGHTS = (4.0, 1.0, 2.0, 1.0)  # title, body, tags, and the folded text (entry.folded_text)
 # Knowledge outranks the event stream at equal bm25 (``search_facts.weight``, see the schema).
 _BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)}) * f.weight"
 _TRIGRAM_BM25 = "bm25(records_trigram) * f.weight"
@@ -424,7 +424,7 @@ def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: b
 _RESULT_COLUMNS = (
     "r.rowid AS rowid, r.id, r.kind, r.project, r.title, r.status, r.path, r.severity, r.layer, r.tags_json, "
     "r.path_patterns, r.created, r.updated, r.expires_at, f.occurrences, r.hits, r.helpful, r.stale, r.body, "
-    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason"
+    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason, r.folded"
 )
 _SNIPPET_CONTEXT = 48
 
@@ -444,7 +444,7 @@ def substring_snippet(text: str, substrings: Sequence[str]) -> str:
 
 
 _SNIPPET_TABLE = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snippet_rows USING fts5(title, body, tags, "
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snippet_rows USING fts5(title, body, tags, folded, "
     "tokenize='porter unicode61 remove_diacritics 2')"
 )
 
@@ -458,8 +458,11 @@ def _snippets(conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query:
     conn.execute("SAVEPOINT snippet_rows")
     conn.execute("DELETE FROM temp.snippet_rows")
     conn.executemany(
-        "INSERT INTO temp.snippet_rows (rowid, title, body, tags) VALUES (?, ?, ?, ?)",
-        [(rowid, row["title"], row["body"], " ".join(json.loads(row["tags_json"]))) for rowid, row in rows.items()],
+        "INSERT INTO temp.snippet_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)",
+        [
+            (rowid, row["title"], row["body"], " ".join(json.loads(row["tags_json"])), row["folded"])
+            for rowid, row in rows.items()
+        ],
     )
     conn.execute("RELEASE snippet_rows")
     try:

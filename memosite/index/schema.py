@@ -2,7 +2,8 @@
 the in-flight writes of units of work, and what search reads, kept in step with ``records`` by
 triggers:
 
-* ``records_fts`` — FTS5 over title, body and tags (porter stemming, Latin diacritics removed);
+* ``records_fts`` — FTS5 over title, body, tags and their folded text (porter stemming; FTS5
+  removes Latin diacritics, the ``folded`` column holds the text with every script's removed);
 * ``records_trigram`` — FTS5 with the trigram tokenizer over the records whose text holds a script
   written without spaces (Chinese, Japanese, Thai …) or a pictograph (emoji), for substring
   search. Only those records: a trigram index of every record would triple the text index for
@@ -20,7 +21,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "24"
+SCHEMA_VERSION = "25"
 
 
 def _text(row: str) -> str:
@@ -189,7 +190,8 @@ CREATE TABLE IF NOT EXISTS records (
     body TEXT NOT NULL DEFAULT '',
     frontmatter TEXT NOT NULL DEFAULT '{}',
     mtime_ns INTEGER NOT NULL DEFAULT 0,
-    size INTEGER NOT NULL DEFAULT 0
+    size INTEGER NOT NULL DEFAULT 0,
+    folded TEXT NOT NULL DEFAULT ''  -- see entry.folded_text: what the word index also reads
 );
 -- Rendered view fragments, clustered in view order so a view section is one ordered range scan
 -- (``month`` is the prefix of ``updated``, so leading with it keeps the order and makes each chunk
@@ -252,19 +254,22 @@ CREATE INDEX IF NOT EXISTS records_path_nocase ON records(project, path COLLATE 
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_patterns ON records(project, kind, pattern_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
-    title, body, tags, content='records', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
+    title, body, tags, folded, content='records', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
+    INSERT INTO records_fts(rowid, title, body, tags, folded)
+    VALUES (new.rowid, new.title, new.body, new.tags, new.folded);
 END;
 CREATE TRIGGER IF NOT EXISTS records_ad AFTER DELETE ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, title, body, tags)
-    VALUES ('delete', old.rowid, old.title, old.body, old.tags);
+    INSERT INTO records_fts(records_fts, rowid, title, body, tags, folded)
+    VALUES ('delete', old.rowid, old.title, old.body, old.tags, old.folded);
 END;
-CREATE TRIGGER IF NOT EXISTS records_au AFTER UPDATE OF title, body, tags ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, title, body, tags)
-    VALUES ('delete', old.rowid, old.title, old.body, old.tags);
-    INSERT INTO records_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
+CREATE TRIGGER IF NOT EXISTS records_au AFTER UPDATE OF title, body, tags, folded ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, title, body, tags, folded)
+    VALUES ('delete', old.rowid, old.title, old.body, old.tags, old.folded);
+    INSERT INTO records_fts(rowid, title, body, tags, folded)
+    VALUES (new.rowid, new.title, new.body, new.tags, new.folded);
 END;
 """
     + SEARCH_DDL
