@@ -53,6 +53,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
 
 from memosite.errors import MemositeError
+from memosite.resources import SITE_ASSETS as ASSETS
 
 if TYPE_CHECKING:
     from memosite.secrets import SecretFinding
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mkdocs.plugins.memosite")
 
-ASSETS = ("assets/memosite/memory.css", "assets/memosite/memory.js")
 OVERVIEW_MARK = "<!-- memosite:overview -->"
 SEARCH_INDEX = "search/search_index.json"
 SCANNED_SUFFIXES = (".html", ".json", ".xml", ".txt")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+# The Memory page's stylesheet and script (under site_src/), which every site and export ships.
+SITE_ASSETS = ("assets/memosite/memory.css", "assets/memosite/memory.js")
 
 
 def data_path(name: str) -> Path:

@@ -23,6 +23,7 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, SafetyViolation
 from memosite.indexing import ensure_index
+from memosite.resources import SITE_ASSETS as ASSETS
 from memosite.resources import data_path
 from memosite.schema import utc_now
 from memosite.site.cache import Scanner
@@ -33,7 +34,6 @@ from memosite.vault import Vault
 from memosite.watch import recompile_projects
 
 MANIFEST = ".memosite-export.json"
-ASSETS = ("assets/memosite/memory.css", "assets/memosite/memory.js")
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(\s*([^)\s]*)([^)]*)\)")
