@@ -33,10 +33,10 @@ Rules a caller can rely on:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
@@ -55,6 +55,7 @@ MAX_LIMIT = 1000
 # Scratch records are private working notes: found only when asked for by kind.
 HIDDEN_KINDS = UNSEARCHED_KINDS  # private working notes: searched only when asked for by kind
 MatchMode = Literal["all", "any"]
+T = TypeVar("T")
 
 
 @dataclass
@@ -165,17 +166,14 @@ def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, 
     if text is None:
         matches, total = fts.find(index, None, filters, sort=sort, limit=limit)
         return Found(matches, total, None, [], total)
-    parsed = parse_query(text)
-    if parsed.raw is not None:
-        try:
-            matches, total = fts.find(index, fts.Terms(raw=parsed.raw), filters, sort=sort, limit=limit)
-            if matches:
-                return Found(matches, total, "all", [parsed.raw], total)
-        except fts.QuerySyntaxError:
-            pass
-        # Not valid FTS5 syntax (a stray quote, ``AND(``, ``col:``), or a sentence that only looks
-        # like it (``add a NOT NULL column``): search its words.
-        parsed = parse_query(text, plain=True)
+
+    def as_written(terms: fts.Terms) -> Found | None:
+        matches, total = fts.find(index, terms, filters, sort=sort, limit=limit)
+        return Found(matches, total, "all", [str(terms.raw)], total) if matches else None
+
+    found, parsed = _raw_then_words(text, as_written)
+    if found is not None:
+        return found
     if parsed.empty:
         return Found([], 0, None, [])
     try:
@@ -188,14 +186,10 @@ def match_of(index: Index, text: str, filters: fts.SearchFilters) -> MatchMode |
     """The ``match`` :func:`find_matches` would report for ``text`` — ``all`` when a record in
     scope holds every term, ``any`` when records hold only some, None for none — by existence
     tests alone (a brief reports it without ranking or counting a search of its own)."""
-    parsed = parse_query(text)
-    if parsed.raw is not None:
-        try:
-            if fts.exists(index, fts.Terms(raw=parsed.raw), filters):
-                return "all"
-        except fts.QuerySyntaxError:
-            pass
-        parsed = parse_query(text, plain=True)
+    written: MatchMode | None
+    written, parsed = _raw_then_words(text, lambda terms: "all" if fts.exists(index, terms, filters) else None)
+    if written is not None:
+        return written
     if parsed.empty:
         return None
     try:
@@ -205,6 +199,21 @@ def match_of(index: Index, text: str, filters: fts.SearchFilters) -> MatchMode |
     except fts.QuerySyntaxError as exc:
         raise StorageError(f"search failed: {exc}") from exc
     return "any" if loose else None
+
+
+def _raw_then_words(text: str, as_written: Callable[[fts.Terms], T | None]) -> tuple[T | None, ParsedQuery]:
+    """``as_written``'s answer for a query that uses FTS5 syntax, when SQLite takes it and it finds
+    something; else None and the query's plain words. Not valid FTS5 syntax (a stray quote,
+    ``AND(``, ``col:``), or a sentence that only looks like it (``add a NOT NULL column``), is
+    searched as words."""
+    parsed = parse_query(text)
+    if parsed.raw is None:
+        return None, parsed
+    try:
+        answer = as_written(fts.Terms(raw=parsed.raw))
+    except fts.QuerySyntaxError:
+        answer = None
+    return (answer, parsed) if answer is not None else (None, parse_query(text, plain=True))
 
 
 def _all_then_any(index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
