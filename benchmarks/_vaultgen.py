@@ -119,11 +119,16 @@ def build_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -
         if rng.random() < 0.05:
             fm["ttl"] = f"{rng.randint(1, 60)}d"
         body = "\n\n".join(sentence(rng, rng.randint(20, 80)) + "." for _ in range(rng.randint(1, 4))) + "\n"
-        path = vault.record_path(project, kind, fm["id"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(serialize_record(Record(validate_frontmatter(fm), body)), encoding="utf-8")
+        write_record(vault, fm, body)
     reindex(vault, [project])
     return vault
+
+
+def write_record(vault: Vault, fm: dict[str, object], body: str) -> None:
+    """Write one record file as a person would (no index, no views): ``fm`` holds kind, project, id."""
+    path = vault.record_path(str(fm["project"]), str(fm["kind"]), str(fm["id"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(serialize_record(Record(validate_frontmatter(fm), body)), encoding="utf-8")
 
 
 def subdir(kind: str) -> str:

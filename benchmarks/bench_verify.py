@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _vaultgen import WORDS, sentence
+from _vaultgen import WORDS, sentence, write_record
 
 from memosite.indexing import reindex
-from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
+from memosite.schema import format_iso
 from memosite.vault import Vault
 from memosite.verify import verify_project
 
@@ -99,9 +99,7 @@ def build_vault(root: Path, repo: Path, paths: list[str], records: int, rng: ran
             "updated": format_iso(created),
             "cites": cites,
         }
-        path = vault.record_path(PROJECT, kind, fm["id"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(serialize_record(Record(validate_frontmatter(fm), sentence(rng, 30) + ".\n")), encoding="utf-8")
+        write_record(vault, fm, sentence(rng, 30) + ".\n")
     reindex(vault, [PROJECT])
     vault.close()
 

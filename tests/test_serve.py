@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -28,6 +29,25 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _serve_command(vault: Vault, *extra: str) -> Iterator[int]:
+    """``memosite serve`` in a real process on a free port; on leaving, it is terminated and must
+    have exited cleanly, without a traceback."""
+    port = _free_port()
+    command = [str(Path(sys.executable).with_name("memosite")), "serve", "--vault", str(vault.root)]
+    command += ["--dev-addr", f"127.0.0.1:{port}", *extra]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=dict(os.environ)
+    ) as process:
+        try:
+            yield port
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
 
 
 def _get(url: str, timeout: float = 10.0) -> str:
@@ -179,30 +199,13 @@ def test_serve_command_serves_until_terminated(vault: Vault) -> None:
         body="Workers share one database file.",
         frontmatter={"title": "Shared test database"},
     )
-    port = _free_port()
-    command = [
-        str(Path(sys.executable).with_name("memosite")),
-        "serve",
-        "--vault",
-        str(vault.root),
-        "--dev-addr",
-        f"127.0.0.1:{port}",
-    ]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=dict(os.environ)
-    ) as process:
-        try:
-            page = _eventually(
-                f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/shared-test-database/",
-                lambda text: "Workers share one database file." in text,
-                timeout=60,
-            )
-            assert "Shared test database" in page
-        finally:
-            process.terminate()
-            _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 0, stderr
-    assert "Traceback" not in stderr
+    with _serve_command(vault) as port:
+        page = _eventually(
+            f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/shared-test-database/",
+            lambda text: "Workers share one database file." in text,
+            timeout=60,
+        )
+        assert "Shared test database" in page
 
 
 def test_serve_include_pending_serves_pending_records_and_the_review_page(vault: Vault) -> None:
@@ -214,22 +217,12 @@ def test_serve_include_pending_serves_pending_records_and_the_review_page(vault:
         "updated: '2026-01-02T10:00:00.000Z'\n---\nThe queue may drop messages — キュー.\n",
         encoding="utf-8",
     )
-    port = _free_port()
-    command = [str(Path(sys.executable).with_name("memosite")), "serve", "--vault", str(vault.root)]
-    command += ["--dev-addr", f"127.0.0.1:{port}", "--include-pending"]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=dict(os.environ)
-    ) as process:
-        try:
-            page = _eventually(
-                f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/agent-guess/",
-                lambda text: "unreviewed" in text,
-                timeout=60,
-            )
-            assert "The queue may drop messages — キュー." in page
-            review = _get(f"http://127.0.0.1:{port}/memory/{PROJECT}/REVIEW/")
-            assert "Agent guess" in review and "+The queue may drop messages — キュー." in review
-        finally:
-            process.terminate()
-            _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 0, stderr
+    with _serve_command(vault, "--include-pending") as port:
+        page = _eventually(
+            f"http://127.0.0.1:{port}/memory/{PROJECT}/traps/agent-guess/",
+            lambda text: "unreviewed" in text,
+            timeout=60,
+        )
+        assert "The queue may drop messages — キュー." in page
+        review = _get(f"http://127.0.0.1:{port}/memory/{PROJECT}/REVIEW/")
+        assert "Agent guess" in review and "+The queue may drop messages — キュー." in review
