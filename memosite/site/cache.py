@@ -4,7 +4,9 @@ A page's key is a digest of what it depends on: its generated Markdown (which ho
 record, the view or the dashboard shows), the templates' checksum, the site's configuration and
 navigation, memosite's, MkDocs' and the theme's versions. Under ``<vault>/.memosite/site-cache/``
 a build keeps, per key, the finished HTML page and its search entries; the next ``memosite build``
-(a new process) copies unchanged pages instead of rendering them. ``serve`` keeps the same facts
+(a new process) copies unchanged pages instead of rendering them. The pages a build rendered go
+into one pack file (one file to write, not one per page); a pack that is mostly pages no index
+uses any more is emptied into the next build's. ``serve`` keeps the same facts
 in memory between rebuilds. Texts found clean by the secret scan are remembered by digest, so an
 unchanged text is never scanned twice. Only a build that succeeded (nothing found) is kept.
 """
@@ -17,16 +19,20 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from memosite.secrets import SecretFinding, scan_text
 from memosite.vault import TEMP_PREFIX, atomic_write_text, warn
 
 CACHE_DIR = "site-cache"
-FORMAT = 1
+FORMAT = 2
+PACKS_DIR = "packs"
+# A pack still being written (a temp name) that is older than this was left by a build that died.
+STALE_TEMP_SECONDS = 24 * 3600
 # One index per site configuration (memosite build and serve on its address differ in site_url);
 # the pages of the most recently used few are kept.
 KEPT_SCOPES = 4
@@ -49,17 +55,31 @@ class CachedPage:
     key: str
     size: int
     search: list[dict[str, Any]]
+    pack: str = ""  # the pack file holding the page's HTML
+    offset: int = 0
+
+
+def _pack_name() -> str:
+    return f"pack-{os.urandom(8).hex()}.pack"
 
 
 @dataclass
 class PageCache:
-    """The on-disk cache of one vault for one site configuration (``scope``)."""
+    """The on-disk cache of one vault for one site configuration (``scope``).
+
+    Pages are kept in pack files, one per build that rendered something (one file written, not
+    one per page: creating a thousand small files costs more than rendering some of them).
+    """
 
     root: Path | None
     scope: str
     pages: dict[str, CachedPage] = field(default_factory=dict)  # src_uri -> entry
     clean: set[str] = field(default_factory=set)  # digests of texts the scan found clean
     _added: dict[str, CachedPage] = field(default_factory=dict)
+    _writing: tuple[str, BinaryIO] | None = None  # this build's pack (name, temp file)
+    _packs: dict[str, int] = field(default_factory=dict)  # pack name -> size (-1: missing)
+    _readers: dict[str, int] = field(default_factory=dict)  # pack name -> open descriptor
+    _own: set[str] = field(default_factory=set)  # packs this process wrote
 
     @classmethod
     def open(cls, internal_dir: Path | None, scope: str) -> PageCache:
@@ -78,72 +98,168 @@ class PageCache:
         if data.get("format") != FORMAT or data.get("scope") != scope:
             return cache
         for uri, item in data.get("pages", {}).items():
-            cache.pages[uri] = CachedPage(str(item["key"]), int(item["size"]), list(item.get("search", [])))
+            cache.pages[uri] = CachedPage(
+                str(item["key"]),
+                int(item["size"]),
+                list(item.get("search", [])),
+                str(item["pack"]),
+                int(item["offset"]),
+            )
         cache.clean = set(data.get("clean", []))
         return cache
 
-    def _file(self, key: str) -> Path:
+    def _pack_path(self, name: str) -> Path:
         assert self.root is not None
-        return self.root / "pages" / key[:2] / f"{key}.html"
+        return self.root / PACKS_DIR / name
+
+    def _pack_size(self, name: str) -> int:
+        size = self._packs.get(name)
+        if size is None:
+            try:
+                size = self._pack_path(name).stat().st_size
+            except OSError:
+                size = -1
+            self._packs[name] = size
+        return size
 
     def lookup(self, src_uri: str, key: str) -> CachedPage | None:
         if self.root is None:
             return None
         entry = self.pages.get(src_uri)
-        if entry is None or entry.key != key:
-            return None
-        try:
-            if self._file(key).stat().st_size != entry.size:
-                return None
-        except OSError:
+        if entry is None or entry.key != key or self._pack_size(entry.pack) < entry.offset + entry.size:
             return None
         return entry
 
+    def _read(self, entry: CachedPage) -> bytes | None:
+        try:
+            fd = self._readers.get(entry.pack)
+            if fd is None:
+                fd = self._readers[entry.pack] = os.open(self._pack_path(entry.pack), os.O_RDONLY)
+            data = os.pread(fd, entry.size, entry.offset)
+        except OSError:
+            return None
+        return data if len(data) == entry.size else None
+
     def copy_to(self, entry: CachedPage, dest: str) -> bool:
         """Write the cached page to ``dest``; False when the cached copy is gone."""
+        data = self._read(entry)
+        if data is None:
+            return False
         try:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
-            shutil.copyfile(self._file(entry.key), dest)
+            with open(dest, "wb") as handle:
+                handle.write(data)
         except OSError:
             return False
         return True
+
+    def _append(self, data: bytes) -> tuple[str, int] | None:
+        """Add ``data`` to this build's pack; where it went, or None when nothing can be written."""
+        try:
+            if self._writing is None:
+                name = _pack_name()
+                (self._pack_path(name).parent).mkdir(parents=True, exist_ok=True)
+                self._writing = (name, open(self._pack_path(TEMP_PREFIX + name), "wb"))  # noqa: SIM115
+            name, handle = self._writing
+            offset = handle.tell()
+            handle.write(data)
+        except OSError:
+            return None
+        return name, offset
 
     def store(self, src_uri: str, key: str, built: str, search: list[dict[str, Any]]) -> None:
         """Keep the page just built at ``built`` (kept on disk by :meth:`save`)."""
         if self.root is None:
             return
         try:
-            size = os.path.getsize(built)
+            with open(built, "rb") as handle:
+                data = handle.read()
         except OSError:
             return
-        self._added[src_uri] = CachedPage(key, size, search)
-        target = self._file(key)
-        if not target.exists():
-            with contextlib.suppress(OSError):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                temp = target.with_name(f"{TEMP_PREFIX}{target.name}")
-                shutil.copyfile(built, temp)
-                os.replace(temp, target)
+        where = self._append(data)
+        if where is not None:
+            self._added[src_uri] = CachedPage(key, len(data), search, *where)
 
     def keep(self, src_uri: str, entry: CachedPage, search: list[dict[str, Any]] | None = None) -> None:
         """Carry an entry reused by this build into the saved index."""
-        self._added[src_uri] = CachedPage(entry.key, entry.size, entry.search if search is None else search)
+        self._added[src_uri] = replace(entry, search=entry.search if search is None else search)
+
+    def _finish_pack(self) -> bool:
+        """Close this build's pack under its final name; False when it could not be kept."""
+        if self._writing is None:
+            return True
+        name, handle = self._writing
+        self._writing = None
+        try:
+            handle.close()
+            os.replace(self._pack_path(TEMP_PREFIX + name), self._pack_path(name))
+        except OSError:
+            self._added = {uri: e for uri, e in self._added.items() if e.pack != name}
+            return False
+        self._own.add(name)
+        self._packs.pop(name, None)
+        return True
 
     def commit(self) -> None:
         """Make this (successful) build's pages the cache's, in memory only."""
+        self._finish_pack()
         self.pages = dict(self._added)
         self._added = {}
+        self._packs = {}  # sizes are looked at again by the next build
+        # While serving, each rebuild writes a pack: the ones it wrote earlier and no longer
+        # uses go at once (no other process knows them yet).
+        used = {entry.pack for entry in self.pages.values()}
+        for name in self._own - used:
+            self._drop_pack(name)
+
+    def _drop_pack(self, name: str) -> None:
+        fd = self._readers.pop(name, None)
+        if fd is not None:
+            os.close(fd)
+        self._packs.pop(name, None)
+        self._own.discard(name)
+        with contextlib.suppress(OSError):
+            self._pack_path(name).unlink()
+
+    def _compact(self, live: dict[str, int]) -> None:
+        """Move this index's pages out of packs that are mostly dead into this build's pack."""
+        for uri, entry in list(self._added.items()):
+            size = self._pack_size(entry.pack)
+            if size > 0 and live.get(entry.pack, 0) * 2 < size:
+                data = self._read(entry)
+                where = self._append(data) if data is not None else None
+                if where is not None:
+                    self._added[uri] = replace(entry, pack=where[0], offset=where[1])
 
     def save(self) -> None:
         """Write the index of this (successful) build and drop pages no page uses any more."""
         if self.root is None:
             return
-        if self._added:
-            self.commit()
+        if not self._added:
+            self._added = dict(self.pages)
+        indexes = sorted(self.root.glob("index-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        others: list[list[tuple[str, int]]] = []
+        for other in indexes[:KEPT_SCOPES]:
+            if other.name == _index_name(self.scope):
+                continue
+            try:
+                pages = json.loads(other.read_text(encoding="utf-8")).get("pages", {})
+                others.append([(str(item["pack"]), int(item["size"])) for item in pages.values()])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+        live: dict[str, int] = {}
+        for pack, size in [(e.pack, e.size) for e in self._added.values()] + [p for o in others for p in o]:
+            live[pack] = live.get(pack, 0) + size
+        self._compact(live)
+        self.commit()
+        self._close_readers()
         data = {
             "format": FORMAT,
             "scope": self.scope,
-            "pages": {uri: {"key": p.key, "size": p.size, "search": p.search} for uri, p in self.pages.items()},
+            "pages": {
+                uri: {"key": p.key, "size": p.size, "search": p.search, "pack": p.pack, "offset": p.offset}
+                for uri, p in self.pages.items()
+            },
             "clean": sorted(self.clean),
         }
         try:
@@ -154,26 +270,35 @@ class PageCache:
         except Exception as exc:  # a cache, not a requirement
             warn(f"page cache not saved: {exc}")
             return
-        wanted = {f"{p.key}.html" for p in self.pages.values()}
-        indexes = sorted(self.root.glob("index-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for stale in indexes[KEPT_SCOPES:]:
             stale.unlink(missing_ok=True)
-        for other in indexes[:KEPT_SCOPES]:
-            if other.name == _index_name(self.scope):
-                continue
-            try:
-                pages = json.loads(other.read_text(encoding="utf-8")).get("pages", {})
-            except (OSError, ValueError):
-                continue
-            wanted.update(f"{item['key']}.html" for item in pages.values() if isinstance(item, dict))
-        pages_dir = self.root / "pages"
-        for directory, _dirs, names in os.walk(pages_dir):
-            for name in names:
-                if name not in wanted:
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(directory, name))
+        wanted = {entry.pack for entry in self.pages.values()} | {pack for o in others for pack, _ in o}
+        self._own.clear()
+        for path in (self.root / PACKS_DIR).glob("*"):
+            name = path.name
+            if name.startswith(TEMP_PREFIX):
+                # Another build may be writing it; one that crashed left it behind long ago.
+                with contextlib.suppress(OSError):
+                    if time.time() - path.stat().st_mtime > STALE_TEMP_SECONDS:
+                        path.unlink()
+            elif name not in wanted:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        shutil.rmtree(self.root / "pages", ignore_errors=True)  # format 1 kept a file per page
+
+    def _close_readers(self) -> None:
+        for fd in self._readers.values():
+            os.close(fd)
+        self._readers = {}
+        self._packs = {}
 
     def forget_added(self) -> None:
+        if self._writing is not None:
+            name, handle = self._writing
+            self._writing = None
+            with contextlib.suppress(OSError):
+                handle.close()
+                self._pack_path(TEMP_PREFIX + name).unlink()
         self._added = {}
 
 
