@@ -9,7 +9,8 @@ fast ``memosite serve`` shows a change.
 Every build runs in a new process; its CPU (user + system) and wall time and peak memory come
 from the operating system (``wait4``). Each round runs, in turn:
 
-* ``plain-same``   plain MkDocs (no memosite plugin) of exactly the pages the plugin generates;
+* ``plain-same``   plain MkDocs (no memosite plugin) of exactly the pages the plugin generates,
+                   those it keeps out of the search index marked ``search: exclude``;
 * ``cold``         ``memosite build`` with an empty page cache;
 * ``warm``         ``memosite build`` after one record file changed (a new process, cache kept);
 * ``plain-bodies`` plain MkDocs of the record bodies alone (one page per record).
@@ -225,7 +226,11 @@ def prepare_plain(code: Path, vault_root: Path, work: Path) -> tuple[Path, Path]
     for page in content.pages:
         target = same / page.src_uri
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(page.markdown, encoding="utf-8")
+        # The pages the plugin keeps out of the search index (views, inactive records) are kept
+        # out of plain MkDocs' too: the search plugin then skips them as it does under memosite.
+        searchable = page.searchable and (page.record is None or page.record.searchable_by_default)
+        front = "" if searchable else "---\nsearch:\n  exclude: true\n---\n\n"
+        target.write_text(front + page.markdown, encoding="utf-8")
     for uri in (content.records_json_uri, *getattr(content, "feeds", {})):
         (same / uri).write_text("{}", encoding="utf-8")
     bodies = work / "bodies"
