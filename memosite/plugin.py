@@ -47,7 +47,7 @@ from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.livereload import LiveReloadServer
-from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
@@ -157,6 +157,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._keys: dict[str, str] = {}  # src_uri -> key of this build
         self._reuse: dict[str, CachedPage | _PageState] = {}  # src_uri -> where an unrendered page comes from
         self._details: dict[str, str] = {}  # page url -> anchor of its "Record details" section
+        self._hidden_tails: dict[str, str] = {}  # page url -> its details section, while search reads it
         self._rendered: set[str] = set()  # src_uris of virtual pages rendered by this build
         self._handled: set[str] = set()  # abs paths of outputs already scanned
         self._started_ns = 0
@@ -424,6 +425,28 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             text = html.unescape(_TAGS.sub("", html_text))
             self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), text, _urls(html_text)], where)
         return html_text
+
+    # --- search ------------------------------------------------------------------------------
+    @event_priority(50)  # before the search plugin divides the page into sections
+    def _hide_record_details(self, context: Any, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:
+        # A record's "Record details" table stays out of the search index (_search_entries drops
+        # its entry too): the search plugin does not read it, a third of a record page's HTML.
+        anchor = self._details.get(page.url)
+        if anchor and page.content:
+            cut = page.content.find(f'<h2 id="{anchor}"')
+            if cut != -1:
+                self._hidden_tails[page.url] = page.content[cut:]
+                page.content = page.content[:cut]
+        return context
+
+    @event_priority(-50)  # after the search plugin: the page is rendered whole
+    def _show_record_details(self, context: Any, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:
+        tail = self._hidden_tails.pop(page.url, None)
+        if tail is not None:
+            page.content = (page.content or "") + tail
+        return context
+
+    on_page_context = CombinedEvent(_hide_record_details, _show_record_details)
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
         # MkDocs makes a new theme environment for every build; serve would compile every theme

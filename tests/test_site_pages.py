@@ -169,6 +169,20 @@ def test_search_finds_records_and_leaves_out_views_dashboards_and_record_details
     assert any("zanzibar" in d["text"] for d in docs)
 
 
+def test_record_details_table_is_on_the_page_but_not_in_search(tmp_path: Path, vault: Vault) -> None:
+    body = "Retries need jitter, quokka.\n\n## Record details\n\nThe body's own section, wombat.\n"
+    path = _upsert(vault, "trap", "Retry storms", body, severity="high", module="src/queue_zebra.py")
+    build_site(vault, out_dir=tmp_path / "site")
+    page = _article(_record_page(tmp_path / "site", path))
+    table = page[page.index('id="record-details_1"') :]
+    assert "queue_zebra" in table and "Occurrences" in table and "</table>" in table
+    assert "wombat" in page[: page.index('id="record-details_1"')]
+    docs = json.loads(_html(tmp_path / "site", "search/search_index.json"))["docs"]
+    texts = [d["text"] for d in docs if d["location"].startswith("memory/shop/traps/retry-storms")]
+    assert any("quokka" in t for t in texts) and any("wombat" in t for t in texts)
+    assert not any("queue_zebra" in t or "Occurrences" in t for t in texts)
+
+
 def test_project_home_has_counts_changes_traps_and_charts(site: dict) -> None:
     home = _article(_html(site["site"], "memory/shop/index.html"))
     assert "Records by kind and status" in home and "Recent changes" in home
