@@ -13,11 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock, Timeout
-
 from memosite.config import DEFAULT_CONFIG, VaultConfig, load_config, validate_project_id
 from memosite.errors import LockTimeout, SafetyViolation, StorageError, shown_path
 from memosite.kinds import RECORD_DIRS
+from memosite.lockfile import LockBusy, LockFile, lock_file
 from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 
 if TYPE_CHECKING:
@@ -211,21 +210,20 @@ class Vault:
         return True
 
     def projects(self) -> list[str]:
-        base = self.root / "projects"
-        if not base.is_dir():
+        try:
+            with os.scandir(self.root / "projects") as entries:
+                return sorted(
+                    entry.name
+                    for entry in entries
+                    if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
+                )
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(
-            entry.name
-            for entry in base.iterdir()
-            if entry.is_dir() and not entry.name.startswith(".") and not entry.is_symlink()
-        )
 
     # --- lock --------------------------------------------------------------------------------
     def lock(self, timeout: float = LOCK_TIMEOUT_SECONDS) -> contextlib.AbstractContextManager[Any]:
         """The re-entrant, cross-process vault lock every mutation runs under."""
-        self.internal_dir.mkdir(parents=True, exist_ok=True)
-        file_lock = FileLock(str(self.internal_path("vault.lock")), is_singleton=True)
-        return _translate_timeout(file_lock, timeout)
+        return _translate_timeout(lock_file(self.internal_path("vault.lock")), timeout)
 
     # --- listing -----------------------------------------------------------------------------
     def iter_record_files(self, project: str, subdirs: tuple[str, ...] = RECORD_DIRS) -> Iterator[Path]:
@@ -313,13 +311,13 @@ lock_acquisitions = 0
 
 
 @contextlib.contextmanager
-def _translate_timeout(file_lock: FileLock, timeout: float) -> Iterator[FileLock]:
+def _translate_timeout(file_lock: LockFile, timeout: float) -> Iterator[LockFile]:
     global lock_acquisitions
     try:
-        file_lock.acquire(timeout=timeout, poll_interval=0.005)
-    except Timeout as exc:
+        first = file_lock.acquire(timeout)
+    except LockBusy as exc:
         raise LockTimeout(f"vault is locked by another process (waited {timeout:.0f}s)") from exc
-    if file_lock.lock_counter == 1:
+    if first:
         lock_acquisitions += 1
     try:
         yield file_lock

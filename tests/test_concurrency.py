@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from memosite.indexing import read_record
 from memosite.vault import Vault
 
@@ -67,3 +69,90 @@ def test_eight_processes_upserting_and_appending_lose_nothing(vault_dir: Path) -
     compiled = (project / "TRAPS.md").read_text(encoding="utf-8")
     assert all(f"Trap {w}/{n}" in compiled for w in range(WORKERS) for n in range(PER_WORKER))
     vault.close()
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from memosite.vault import Vault
+
+    vault = Vault.open(sys.argv[1])
+    with vault.lock():
+        print("held", flush=True)
+        sys.stdin.readline()
+    """
+)
+
+
+def test_the_vault_lock_is_exclusive_across_processes_and_threads_and_shared_within_a_process(
+    vault_dir: Path,
+) -> None:
+    import threading
+
+    from memosite import vault as vault_module
+    from memosite.errors import LockTimeout
+
+    first, second = Vault.open(vault_dir), Vault.open(vault_dir)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(vault_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockTimeout, match="locked by another process"), first.lock(timeout=0.2):
+            pass
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert holder.returncode == 0
+
+    before = vault_module.lock_acquisitions
+    with first.lock(), second.lock(timeout=0):  # two Vault objects on one directory: one lock
+        outcome: list[str] = []
+
+        def other_thread() -> None:
+            try:
+                with second.lock(timeout=0.2):
+                    outcome.append("took it")
+            except LockTimeout:
+                outcome.append("waited, then gave up")
+
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+    assert outcome == ["waited, then gave up"]
+    assert vault_module.lock_acquisitions - before == 1
+    with second.lock(timeout=0):  # released for real: free again
+        pass
+    first.close()
+    second.close()
+
+
+def test_views_stay_true_when_two_connections_take_turns_writing(vault_dir: Path) -> None:
+    from memosite.store import forget_record, upsert_record
+
+    one, other = Vault.open(vault_dir), Vault.open(vault_dir)
+    for n, writer in enumerate([one, other, one, other, one]):
+        upsert_record(
+            writer,
+            "demo",
+            kind="trap",
+            slug=f"turn-{n}",
+            body=f"Turn {n} trap body\n",
+            frontmatter={"title": f"Turn {n} title", "severity": "high"},
+        )
+    forget_record(other, "demo", record_id="turn-1")
+    upsert_record(one, "demo", kind="decision", slug="after", body="Decided after the turns\n")
+    traps = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
+    index = (vault_dir / "projects" / "demo" / "INDEX.md").read_text(encoding="utf-8")
+    for n in (0, 2, 3, 4):
+        assert f"Turn {n} title" in traps and f"Turn {n} title" in index
+    # Forgotten by the other connection: archived, in the inactive rows only.
+    assert "[Turn 1 title](traps/turn-1.md) · trap · archived" in traps
+    active = traps.split("Turn 1 title")[0]
+    assert all(f"Turn {n} title" in active for n in (0, 2, 3, 4))
+    assert "| [after](decisions/after.md) | Decided after the turns | active |" in index
+    one.close()
+    other.close()
