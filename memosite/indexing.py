@@ -277,30 +277,45 @@ def directory_stamps(vault: Vault, project: str) -> dict[str, int]:
     """The modification time of each of the project's record directories: a file created,
     renamed or removed there (by an editor that saves by renaming, too) changes it."""
     stamps: dict[str, int] = {}
-    base = vault.project_dir(project)
+    base = os.fspath(vault.project_dir(project)) + os.sep
     for directory in RECORD_DIRS:
         try:
-            stamps[directory] = (base / directory).stat().st_mtime_ns
+            stamps[directory] = os.stat(base + directory).st_mtime_ns
         except OSError:
             continue
     return stamps
 
 
+def _stamps_text(vault: Vault, project: str) -> str:
+    return json.dumps(directory_stamps(vault, project), sort_keys=True)
+
+
 def remember_directories(vault: Vault, project: str) -> None:
     """The index is in step with the project's directories as they are now."""
-    vault.index().set_meta(DIRECTORIES_META + project, json.dumps(directory_stamps(vault, project), sort_keys=True))
+    index = vault.index()
+    text = _stamps_text(vault, project)
+    index.set_meta(DIRECTORIES_META + project, text)
+    index.directories_seen[project] = text
+
+
+def _in_step(vault: Vault, project: str) -> bool:
+    """The project's directories are as the index last saw them (a memo of the stamps this
+    process last wrote or read spares the read; any change moves a stamp, so it never hides one)."""
+    index = vault.index()
+    text = _stamps_text(vault, project)
+    if index.directories_seen.get(project) == text:
+        return True
+    if index.get_meta(DIRECTORIES_META + project) != text:
+        return False
+    index.directories_seen[project] = text
+    return True
 
 
 def catch_up(vault: Vault) -> None:
     """Pick up record files added or removed outside memosite since the index last looked, by
     comparing the record directories' times (a few stats per project); then their views follow.
     A file edited in place without a rename is picked up by ``list``, ``compile`` or ``watch``."""
-    index = vault.index()
-    stale = [
-        project
-        for project in vault.projects()
-        if index.get_meta(DIRECTORIES_META + project) != json.dumps(directory_stamps(vault, project), sort_keys=True)
-    ]
+    stale = [project for project in vault.projects() if not _in_step(vault, project)]
     if not stale:
         return
     with vault.lock():

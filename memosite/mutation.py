@@ -142,13 +142,21 @@ class Mutation:
         """Views of the touched kinds once per project, one commit, then the in-flight notes go
         (views and commits never fail a write that stands: they warn). A unit that failed keeps
         its notes, so the next command re-reads what it wrote (a write may have missed its row)."""
+        index = self.vault.index()
+        # Without a vault commit to wait for, the in-flight notes go in the same index transaction
+        # as the views' cache rows and the directories' times: one WAL commit finishes the unit.
+        clear_with_views = not failed and not self.vault.config.git_enabled
         try:
-            for project, kinds in sorted(self.touched.items()):
-                if self.vault.project_dir(project).is_dir():
-                    rebuild_views(self.vault, project, kinds)
-                    # Its own writes moved the directories' times: the index knows what they hold.
+            with index.cache_transaction():
+                for project, kinds in sorted(self.touched.items()):
+                    if self.vault.project_dir(project).is_dir():
+                        rebuild_views(self.vault, project, kinds)
+                        # Its own writes moved the directories' times: the index knows what they hold.
+                        with contextlib.suppress(sqlite3.Error):
+                            remember_directories(self.vault, project)
+                if clear_with_views:
                     with contextlib.suppress(sqlite3.Error):
-                        remember_directories(self.vault, project)
+                        index.clear_inflight([self.token])
             if self.changed and self.defer_commit:
                 try:
                     gitsync.queue_commit(self.vault, self.commit_message())
@@ -162,9 +170,9 @@ class Mutation:
                 except StorageError as exc:
                     warn(f"vault commit skipped: {exc.message}")
         finally:
-            if not failed:
+            if not failed and not clear_with_views:
                 with contextlib.suppress(sqlite3.Error):
-                    self.vault.index().clear_inflight([self.token])
+                    index.clear_inflight([self.token])
 
     def commit_message(self) -> str:
         if not self.notes:

@@ -554,16 +554,28 @@ def _plain(value: Any) -> Any:
 
 
 def serialize_frontmatter(frontmatter: Mapping[str, Any], source: _SourceText | None = None) -> str:
+    """The frontmatter's YAML: a key whose value is unchanged keeps its original text, the others
+    are dumped, each run of consecutive dumped keys in one call (a top-level block mapping dumps
+    key by key, so the text is the same, and a new record costs one dump, not one per key)."""
     parts: list[str] = []
+    run: dict[str, Any] = {}
+
+    def flush() -> None:
+        if run:
+            dumped = dump_yaml(run)
+            parts.append(dumped.replace("\n", source.newline) if source is not None else dumped)
+            run.clear()
+
     for key, value in frontmatter.items():
         unchanged = source is not None and key in source.chunks and same_value(value, source.values.get(key))
         if value is None and not unchanged:
             continue  # absent optional fields are not emitted
         if unchanged and source is not None:
+            flush()
             parts.append(source.chunks[key])
         else:
-            dumped = dump_yaml({key: _plain(value)})
-            parts.append(dumped.replace("\n", source.newline) if source is not None else dumped)
+            run[key] = _plain(value)
+    flush()
     return "".join(parts)
 
 

@@ -46,6 +46,11 @@ class Index:
             raise StorageError(f"cannot open index {path.name}: {exc}") from exc
         # View pieces this process has assembled, current while view_cache still holds their token.
         self.pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
+        # (project, kind) → its fragment chunks as last read (see fragments.kind_chunks).
+        self.chunk_memo: dict[tuple[str, str], list[fragments.Chunk]] = {}
+        self.chunk_memo_version: int | None = None
+        # project → its directories' stamps as this process last wrote or read them in ``meta``.
+        self.directories_seen: dict[str, str] = {}
 
     def _connect(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,8 +79,39 @@ class Index:
             yield
         except BaseException:
             self.conn.execute("ROLLBACK")
+            self.forget_memos()
             raise
         self.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def cache_transaction(self) -> Iterator[None]:
+        """One transaction around writes of what the index can always work out again (views'
+        cache rows, directory times, in-flight notes cleared): they commit together, one WAL
+        commit instead of one each. When the index refuses a transaction, or its commit, the
+        statements inside run (or are lost) on their own and the next command redoes them."""
+        if self.conn.in_transaction:
+            yield
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error:
+            yield
+            return
+        try:
+            yield
+        except BaseException:
+            self._roll_back()
+            raise
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._roll_back()
+            warn(f"index cache rows not saved ({exc}); the next command works them out again")
+
+    def _roll_back(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("ROLLBACK")
+        self.forget_memos()
 
     # --- writes ------------------------------------------------------------------------------
     def upsert(self, entry: IndexEntry) -> None:
@@ -87,14 +123,21 @@ class Index:
                 f"ON CONFLICT(path) DO UPDATE SET {updates}",
                 entry.as_params(),
             )
-            fragments.replace_fragment(self.conn, entry)
+            fragments.replace_fragment(self, entry)
 
     def delete_path(self, path: str) -> bool:
         with self.transaction():
-            fragments.drop_fragment(self.conn, path)
+            fragments.drop_fragment(self, path)
             return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
 
+    def forget_memos(self) -> None:
+        """Drop what this process remembers of the index (a rollback took back what it names)."""
+        self.pieces.clear()
+        self.chunk_memo.clear()
+        self.directories_seen.clear()
+
     def clear(self, project: str | None = None) -> None:
+        self.forget_memos()
         with self.transaction():
             for table in ("records", "fragments", "fragment_chunks", "view_cache"):
                 if project is None:

@@ -11,7 +11,6 @@ memory under a token; the ``view_cache`` row says whether it is still current.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,32 +36,34 @@ def chunk_key(stale_last: int, severity_weight: int, month: str) -> str:
 # --- writes (inside Index.upsert / delete_path transactions) ---------------------------------
 
 
-def replace_fragment(conn: sqlite3.Connection, entry: IndexEntry) -> None:
-    drop_fragment(conn, entry.path)
+def replace_fragment(index: Index, entry: IndexEntry) -> None:
+    drop_fragment(index, entry.path)
     if not entry.row_index:
         return
     params = entry.fragment_params()
     row = dict(zip(FRAGMENT_COLUMNS, params, strict=True))
-    _count_chunk(conn, entry.project, entry.kind, row["stale_last"], row["severity_weight"], row["month"], +1)
+    conn = index.conn
+    _count_chunk(index, entry.project, entry.kind, row["stale_last"], row["severity_weight"], row["month"], +1)
     conn.execute(
         f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' for _ in FRAGMENT_COLUMNS)})",
         params,
     )
 
 
-def drop_fragment(conn: sqlite3.Connection, path: str) -> None:
+def drop_fragment(index: Index, path: str) -> None:
+    conn = index.conn
     old = conn.execute(
         "SELECT project, kind, stale_last, severity_weight, month FROM fragments WHERE path = ?", (path,)
     ).fetchone()
     if old is not None:
-        _count_chunk(conn, old[0], old[1], old[2], old[3], old[4], -1)
+        _count_chunk(index, old[0], old[1], old[2], old[3], old[4], -1)
         conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
 
 
-def _count_chunk(
-    conn: sqlite3.Connection, project: str, kind: str, stale_last: int, weight: int, month: str, delta: int
-) -> None:
+def _count_chunk(index: Index, project: str, kind: str, stale_last: int, weight: int, month: str, delta: int) -> None:
     """Adjust a chunk's fragment count and drop its cached pieces: its content changed."""
+    index.chunk_memo.pop((project, kind), None)
+    conn = index.conn
     conn.execute(
         "DELETE FROM view_cache WHERE project = ? AND kind = ? AND chunk = ?",
         (project, kind, chunk_key(stale_last, weight, month)),
@@ -159,6 +160,50 @@ INDEX_ROWS = Section("index_rows", as_of_compile("row_index"))
 INVENTORY = Section("inventory", as_of_compile("row_view"))
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk of a kind's fragments, and what ``view_cache`` says of its cached pieces
+    (section name → ``(count, token, valid_until)``)."""
+
+    stale_last: int
+    weight: int
+    month: str
+    cached: dict[str, tuple[int, int, str | None]]
+
+
+def kind_chunks(index: Index, project: str, kind: str) -> list[Chunk]:
+    """Every chunk of a kind in view order with its cached pieces' metadata.
+
+    The index remembers the answer between calls: this connection's own changes drop it (a
+    fragment added to or removed from a chunk) or update it (a piece cached), and a commit by
+    any other connection (``PRAGMA data_version`` moved) drops every remembered kind. So a
+    write's view rebuild reads the chunks of the kinds it changed, not of every kind it shows.
+    """
+    version = index.conn.execute("PRAGMA data_version").fetchone()[0]
+    if version != index.chunk_memo_version:
+        index.chunk_memo.clear()
+        index.chunk_memo_version = version
+    remembered = index.chunk_memo.get((project, kind))
+    if remembered is not None:
+        return remembered
+    chunks: list[Chunk] = []
+    for stale_last, weight, month, name, count, token, valid_until in index.conn.execute(
+        "SELECT c.stale_last, c.severity_weight, c.month, v.name, v.count, v.token, v.valid_until"
+        " FROM fragment_chunks AS c LEFT JOIN view_cache AS v ON v.project = c.project AND v.kind = c.kind"
+        " AND v.chunk = c.stale_last || '|' || c.severity_weight || '|' || c.month"
+        " WHERE c.project = ? AND c.kind = ? ORDER BY c.stale_last, c.severity_weight DESC, c.month DESC",
+        (project, kind),
+    ):
+        last = chunks[-1] if chunks else None
+        if last is None or (last.stale_last, last.weight, last.month) != (stale_last, weight, month):
+            last = Chunk(stale_last, weight, month, {})
+            chunks.append(last)
+        if name is not None:
+            last.cached[name] = (int(count), int(token), valid_until)
+    index.chunk_memo[project, kind] = chunks
+    return chunks
+
+
 def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) -> tuple[int, list[bytes]]:
     """The rows of ``spec`` for one kind, as its cached chunk pieces in view order, and their count.
 
@@ -169,20 +214,14 @@ def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) 
     expression_params = (now_iso,) * spec.expression_now_params
     total = 0
     pieces: list[bytes] = []
-    # Every chunk of the kind in view order, with its cached piece's metadata when there is one.
-    chunks = index.conn.execute(
-        "SELECT c.stale_last, c.severity_weight, c.month, v.count, v.token, v.valid_until"
-        " FROM fragment_chunks AS c LEFT JOIN view_cache AS v ON v.project = c.project AND v.kind = c.kind"
-        " AND v.chunk = c.stale_last || '|' || c.severity_weight || '|' || c.month AND v.name = ?"
-        " WHERE c.project = ? AND c.kind = ? ORDER BY c.stale_last, c.severity_weight DESC, c.month DESC",
-        (spec.name, project, kind),
-    ).fetchall()
-    for stale_last, weight, month, cached_count, token, valid_until in chunks:
+    for chunk in kind_chunks(index, project, kind):
+        stale_last, weight, month = chunk.stale_last, chunk.weight, chunk.month
         key = (project, kind, chunk_key(stale_last, weight, month), spec.name)
-        current = token is not None and (valid_until is None or now_iso < valid_until)
+        cached = chunk.cached.get(spec.name)
+        current = cached is not None and (cached[2] is None or now_iso < cached[2])
         remembered = index.pieces.get(key)
-        if current and remembered is not None and remembered[0] == token:
-            count, text = int(cached_count), remembered[1]
+        if cached is not None and current and remembered is not None and remembered[0] == cached[1]:
+            count, text = cached[0], remembered[1]
         else:
             in_chunk = "stale_last = ? AND severity_weight = ? AND month = ?"
             chunk_params = (stale_last, weight, month)
@@ -195,9 +234,11 @@ def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) 
                 params=(*chunk_params, *params),
                 expression_params=expression_params,
             )
-            if not current:
+            if cached is not None and current:
                 # A row still present means no fragment of the chunk changed since it was
                 # written, so a recomputed piece may keep its token; otherwise mint one.
+                token = cached[1]
+            else:
                 token = secrets.randbits(62)
                 valid_until = index.conn.execute(
                     f"SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND {in_chunk}"
@@ -209,7 +250,8 @@ def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) 
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (*key, count, token, valid_until),
                 )
-            index.pieces[key] = (int(token), text)
+                chunk.cached[spec.name] = (count, token, valid_until)
+            index.pieces[key] = (token, text)
         total += count
         pieces.append(text)
     return total, pieces
