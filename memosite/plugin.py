@@ -72,6 +72,8 @@ DETERMINISTIC_PLUGINS = frozenset({"search", "material/search", "memosite", "tag
 _TASK = re.compile(r'<label class="task-list-control"><input type="checkbox" disabled( checked)?/>')
 _TASK_TOKEN = re.compile(r"MEMOSITETASK(ON|OFF)\.")
 _TAGS = re.compile(r"<[^>]*>")
+# A heading's text with no markup, entity or character the sanitiser would rewrite (no < > &).
+_PLAIN_TITLE = re.compile(r"[\w \t.,:;!?'\"()/+*=#%@$^~|\[\]{}-]*")
 _URL_ATTRIBUTES = re.compile(r'(?:href|src)="([^"]*)"')
 # Where each entry of a sitemap starts (the text before it is cut off as a piece of its own).
 _SITEMAP_ENTRY = re.compile(r"(?=<url>)")
@@ -406,8 +408,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._rendered.add(site_page.src_uri)
         if site_page.role != "memory":
             _sanitize_toc(page.toc, sanitize_html)
-            tokens = _TASK.sub(lambda m: "MEMOSITETASKON." if m.group(1) else "MEMOSITETASKOFF.", html_text)
-            html_text = _TASK_TOKEN.sub(_checkbox, sanitize_html(tokens))
+            if "task-list-control" in html_text:
+                html_text = _TASK.sub(lambda m: "MEMOSITETASKON." if m.group(1) else "MEMOSITETASKOFF.", html_text)
+            html_text = sanitize_html(html_text)
+            if "MEMOSITETASK" in html_text:
+                html_text = _TASK_TOKEN.sub(_checkbox, html_text)
         if site_page.role == "record":
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
             details = _details_anchor(page.toc)
@@ -740,5 +745,6 @@ def _sanitize_toc(items: Any, clean: Any) -> None:
     # Material prints table-of-contents titles as HTML, and they come from record headings.
     for item in items or ():
         if isinstance(item, AnchorLink):
-            item.title = clean(item.title)
+            if not _PLAIN_TITLE.fullmatch(item.title):  # plain words come out of it as they went in
+                item.title = clean(item.title)
             _sanitize_toc(item.children, clean)
