@@ -46,7 +46,6 @@ from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.livereload import LiveReloadServer
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
@@ -56,6 +55,8 @@ from memosite.errors import MemositeError
 from memosite.resources import SITE_ASSETS as ASSETS
 
 if TYPE_CHECKING:
+    from mkdocs.livereload import LiveReloadServer  # a build never needs it (nor its watchdog, http.server)
+
     from memosite.secrets import SecretFinding
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
@@ -674,7 +675,8 @@ def _shows_overview(file: File) -> bool:
 
 
 def _docs_text(docs: list[dict[str, Any]]) -> str:
-    return ",".join(json.dumps(doc, separators=(",", ":"), default=str) for doc in docs)
+    """The entries as they stand in the index's ``docs`` list (one ``dumps`` for all of them)."""
+    return json.dumps(docs, separators=(",", ":"), default=str)[1:-1]
 
 
 def _with_charts(html_text: str, charts: dict[str, str] | None) -> str:
