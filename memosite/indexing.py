@@ -17,16 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
 from memosite.kinds import KINDS, RECORD_DIRS, kinds_in_directory, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, format_iso, parse_record
+from memosite.template_files import templates_checksum_for
 from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
-from memosite.views import env_for, render_fragments, templates_checksum_for, write_views
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -130,6 +128,8 @@ def build_entry(vault: Vault, record: Record, path: Path, stat: os.stat_result |
         mtime_ns=stat.st_mtime_ns,
         size=stat.st_size,
     )
+    from memosite.views import env_for, render_fragments  # Jinja: imported by the paths that render
+
     render_fragments(entry, env_for(vault))
     return entry
 
@@ -188,6 +188,10 @@ def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None
     Views are derived: when one cannot be compiled (a broken template override, a full disk) the
     write that asked for it still stands, and the failure is a warning naming the cause.
     """
+    import jinja2
+
+    from memosite.views import write_views
+
     names = views_for_kinds(kinds) if kinds is not None else None
     try:
         return write_views(vault, project, names) if names is not None else write_views(vault, project)
@@ -198,6 +202,8 @@ def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None
 
 def describe_view_error(exc: BaseException) -> str:
     """One line for a view failure; a template error names the template and line."""
+    import jinja2
+
     if isinstance(exc, jinja2.TemplateSyntaxError):
         return f"template {exc.name or exc.filename or '?'} line {exc.lineno}: {exc.message}"
     if isinstance(exc, StorageError):
@@ -339,6 +345,8 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
         targets = everything if index.fresh else wanted
         for project in targets:
             refresh_project(vault, project, force=True)
+        from memosite.views import write_views
+
         for project in wanted:
             write_views(vault, project)
             counts[project] = index.count(project)
@@ -362,8 +370,6 @@ def compile_project(vault: Vault, project: str) -> list[Path]:
 def ensure_index(vault: Vault) -> None:
     """A missing or outdated index is rebuilt from the files before first use, and what a killed
     unit of work left half done is finished (see :func:`memosite.mutation.recover_interrupted`)."""
-    from memosite.mutation import recover_interrupted
-
     index = vault.index()
     if index.fresh:
         index.fresh = False
@@ -372,7 +378,10 @@ def ensure_index(vault: Vault) -> None:
         index.set_meta(TEMPLATES_META, templates_checksum_for(vault))
     elif index.get_meta(TEMPLATES_META) != templates_checksum_for(vault):
         rerender_templates(vault)
-    recover_interrupted(vault)
+    if index.inflight():
+        from memosite.mutation import recover_interrupted  # the write machinery, only when needed
+
+        recover_interrupted(vault)
     catch_up(vault)
 
 
@@ -387,6 +396,8 @@ def rerender_templates(vault: Vault) -> None:
         checksum = templates_checksum_for(vault)
         if index.get_meta(TEMPLATES_META) == checksum:
             return
+        from memosite.views import env_for, render_fragments
+
         env = env_for(vault)
         with index.transaction():
             for project in index.projects():

@@ -14,6 +14,21 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
+# Set once any unit of work of this process has begun changing a file: from then on an interrupt
+# must not report the command as failed (see memosite.cli._common).
+_CHANGED: list[bool] = []
+
+
+def note_change() -> None:
+    """A unit of work is about to change the vault."""
+    if not _CHANGED:
+        _CHANGED.append(True)
+
+
+def changed_in_process() -> bool:
+    """True once a unit of work in this process has begun changing the vault."""
+    return bool(_CHANGED)
+
 
 @contextlib.contextmanager
 def held_after_change(changed: Callable[[], bool], report: Callable[[], None]) -> Iterator[None]:

@@ -34,7 +34,7 @@ from memosite.indexing import (
     remember_directories,
     remove_record_files,
 )
-from memosite.interrupts import held_after_change
+from memosite.interrupts import held_after_change, note_change
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
 from memosite.vault import ACCEPTED_SUFFIX, Tombstone, Vault, atomic_write_text, warn
@@ -42,14 +42,6 @@ from memosite.workspace import check_vault_placement
 
 # Units running in this process (their in-flight notes are not leftovers to recover).
 _ACTIVE_UNITS: set[str] = set()
-# Set once any unit of this process has begun changing a file: from then on an interrupt must not
-# report the command as failed (see memosite.cli._common).
-_CHANGED: list[bool] = []
-
-
-def changed_in_process() -> bool:
-    """True once a unit of work in this process has begun changing the vault."""
-    return bool(_CHANGED)
 
 
 @dataclass
@@ -132,7 +124,7 @@ class Mutation:
     # --- the sequence ------------------------------------------------------------------------
     def _mark(self, project: str, relative: str) -> None:
         self.touching = True
-        _CHANGED.append(True)
+        note_change()
         try:
             self.vault.index().mark_inflight(self.token, project, relative)
         except sqlite3.Error as exc:

@@ -12,11 +12,9 @@ rebuild.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import io
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,55 +23,11 @@ import jinja2
 from memosite.errors import StorageError
 from memosite.mdtext import code_span, markdown_text
 from memosite.resources import data_path
+from memosite.template_files import DEFAULT_PREFIX, templates_checksum
 from memosite.vault import atomic_write_bytes, warn
 
 if TYPE_CHECKING:
     from memosite.vault import Vault
-
-DEFAULT_PREFIX = "default:"
-TEMPLATE_SUFFIX = ".j2"
-
-
-def _template_files(root: Path) -> Iterator[tuple[str, Path]]:
-    """``(name, path)`` of every template under ``root``, never following a symlink out."""
-    if not root.is_dir() or root.is_symlink():
-        return
-    for walked, subdirs, files in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not os.path.islink(os.path.join(walked, d)))
-        for name in sorted(files):
-            path = Path(walked) / name
-            if name.endswith(TEMPLATE_SUFFIX) and not path.is_symlink():
-                yield path.relative_to(root).as_posix(), path
-
-
-@functools.lru_cache(maxsize=1)
-def _builtin_checksum() -> str:
-    digest = hashlib.sha256()
-    for name, path in _template_files(data_path("templates")):
-        digest.update(f"{name}\0".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-@functools.lru_cache(maxsize=256)
-def _file_digest(path: str, mtime_ns: int, ctime_ns: int, size: int) -> bytes:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).digest()
-    except OSError:
-        return b""
-
-
-def templates_checksum(override_dir: Path) -> str:
-    """A checksum of the effective templates: memosite's own plus ``override_dir``'s files."""
-    digest = hashlib.sha256(_builtin_checksum().encode())
-    for name, path in _template_files(override_dir):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        digest.update(f"override:{name}\0".encode())
-        digest.update(_file_digest(str(path), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size))
-    return digest.hexdigest()[:32]
 
 
 def _inline(value: Any) -> str:
@@ -147,7 +101,7 @@ def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tup
     """The vault's environment for its current templates, and their checksum (one environment per
     vault object and checksum: an edited override gets a new one)."""
     override = vault.root / "templates"
-    checksum = templates_checksum(override)
+    checksum = templates_checksum(override)  # the same as templates_checksum_for(vault)
     cached: tuple[str, jinja2.Environment] | None = getattr(vault, "_templates", None)
     if cached is not None and cached[0] == checksum:
         return cached[1], checksum

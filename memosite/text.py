@@ -15,10 +15,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-
-from anyascii import anyascii
 
 # Ideographs, kana, Hangul and the other scripts written without spaces between words, and the
 # pictographs of emoji: the characters a word index cannot see.
@@ -43,13 +42,23 @@ UNSPACED_RANGES = (
 _UNSPACED_SET = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)  # no ASCII to escape
 WORD_PATTERN = f"[\\w{_UNSPACED_SET}]+"
 _WORD_RE = re.compile(WORD_PATTERN)
-_UNSPACED_CHAR_RE = re.compile(f"[{_UNSPACED_SET}]")
-_RUN_RE = re.compile(f"[{_UNSPACED_SET}]+|[^{_UNSPACED_SET}]+")
+
+
+# The two patterns below take milliseconds to compile, and most commands never need them (text
+# in ASCII alone has no unspaced characters): compiled on first use.
+@functools.cache
+def _unspaced_char_re() -> re.Pattern[str]:
+    return re.compile(f"[{_UNSPACED_SET}]")
+
+
+@functools.cache
+def _run_re() -> re.Pattern[str]:
+    return re.compile(f"[{_UNSPACED_SET}]+|[^{_UNSPACED_SET}]+")
 
 
 def is_unspaced(char: str) -> bool:
     """True for a character of a script written without spaces between words (or a pictograph)."""
-    return _UNSPACED_CHAR_RE.match(char) is not None
+    return not char.isascii() and _unspaced_char_re().match(char) is not None
 
 
 def fold(text: str) -> str:
@@ -68,7 +77,7 @@ def words(text: str) -> list[str]:
 
 def _split_unspaced(word: str) -> list[str]:
     """A word into its spaced parts and its runs of unspaced characters, in order."""
-    return [word] if word.isascii() else _RUN_RE.findall(word)
+    return [word] if word.isascii() else _run_re().findall(word)
 
 
 def bigrams(run: str) -> list[str]:
@@ -104,7 +113,9 @@ def slugify(text: str, max_length: int = 80) -> str:
     if text.isascii():
         ascii_text = text.lower()
     else:  # each unspaced character on its own, so that its transliteration is a word of the slug
-        ascii_text = anyascii(_UNSPACED_CHAR_RE.sub(r" \g<0> ", unicodedata.normalize("NFKC", text))).lower()
+        from anyascii import anyascii  # its tables load on first use: most slugs are ASCII
+
+        ascii_text = anyascii(_unspaced_char_re().sub(r" \g<0> ", unicodedata.normalize("NFKC", text))).lower()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
     if len(slug) <= max_length:
         return slug

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,11 +139,26 @@ class Vault:
 
     root: Path
     config: VaultConfig
-    # Who changes the vault through this object (set by the CLI or the MCP server); None: a
-    # person, with git's own identity.
-    actor: Actor | None = None
     # The git work tree of the product being worked on; writes into a vault inside it are refused.
     product_root: Path | None = None
+    # Who changes the vault through this object, worked out when a change first asks (the CLI's
+    # asks git, which a read-only command never needs); see the ``actor`` property.
+    actor_source: Callable[[], Actor | None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def actor(self) -> Actor | None:
+        """Who changes the vault through this object (set by the CLI or the MCP server); None: a
+        person, with git's own identity."""
+        source = self.actor_source
+        if source is None:
+            return None
+        actor = source()
+        self.actor_source = lambda: actor  # asked once
+        return actor
+
+    @actor.setter
+    def actor(self, actor: Actor | None) -> None:
+        self.actor_source = (lambda: actor) if actor is not None else None
 
     @classmethod
     def open(cls, root: Path | str, *, create: bool = True) -> Vault:

@@ -60,11 +60,6 @@ def env_for(vault: Vault) -> jinja2.Environment:
     return environment_for(vault, {"digest": digest})[0]
 
 
-def templates_checksum_for(vault: Vault) -> str:
-    """The checksum of the templates the vault's fragments and views are rendered with."""
-    return environment_for(vault, {"digest": digest})[1]
-
-
 def link_for_path(path: str) -> str:
     """A record's file relative to its project directory (where the views live)."""
     return path.split("/", 2)[2] if path.startswith("projects/") else path

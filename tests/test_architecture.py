@@ -153,3 +153,40 @@ def test_views_of_a_kind_come_from_the_table() -> None:
     assert views_for_kinds(["trap"]) == ("TRAPS.md", "INDEX.md")
     assert views_for_kinds(["state", "scratch"]) == ()
     assert views_for_kinds(KINDS) == VIEW_FILES
+
+
+_READ_ONLY_SEARCH = """
+import sys
+from memosite.cli import main
+sys.argv = ["memosite", "--vault", sys.argv[1], "--project", "demo", "search", "payment", "--json"]
+try:
+    main()
+except SystemExit as done:
+    assert not done.code, done.code
+heavy = sorted(n for n in ("jinja2", "anyascii", "memosite.mutation", "memosite.gitsync") if n in sys.modules)
+print("HEAVY", heavy, file=sys.stderr)
+"""
+
+
+def test_a_read_only_search_loads_no_templates_no_write_machinery_and_runs_no_git(tmp_path: Path) -> None:
+    # A CLI search is a fresh process each time: what it imports and runs is its latency.
+    import subprocess
+    import sys
+
+    from memosite.store import upsert_record
+    from memosite.vault import Vault
+
+    vault = Vault.open(tmp_path / "vault")
+    upsert_record(vault, "demo", kind="trap", body="Retries of a payment double the charge", slug="retries")
+    vault.close()
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_ONLY_SEARCH, str(tmp_path / "vault")],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"retries"' in done.stdout
+    assert "HEAVY []" in done.stderr

@@ -79,8 +79,10 @@ class App:
 
             self._vault = Vault.open(root)
             self._vault.product_root = self.product_root
-            # A command line acts for the person whose git identity it runs under.
-            self._vault.actor = Actor.person(git_identity(self.env, self.product_root))
+            # A command line acts for the person whose git identity it runs under (asked of git
+            # when a change first needs it: a read-only command runs no git).
+            env, product_root = self.env, self.product_root
+            self._vault.actor_source = lambda: Actor.person(git_identity(env, product_root))
         return self._vault
 
     def vault_for_reading(self) -> Vault:
@@ -167,8 +169,7 @@ def _interrupts_after_a_change(*, enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from memosite.interrupts import held_after_change
-    from memosite.mutation import changed_in_process
+    from memosite.interrupts import changed_in_process, held_after_change
 
     def report() -> None:
         sys.stderr.write("memosite: interrupted after the change was made: it is complete\n")

@@ -371,7 +371,7 @@ def collect_site_content(
     now_iso = format_iso(now)
     content = SiteContent(prefix=normalize_prefix(prefix), projects=list(projects))
     env = env_for(vault)
-    from memosite.views import templates_checksum_for
+    from memosite.template_files import templates_checksum_for
 
     checksum = templates_checksum_for(vault)
     memo = memo if memo is not None else RecordMemo()
