@@ -258,6 +258,9 @@ def bench_builds(code: Path, size: int, rounds: int, work: Path) -> dict[str, li
     python = sys.executable
     runs: dict[str, list[Run]] = {"plain-same": [], "cold": [], "warm": [], "plain-bodies": []}
     for n in range(rounds):
+        # plain-same and cold both start with no site to replace (MkDocs would first delete the
+        # previous round's output, memosite builds into a new directory).
+        shutil.rmtree(work / "p1", ignore_errors=True)
         runs["plain-same"].append(_measure([python, "-c", _PLAIN, str(same_config), str(work / "p1")], env))
         shutil.rmtree(vault_root / ".memosite" / "site-cache", ignore_errors=True)
         shutil.rmtree(work / "site", ignore_errors=True)
