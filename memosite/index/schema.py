@@ -21,7 +21,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "25"
+SCHEMA_VERSION = "26"
 
 
 def _text(row: str) -> str:
@@ -122,9 +122,10 @@ CREATE TABLE IF NOT EXISTS search_facts (
     pending INTEGER NOT NULL,  -- waiting for a person's review (memosite.review)
     author TEXT
 );
--- The brief counts (and rank reads) a kind's live rows from this index alone; it reads the traps and
--- decisions that match neither path nor query in their own order (so a brief never sorts them all).
-CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status, severity_weight, expires_at);
+-- The brief counts (and rank reads) a kind's live rows from this index alone (it covers ``pending``
+-- too, so no row is read); it reads the traps and decisions that match neither path nor query in
+-- their own order (so a brief never sorts them all).
+CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status, severity_weight, expires_at, pending);
 CREATE INDEX IF NOT EXISTS search_facts_trap_order ON search_facts(
     project, kind, flagged, severity_weight DESC, occurrences DESC, hits DESC, updated DESC, path, status, expires_at
 );
