@@ -712,3 +712,17 @@ def test_the_match_a_brief_reports_is_the_match_search_reports(shop: Vault, quer
     filters = fts.SearchFilters(P, format_iso(NOW))
     index = shop.index()
     assert match_of(index, query, filters) == find_matches(index, query, filters, sort="relevance", limit=20).match
+
+
+def test_a_path_search_sees_patterns_written_since_by_this_or_another_connection(vault_dir: Path) -> None:
+    # The distinct path patterns are remembered between searches: a new one must never be missed.
+    one, other = Vault.open(vault_dir), Vault.open(vault_dir)
+    upsert_record(one, "demo", kind="trap", slug="old", body="Old trap\n", path="src/old/a.py")
+    assert [r.id for r in search_records(one, "demo", path="src/old/a.py").results] == ["old"]
+    assert search_records(one, "demo", path="src/новый/b.py").results == []
+    upsert_record(other, "demo", kind="trap", slug="fresh", body="Fresh trap\n", path="src/новый/b.py")
+    assert [r.id for r in search_records(one, "demo", path="src/новый/b.py").results] == ["fresh"]
+    upsert_record(one, "demo", kind="trap", slug="own", body="Own trap\n", path="lib/own.py")
+    assert [r.id for r in search_records(one, "demo", path="lib/own.py").results] == ["own"]
+    one.close()
+    other.close()

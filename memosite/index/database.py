@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,9 @@ class Index:
         # (project, kind) → its fragment chunks as last read (see fragments.kind_chunks).
         self.chunk_memo: dict[tuple[str, str], list[fragments.Chunk]] = {}
         self.chunk_memo_version: int | None = None
+        # Answers remembered until the index changes (see ``remembered``).
+        self._answers: dict[Any, Any] = {}
+        self._answers_stamp: tuple[int, int] | None = None
         # project → its directories' stamps as this process last wrote or read them in ``meta``.
         self.directories_seen: dict[str, str] = {}
 
@@ -130,8 +133,21 @@ class Index:
             fragments.drop_fragment(self, path)
             return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
 
+    def remembered(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` (a read), remembered until the index changes: a write on this connection
+        (``total_changes`` moved, a rolled-back one too) or a commit on any other
+        (``PRAGMA data_version`` moved). For answers that cost a scan and rarely change."""
+        stamp = (int(self.conn.execute("PRAGMA data_version").fetchone()[0]), self.conn.total_changes)
+        if stamp != self._answers_stamp:
+            self._answers.clear()
+            self._answers_stamp = stamp
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]
+
     def forget_memos(self) -> None:
         """Drop what this process remembers of the index (a rollback took back what it names)."""
+        self._answers.clear()
         self.pieces.clear()
         self.chunk_memo.clear()
         self.directories_seen.clear()

@@ -144,31 +144,39 @@ def _marks(values: Sequence[Any]) -> str:
 # --- filters ---------------------------------------------------------------------------------
 
 
-def matching_patterns_sql(project: bool = True) -> str:
-    """The distinct ``path_patterns`` of a project (parameters: the project unless ``project`` is
-    False, then the path) that cover the path. Python's :func:`memosite.paths.path_matches` decides
-    once per distinct set of patterns (traps about the same files share them), not once per record;
-    ``LIMIT -1`` keeps SQLite from pushing the Python test below the DISTINCT."""
-    scope = "project = ? AND " if project else ""
-    return (
-        f"SELECT patterns FROM (SELECT DISTINCT path_patterns AS patterns FROM search_facts "
-        f"WHERE {scope}path_patterns != '[]' LIMIT -1) WHERE memosite_path_match(patterns, ?)"
-    )
+def matching_pattern_sets(index: Index, project: str | None, path: str) -> list[str]:
+    """The distinct ``path_patterns`` (as stored) of a project's records, or of every project's,
+    that cover ``path``. Python's :func:`memosite.paths.path_matches` decides once per distinct set
+    (traps about the same files share one); the sets are read with one scan of an index and
+    remembered until the index changes, so a path search or brief does not scan them each time."""
+
+    def distinct() -> list[str]:
+        scope = "project = ? AND " if project is not None else ""
+        return [
+            row[0]
+            for row in index.conn.execute(
+                f"SELECT DISTINCT path_patterns FROM search_facts WHERE {scope}path_patterns != '[]'",
+                [project] if project is not None else [],
+            )
+        ]
+
+    known: list[str] = index.remembered(("pattern sets", project), distinct)
+    return [patterns for patterns in known if _sql_path_match(patterns, path)]
 
 
-def path_match(facts: str, path: str, project: str | None) -> tuple[str, list[Any]]:
-    """SQL (and its parameters) true when ``facts``' path patterns cover ``path``; records that name
-    no paths are passed over without calling Python at all."""
-    subquery = matching_patterns_sql(project is not None)
-    sql = f"({facts}.path_patterns != '[]' AND {facts}.path_patterns IN ({subquery}))"
-    return sql, [*([project] if project is not None else []), path]
+def path_match(facts: str, patterns: Sequence[str]) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) true when ``facts``' path patterns are one of ``patterns`` (see
+    :func:`matching_pattern_sets`)."""
+    if not patterns:
+        return "0", []
+    return f"{facts}.path_patterns IN ({_marks(patterns)})", list(patterns)
 
 
 def _unpack(found: tuple[str, list[Any]]) -> tuple[Any, ...]:
     return (found[0], *found[1])
 
 
-def search_scope(filters: SearchFilters) -> Where:
+def search_scope(index: Index, filters: SearchFilters) -> Where:
     """The conditions of ``filters`` over ``search_facts AS f``."""
     where = Where()
     if filters.project is not None:
@@ -200,7 +208,8 @@ def search_scope(filters: SearchFilters) -> Where:
     for tag in filters.tags:
         where.add("EXISTS (SELECT 1 FROM json_each(f.tags_json) AS t WHERE lower(t.value) = lower(?))", tag)
     if filters.path is not None:
-        where.add(*_unpack(path_match("f", filters.path, filters.project)))
+        covering = matching_pattern_sets(index, filters.project, filters.path)
+        where.add(*_unpack(path_match("f", covering)))
     return where
 
 
@@ -377,7 +386,7 @@ def find(
     require_all: bool = True,
 ) -> tuple[list[Match], int]:
     """The first ``limit`` matches in ``sort`` order, and how many match in all."""
-    scope = search_scope(filters)
+    scope = search_scope(index, filters)
     if not terms:
         # The filters (a path pattern test per record) run once; the count comes from the same rows.
         rows = _run(
@@ -416,7 +425,7 @@ def find(
 def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: bool = True) -> bool:
     """Whether any record in scope matches ``terms`` (all of them with ``require_all``): the first
     matching row answers, nothing is ranked or counted."""
-    found = relation(terms, search_scope(filters), require_all=require_all, ranked=False)
+    found = relation(terms, search_scope(index, filters), require_all=require_all, ranked=False)
     sql = f"{found.prefix()}SELECT 1 FROM ({found.select}) LIMIT 1"
     return bool(_run(index, sql, [*found.cte_params, *found.params], parsed_query=True))
 

@@ -228,17 +228,17 @@ def _focused(
         ctes.append(f"q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select}))")
         params += found.params
         sources.append("SELECT rid, matched, rank FROM q")
-    on_path = "0"
+    on_path, on_path_params = "0", list[Any]()
     if path is not None:
-        ctes.append(f"pm AS MATERIALIZED ({fts.matching_patterns_sql()})")
-        params += [project, path]
+        covering = fts.matching_pattern_sets(index, project, path)
         not_in_q = " AND rowid NOT IN (SELECT rid FROM q)" if terms else ""
+        matches_path, matches_params = fts.path_match("search_facts", covering)
         sources.append(
             f"SELECT rowid AS rid, 0 AS matched, NULL AS rank FROM search_facts "
-            f"WHERE project = ? AND path_patterns IN pm{not_in_q}"
+            f"WHERE project = ? AND {matches_path}{not_in_q}"
         )
-        params.append(project)
-        on_path = "(f.path_patterns IN pm)"
+        params += [project, *matches_params]
+        on_path, on_path_params = fts.path_match("f", covering)
     # Each focused record once, with what it matched: no join back to q (SQLite would scan it per row).
     ctes.append(f"focus AS MATERIALIZED ({' UNION ALL '.join(sources)})")
     sql = (
@@ -247,7 +247,7 @@ def _focused(
         f"FROM focus JOIN search_facts AS f ON f.rowid = focus.rid WHERE {scope.sql()} "
         f"ORDER BY {_SECTION_ORDERS[section]} LIMIT ?"
     )
-    rows = _run_brief(index, sql, [*params, *scope.params, limit], terms)
+    rows = _run_brief(index, sql, [*params, *on_path_params, *scope.params, limit], terms)
     return [BriefCandidate(int(r["rid"]), bool(r["on_path"]), int(r["matched"]), r["rank"]) for r in rows]
 
 

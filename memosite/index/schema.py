@@ -125,7 +125,9 @@ CREATE TABLE IF NOT EXISTS search_facts (
 -- The brief counts (and rank reads) a kind's live rows from this index alone (it covers ``pending``
 -- too, so no row is read); it reads the traps and decisions that match neither path nor query in
 -- their own order (so a brief never sorts them all).
-CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(project, kind, status, severity_weight, expires_at, pending);
+CREATE INDEX IF NOT EXISTS search_facts_kind ON search_facts(
+    project, kind, status, severity_weight, expires_at, pending
+);
 CREATE INDEX IF NOT EXISTS search_facts_trap_order ON search_facts(
     project, kind, flagged, severity_weight DESC, occurrences DESC, hits DESC, updated DESC, path, status, expires_at
 );
