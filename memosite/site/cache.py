@@ -182,7 +182,10 @@ class PageCache:
 
     def keep(self, src_uri: str, entry: CachedPage, search: list[dict[str, Any]] | None = None) -> None:
         """Carry an entry reused by this build into the saved index."""
-        self._added[src_uri] = replace(entry, search=entry.search if search is None else search)
+        # serve calls this for every unchanged page on each rebuild: no dataclasses.replace here.
+        self._added[src_uri] = (
+            entry if search is None else CachedPage(entry.key, entry.size, search, entry.pack, entry.offset)
+        )
 
     def _finish_pack(self) -> bool:
         """Close this build's pack under its final name; False when it could not be kept."""
