@@ -726,3 +726,10 @@ def test_a_path_search_sees_patterns_written_since_by_this_or_another_connection
     assert [r.id for r in search_records(one, "demo", path="lib/own.py").results] == ["own"]
     one.close()
     other.close()
+
+
+@given(st.lists(st.text(), max_size=4))
+def test_a_stored_pattern_set_names_paths_exactly_when_it_sorts_before_the_empty_one(patterns: list[str]) -> None:
+    # matching_pattern_sets reads the sets that name paths as the range below '[]' of an index.
+    stored = json.dumps(patterns)
+    assert (stored < "[]") == bool(patterns)

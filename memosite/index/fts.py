@@ -152,10 +152,12 @@ def matching_pattern_sets(index: Index, project: str | None, path: str) -> list[
 
     def distinct() -> list[str]:
         scope = "project = ? AND " if project is not None else ""
+        # A stored set is a JSON list of strings: ``["…`` sorts before ``[]``, so the sets that
+        # name paths are one range of the index, the far more numerous empty ones beyond it.
         return [
             row[0]
             for row in index.conn.execute(
-                f"SELECT DISTINCT path_patterns FROM search_facts WHERE {scope}path_patterns != '[]'",
+                f"SELECT DISTINCT path_patterns FROM search_facts WHERE {scope}path_patterns < '[]'",
                 [project] if project is not None else [],
             )
         ]
