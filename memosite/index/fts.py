@@ -163,7 +163,7 @@ def matching_pattern_sets(index: Index, project: str | None, path: str) -> list[
         ]
 
     known: list[str] = index.remembered(("pattern sets", project), distinct)
-    return [patterns for patterns in known if _sql_path_match(patterns, path)]
+    return [patterns for patterns in known if _covers(patterns, path)]
 
 
 def path_match(facts: str, patterns: Sequence[str]) -> tuple[str, list[Any]]:
@@ -220,19 +220,13 @@ UNTRUSTED_FRESHNESS_SQL = "f.path NOT IN (SELECT path FROM verdicts WHERE verdic
 
 
 @functools.lru_cache(maxsize=65536)
-def _sql_path_match(patterns_json: str | None, path: str) -> int:
-    # Called once per record with paths in a path search; the same patterns recur across records
-    # and searches, so the decision is cached on the JSON text as stored.
+def _covers(patterns_json: str | None, path: str) -> bool:
+    # Once per distinct set of patterns and path: the decision is cached on the JSON as stored.
     try:
         patterns = json.loads(patterns_json or "[]")
     except ValueError:
-        return 0
-    return int(isinstance(patterns, list) and path_matches((str(p) for p in patterns), path))
-
-
-def register_functions(conn: sqlite3.Connection) -> None:
-    """The Python functions search SQL calls (registering costs microseconds)."""
-    conn.create_function("memosite_path_match", 2, _sql_path_match, deterministic=True)
+        return False
+    return isinstance(patterns, list) and path_matches((str(p) for p in patterns), path)
 
 
 # --- what matches ----------------------------------------------------------------------------
@@ -368,10 +362,10 @@ def relation(terms: Terms, scope: Where, *, require_all: bool, ranked: bool = Tr
 
 
 def _run(index: Index, sql: str, params: Sequence[Any], *, parsed_query: bool) -> list[sqlite3.Row]:
-    conn = index.conn
-    register_functions(conn)
+    # No Python function is registered on the connection for search: (re)defining one expires
+    # every prepared statement of the connection, and each search would parse its SQL again.
     try:
-        return conn.execute(sql, list(params)).fetchall()
+        return index.conn.execute(sql, list(params)).fetchall()
     except sqlite3.OperationalError as exc:
         if parsed_query:
             raise QuerySyntaxError(str(exc)) from exc  # a stray quote, ``AND(``, ``-``, ``col:``
@@ -401,23 +395,15 @@ def find(
         total = int(rows[0]["total"]) if rows else 0
         return _load(index, [(row["rid"], None, 0) for row in rows], None, ()), total
     found = relation(terms, scope, require_all=require_all)
+    # Ranking reads every match anyway: they are counted in the same pass, not matched again.
+    found.cte("m", found.select, *found.params)
     rows = _run(
         index,
-        f"{found.prefix()}SELECT * FROM ({found.select}) ORDER BY {ORDERS[sort]} LIMIT ?",
-        [*found.cte_params, *found.params, limit],
+        f"{found.prefix()}SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {ORDERS[sort]} LIMIT ?",
+        [*found.cte_params, limit],
         parsed_query=True,
     )
-    total = len(rows)
-    if total == limit:  # a full page: count the rest (without ranking them)
-        counted = relation(terms, scope, require_all=require_all, ranked=False)
-        total = int(
-            _run(
-                index,
-                f"{counted.prefix()}SELECT count(*) FROM ({counted.select})",
-                [*counted.cte_params, *counted.params],
-                parsed_query=True,
-            )[0][0]
-        )
+    total = int(rows[0]["total"]) if rows else 0
     ranked: list[tuple[int, float | None, int]] = [
         (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
     ]

@@ -252,7 +252,6 @@ def _focused(
 
 
 def _run_brief(index: Index, sql: str, params: Sequence[Any], terms: fts.Terms | None) -> list[sqlite3.Row]:
-    fts.register_functions(index.conn)
     try:
         return index.conn.execute(sql, list(params)).fetchall()
     except sqlite3.OperationalError as exc:
