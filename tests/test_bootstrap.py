@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memosite.bootstrap import MIN_MAX_BYTES, build_bootstrap
+from memosite.bootstrap import MAX_TRAPS, MIN_MAX_BYTES, build_bootstrap
 from memosite.cli import cli
 from memosite.errors import InvalidArguments
 from memosite.indexing import read_record
@@ -372,3 +372,21 @@ def test_pending_records_past_their_cap_are_named(vault_dir: Path) -> None:
     (capped,) = [o for o in result.omitted if (o.section, o.reason) == ("pending", "cap")]
     assert capped.count == 3 and len(set(capped.ids)) == 3 and not capped.ids_truncated
     assert not set(capped.ids) & {item.id for item in result.pending}
+
+
+def test_briefs_of_one_vault_object_count_what_is_live_at_their_own_moment(vault: Vault) -> None:
+    # The section counts are remembered between briefs: an expiry in between must still show.
+    lasting = MAX_TRAPS + 4
+    for n in range(lasting):
+        put(vault, "trap", f"lasting-{n}", severity="medium")
+    put(vault, "trap", "short-lived", severity="medium", age=0.5, ttl="1d")
+    put(vault, "decision", "short-decision", age=0.5, expires_at=(NOW + timedelta(hours=12)).isoformat())
+
+    def cap_and_decisions(at: datetime) -> tuple[int, int]:
+        result = build_bootstrap(vault, P, now=at, max_bytes=1_000_000)
+        capped = sum(o.count for o in result.omitted if o.section == "traps" and o.reason == "cap")
+        return capped, len(result.decisions)
+
+    assert cap_and_decisions(NOW) == (lasting + 1 - MAX_TRAPS, 1)
+    assert cap_and_decisions(NOW + timedelta(days=1)) == (lasting - MAX_TRAPS, 0)  # both expired
+    assert cap_and_decisions(NOW) == (lasting + 1 - MAX_TRAPS, 1)  # asked of the past again

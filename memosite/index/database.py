@@ -133,15 +133,16 @@ class Index:
             fragments.drop_fragment(self, path)
             return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
 
-    def remembered(self, key: Any, compute: Callable[[], Any]) -> Any:
+    def remembered(self, key: Any, compute: Callable[[], Any], valid: Callable[[Any], bool] | None = None) -> Any:
         """``compute()`` (a read), remembered until the index changes: a write on this connection
         (``total_changes`` moved, a rolled-back one too) or a commit on any other
-        (``PRAGMA data_version`` moved). For answers that cost a scan and rarely change."""
+        (``PRAGMA data_version`` moved), or until ``valid(answer)`` says it no longer holds (an
+        answer that depends on the time). For answers that cost a scan and rarely change."""
         stamp = (int(self.conn.execute("PRAGMA data_version").fetchone()[0]), self.conn.total_changes)
         if stamp != self._answers_stamp:
             self._answers.clear()
             self._answers_stamp = stamp
-        if key not in self._answers:
+        if key not in self._answers or (valid is not None and not valid(self._answers[key])):
             self._answers[key] = compute()
         return self._answers[key]
 

@@ -202,10 +202,25 @@ def brief_section_count(
     *,
     fresh_only: bool = False,
 ) -> int:
-    """How many records the section could hold."""
-    scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
-    row = index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {scope.sql()}", scope.params).fetchone()
-    return int(row[0])
+    """How many records the section could hold: a scan of an index, so the answer is remembered
+    until the index changes or the first record it counted expires (a brief is asked again and
+    again of a vault that has not changed)."""
+
+    def count() -> tuple[int, str | None, str]:
+        scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
+        # Every expiry among the rows counted lies after now_iso: the first is when the count ends.
+        row = index.conn.execute(
+            f"SELECT count(*), min(f.expires_at) FROM search_facts AS f WHERE {scope.sql()}", scope.params
+        ).fetchone()
+        return int(row[0]), row[1], now_iso
+
+    def holds(answer: tuple[int, str | None, str]) -> bool:
+        _, first_expiry, counted_at = answer
+        return counted_at <= now_iso and (first_expiry is None or now_iso < first_expiry)
+
+    key = ("brief section count", project, section, tuple(values), fresh_only)
+    answer: tuple[int, str | None, str] = index.remembered(key, count, holds)
+    return answer[0]
 
 
 def _focused(
