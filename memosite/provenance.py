@@ -61,23 +61,30 @@ def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
     name = env.get("GIT_AUTHOR_NAME")
     email = env.get("GIT_AUTHOR_EMAIL")
     if not name:
-        name = _git_config("user.name", cwd)
-        email = email or _git_config("user.email", cwd)
+        configured = _git_user(cwd)
+        name = configured.get("user.name")
+        email = email or configured.get("user.email")
     if not name:
         return None
     return f"{name} <{email}>" if email else name
 
 
 @functools.lru_cache(maxsize=8)
-def _git_config(key: str, cwd: Path | None) -> str | None:
+def _git_user(cwd: Path | None) -> dict[str, str]:
+    """``user.name`` and ``user.email`` as git resolves them here, asked of one git process (the
+    last value of a key wins, as ``git config --get`` has it)."""
     from memosite.gitsync import run_git
 
     try:
-        done = run_git(cwd or Path.cwd(), "config", "--get", key)
+        done = run_git(cwd or Path.cwd(), "config", "--null", "--get-regexp", r"^user\.(name|email)$")
     except OSError:
-        return None
-    value = done.stdout.strip()
-    return value or None
+        return {}
+    found: dict[str, str] = {}
+    for entry in done.stdout.split("\0"):
+        key, _, value = entry.partition("\n")
+        if key and value.strip():
+            found[key.strip().lower()] = value.strip()
+    return found
 
 
 def repo_commit(work_tree: Path | None) -> str | None:

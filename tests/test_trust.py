@@ -161,6 +161,21 @@ def test_a_cli_write_records_the_persons_git_identity_and_the_commit(repo: Path,
     assert fm["repoCommit"] == git(repo, "rev-parse", "HEAD") and fm["sessionId"] == "s-9"
 
 
+def test_without_author_variables_the_identity_is_the_one_git_config_resolves(
+    repo: Path, vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One git process answers both keys; the repository's own setting wins over the global one.
+    monkeypatch.delenv("GIT_AUTHOR_NAME")
+    monkeypatch.delenv("GIT_AUTHOR_EMAIL")
+    global_config = repo.parent / "global.gitconfig"
+    global_config.write_text("[user]\n\tname = Someone Else\n\temail = else@example.org\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    git(repo, "config", "user.name", "Ана Дев")
+    run_cli("upsert", "--kind", "decision", "--slug", "named", "--body", "We keep Postgres.")
+    fm = read_record(vault_dir / "projects/demo/decisions/named.md").frontmatter
+    assert fm["author"] == "Ана Дев <else@example.org>"
+
+
 # --- review ------------------------------------------------------------------------------
 
 
