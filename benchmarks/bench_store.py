@@ -3,8 +3,9 @@
 Target (issue 2): p50 ≤ 30 ms at 10,000 records, and p50 at 10,000 within 2× of p50 at 1,000.
 Both vaults are built first; then rounds of writes alternate between them, so that whatever else
 the machine is doing weighs on both sizes alike. A long-lived process (the MCP server) keeps
-assembled view pieces in memory; the last column is the first upsert of a fresh process (a CLI
-call, imports excluded), which has to assemble every view it rewrites.
+assembled view pieces in memory; "fresh ms" is the first upsert of a fresh process (imports
+excluded), which has to assemble every view it rewrites, and "cli ms" a whole ``memosite upsert``
+command (interpreter start, imports, git identity, the write).
 
 Run: .venv/bin/python benchmarks/bench_store.py [--sizes 1000,10000] [--ops 400] [--rounds 8]
 """
@@ -30,6 +31,7 @@ from memosite.vault import Vault
 KINDS = ("trap", "decision", "spec", "append")
 _FRESH = """
 import sys, time
+import memosite.store, memosite.views  # what a write loads (some of it on first use): imports excluded
 from memosite.store import upsert_record
 from memosite.vault import Vault
 vault = Vault.open(sys.argv[1])
@@ -48,6 +50,29 @@ def fresh_process_ms(root: Path, samples: int = 5) -> float:
             [sys.executable, "-c", _FRESH, str(root), str(n)], capture_output=True, text=True, check=True
         )
         times.append(float(out.stdout))
+    return statistics.median(times)
+
+
+def cli_ms(root: Path, samples: int = 5) -> float:
+    """Median wall time of a whole ``memosite upsert`` command: interpreter, imports, the write."""
+    times = []
+    for n in range(samples):
+        command = [
+            sys.executable,
+            "-m",
+            "memosite",
+            "upsert",
+            "--vault",
+            str(root),
+            "--project",
+            "bench",
+            "--kind",
+            "trap",
+        ]
+        command += ["--slug", f"cli-{n}", "--path", "src/cli/x.py", "--body", f"cli trap {n}", "--allow-duplicate"]
+        started = time.perf_counter()
+        subprocess.run(command, capture_output=True, text=True, check=True)
+        times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
 
 
@@ -103,9 +128,10 @@ def main() -> None:
         for vault in vaults.values():
             vault.close()
         fresh = {size: fresh_process_ms(Path(tmp) / f"vault-{size}") for size in sizes}
+        cli = {size: cli_ms(Path(tmp) / f"vault-{size}") for size in sizes}
 
-    header = ("records", "build s", "p50 ms", "p95 ms", "trap", "decision", "spec", "append", "fresh ms")
-    widths = (8, 8, 8, 8, 7, 9, 7, 7, 9)
+    header = ("records", "build s", "p50 ms", "p95 ms", "trap", "decision", "spec", "append", "fresh ms", "cli ms")
+    widths = (8, 8, 8, 8, 7, 9, 7, 7, 9, 7)
     print(" ".join(f"{name:>{width}}" for name, width in zip(header, widths, strict=True)))
     p50s = {}
     for size in sizes:
@@ -115,6 +141,7 @@ def main() -> None:
         print(
             f"{size:>8} {build_seconds[size]:>8.1f} {p50s[size]:>8.2f} {percentile(every, 95):>8.2f}"
             f" {kinds[0]:>7.2f} {kinds[1]:>9.2f} {kinds[2]:>7.2f} {kinds[3]:>7.2f} {fresh[size]:>9.2f}"
+            f" {cli[size]:>7.0f}"
         )
     if len(sizes) >= 2:
         small, large = sizes[0], sizes[-1]
