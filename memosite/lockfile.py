@@ -1,5 +1,8 @@
 """A cross-process lock on one file: re-entrant in its process, shared by its threads in turn.
 
+memosite's vault lock and the Stormbuffer store's mutation lock (the ``flock`` ``sbuf`` takes) are
+both one of these.
+
 The vault lock is taken by every write, so its cost counts: an ``flock`` on a file opened for
 the first acquisition and closed at the last release costs a few system calls, where a general
 purpose lock library spends several hundred microseconds in Python bookkeeping. One

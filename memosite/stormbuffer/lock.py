@@ -13,70 +13,27 @@ recovers it the same way, so a crash in either tool leaves a store the other can
 
 from __future__ import annotations
 
-import os
-import threading
-import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from memosite.errors import LockTimeout, StorageError
+from memosite.lockfile import LockBusy, lock_file
 from memosite.stormbuffer.storefile import STORE_FILE
 from memosite.vault import atomic_write_bytes
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows has no flock
-    fcntl = None  # type: ignore[assignment]
 
 LOCK_DIR = "locks"
 MUTATION_LOCK = "mutation.lock"
 SUPERSEDE_JOURNAL = "supersede.toml"
 LOCK_TIMEOUT_SECONDS = 10.0
-_POLL_SECONDS = 0.05
 
 
 class StoreBusy(LockTimeout):
     code = "STORE_BUSY"
-
-
-@dataclass
-class _Held:
-    guard: threading.RLock
-    depth: int = 0
-    fd: int | None = None
-
-
-_HELD: dict[str, _Held] = {}
-_HELD_GUARD = threading.Lock()
-
-
-def _entry(path: Path) -> _Held:
-    key = os.path.abspath(path)
-    with _HELD_GUARD:
-        return _HELD.setdefault(key, _Held(threading.RLock()))
-
-
-def _flock(fd: int, deadline: float, path: Path) -> None:
-    if fcntl is None:  # pragma: no cover
-        return
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise StoreBusy(
-                    f"the store is busy: another writer (sbuf or memosite) holds {path}; try again"
-                ) from None
-            time.sleep(_POLL_SECONDS)
-        except OSError as exc:
-            raise StorageError(f"cannot lock {path}: {exc.strerror or exc}") from exc
 
 
 @contextmanager
@@ -87,37 +44,19 @@ def mutation_lock(
     if require_store and not (store_dir / STORE_FILE).is_file():
         raise StorageError(f"store is not initialized: {store_dir / STORE_FILE} does not exist")
     path = store_dir / LOCK_DIR / MUTATION_LOCK
-    held = _entry(path)
-    deadline = time.monotonic() + timeout
-    if not held.guard.acquire(timeout=timeout):
-        raise StoreBusy(f"the store is busy in this process: {path}")
+    lock = lock_file(path)  # the same flock sbuf takes (fs2's exclusive lock is flock too)
     try:
-        if held.depth == 0:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise StorageError(f"cannot open {path}: {exc.strerror or exc}") from exc
-            try:
-                _flock(fd, deadline, path)
-            except BaseException:
-                os.close(fd)
-                raise
-            held.fd = fd
-        held.depth += 1
-        try:
-            if held.depth == 1 and require_store:
-                recover_supersession(store_dir)
-            yield
-        finally:
-            held.depth -= 1
-            if held.depth == 0 and held.fd is not None:
-                if fcntl is not None:
-                    fcntl.flock(held.fd, fcntl.LOCK_UN)
-                os.close(held.fd)
-                held.fd = None
+        first = lock.acquire(timeout)
+    except LockBusy:
+        raise StoreBusy(f"the store is busy: another writer (sbuf or memosite) holds {path}; try again") from None
+    except OSError as exc:
+        raise StorageError(f"cannot lock {path}: {exc.strerror or exc}") from exc
+    try:
+        if first and require_store:
+            recover_supersession(store_dir)
+        yield
     finally:
-        held.guard.release()
+        lock.release()
 
 
 # --- the supersession journal -------------------------------------------------------------------
