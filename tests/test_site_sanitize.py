@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments
 from memosite.index import IndexEntry
+from memosite.plugin import _PLAIN_TITLE
 from memosite.sanitize import sanitize_html
 from memosite.site.pages import SiteContent, inactive_reasons, normalize_prefix
 
@@ -115,3 +118,14 @@ def test_records_json_urls_are_relative_to_the_json_file() -> None:
         "team/memory/shop/traps/x.md": "team/memory/shop/traps/x.html",
     }
     assert json.loads(content.records_json(flat.__getitem__))["records"][0]["url"] == "shop/traps/x.html"
+
+
+@given(st.text(max_size=40))
+def test_a_toc_title_the_plugin_leaves_unsanitised_is_one_the_sanitiser_leaves_unchanged(title: str) -> None:
+    if _PLAIN_TITLE.fullmatch(title):
+        assert sanitize_html(title) == title
+
+
+@pytest.mark.parametrize("title", ["A <b>bold</b> heading", "Tom &amp; Jerry", "x\u00a0y", "cr\rlf", "\ufeffbom"])
+def test_a_toc_title_with_markup_or_rewritten_characters_is_sanitised(title: str) -> None:
+    assert not _PLAIN_TITLE.fullmatch(title)
