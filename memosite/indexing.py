@@ -301,7 +301,7 @@ def remember_directories(vault: Vault, project: str) -> None:
     index = vault.index()
     text = _stamps_text(vault, project)
     index.set_meta(DIRECTORIES_META + project, text)
-    index.directories_seen[project] = text
+    index.seen_directories()[project] = text
 
 
 def _in_step(vault: Vault, project: str) -> bool:
@@ -309,11 +309,12 @@ def _in_step(vault: Vault, project: str) -> bool:
     process last wrote or read spares the read; any change moves a stamp, so it never hides one)."""
     index = vault.index()
     text = _stamps_text(vault, project)
-    if index.directories_seen.get(project) == text:
+    seen = index.seen_directories()
+    if seen.get(project) == text:
         return True
     if index.get_meta(DIRECTORIES_META + project) != text:
         return False
-    index.directories_seen[project] = text
+    index.seen_directories()[project] = text
     return True
 
 

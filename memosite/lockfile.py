@@ -14,6 +14,8 @@ Where ``fcntl`` does not exist (Windows) the ``filelock`` package does the same 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
 import time
@@ -39,6 +41,7 @@ class LockFile:
         self.depth = 0
         self._threads = threading.RLock()
         self._fd: int | None = None
+        self._pid = 0  # the process that took the file lock
         self._portable: object | None = None
 
     def acquire(self, timeout: float) -> bool:
@@ -91,22 +94,36 @@ class LockFile:
         except BaseException:
             os.close(fd)
             raise
-        self._fd = fd
+        self._fd, self._pid = fd, os.getpid()
 
     def _give_back(self) -> None:
-        if self._fd is None:  # pragma: no cover - not POSIX
+        if fcntl is None:  # pragma: no cover - not POSIX
             self._give_back_portable()
             return
         fd, self._fd = self._fd, None
+        if fd is None:
+            return  # a forked child's copy, closed at the fork (see _after_fork)
         try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            if self._pid == os.getpid():  # a child sharing the open file must not unlock it
+                fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def _after_fork(self) -> None:
+        """In a forked child: let go of the parent's open lock file without unlocking it (the
+        parent still holds the lock; an flock ends with its last descriptor)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
     def _take_portable(self, deadline: float) -> None:  # pragma: no cover - not POSIX
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.path))
+        try:  # the file stays, as on POSIX (sbuf opens the store's lock file too)
+            lock = FileLock(str(self.path), preserve_lock_file=True)
+        except TypeError:  # an older filelock
+            lock = FileLock(str(self.path))
         try:
             lock.acquire(timeout=max(deadline - time.monotonic(), 0.0), poll_interval=POLL_SECONDS)
         except Timeout:
@@ -124,17 +141,30 @@ _REGISTRY = threading.Lock()
 
 
 def _forget_after_fork() -> None:
-    # A forked child holds none of its parent's locks (nor its threads' turns).
+    # A forked child holds none of its parent's locks (nor its threads' turns), and the registry's
+    # own lock may have been held by another thread at the fork.
+    global _REGISTRY
+    for held in _LOCKS.values():
+        held._after_fork()
     _LOCKS.clear()
+    _REGISTRY = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
+@functools.lru_cache(maxsize=64)
+def _key(path: str) -> str:
+    # The directory resolved (a symlink, ``..``), the case folded where the system folds it.
+    absolute = os.path.abspath(path)
+    return os.path.normcase(os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute)))
+
+
 def lock_file(path: Path) -> LockFile:
-    """The one :class:`LockFile` of ``path`` in this process."""
-    key = os.path.abspath(path)
+    """The one :class:`LockFile` of ``path`` in this process, however the path is spelled (its
+    directory reached through a symlink, or, on Windows, in another letter case)."""
+    key = _key(os.fspath(path))
     with _REGISTRY:
         found = _LOCKS.get(key)
         if found is None:

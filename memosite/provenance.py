@@ -62,8 +62,8 @@ def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
     email = env.get("GIT_AUTHOR_EMAIL")
     if not name:
         configured = _git_user(cwd)
-        name = configured.get("user.name")
-        email = email or configured.get("user.email")
+        name = configured.get("user.name") or None  # set empty (to blank a global one): no name
+        email = email or configured.get("user.email") or None
     if not name:
         return None
     return f"{name} <{email}>" if email else name
@@ -82,8 +82,8 @@ def _git_user(cwd: Path | None) -> dict[str, str]:
     found: dict[str, str] = {}
     for entry in done.stdout.split("\0"):
         key, _, value = entry.partition("\n")
-        if key and value.strip():
-            found[key.strip().lower()] = value.strip()
+        if key:
+            found[key.strip().lower()] = value.strip()  # an empty value counts: it blanks earlier ones
     return found
 
 

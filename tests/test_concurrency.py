@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -155,4 +156,68 @@ def test_views_stay_true_when_two_connections_take_turns_writing(vault_dir: Path
     assert all(f"Turn {n} title" in active for n in (0, 2, 3, 4))
     assert "| [after](decisions/after.md) | Decided after the turns | active |" in index
     one.close()
+    other.close()
+
+
+_TRY_LOCK = textwrap.dedent(
+    """
+    import sys
+    from memosite.errors import LockTimeout
+    from memosite.vault import Vault
+
+    try:
+        with Vault.open(sys.argv[1]).lock(timeout=0):
+            print("free")
+    except LockTimeout:
+        print("busy")
+    """
+)
+
+
+def _lock_is_free_to_another_process(vault_dir: Path) -> bool:
+    done = subprocess.run(
+        [sys.executable, "-c", _TRY_LOCK, str(vault_dir)], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.strip() == "free"
+
+
+def test_a_vault_reached_through_a_symlink_shares_the_lock_of_the_vault(vault_dir: Path, tmp_path: Path) -> None:
+    Vault.open(vault_dir).close()
+    (tmp_path / "link").symlink_to(vault_dir.parent, target_is_directory=True)
+    direct, linked = Vault.open(vault_dir), Vault.open(tmp_path / "link" / vault_dir.name)
+    with direct.lock(), linked.lock(timeout=0):  # re-entrant: one lock, not a wait on itself
+        assert not _lock_is_free_to_another_process(vault_dir)
+    assert _lock_is_free_to_another_process(vault_dir)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_leaving_the_lock_does_not_free_it_for_its_parent(vault_dir: Path) -> None:
+    vault = Vault.open(vault_dir)
+    ready, told = os.pipe()
+    with vault.lock():
+        child = os.fork()
+        if child:
+            os.read(ready, 1)  # the child has left its copy of this block
+            assert not _lock_is_free_to_another_process(vault_dir)
+    if child == 0:
+        os.write(told, b"x")
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert _lock_is_free_to_another_process(vault_dir)
+    vault.close()
+
+
+def test_a_long_lived_reader_notices_when_another_process_empties_the_index(vault_dir: Path) -> None:
+    # What a rebuild by another process looks like before it refills: no rows, no directory times.
+    from memosite.indexing import DIRECTORIES_META
+    from memosite.search import search_records
+    from memosite.store import upsert_record
+
+    server, other = Vault.open(vault_dir), Vault.open(vault_dir)
+    upsert_record(server, "demo", kind="trap", slug="kept", body="Kept across a rebuild\n")
+    assert [r.id for r in search_records(server, "demo", "rebuild").results] == ["kept"]
+    other.index().clear("demo")
+    other.index().set_meta(DIRECTORIES_META + "demo", "{}")
+    assert [r.id for r in search_records(server, "demo", "rebuild").results] == ["kept"]
+    server.close()
     other.close()

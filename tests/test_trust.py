@@ -174,6 +174,14 @@ def test_without_author_variables_the_identity_is_the_one_git_config_resolves(
     run_cli("upsert", "--kind", "decision", "--slug", "named", "--body", "We keep Postgres.")
     fm = read_record(vault_dir / "projects/demo/decisions/named.md").frontmatter
     assert fm["author"] == "Ана Дев <else@example.org>"
+    # A repository that sets its email empty blanks the global one, as `git config --get` says.
+    other = repo.parent / "other"
+    git(repo.parent, "init", "-q", str(other))
+    git(other, "config", "user.name", "Ана Дев")
+    git(other, "config", "user.email", "")
+    monkeypatch.chdir(other)
+    run_cli("upsert", "--kind", "decision", "--slug", "blank", "--body", "We keep Redis.")
+    assert read_record(vault_dir / "projects/demo/decisions/blank.md").frontmatter["author"] == "Ана Дев"
 
 
 # --- review ------------------------------------------------------------------------------

@@ -52,8 +52,10 @@ class Index:
         # Answers remembered until the index changes (see ``remembered``).
         self._answers: dict[Any, Any] = {}
         self._answers_stamp: tuple[int, int] | None = None
-        # project → its directories' stamps as this process last wrote or read them in ``meta``.
-        self.directories_seen: dict[str, str] = {}
+        # project → its directories' stamps as this process last wrote or read them in ``meta``
+        # (see ``seen_directories``).
+        self._directories_seen: dict[str, str] = {}
+        self._directories_version: int | None = None
 
     def _connect(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,11 +82,12 @@ class Index:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
-            self.forget_memos()
+            # A failed COMMIT too: never leave the connection inside a transaction that later
+            # statements would silently join (and never commit).
+            self._roll_back()
             raise
-        self.conn.execute("COMMIT")
 
     @contextlib.contextmanager
     def cache_transaction(self) -> Iterator[None]:
@@ -146,12 +149,21 @@ class Index:
             self._answers[key] = compute()
         return self._answers[key]
 
+    def seen_directories(self) -> dict[str, str]:
+        """The directory stamps this connection last wrote or read in ``meta``, per project;
+        emptied when another connection commits (it may have rebuilt or refreshed the index)."""
+        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._directories_version:
+            self._directories_seen.clear()
+            self._directories_version = version
+        return self._directories_seen
+
     def forget_memos(self) -> None:
         """Drop what this process remembers of the index (a rollback took back what it names)."""
         self._answers.clear()
         self.pieces.clear()
         self.chunk_memo.clear()
-        self.directories_seen.clear()
+        self._directories_seen.clear()
 
     def clear(self, project: str | None = None) -> None:
         self.forget_memos()
