@@ -71,7 +71,7 @@ def cli_ms(root: Path, samples: int = 5) -> float:
         ]
         command += ["--slug", f"cli-{n}", "--path", "src/cli/x.py", "--body", f"cli trap {n}", "--allow-duplicate"]
         started = time.perf_counter()
-        subprocess.run(command, capture_output=True, text=True, check=True)
+        subprocess.run(command, capture_output=True, text=True, encoding="utf-8", check=True)
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
 

@@ -176,7 +176,12 @@ _TRY_LOCK = textwrap.dedent(
 
 def _lock_is_free_to_another_process(vault_dir: Path) -> bool:
     done = subprocess.run(
-        [sys.executable, "-c", _TRY_LOCK, str(vault_dir)], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", _TRY_LOCK, str(vault_dir)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=True,
     )
     return done.stdout.strip() == "free"
 
