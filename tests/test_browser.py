@@ -182,6 +182,22 @@ def test_expired_record_page_shows_its_banner(page: object, site_url: str) -> No
     assert "2021-03-01" in banner.inner_text()
 
 
+def test_a_long_record_title_takes_the_lines_it_needs_and_no_more(browser: object, site_url: str) -> None:
+    # The title's hidden permalink must not wrap onto a line of its own (an empty band).
+    page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{site_url}memory/{PROJECT}/traps/cookie-loses-samesite/")
+    for width in range(360, 1300, 9):  # somewhere the words end just short of the line's end
+        page.set_viewport_size({"width": width, "height": 900})
+        lines = page.evaluate(
+            """() => { const h = document.querySelector('article h1');
+                const r = document.createRange(); r.selectNodeContents(h.firstChild);
+                const text = r.getClientRects().length;  // lines the words themselves take
+                return [Math.round(h.getBoundingClientRect().height / parseFloat(getComputedStyle(h).lineHeight)), text]; }"""
+        )
+        assert lines[0] == lines[1], (width, lines)
+    page.close()
+
+
 def test_memory_page_loads_through_instant_navigation(page: object, site_url: str) -> None:
     page.goto(site_url)  # type: ignore[attr-defined]
     page.evaluate("window.__sameDocument = true")  # type: ignore[attr-defined]
