@@ -192,7 +192,8 @@ def test_a_long_record_title_takes_the_lines_it_needs_and_no_more(browser: objec
             """() => { const h = document.querySelector('article h1');
                 const r = document.createRange(); r.selectNodeContents(h.firstChild);
                 const text = r.getClientRects().length;  // lines the words themselves take
-                return [Math.round(h.getBoundingClientRect().height / parseFloat(getComputedStyle(h).lineHeight)), text]; }"""
+                const line = parseFloat(getComputedStyle(h).lineHeight);
+                return [Math.round(h.getBoundingClientRect().height / line), text]; }"""
         )
         assert lines[0] == lines[1], (width, lines)
     page.close()
