@@ -314,7 +314,7 @@ def _in_step(vault: Vault, project: str) -> bool:
         return True
     if index.get_meta(DIRECTORIES_META + project) != text:
         return False
-    index.seen_directories()[project] = text
+    seen[project] = text
     return True
 
 

@@ -41,7 +41,6 @@ class LockFile:
         self.depth = 0
         self._threads = threading.RLock()
         self._fd: int | None = None
-        self._pid = 0  # the process that took the file lock
         self._portable: object | None = None
 
     def acquire(self, timeout: float) -> bool:
@@ -94,7 +93,7 @@ class LockFile:
         except BaseException:
             os.close(fd)
             raise
-        self._fd, self._pid = fd, os.getpid()
+        self._fd = fd
 
     def _give_back(self) -> None:
         if fcntl is None:  # pragma: no cover - not POSIX
@@ -102,10 +101,9 @@ class LockFile:
             return
         fd, self._fd = self._fd, None
         if fd is None:
-            return  # a forked child's copy, closed at the fork (see _after_fork)
+            return  # a forked child's copy, let go of at the fork without unlocking (see _after_fork)
         try:
-            if self._pid == os.getpid():  # a child sharing the open file must not unlock it
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
 

@@ -48,14 +48,12 @@ class Index:
         self.pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
         # (project, kind) → its fragment chunks as last read (see fragments.kind_chunks).
         self.chunk_memo: dict[tuple[str, str], list[fragments.Chunk]] = {}
-        self.chunk_memo_version: int | None = None
+        # project → its directories' stamps as this process last wrote or read them in ``meta``.
+        self._directories_seen: dict[str, str] = {}
         # Answers remembered until the index changes (see ``remembered``).
         self._answers: dict[Any, Any] = {}
         self._answers_stamp: tuple[int, int] | None = None
-        # project → its directories' stamps as this process last wrote or read them in ``meta``
-        # (see ``seen_directories``).
-        self._directories_seen: dict[str, str] = {}
-        self._directories_version: int | None = None
+        self._data_version: int | None = None  # PRAGMA data_version when the memos were last checked
 
     def _connect(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,12 +134,23 @@ class Index:
             fragments.drop_fragment(self, path)
             return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
 
+    def follow_other_connections(self) -> int:
+        """``PRAGMA data_version``. When it moved, another connection committed, and the memos that
+        this connection keeps current through its own writes (the chunks, the directory stamps)
+        no longer can: they are dropped."""
+        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._data_version:
+            self.chunk_memo.clear()
+            self._directories_seen.clear()
+            self._data_version = version
+        return version
+
     def remembered(self, key: Any, compute: Callable[[], Any], valid: Callable[[Any], bool] | None = None) -> Any:
         """``compute()`` (a read), remembered until the index changes: a write on this connection
         (``total_changes`` moved, a rolled-back one too) or a commit on any other
         (``PRAGMA data_version`` moved), or until ``valid(answer)`` says it no longer holds (an
         answer that depends on the time). For answers that cost a scan and rarely change."""
-        stamp = (int(self.conn.execute("PRAGMA data_version").fetchone()[0]), self.conn.total_changes)
+        stamp = (self.follow_other_connections(), self.conn.total_changes)
         if stamp != self._answers_stamp:
             self._answers.clear()
             self._answers_stamp = stamp
@@ -150,12 +159,9 @@ class Index:
         return self._answers[key]
 
     def seen_directories(self) -> dict[str, str]:
-        """The directory stamps this connection last wrote or read in ``meta``, per project;
-        emptied when another connection commits (it may have rebuilt or refreshed the index)."""
-        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
-        if version != self._directories_version:
-            self._directories_seen.clear()
-            self._directories_version = version
+        """The directory stamps this connection last wrote or read in ``meta``, per project
+        (emptied when another connection commits: it may have rebuilt or refreshed the index)."""
+        self.follow_other_connections()
         return self._directories_seen
 
     def forget_memos(self) -> None:

@@ -179,10 +179,7 @@ def kind_chunks(index: Index, project: str, kind: str) -> list[Chunk]:
     any other connection (``PRAGMA data_version`` moved) drops every remembered kind. So a
     write's view rebuild reads the chunks of the kinds it changed, not of every kind it shows.
     """
-    version = index.conn.execute("PRAGMA data_version").fetchone()[0]
-    if version != index.chunk_memo_version:
-        index.chunk_memo.clear()
-        index.chunk_memo_version = version
+    index.follow_other_connections()
     remembered = index.chunk_memo.get((project, kind))
     if remembered is not None:
         return remembered
