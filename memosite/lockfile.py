@@ -1,7 +1,7 @@
 """A cross-process lock on one file: re-entrant in its process, shared by its threads in turn.
 
-memosite's vault lock and the Stormbuffer store's mutation lock (the ``flock`` ``sbuf`` takes) are
-both one of these.
+memosite's vault lock, the Stormbuffer store's mutation lock (the ``flock`` ``sbuf`` takes) and the
+sync state's and background push's locks are all one of these.
 
 The vault lock is taken by every write, so its cost counts: an ``flock`` on a file opened for
 the first acquisition and closed at the last release costs a few system calls, where a general
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import threading
 import time
@@ -43,11 +44,15 @@ class LockFile:
         self._fd: int | None = None
         self._portable: object | None = None
 
-    def acquire(self, timeout: float) -> bool:
-        """Take the lock, waiting up to ``timeout`` seconds (0: one try). True when this call
-        took it from no one (not a nested acquisition). Raises :class:`LockBusy`."""
-        deadline = time.monotonic() + max(timeout, 0.0)
-        took = self._threads.acquire(timeout=timeout) if timeout > 0 else self._threads.acquire(blocking=False)
+    def acquire(self, timeout: float | None) -> bool:
+        """Take the lock, waiting up to ``timeout`` seconds (0: one try, None: as long as it
+        takes). True when this call took it from no one (not a nested acquisition). Raises
+        :class:`LockBusy`."""
+        if timeout is None:
+            deadline, took = math.inf, self._threads.acquire()
+        else:
+            deadline = time.monotonic() + max(timeout, 0.0)
+            took = self._threads.acquire(timeout=timeout) if timeout > 0 else self._threads.acquire(blocking=False)
         if not took:  # another thread of this process holds it
             raise LockBusy(str(self.path))
         if self.depth:
@@ -122,8 +127,9 @@ class LockFile:
             lock = FileLock(str(self.path), preserve_lock_file=True)
         except TypeError:  # an older filelock
             lock = FileLock(str(self.path))
+        wait = -1.0 if deadline == math.inf else max(deadline - time.monotonic(), 0.0)
         try:
-            lock.acquire(timeout=max(deadline - time.monotonic(), 0.0), poll_interval=POLL_SECONDS)
+            lock.acquire(timeout=wait, poll_interval=POLL_SECONDS)
         except Timeout:
             raise LockBusy(str(self.path)) from None
         self._portable = lock

@@ -19,9 +19,8 @@ import threading
 import time
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from memosite.errors import MemositeError
+from memosite.lockfile import LockBusy, lock_file
 from memosite.vault import Vault, atomic_write_text
 
 REQUEST_FILE = "push-request"
@@ -106,11 +105,11 @@ def run_worker(vault: Vault, *, sleep: float = 0.2) -> int:
     from memosite.sync.state import note_push
 
     runs = 0
-    lock = FileLock(str(vault.internal_path(LOCK_FILE)), is_singleton=True)
+    lock = lock_file(vault.internal_path(LOCK_FILE))
     while True:
         try:
             lock.acquire(timeout=0)
-        except Timeout:
+        except LockBusy:
             return runs  # another worker runs: it sees this request too
         try:
             atomic_write_text(vault.internal_path(PID_FILE), f"{os.getpid()}\n", durable=False)

@@ -12,8 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from filelock import FileLock
-
+from memosite.lockfile import lock_file
 from memosite.schema import format_iso, utc_now
 from memosite.vault import Vault, atomic_write_text
 
@@ -32,12 +31,15 @@ def read_state(vault: Vault) -> dict[str, Any]:
 def editing_state(vault: Vault) -> Iterator[dict[str, Any]]:
     """Read, change and write the state back under its own small lock (the background push and a
     ``memosite sync`` may both report at once)."""
-    vault.internal_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(vault.internal_path("sync-state.lock")), is_singleton=True):
+    lock = lock_file(vault.internal_path("sync-state.lock"))
+    lock.acquire(timeout=None)
+    try:
         state = read_state(vault)
         yield state
         text = json.dumps(state, indent=2, sort_keys=True) + "\n"
         atomic_write_text(vault.internal_path(STATE_FILE), text, durable=False)  # a report, rebuilt by the next sync
+    finally:
+        lock.release()
 
 
 def note_push(vault: Vault, head: str, error: str | None) -> None:
