@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -264,12 +265,21 @@ class ProjectIdentity:
     source: str  # "explicit", "env", "project-file", "git", "directory"
 
 
-def find_project_file(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
-    return None
+CEILING_VARIABLE = "MEMOSITE_CEILING_DIRECTORIES"
+
+
+def upward(start: Path, env: Mapping[str, str]) -> Iterator[Path]:
+    """``start`` and its parents, stopping below any directory named in
+    ``MEMOSITE_CEILING_DIRECTORIES`` (a path list, like git's ``GIT_CEILING_DIRECTORIES``): a
+    ceiling and what lies above it are never looked into, unless ``start`` is the ceiling itself."""
+    ceilings = {Path(part).absolute() for part in env.get(CEILING_VARIABLE, "").split(os.pathsep) if part.strip()}
+    yield start
+    if start in ceilings:
+        return
+    for directory in start.parents:
+        if directory in ceilings:
+            return
+        yield directory
 
 
 def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | None = None) -> ProjectIdentity:
@@ -278,6 +288,9 @@ def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | No
     Every clone and every ``git worktree`` of one repository lands in the same project: the
     committed ``.memosite.toml`` says so outright; without it the id comes from the repository
     itself (:func:`git_project_name`), not from the name of the directory a clone happens to be in.
+    The search for ``.memosite.toml`` ends at the repository's root: a file above it (one left in
+    the home directory or ``/tmp`` by an ``init`` run there) is not the repository's and does not
+    pull every repository below it into one project.
     """
     if explicit:
         return ProjectIdentity(validate_project_id(explicit), explicit, "explicit")
@@ -285,21 +298,28 @@ def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | No
         value = env["MEMOSITE_PROJECT"]
         return ProjectIdentity(validate_project_id(value), value, "env")
     here = (cwd or Path.cwd()).absolute()
-    project_file = find_project_file(here)
-    if project_file is not None:
-        try:
-            data = tomllib.loads(project_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InvalidArguments(f"cannot read {project_file}: {exc}") from exc
-        project_id = str(data.get("id", "")).strip()
-        if project_id:
-            name = str(data.get("name") or project_id)
-            return ProjectIdentity(validate_project_id(project_id), name, "project-file")
-    for directory in (here, *here.parents):
+    for directory in upward(here, env):
+        project_file = directory / PROJECT_FILE
+        if project_file.is_file():
+            pinned = _pinned_identity(project_file)
+            if pinned is not None:
+                return pinned
         if (directory / ".git").exists():
             name = git_project_name(directory)
             return ProjectIdentity(slugify_project(name), name, "git")
     return ProjectIdentity(slugify_project(here.name), here.name, "directory")
+
+
+def _pinned_identity(project_file: Path) -> ProjectIdentity | None:
+    """The project a ``.memosite.toml`` pins (None when it names no id)."""
+    try:
+        data = tomllib.loads(project_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidArguments(f"cannot read {project_file}: {exc}") from exc
+    project_id = str(data.get("id", "")).strip()
+    if not project_id:
+        return None
+    return ProjectIdentity(validate_project_id(project_id), str(data.get("name") or project_id), "project-file")
 
 
 # --- the identity of a git repository, the same in every clone and worktree ------------------

@@ -9,25 +9,28 @@ clone and worktree of the repository lands in the same project.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
-from memosite.config import PROJECT_FILE, validate_project_id
+from memosite.config import PROJECT_FILE, upward, validate_project_id
 from memosite.errors import SafetyViolation, StorageError
 from memosite.vault import Vault, atomic_write_text
 
 
-def find_work_tree(start: Path) -> Path | None:
+def find_work_tree(start: Path, env: Mapping[str, str] | None = None) -> Path | None:
     """The root of the git work tree containing ``start`` (``.git`` a directory, or a file for a
-    worktree or submodule), or None outside any repository."""
+    worktree or submodule), or None outside any repository (or below a ceiling, see
+    :func:`memosite.config.upward`)."""
     try:
         here = start.absolute()
     except OSError:
         return None
-    for directory in (here, *here.parents):
+    for directory in upward(here, os.environ if env is None else env):
         if (directory / ".git").exists():
             return directory
     return None

@@ -22,6 +22,16 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMOSITE_VAULT", str(tmp_path / "vault"))
     monkeypatch.setenv("MEMOSITE_PROJECT", "demo")
     monkeypatch.delenv("MEMOSITE_DEBUG", raising=False)
+    # A .memosite.toml or .git above the test's directory (one left in /tmp) is no part of the test,
+    # for memosite's own upward search and for git's.
+    monkeypatch.setenv("MEMOSITE_CEILING_DIRECTORIES", str(tmp_path.parent))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+
+
+@pytest.fixture
+def unpinned_env(tmp_path: Path) -> dict[str, str]:
+    """An environment that pins no project, for resolving one from a directory under tmp_path."""
+    return {"HOME": os.environ["HOME"], "MEMOSITE_CEILING_DIRECTORIES": str(tmp_path.parent)}
 
 
 @pytest.fixture

@@ -234,12 +234,14 @@ def test_the_group_vault_option_reaches_the_mcp_command(tmp_path: Path, run_cli:
 @pytest.mark.parametrize(
     ("name", "project"), [("Мой Проект", "moy-proekt"), ("数据库", "shu-ju-ku"), ("café", "cafe"), ("Shop_2", "shop_2")]
 )
-def test_project_ids_from_names_in_any_script(tmp_path: Path, name: str, project: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_project_ids_from_names_in_any_script(
+    tmp_path: Path, name: str, project: str, unpinned_env: dict[str, str]
+) -> None:
     from memosite.config import resolve_project
 
     directory = tmp_path / name
     directory.mkdir()
-    assert resolve_project(None, {}, cwd=directory).id == project
+    assert resolve_project(None, unpinned_env, cwd=directory).id == project
 
 
 def test_an_agent_cannot_bring_back_what_review_rejected(vault_dir: Path) -> None:

@@ -3,6 +3,7 @@ started in / or the home directory, the client's roots, and who the agent is."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,12 @@ from memosite.mcp_server.server import build_server
 from memosite.vault import Vault
 
 
+def client_env() -> dict[str, str]:
+    """What a desktop client hands the server: HOME, nothing that pins a project, and the test's
+    ceiling (a .memosite.toml left above the test's directory is no part of the test)."""
+    return {key: os.environ[key] for key in ("HOME", "MEMOSITE_CEILING_DIRECTORIES")}
+
+
 @asynccontextmanager
 async def client_for(
     vault_dir: Path,
@@ -28,7 +35,7 @@ async def client_for(
     name: str = "test-agent",
 ) -> AsyncIterator[Client]:
     vault = Vault.open(vault_dir)
-    server = build_server(vault, project, env={"HOME": str(Path.home())})
+    server = build_server(vault, project, env=client_env())
     callback = None
     if roots is not None:
 
@@ -165,7 +172,7 @@ def test_a_server_started_in_the_root_directory_takes_the_project_of_the_first_r
     vault_dir: Path, tmp_path: Path
 ) -> None:
     repo = repository(tmp_path / "work" / "Shop-Backend")
-    start = at_start(None, {"HOME": str(Path.home())}, Path("/"))
+    start = at_start(None, client_env(), Path("/"))
     assert start.identity is None
 
     async def scenario() -> None:
@@ -180,7 +187,7 @@ def test_a_server_started_in_the_root_directory_takes_the_project_of_the_first_r
 
 def test_without_roots_or_a_pinned_project_writes_are_refused_with_how_to_pin(vault_dir: Path) -> None:
     for directory in (Path("/"), Path.home()):
-        start = at_start(None, {"HOME": str(Path.home())}, directory)
+        start = at_start(None, client_env(), directory)
 
         async def scenario(start: SessionProject = start) -> None:
             async with client_for(vault_dir, start) as client:
@@ -196,7 +203,7 @@ def test_without_roots_or_a_pinned_project_writes_are_refused_with_how_to_pin(va
 
 def test_a_pinned_project_wins_over_the_roots(vault_dir: Path, tmp_path: Path) -> None:
     repo = repository(tmp_path / "elsewhere")
-    start = at_start("pinned", {"HOME": str(Path.home())}, Path("/"))
+    start = at_start("pinned", client_env(), Path("/"))
 
     async def scenario() -> None:
         async with client_for(vault_dir, start, roots=[repo]) as client:
@@ -208,7 +215,7 @@ def test_a_pinned_project_wins_over_the_roots(vault_dir: Path, tmp_path: Path) -
 def test_a_vault_inside_the_roots_repository_is_refused(tmp_path: Path) -> None:
     repo = repository(tmp_path / "product")
     vault_dir = repo / ".memory"
-    start = at_start(None, {"HOME": str(Path.home())}, Path("/"))
+    start = at_start(None, client_env(), Path("/"))
 
     async def scenario() -> None:
         async with client_for(vault_dir, start, roots=[repo]) as client:
@@ -244,7 +251,7 @@ def test_the_no_roots_line_is_printed_only_after_the_client_was_asked(
     from memosite.mcp_server.project import announce
 
     repo = repository(tmp_path / "work" / "my-repo")
-    start = at_start(None, {"HOME": str(Path.home())}, Path("/"))
+    start = at_start(None, client_env(), Path("/"))
     announce(start)  # at start nothing is known yet: the client was not asked
     assert capsys.readouterr().err == ""
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from memosite.config import git_project_name, resolve_project
+from memosite.workspace import find_work_tree
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -36,35 +38,51 @@ def upstream(tmp_path: Path) -> Path:
     return bare
 
 
-def project_at(path: Path) -> str:
-    return resolve_project(None, {}, cwd=path).id
+def project_at(path: Path, env: dict[str, str]) -> str:
+    return resolve_project(None, env, cwd=path).id
 
 
-def test_two_clones_in_differently_named_directories_are_one_project(tmp_path: Path, upstream: Path) -> None:
+def test_two_clones_in_differently_named_directories_are_one_project(
+    tmp_path: Path, upstream: Path, unpinned_env: dict[str, str]
+) -> None:
     git(tmp_path, "clone", "-q", str(upstream), "widget-main")
     git(tmp_path, "clone", "-q", str(upstream), "scratch-copy")
     (tmp_path / "scratch-copy" / "src").mkdir()
-    assert project_at(tmp_path / "widget-main") == project_at(tmp_path / "scratch-copy" / "src") == "widget"
-    assert resolve_project(None, {}, cwd=tmp_path / "scratch-copy").source == "git"
+    assert (
+        project_at(tmp_path / "widget-main", unpinned_env)
+        == project_at(tmp_path / "scratch-copy" / "src", unpinned_env)
+        == "widget"
+    )
+    assert resolve_project(None, unpinned_env, cwd=tmp_path / "scratch-copy").source == "git"
 
 
-def test_a_worktree_is_the_same_project_as_its_repository(tmp_path: Path, upstream: Path) -> None:
+def test_a_worktree_is_the_same_project_as_its_repository(
+    tmp_path: Path, upstream: Path, unpinned_env: dict[str, str]
+) -> None:
     git(tmp_path, "clone", "-q", str(upstream), "checkout")
     git(tmp_path / "checkout", "worktree", "add", "-q", "-b", "feature", str(tmp_path / "feature-tree"))
     assert (tmp_path / "feature-tree" / ".git").is_file()
-    assert project_at(tmp_path / "feature-tree") == project_at(tmp_path / "checkout") == "widget"
+    assert (
+        project_at(tmp_path / "feature-tree", unpinned_env)
+        == project_at(tmp_path / "checkout", unpinned_env)
+        == "widget"
+    )
 
 
-def test_without_an_origin_a_worktree_takes_its_main_work_tree_name(tmp_path: Path) -> None:
+def test_without_an_origin_a_worktree_takes_its_main_work_tree_name(
+    tmp_path: Path, unpinned_env: dict[str, str]
+) -> None:
     main = tmp_path / "Shop"
     main.mkdir()
     git(main, "init", "-q", "-b", "main")
     git(main, "commit", "-q", "--allow-empty", "-m", "start")
     git(main, "worktree", "add", "-q", "-b", "wip", str(tmp_path / "shop-wip"))
-    assert project_at(tmp_path / "shop-wip") == project_at(main) == "shop"
+    assert project_at(tmp_path / "shop-wip", unpinned_env) == project_at(main, unpinned_env) == "shop"
 
 
-def test_a_committed_project_file_wins_in_every_clone(tmp_path: Path, upstream: Path) -> None:
+def test_a_committed_project_file_wins_in_every_clone(
+    tmp_path: Path, upstream: Path, unpinned_env: dict[str, str]
+) -> None:
     git(tmp_path, "clone", "-q", str(upstream), "one")
     (tmp_path / "one" / ".memosite.toml").write_text('id = "widget-team"\nname = "Widget"\n', encoding="utf-8")
     git(tmp_path / "one", "add", ".memosite.toml")
@@ -73,7 +91,7 @@ def test_a_committed_project_file_wins_in_every_clone(tmp_path: Path, upstream: 
     git(tmp_path, "clone", "-q", str(upstream), "two")
     git(tmp_path / "two", "worktree", "add", "-q", "-b", "x", str(tmp_path / "two-x"))
     for where in ("one", "two", "two-x"):
-        identity = resolve_project(None, {}, cwd=tmp_path / where)
+        identity = resolve_project(None, unpinned_env, cwd=tmp_path / where)
         assert (identity.id, identity.name, identity.source) == ("widget-team", "Widget", "project-file")
 
 
@@ -98,10 +116,36 @@ def test_the_name_comes_from_the_origin_url(tmp_path: Path, url: str, name: str)
     assert git_project_name(repo) == name
 
 
-def test_explicit_and_environment_choices_still_come_first(tmp_path: Path, upstream: Path) -> None:
+def test_explicit_and_environment_choices_still_come_first(
+    tmp_path: Path, upstream: Path, unpinned_env: dict[str, str]
+) -> None:
     git(tmp_path, "clone", "-q", str(upstream), "c")
-    assert resolve_project("mine", {}, cwd=tmp_path / "c").id == "mine"
+    assert resolve_project("mine", unpinned_env, cwd=tmp_path / "c").id == "mine"
     assert resolve_project(None, {"MEMOSITE_PROJECT": "env-one"}, cwd=tmp_path / "c").id == "env-one"
     plain = tmp_path / "Plain Dir"
     plain.mkdir()
-    assert resolve_project(None, {}, cwd=plain).id == "plain-dir"
+    assert resolve_project(None, unpinned_env, cwd=plain).id == "plain-dir"
+
+
+def test_a_project_file_above_the_repository_is_not_the_repositorys(
+    tmp_path: Path, upstream: Path, unpinned_env: dict[str, str]
+) -> None:
+    (tmp_path / ".memosite.toml").write_text('id = "left-in-tmp"\n', encoding="utf-8")
+    git(tmp_path, "clone", "-q", str(upstream), "clone")
+    (tmp_path / "clone" / "src").mkdir()
+    assert project_at(tmp_path / "clone" / "src", unpinned_env) == "widget"
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    assert project_at(plain, unpinned_env) == "left-in-tmp"  # outside a repository the search goes on up
+
+
+def test_the_upward_search_stops_below_a_ceiling(tmp_path: Path, unpinned_env: dict[str, str]) -> None:
+    (tmp_path / ".memosite.toml").write_text('id = "above"\n', encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    inner = tmp_path / "team" / "Inner Dir"
+    inner.mkdir(parents=True)
+    fenced = dict(unpinned_env, MEMOSITE_CEILING_DIRECTORIES=f"/nowhere{os.pathsep}{tmp_path / 'team'}")
+    identity = resolve_project(None, fenced, cwd=inner)
+    assert (identity.id, identity.source) == ("inner-dir", "directory")
+    assert find_work_tree(inner, fenced) is None and find_work_tree(inner, unpinned_env) == tmp_path
+    assert resolve_project(None, fenced, cwd=tmp_path / "team").source == "directory"

@@ -114,7 +114,7 @@ class App:
         """The git work tree of the product the command runs in (the vault must not lie in it)."""
         from memosite.workspace import find_work_tree
 
-        return find_work_tree(Path.cwd())
+        return find_work_tree(Path.cwd(), self.env)
 
     @property
     def project_explicit(self) -> str | None:

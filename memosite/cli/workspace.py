@@ -24,7 +24,7 @@ def init(app: App, name: str | None, no_pin: bool) -> None:
     root = app.vault_root
     check_vault_placement(root, app.product_root)
     identity = app.identity
-    pin_in = None if no_pin else (find_work_tree(Path.cwd()) or Path.cwd())
+    pin_in = None if no_pin else (find_work_tree(Path.cwd(), app.env) or Path.cwd())
     result = init_workspace(root, identity.id, name or identity.name, pin_in=pin_in)
 
     def text() -> str:

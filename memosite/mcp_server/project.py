@@ -57,7 +57,7 @@ def from_directory(directory: Path, env: Mapping[str, str], reason: str) -> Sess
     """The project a directory means, as the CLI would derive it there."""
     unpinned = {key: value for key, value in env.items() if key != "MEMOSITE_PROJECT"}
     identity = resolve_project(None, unpinned, cwd=directory)
-    return SessionProject(identity, f"{reason} {directory}", find_work_tree(directory))
+    return SessionProject(identity, f"{reason} {directory}", find_work_tree(directory, env))
 
 
 def at_start(project_arg: str | None, env: Mapping[str, str], cwd: Path) -> SessionProject:
@@ -65,7 +65,7 @@ def at_start(project_arg: str | None, env: Mapping[str, str], cwd: Path) -> Sess
     if project_arg or env.get("MEMOSITE_PROJECT"):
         identity = resolve_project(project_arg, env, cwd=cwd)
         source = "--project" if project_arg else "MEMOSITE_PROJECT"
-        return SessionProject(identity, f"pinned with {source}", find_work_tree(cwd))
+        return SessionProject(identity, f"pinned with {source}", find_work_tree(cwd, env))
     if is_meaningless_directory(cwd, env):
         return SessionProject(None, NO_PROJECT.format(where=cwd), awaiting_roots=True)
     return from_directory(cwd, env, "from the server's directory")
