@@ -199,7 +199,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
         object.__setattr__(vault, "_mutation", unit)
         _ACTIVE_UNITS.add(unit.token)
         try:
-            with _interrupts_held(unit):
+            with _interrupts_held(unit), vault.index().held_writes():
                 try:
                     yield unit
                 except BaseException:

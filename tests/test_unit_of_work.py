@@ -277,6 +277,49 @@ def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Pa
     reopened.close()
 
 
+BATCH_CHILD = """
+import os, signal, sys
+import memosite.mutation as mutation
+from memosite.vault import Vault
+from memosite.store import upsert_record
+original, calls = mutation.atomic_write_text, []
+def die_on_the_third(*args, **kwargs):
+    calls.append(args)
+    if len(calls) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(*args, **kwargs)
+mutation.atomic_write_text = die_on_the_third
+vault = Vault.open(sys.argv[1])
+with mutation.mutation(vault, "import three"):
+    for slug, word in (("one", "albatross"), ("two", "bittern"), ("three", "cormorant")):
+        upsert_record(vault, "demo", kind="trap", slug=slug, body=f"A trap about the {word}.")
+"""
+
+
+def test_a_batch_killed_half_way_keeps_every_record_it_wrote_searchable(vault_dir: Path) -> None:
+    """A unit's index rows commit with its next in-flight note, not each on its own: the rows of
+    the files written before the kill are found by the next command all the same."""
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(BATCH_CHILD), str(vault_dir)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    reopened = Vault.open(vault_dir)
+    found = {
+        word: [hit.id for hit in search_records(reopened, "demo", word).results]
+        for word in ("albatross", "bittern", "cormorant")
+    }
+    assert found == {"albatross": ["one"], "bittern": ["two"], "cormorant": []}
+    traps_view = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
+    assert "2 active traps" in traps_view and "traps/one.md" in traps_view and "traps/two.md" in traps_view
+    assert reopened.index().inflight() == []
+    reopened.close()
+
+
 INTERRUPTED_CHILD = """
 import os, signal, sys
 import memosite.mutation as mutation
