@@ -61,6 +61,11 @@ def is_unspaced(char: str) -> bool:
     return not char.isascii() and _unspaced_char_re().match(char) is not None
 
 
+def has_unspaced(text: str) -> bool:
+    """True when ``text`` holds a character :func:`is_unspaced` (what the trigram table is for)."""
+    return not text.isascii() and _unspaced_char_re().search(text) is not None
+
+
 def fold(text: str) -> str:
     """NFKC, case-folded, combining marks removed (see the module docstring)."""
     if text.isascii():

@@ -21,7 +21,7 @@ from memosite.errors import InvalidArguments
 from memosite.indexing import refresh_project
 from memosite.schema import format_iso
 from memosite.search import path_matches, search_records
-from memosite.store import upsert_record
+from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -602,29 +602,43 @@ def test_search_and_bootstrap_report_match_by_the_same_rule(shop: Vault, run_cli
 # --- the search tables stay in step with the records --------------------------------------------
 
 
-def test_unspaced_sql_agrees_with_is_unspaced() -> None:
+def test_the_trigram_table_holds_exactly_the_records_with_unspaced_text(vault: Vault) -> None:
+    """Whether a record's text holds a script written without spaces is decided once, in Python
+    (``has_unspaced``, which agrees with ``is_unspaced`` character by character), and the index's
+    triggers follow it on insert, update and delete."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from memosite.index.schema import unspaced_sql
-    from memosite.text import UNSPACED_RANGES, is_unspaced
+    from memosite.text import UNSPACED_RANGES, has_unspaced, is_unspaced
 
     edges = [chr(point) for low, high in UNSPACED_RANGES for point in (low - 1, low, high, high + 1)]
-    # NUL aside: SQLite's text functions (GLOB, length) stop at it, and record text has no use for one.
     printable = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
     alphabet = st.one_of(printable, st.sampled_from([*edges, "…", "é", "a", "—", "→", "ह", "ệ", "🚀", "⚠"]))
 
     @settings(max_examples=400, deadline=None)
     @given(st.text(alphabet=alphabet, max_size=12))
     def check(text: str) -> None:
-        conn = sqlite3.connect(":memory:")
-        try:
-            sql = bool(conn.execute(f"SELECT {unspaced_sql('x')} FROM (SELECT ? AS x)", (text,)).fetchone()[0])
-        finally:
-            conn.close()
-        assert sql == any(is_unspaced(char) for char in text)
+        assert has_unspaced(text) == any(is_unspaced(char) for char in text)
 
     check()
+
+    def trigram_rows() -> set[str]:
+        """The ids of the records the trigram table holds (its docsize table has a row for each)."""
+        rows = vault.index().conn.execute(
+            "SELECT r.id FROM records AS r JOIN records_trigram_docsize AS d ON d.id = r.rowid"
+        )
+        return {row[0] for row in rows}
+
+    upsert_record(vault, "demo", kind="spec", slug="latin", body="Plain café text — with an em dash.")
+    upsert_record(vault, "demo", kind="spec", slug="cjk", body="添加非空列会锁住订单表")
+    upsert_record(vault, "demo", kind="spec", slug="emoji", body="Deploys on Friday ⚠ are risky.")
+    assert trigram_rows() == {"cjk", "emoji"}
+    upsert_record(vault, "demo", kind="spec", slug="cjk", body="Now in plain English.")
+    upsert_record(vault, "demo", kind="spec", slug="latin", body="Теперь с японским: ロック")
+    assert trigram_rows() == {"latin", "emoji"}
+    forget_record(vault, "demo", record_id="emoji", purge=True)
+    assert trigram_rows() == {"latin"}
+    assert [hit.id for hit in search_records(vault, "demo", "ロック").results] == ["latin"]
 
 
 @given(st.text())

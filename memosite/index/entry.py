@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memosite.schema import is_flagged_stale
-from memosite.text import fold
+from memosite.text import fold, has_unspaced
 
 COLUMNS = (
     "path",
@@ -42,6 +42,7 @@ COLUMNS = (
     "mtime_ns",
     "size",
     "folded",
+    "unspaced",
 )
 FRAGMENT_COLUMNS = (
     "project",
@@ -113,6 +114,7 @@ class IndexEntry:
         values["path_patterns"] = json.dumps(self.path_patterns)
         values["frontmatter"] = json.dumps(self.frontmatter, default=str, ensure_ascii=False)
         values["folded"] = folded_text(self.title, self.body, values["tags"])
+        values["unspaced"] = int(has_unspaced(f"{self.title}\n{self.body}\n{values['tags']}"))
         return tuple(values[name] for name in COLUMNS)
 
     def fragment_params(self) -> tuple[Any, ...]:
@@ -125,7 +127,7 @@ class IndexEntry:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexEntry:
         """An entry from a ``records`` row (fragments are not loaded: views read them in SQL)."""
-        data = {name: row[name] for name in COLUMNS if name not in ("tags_json", "folded")}
+        data = {name: row[name] for name in COLUMNS if name not in ("tags_json", "folded", "unspaced")}
         data["tags"] = json.loads(row["tags_json"])
         data["path_patterns"] = json.loads(row["path_patterns"])
         data["frontmatter"] = json.loads(row["frontmatter"])

@@ -19,43 +19,12 @@ import sqlite3
 from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
-from memosite.text import UNSPACED_RANGES  # the ranges of is_unspaced(), as a GLOB character class below
 
-SCHEMA_VERSION = "26"
+SCHEMA_VERSION = "27"
 
 
 def _text(row: str) -> str:
     return f"{row}.title || char(10) || {row}.body || char(10) || {row}.tags"
-
-
-# is_unspaced() for any character of a record's text, spelled as SQL (tests prove they agree).
-UNSPACED_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)
-# The UTF-8 prefixes of those characters: a text holding none of them cannot hold one. Below U+3000
-# the lead byte is shared with everyday text (accented Latin, Devanagari, the em dash and arrows of
-# E2), so those ranges are told by their first two bytes; above it, the lead byte is enough.
-_TWO_BYTE_BELOW = 0x3000
-_UNSPACED_PREFIXES = sorted(
-    {
-        chr(point).encode("utf-8")[: 2 if low < _TWO_BYTE_BELOW else 1]
-        for low, high in UNSPACED_RANGES
-        for point in (*range(low, high, 64), high)
-    }
-)
-
-
-def unspaced_sql(expression: str) -> str:
-    """True when the text ``expression`` holds a character of a script written without spaces.
-
-    A GLOB over a long text costs ~150 µs a record (SQLite re-reads the character class at every
-    position), so it runs only for texts that are not plain ASCII and hold the UTF-8 prefix of such a
-    character: CASE, because SQLite evaluates both sides of an AND in a value."""
-    leads = " OR ".join(
-        f"instr(CAST({expression} AS BLOB), x'{prefix.hex().upper()}')" for prefix in _UNSPACED_PREFIXES
-    )
-    return (
-        f"(CASE WHEN length(CAST({expression} AS BLOB)) = length({expression}) THEN 0 "
-        f"WHEN {leads} THEN {expression} GLOB '*[{UNSPACED_CLASS}]*' ELSE 0 END)"
-    )
 
 
 # The project's knowledge — the kinds the session brief draws on (traps, decisions, specs, plans,
@@ -79,7 +48,7 @@ def _facts_values(row: str) -> str:
         f"{row}.rowid, {row}.project, {row}.kind, {row}.status, {row}.created, {row}.expires_at, "
         f"{archived_expired}, {flagged_stale_sql(row)}, {occurrences_sql(row)}, {row}.hits, {row}.severity_weight, "
         f"{row}.layer, {row}.updated, json_extract({row}.frontmatter, '$.lastSeen'), {row}.path, "
-        f"{row}.path_patterns, {row}.tags_json, {unspaced_sql(_text(row))}, {relevance_weight_sql(row)}, "
+        f"{row}.path_patterns, {row}.tags_json, {row}.unspaced, {relevance_weight_sql(row)}, "
         f"coalesce(json_extract({row}.frontmatter, '$.review') = 'pending', 0), "
         f"json_extract({row}.frontmatter, '$.author')"
     )
@@ -135,7 +104,8 @@ CREATE INDEX IF NOT EXISTS search_facts_decision_order ON search_facts(
     project, kind, flagged, updated DESC, path, status, expires_at
 );
 CREATE INDEX IF NOT EXISTS search_facts_patterns ON search_facts(project, path_patterns);
-CREATE INDEX IF NOT EXISTS search_facts_unspaced ON search_facts(project, unspaced);
+-- Only the records the trigram table holds: a write of any other record never touches it.
+CREATE INDEX IF NOT EXISTS search_facts_unspaced ON search_facts(project) WHERE unspaced;
 CREATE TRIGGER IF NOT EXISTS search_facts_ai AFTER INSERT ON records BEGIN
     INSERT OR REPLACE INTO search_facts VALUES ({_facts_values("new")});
 END;
@@ -147,16 +117,16 @@ CREATE TRIGGER IF NOT EXISTS search_facts_au AFTER UPDATE ON records BEGIN
     INSERT OR REPLACE INTO search_facts VALUES ({_facts_values("new")});
 END;
 CREATE VIRTUAL TABLE IF NOT EXISTS records_trigram USING fts5(text, content='', tokenize='trigram');
-CREATE TRIGGER IF NOT EXISTS records_trigram_ai AFTER INSERT ON records WHEN {unspaced_sql(_text("new"))} BEGIN
+CREATE TRIGGER IF NOT EXISTS records_trigram_ai AFTER INSERT ON records WHEN new.unspaced BEGIN
     INSERT INTO records_trigram(rowid, text) VALUES (new.rowid, {_text("new")});
 END;
-CREATE TRIGGER IF NOT EXISTS records_trigram_ad AFTER DELETE ON records WHEN {unspaced_sql(_text("old"))} BEGIN
+CREATE TRIGGER IF NOT EXISTS records_trigram_ad AFTER DELETE ON records WHEN old.unspaced BEGIN
     INSERT INTO records_trigram(records_trigram, rowid, text) VALUES ('delete', old.rowid, {_text("old")});
 END;
 CREATE TRIGGER IF NOT EXISTS records_trigram_au AFTER UPDATE OF title, body, tags ON records BEGIN
     INSERT INTO records_trigram(records_trigram, rowid, text)
-        SELECT 'delete', old.rowid, {_text("old")} WHERE {unspaced_sql(_text("old"))};
-    INSERT INTO records_trigram(rowid, text) SELECT new.rowid, {_text("new")} WHERE {unspaced_sql(_text("new"))};
+        SELECT 'delete', old.rowid, {_text("old")} WHERE old.unspaced;
+    INSERT INTO records_trigram(rowid, text) SELECT new.rowid, {_text("new")} WHERE new.unspaced;
 END;
 """
 
@@ -194,7 +164,8 @@ CREATE TABLE IF NOT EXISTS records (
     frontmatter TEXT NOT NULL DEFAULT '{}',
     mtime_ns INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL DEFAULT 0,
-    folded TEXT NOT NULL DEFAULT ''  -- see entry.folded_text: what the word index also reads
+    folded TEXT NOT NULL DEFAULT '',  -- see entry.folded_text: what the word index also reads
+    unspaced INTEGER NOT NULL DEFAULT 0  -- the text holds a script the trigram table is for (text.has_unspaced)
 );
 -- Rendered view fragments, clustered in view order so a view section is one ordered range scan
 -- (``month`` is the prefix of ``updated``, so leading with it keeps the order and makes each chunk
