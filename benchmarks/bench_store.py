@@ -5,7 +5,8 @@ Both vaults are built first; then rounds of writes alternate between them, so th
 the machine is doing weighs on both sizes alike. A long-lived process (the MCP server) keeps
 assembled view pieces in memory; "fresh ms" is the first upsert of a fresh process (imports
 excluded), which has to assemble every view it rewrites, and "cli ms" a whole ``memosite upsert``
-command (interpreter start, imports, git identity, the write).
+command (interpreter start, imports, git identity, the write). The vaults are synced to disk
+before any write is timed.
 
 Run: .venv/bin/python benchmarks/bench_store.py [--sizes 1000,10000] [--ops 400] [--rounds 8]
 """
@@ -13,6 +14,7 @@ Run: .venv/bin/python benchmarks/bench_store.py [--sizes 1000,10000] [--ops 400]
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import subprocess
@@ -117,6 +119,9 @@ def main() -> None:
             started = time.perf_counter()
             vaults[size] = build_vault(Path(tmp) / f"vault-{size}", size)
             build_seconds[size] = time.perf_counter() - started
+        # The build leaves megabytes of dirty pages; measured writes would otherwise share the disk
+        # with their write-back (each write fsyncs its record), and a larger build would look slower.
+        os.sync()
         timings: dict[int, dict[str, list[float]]] = {size: {kind: [] for kind in KINDS} for size in sizes}
         rngs = {size: random.Random(11) for size in sizes}
         per_round = max(1, args.ops // args.rounds)
