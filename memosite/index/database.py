@@ -67,6 +67,11 @@ class Index:
         # Views scan whole fragment ranges: map the file instead of copying pages through read().
         self.conn.execute("PRAGMA mmap_size = 268435456")
         self.conn.execute("PRAGMA cache_size = -32768")
+        # A write touches the same few dozen pages each time (the FTS structure, the facts'
+        # indexes, the in-flight notes): checkpointing every 4,000 WAL pages instead of SQLite's
+        # 1,000 copies each of them into the database a quarter as often, with a quarter of the
+        # fsyncs. The WAL may reach 16 MB while the index is open; the last close removes it.
+        self.conn.execute("PRAGMA wal_autocheckpoint = 4000")
         return ensure_schema(self.conn)
 
     def close(self) -> None:
