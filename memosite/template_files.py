@@ -3,8 +3,8 @@
 memosite's own templates ship in the package; a vault's ``templates/`` may override any of them
 by name (see :mod:`memosite.templates`, which builds the environment). Whatever was rendered from
 templates and kept is keyed by :func:`templates_checksum_for`, which every command checks before
-using the index: it reads file names and times (and hashes an override only when those moved), so
-the check costs a read-only command no Jinja import and no template read.
+using the index: it reads file names and times (and hashes a file only when those moved), so the
+check costs a read-only command no Jinja import.
 """
 
 from __future__ import annotations
@@ -39,17 +39,10 @@ def _template_files(root: Path) -> Iterator[tuple[str, Path]]:
 
 @functools.lru_cache(maxsize=1)
 def _builtin_checksum() -> str:
-    """memosite's own templates change only when the package does (an upgrade, an edit in a
-    development checkout), and then their times and sizes change too: those are what is hashed,
-    so a new process reads no template to know. A reinstall of the same files costs one
-    re-render, never a stale one."""
     digest = hashlib.sha256()
     for name, path in _template_files(data_path("templates")):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        digest.update(f"{name}\0{stat.st_mtime_ns}\0{stat.st_size}\0".encode())
+        digest.update(f"{name}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
 

@@ -6,8 +6,6 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-
 from memosite.indexing import compile_project
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
@@ -344,31 +342,3 @@ def test_a_record_that_expires_later_turns_expired_when_the_view_is_compiled_the
     after = render_view(vault, "demo", "INDEX.md", now=NOW + timedelta(days=3))
     assert "| Soon | active |" in before and "| spec | 1 | 1 |" in before
     assert "| Soon | expired |" in after and "| spec | 1 | 0 |" in after
-
-
-def test_an_upgrade_of_the_shipped_templates_is_seen_by_the_next_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The shipped templates' checksum is read from their names, times and sizes (a new process
-    reads no template to know it): an upgrade changes it, an untouched install never does."""
-    import shutil
-
-    from memosite import template_files
-    from memosite.resources import data_path
-
-    shipped = tmp_path / "package" / "templates"
-    shutil.copytree(data_path("templates"), shipped)
-    monkeypatch.setattr(template_files, "data_path", lambda name: tmp_path / "package" / name)
-
-    def new_process_checksum() -> str:
-        template_files._builtin_checksum.cache_clear()
-        return template_files.templates_checksum(tmp_path / "no-overrides")
-
-    first = new_process_checksum()
-    assert new_process_checksum() == first
-    rows = shipped / "rows.md.j2"
-    rows.write_text(rows.read_text(encoding="utf-8") + "\n{# upgraded #}\n", encoding="utf-8")
-    upgraded = new_process_checksum()
-    assert upgraded != first
-    (shipped / "views" / "extra.md.j2").write_text("new in this release\n", encoding="utf-8")
-    assert new_process_checksum() not in (first, upgraded)
