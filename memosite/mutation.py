@@ -143,12 +143,17 @@ class Mutation:
                 for project, kinds in sorted(self.touched.items()):
                     if self.vault.project_dir(project).is_dir():
                         rebuild_views(self.vault, project, kinds)
-                        # Its own writes moved the directories' times: the index knows what they hold.
-                        with contextlib.suppress(sqlite3.Error):
-                            remember_directories(self.vault, project)
-                if clear_with_views:
+                        # Its own writes moved the directories' times: the index knows what they
+                        # hold (unless rows it held were lost: then the next command looks again).
+                        if not index.held_lost:
+                            with contextlib.suppress(sqlite3.Error):
+                                remember_directories(self.vault, project)
+                if clear_with_views and not index.held_lost:
                     with contextlib.suppress(sqlite3.Error):
                         index.clear_inflight([self.token])
+            index.settle()  # the rows are visible, and the index free, while git works
+            if index.held_lost:
+                warn(f"the index lost rows of '{self.message}'; the next command reads those files again")
             if self.changed and self.defer_commit:
                 try:
                     gitsync.queue_commit(self.vault, self.commit_message())
@@ -162,7 +167,7 @@ class Mutation:
                 except StorageError as exc:
                     warn(f"vault commit skipped: {exc.message}")
         finally:
-            if not failed and not clear_with_views:
+            if not failed and not clear_with_views and not index.held_lost:
                 with contextlib.suppress(sqlite3.Error):
                     index.clear_inflight([self.token])
 

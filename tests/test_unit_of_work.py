@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memosite import gitsync
 from memosite import vault as vault_module
 from memosite.curator import run_gc
 from memosite.demo import write_demo_vault
@@ -275,6 +278,87 @@ def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Pa
             == ""
         )
     reopened.close()
+
+
+# --- index rows a unit holds -------------------------------------------------------------------
+
+
+class FailingCommit:
+    """A real index connection whose next COMMIT fails as a full disk would (fault injection)."""
+
+    def __init__(self, real: sqlite3.Connection) -> None:
+        self.real, self.armed = real, False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if self.armed and sql.strip().upper() == "COMMIT":
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.real.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_a_failed_commit_of_held_rows_keeps_the_unit_in_flight_until_the_files_are_read_again(
+    vault: Vault, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = vault.index()
+    faulty = FailingCommit(index.conn)
+    index.conn = faulty  # type: ignore[assignment]
+    with mutation(vault, "import two"):
+        upsert_record(vault, "demo", kind="trap", slug="one", body="A trap about the albatross.")
+        faulty.armed = True  # the commit of the next note takes the held row of "one" with it
+        upsert_record(vault, "demo", kind="trap", slug="two", body="A trap about the bittern.")
+    index.conn = faulty.real
+    assert "the index lost rows of 'import two'" in capsys.readouterr().err
+    assert [path for _, _, path in index.inflight()] == ["projects/demo/traps/one.md"]
+    found = {word: [hit.id for hit in search_records(vault, "demo", word).results] for word in ("albatross", "bittern")}
+    assert found == {"albatross": ["one"], "bittern": ["two"]}
+    assert index.inflight() == []
+    assert "traps/one.md" in (vault.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
+
+
+def test_a_block_that_fails_inside_a_unit_is_undone_alone(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", slug="old", body="An older trap.")
+    index = vault.index()
+    with mutation(vault, "two steps"):
+        upsert_record(vault, "demo", kind="trap", slug="one", body="A trap about the albatross.")
+        with pytest.raises(RuntimeError), index.transaction():
+            index.delete_path("projects/demo/traps/old.md")
+            index.delete_path("projects/demo/traps/one.md")
+            raise RuntimeError("half way")
+    assert sorted(entry.id for entry in index.entries("demo")) == ["old", "one"]
+    assert index.inflight() == []
+
+
+def test_other_connections_see_and_may_write_the_index_while_git_commits(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = git_vault(vault_dir)
+    upsert_record(vault, "demo", kind="trap", slug="zero", body="First.")
+    seen: list[tuple[bool, int]] = []
+    real = gitsync.request_commit
+
+    def look_from_another_connection(vault: Vault, message: str) -> None:
+        other = sqlite3.connect(str(vault.index_path), timeout=0.2, isolation_level=None)
+        try:
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                writable = True
+            except sqlite3.OperationalError:
+                writable = False
+            rows = other.execute("SELECT count(*) FROM records WHERE path LIKE '%/one.md'").fetchone()[0]
+            seen.append((writable, rows))
+        finally:
+            other.close()
+        real(vault, message)
+
+    monkeypatch.setattr(gitsync, "request_commit", look_from_another_connection)
+    upsert_record(vault, "demo", kind="trap", slug="one", body="A trap about the albatross.")
+    assert seen == [(True, 1)]
+    assert commits(vault)[0] == "upsert trap:one"
+    vault.close()
 
 
 BATCH_CHILD = """

@@ -56,6 +56,8 @@ class Index:
         self._data_version: int | None = None  # PRAGMA data_version when the memos were last checked
         self._holding = False  # a unit of work holds its writes open (see held_writes)
         self._opened = 0  # transaction() blocks running now
+        self._pending = False  # a held transaction holds rows not committed yet
+        self._lost = False  # held rows were rolled back
 
     def _connect(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,15 +84,22 @@ class Index:
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); re-entrant on one connection. While a
         unit of work holds its writes (:meth:`held_writes`) the COMMIT waits for its next in-flight
-        note or its end."""
+        note or its end, and a block that joins the rows held so far is a savepoint: it is undone
+        alone when it fails."""
         if self.conn.in_transaction:
-            yield
+            if self._holding and self._opened == 0:
+                with self._savepoint():
+                    yield
+            else:
+                yield
             return
         self.conn.execute("BEGIN IMMEDIATE")
         self._opened += 1
         try:
             yield
-            if not self._holding:
+            if self._holding:
+                self._pending = True
+            else:
                 self.conn.execute("COMMIT")
         except BaseException:
             # A failed COMMIT too: never leave the connection inside a transaction that later
@@ -101,26 +110,58 @@ class Index:
             self._opened -= 1
 
     @contextlib.contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        self.conn.execute("SAVEPOINT memosite_block")
+        self._opened += 1
+        try:
+            yield
+        except BaseException:
+            try:
+                self.conn.execute("ROLLBACK TO memosite_block")
+                self.conn.execute("RELEASE memosite_block")
+                self.forget_memos()
+            except sqlite3.Error:
+                self._roll_back()  # SQLite gave up the whole transaction itself
+            raise
+        finally:
+            self._opened -= 1
+        self.conn.execute("RELEASE memosite_block")
+        self._pending = True
+
+    @contextlib.contextmanager
     def held_writes(self) -> Iterator[None]:
-        """Inside a unit of work: what it writes to the index after an in-flight note commits
-        with its next note (:meth:`mark_inflight`) or when the unit ends, not on its own — one WAL
-        commit per file changed plus one, instead of two per file and one. Nothing is at risk: a
-        note is committed before its file changes and cleared only at the end, so whatever a
-        failure rolls back is re-read from the files by the next command."""
+        """Inside a unit of work: what it writes to the index commits with its next in-flight
+        note (:meth:`mark_inflight`) or at :meth:`settle`, not block by block — one WAL commit per
+        file changed plus one, instead of two per file and one. Nothing is at risk: a note is
+        committed before its file changes, and when held rows are lost (a failed commit, a
+        transaction SQLite rolled back itself) :attr:`held_lost` says so, the unit keeps its notes
+        and the next command reads those files again."""
         if self._holding:
             yield
             return
-        self._holding = True
+        self._holding, self._pending, self._lost = True, False, False
         try:
             yield
         finally:
+            self.settle()
             self._holding = False
-            if self.conn.in_transaction:
-                try:
-                    self.conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    self._roll_back()
-                    warn(f"index rows not saved ({exc}); the next command reads the files again")
+
+    def settle(self) -> None:
+        """Commit the rows a unit of work holds (before its vault commit, which may take a while:
+        other connections then see them, and may write, meanwhile)."""
+        if not (self._holding and self._opened == 0 and self.conn.in_transaction):
+            return
+        try:
+            self.conn.execute("COMMIT")
+            self._pending = False
+        except sqlite3.Error as exc:
+            self._roll_back()
+            warn(f"index rows not saved ({exc}); the next command reads the files again")
+
+    @property
+    def held_lost(self) -> bool:
+        """Rows a unit of work held were rolled back (see :meth:`held_writes`)."""
+        return self._lost or (self._pending and not self.conn.in_transaction)
 
     @contextlib.contextmanager
     def cache_transaction(self) -> Iterator[None]:
@@ -148,6 +189,9 @@ class Index:
             warn(f"index cache rows not saved ({exc}); the next command works them out again")
 
     def _roll_back(self) -> None:
+        if self._holding and self._pending:
+            self._lost = True  # rows of a unit of work that earlier blocks left held go too
+        self._pending = False
         with contextlib.suppress(sqlite3.Error):
             self.conn.execute("ROLLBACK")
         self.forget_memos()
@@ -240,6 +284,7 @@ class Index:
             except BaseException:
                 self._roll_back()
                 raise
+            self._pending = False
 
     def clear_inflight(self, units: Sequence[str]) -> None:
         if units:
