@@ -271,13 +271,21 @@ CEILING_VARIABLE = "MEMOSITE_CEILING_DIRECTORIES"
 def upward(start: Path, env: Mapping[str, str]) -> Iterator[Path]:
     """``start`` and its parents, stopping below any directory named in
     ``MEMOSITE_CEILING_DIRECTORIES`` (a path list, like git's ``GIT_CEILING_DIRECTORIES``): a
-    ceiling and what lies above it are never looked into, unless ``start`` is the ceiling itself."""
-    ceilings = {Path(part).absolute() for part in env.get(CEILING_VARIABLE, "").split(os.pathsep) if part.strip()}
+    ceiling and what lies above it are never looked into, unless ``start`` is the ceiling itself.
+    As git does, relative entries are ignored and a ceiling reached through a symlink counts."""
+    ceilings: set[str] = set()
+    for part in env.get(CEILING_VARIABLE, "").split(os.pathsep):
+        if part.strip() and os.path.isabs(part):
+            ceilings.update({os.path.normpath(part), os.path.realpath(part)})
+
+    def is_ceiling(directory: Path) -> bool:
+        return bool(ceilings) and (str(directory) in ceilings or os.path.realpath(directory) in ceilings)
+
     yield start
-    if start in ceilings:
+    if is_ceiling(start):
         return
     for directory in start.parents:
-        if directory in ceilings:
+        if is_ceiling(directory):
             return
         yield directory
 
@@ -298,12 +306,14 @@ def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | No
         value = env["MEMOSITE_PROJECT"]
         return ProjectIdentity(validate_project_id(value), value, "env")
     here = (cwd or Path.cwd()).absolute()
+    pinning = True  # the nearest .memosite.toml decides, even one that names no id (then git does)
     for directory in upward(here, env):
         project_file = directory / PROJECT_FILE
-        if project_file.is_file():
+        if pinning and project_file.is_file():
             pinned = _pinned_identity(project_file)
             if pinned is not None:
                 return pinned
+            pinning = False
         if (directory / ".git").exists():
             name = git_project_name(directory)
             return ProjectIdentity(slugify_project(name), name, "git")

@@ -149,3 +149,25 @@ def test_the_upward_search_stops_below_a_ceiling(tmp_path: Path, unpinned_env: d
     assert (identity.id, identity.source) == ("inner-dir", "directory")
     assert find_work_tree(inner, fenced) is None and find_work_tree(inner, unpinned_env) == tmp_path
     assert resolve_project(None, fenced, cwd=tmp_path / "team").source == "directory"
+
+
+def test_a_project_file_without_an_id_ends_the_search_for_one(tmp_path: Path, unpinned_env: dict[str, str]) -> None:
+    (tmp_path / ".memosite.toml").write_text('id = "above"\n', encoding="utf-8")
+    notes = tmp_path / "Notes"
+    notes.mkdir()
+    (notes / ".memosite.toml").write_text('name = "only a name"\n', encoding="utf-8")
+    assert resolve_project(None, unpinned_env, cwd=notes).id == "notes"
+
+
+def test_a_ceiling_counts_through_a_symlink_and_relative_entries_are_ignored(
+    tmp_path: Path, unpinned_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".memosite.toml").write_text('id = "above"\n', encoding="utf-8")
+    inner = tmp_path / "team" / "Inner"
+    inner.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "team")
+    through_link = dict(unpinned_env, MEMOSITE_CEILING_DIRECTORIES=str(tmp_path / "link"))
+    assert resolve_project(None, through_link, cwd=inner).id == "inner"
+    monkeypatch.chdir(tmp_path)
+    relative = dict(unpinned_env, MEMOSITE_CEILING_DIRECTORIES=f"team{os.pathsep}{tmp_path.parent}")
+    assert resolve_project(None, relative, cwd=inner).id == "above"

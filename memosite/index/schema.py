@@ -165,7 +165,7 @@ CREATE TABLE IF NOT EXISTS records (
     mtime_ns INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL DEFAULT 0,
     folded TEXT NOT NULL DEFAULT '',  -- see entry.folded_text: what the word index also reads
-    unspaced INTEGER NOT NULL DEFAULT 0  -- the text holds a script the trigram table is for (text.has_unspaced)
+    unspaced INTEGER NOT NULL  -- the text holds a script the trigram table is for (text.has_unspaced)
 );
 -- Rendered view fragments, clustered in view order so a view section is one ordered range scan
 -- (``month`` is the prefix of ``updated``, so leading with it keeps the order and makes each chunk
