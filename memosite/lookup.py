@@ -3,6 +3,7 @@ record is only ever reached inside the vault (never through a symlink)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -150,23 +151,27 @@ def shared_id_error(record_id: str, paths: list[Path]) -> InvalidArguments:
 
 
 def _crosses_symlink(vault: Vault, path: Path) -> bool:
-    """True when reaching ``path`` from the vault root would follow a symlink (or leave the vault)."""
-    try:
-        relative = path.relative_to(vault.root)
-    except ValueError:
+    """True when reaching ``path`` from the vault root would follow a symlink (or leave the vault).
+
+    On strings, one ``lstat`` per path part: it runs for every candidate of every lookup and write."""
+    root, target = os.fspath(vault.root), os.fspath(path)
+    if target == root:
+        return False
+    prefix = root.rstrip(os.sep) + os.sep
+    if not target.startswith(prefix):
         return True
-    current = vault.root
-    for part in relative.parts:
-        current = current / part
-        if current.is_symlink():
+    current = prefix[:-1]
+    for part in target[len(prefix) :].split(os.sep):
+        current = f"{current}{os.sep}{part}"
+        if os.path.islink(current):
             return True
     return False
 
 
 def _is_record_file(vault: Vault, path: Path) -> bool:
     """A record's name (not a sidecar), a regular file inside the vault, reached without following
-    a symlink."""
-    return is_record_name(path.name) and not _crosses_symlink(vault, path) and path.is_file()
+    a symlink (a name that is no file at all is told by one ``stat``)."""
+    return is_record_name(path.name) and path.is_file() and not _crosses_symlink(vault, path)
 
 
 def writable_target(vault: Vault, path: Path) -> Path:
