@@ -141,7 +141,11 @@ def index_record(vault: Vault, record: Record, path: Path) -> IndexEntry | None:
         vault.index().upsert(entry)
         return entry
     except (sqlite3.Error, OSError) as exc:
-        warn(f"index update failed for {path.name}: {exc} (run `memosite reindex`)")
+        kept = vault.index().row_not_saved()
+        warn(
+            f"index update failed for {path.name}: {exc} "
+            + ("(the next command reads it again)" if kept else "(run `memosite reindex`)")
+        )
         return None
 
 
@@ -179,7 +183,10 @@ def remove_record_files(vault: Vault, tombstones: Sequence[Tombstone]) -> None:
             for tombstone in tombstones:
                 index.delete_path(vault.relative(tombstone.path))
     except sqlite3.Error as exc:
-        warn(f"index delete failed: {exc} (run `memosite reindex`)")
+        kept = index.row_not_saved()
+        warn(
+            f"index delete failed: {exc} " + ("(the next command looks again)" if kept else "(run `memosite reindex`)")
+        )
 
 
 def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None) -> list[Path]:

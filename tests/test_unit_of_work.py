@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -283,15 +284,21 @@ def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Pa
 # --- index rows a unit holds -------------------------------------------------------------------
 
 
-class FailingCommit:
-    """A real index connection whose next COMMIT fails as a full disk would (fault injection)."""
+class FailingStatement:
+    """A real index connection whose next statement matching ``fails`` raises as a full disk
+    would — after rolling the transaction back, as SQLite itself does on SQLITE_FULL, when
+    ``sqlite_rolls_back`` (fault injection)."""
 
     def __init__(self, real: sqlite3.Connection) -> None:
-        self.real, self.armed = real, False
+        self.real = real
+        self.fails: Callable[[str], bool] | None = None
+        self.sqlite_rolls_back = False
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
-        if self.armed and sql.strip().upper() == "COMMIT":
-            self.armed = False
+        if self.fails is not None and self.fails(sql.strip().upper()):
+            self.fails = None
+            if self.sqlite_rolls_back and self.real.in_transaction:
+                self.real.execute("ROLLBACK")
             raise sqlite3.OperationalError("database or disk is full")
         return self.real.execute(sql, *args)
 
@@ -299,23 +306,37 @@ class FailingCommit:
         return getattr(self.real, name)
 
 
-def test_a_failed_commit_of_held_rows_keeps_the_unit_in_flight_until_the_files_are_read_again(
-    vault: Vault, capsys: pytest.CaptureFixture[str]
+FAULTS: dict[str, tuple[Callable[[str], bool], bool]] = {
+    "the commit of the next note": (lambda sql: sql == "COMMIT", False),
+    "the next note, rolled back by SQLite": (lambda sql: sql.startswith("INSERT OR IGNORE INTO INFLIGHT"), True),
+    "the next record's row": (lambda sql: sql.startswith("INSERT INTO RECORDS"), False),
+    "the next record's row, rolled back by SQLite": (lambda sql: sql.startswith("INSERT INTO RECORDS"), True),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_rows_a_unit_could_not_save_are_read_again_by_the_next_command(
+    vault_dir: Path, fault: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    vault = Vault.open(vault_dir)
     index = vault.index()
-    faulty = FailingCommit(index.conn)
+    faulty = FailingStatement(index.conn)
     index.conn = faulty  # type: ignore[assignment]
     with mutation(vault, "import two"):
         upsert_record(vault, "demo", kind="trap", slug="one", body="A trap about the albatross.")
-        faulty.armed = True  # the commit of the next note takes the held row of "one" with it
+        faulty.fails, faulty.sqlite_rolls_back = FAULTS[fault]
         upsert_record(vault, "demo", kind="trap", slug="two", body="A trap about the bittern.")
     index.conn = faulty.real
     assert "the index lost rows of 'import two'" in capsys.readouterr().err
-    assert [path for _, _, path in index.inflight()] == ["projects/demo/traps/one.md"]
-    found = {word: [hit.id for hit in search_records(vault, "demo", word).results] for word in ("albatross", "bittern")}
+    assert index.inflight() != []  # kept for the next command
+    vault.close()
+    again = Vault.open(vault_dir)  # the next command
+    found = {word: [hit.id for hit in search_records(again, "demo", word).results] for word in ("albatross", "bittern")}
     assert found == {"albatross": ["one"], "bittern": ["two"]}
-    assert index.inflight() == []
-    assert "traps/one.md" in (vault.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
+    assert again.index().inflight() == []
+    view = (again.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
+    assert "traps/one.md" in view and "traps/two.md" in view
+    again.close()
 
 
 def test_a_block_that_fails_inside_a_unit_is_undone_alone(vault: Vault) -> None:

@@ -93,6 +93,7 @@ class Index:
             else:
                 yield
             return
+        self._note_lost()
         self.conn.execute("BEGIN IMMEDIATE")
         self._opened += 1
         try:
@@ -143,12 +144,15 @@ class Index:
         try:
             yield
         finally:
-            self.settle()
-            self._holding = False
+            try:
+                self.settle()
+            finally:
+                self._holding = False
 
     def settle(self) -> None:
         """Commit the rows a unit of work holds (before its vault commit, which may take a while:
         other connections then see them, and may write, meanwhile)."""
+        self._note_lost()
         if not (self._holding and self._opened == 0 and self.conn.in_transaction):
             return
         try:
@@ -160,8 +164,22 @@ class Index:
 
     @property
     def held_lost(self) -> bool:
-        """Rows a unit of work held were rolled back (see :meth:`held_writes`)."""
+        """Rows of the unit of work holding its writes are not all in the index: rolled back (see
+        :meth:`held_writes`) or never written (:meth:`row_not_saved`). The unit keeps its notes."""
         return self._lost or (self._pending and not self.conn.in_transaction)
+
+    def row_not_saved(self) -> bool:
+        """A row of the unit of work holding its writes failed to save: the unit keeps its
+        in-flight notes, so the next command reads the file again. False outside a unit."""
+        if self._holding:
+            self._lost = True
+        return self._holding
+
+    def _note_lost(self) -> None:
+        """Rows were held but no transaction is open any more: SQLite rolled it back on its own
+        (a full disk, an I/O error) and whatever runs next must not hide that."""
+        if self._holding and self._pending and not self.conn.in_transaction:
+            self._lost, self._pending = True, False
 
     @contextlib.contextmanager
     def cache_transaction(self) -> Iterator[None]:
@@ -172,18 +190,23 @@ class Index:
         if self.conn.in_transaction:
             yield
             return
+        self._note_lost()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error:
             yield
             return
+        self._opened += 1  # its own transaction: nothing inside commits it early
         try:
             yield
         except BaseException:
             self._roll_back()
             raise
+        finally:
+            self._opened -= 1
         try:
             self.conn.execute("COMMIT")
+            self._pending = False
         except sqlite3.Error as exc:
             self._roll_back()
             warn(f"index cache rows not saved ({exc}); the next command works them out again")
@@ -275,9 +298,12 @@ class Index:
     def mark_inflight(self, unit: str, project: str, path: str) -> None:
         """Note, before a file is written or removed, that ``path`` is being changed by ``unit``.
         The note is committed before it returns, with whatever the unit holds (:meth:`held_writes`)."""
-        self.conn.execute(
-            "INSERT OR IGNORE INTO inflight (path, project, unit) VALUES (?, ?, ?)", (path, project, unit)
-        )
+        try:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO inflight (path, project, unit) VALUES (?, ?, ?)", (path, project, unit)
+            )
+        finally:
+            self._note_lost()
         if self._holding and self._opened == 0 and self.conn.in_transaction:
             try:
                 self.conn.execute("COMMIT")
