@@ -290,6 +290,17 @@ def upward(start: Path, env: Mapping[str, str]) -> Iterator[Path]:
         yield directory
 
 
+def working_directory() -> Path:
+    """The process's working directory; INVALID_ARGUMENTS, not a bare OS error, when it was
+    removed or renamed under a shell still sitting in it."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise InvalidArguments(
+            "the current directory no longer exists (it was removed or renamed): cd into one that does"
+        ) from None
+
+
 def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | None = None) -> ProjectIdentity:
     """``--project`` > ``MEMOSITE_PROJECT`` > ``.memosite.toml`` upward > git repository > directory.
 
@@ -305,7 +316,7 @@ def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | No
     if env.get("MEMOSITE_PROJECT"):
         value = env["MEMOSITE_PROJECT"]
         return ProjectIdentity(validate_project_id(value), value, "env")
-    here = (cwd or Path.cwd()).absolute()
+    here = (cwd or working_directory()).absolute()
     pinning = True  # the nearest .memosite.toml decides, even one that names no id (then git does)
     for directory in upward(here, env):
         project_file = directory / PROJECT_FILE

@@ -262,3 +262,22 @@ def test_an_agent_cannot_bring_back_what_review_rejected(vault_dir: Path) -> Non
     vault.actor = Actor.person("Ana <ana@example.org>")
     assert restore_record(vault, "demo", record_id="w").status == "active"
     vault.close()
+
+
+@pytest.mark.parametrize("command", [["status"], ["upsert", "--kind", "trap", "--body", "Locks bite."], ["init"]])
+def test_a_removed_working_directory_is_a_clear_error(tmp_path: Path, memosite_exe: Path, command: list[str]) -> None:
+    gone = tmp_path / "was-here"
+    gone.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "MEMOSITE_PROJECT"}
+    outcome = subprocess.run(
+        ["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone), str(memosite_exe), *command],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        check=False,
+    )
+    assert outcome.returncode == 1, outcome.stderr
+    assert outcome.stderr.strip().splitlines() == [
+        "memosite: error: the current directory no longer exists (it was removed or renamed): cd into one that does"
+    ]

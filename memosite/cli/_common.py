@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from memosite.config import working_directory
 from memosite.errors import MemositeError
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class App:
         """The git work tree of the product the command runs in (the vault must not lie in it)."""
         from memosite.workspace import find_work_tree
 
-        return find_work_tree(Path.cwd(), self.env)
+        return find_work_tree(working_directory(), self.env)
 
     @property
     def project_explicit(self) -> str | None:

@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from memosite.config import working_directory
+
 
 @click.command()
 @click.option("--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite).")
@@ -33,7 +35,6 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
     Nothing but protocol goes to stdout; warnings and logs go to stderr. Several servers (one per
     agent session) may share a vault.
     """
-    from pathlib import Path
 
     from memosite.config import VaultConfig, load_config, resolve_vault_root, validate_project_id
     from memosite.errors import MemositeError
@@ -51,7 +52,7 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
         from memosite.mcp_server.project import announce, at_start
         from memosite.vault import Vault
 
-        project = at_start(project_arg, env, Path.cwd())
+        project = at_start(project_arg, env, working_directory())
         if project.identity is not None:
             validate_project_id(project.identity.id)
         # Opened, not created: the first write makes the vault, once it is known not to lie in the
@@ -81,11 +82,11 @@ def _print_config(client: str, root: object, project: str | None, read_only: boo
 
     if project:
         pinned = validate_project_id(project)
-    elif env.get("MEMOSITE_PROJECT") or not is_meaningless_directory(Path.cwd(), env):
+    elif env.get("MEMOSITE_PROJECT") or not is_meaningless_directory(working_directory(), env):
         pinned = resolve_project(None, env).id
     else:
         raise InvalidArguments(
-            f"which project? {Path.cwd()} is no project: run this in your repository, or pass --project ID"
+            f"which project? {working_directory()} is no project: run this in your repository, or pass --project ID"
         )
     launch = launch_command(memosite_executable(), Path(str(root)), project=pinned, read_only=read_only)
     config = client_config(client, launch)

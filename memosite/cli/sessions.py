@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memosite.cli._common import App, parse_json_option, vault_options
+from memosite.config import working_directory
 
 if TYPE_CHECKING:
     from memosite.sessions import SearchResults, SessionSummary
@@ -37,7 +38,7 @@ def _root(app: App, root_dir: str | None, *, create: bool = False) -> Path | Non
     if root_dir is not None:
         root = Path(root_dir).expanduser().absolute()
         return root if create else require_root(root)
-    return configured_root(app.vault, Path.cwd())
+    return configured_root(app.vault, working_directory())
 
 
 def _reading(app: App, root_dir: str | None, session_dir: str | None) -> Vault:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memosite.cli._common import App, read_body, vault_options
+from memosite.config import working_directory
 
 if TYPE_CHECKING:
     from memosite.stormbuffer.model import Source
@@ -31,7 +32,7 @@ def _store_path(app: App, store_dir: str | None, global_store: bool) -> Path:
         if store_dir is not None:
             raise InvalidArguments("give --store or --global, not both")
         return global_store_dir(app.env, sys.platform)
-    return resolve_store_dir(store_dir, Path.cwd())
+    return resolve_store_dir(store_dir, working_directory())
 
 
 def _open(app: App, store_dir: str | None, global_store: bool = False) -> Store:
@@ -80,7 +81,7 @@ def init(app: App, store_dir: str | None, global_store: bool, name: str | None, 
     from memosite.stormbuffer.store import STORE_DIR_NAME, Store, find_store
 
     if store_dir is None and not global_store:
-        path = find_store(Path.cwd()) or Path.cwd() / STORE_DIR_NAME
+        path = find_store(working_directory()) or working_directory() / STORE_DIR_NAME
     else:
         path = _store_path(app, store_dir, global_store)
     info = Store.init(path, name=name, shared=shared, global_store=global_store).info
@@ -299,7 +300,9 @@ def validate(app: App, paths: tuple[Path, ...], store_dir: str | None, global_st
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise InvalidRecord(f"no such file: {', '.join(missing)}", details={"field": "file"})
-        found = _store_path(app, store_dir, global_store) if store_dir or global_store else find_store(Path.cwd())
+        found = (
+            _store_path(app, store_dir, global_store) if store_dir or global_store else find_store(working_directory())
+        )
         store = Store.open(found) if found is not None and (found / STORE_FILE).is_file() else None
         report = validate_files(list(paths), store)
     else:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from memosite.cli._common import App, vault_options
+from memosite.config import working_directory
 
 
 @click.command()
@@ -24,7 +23,7 @@ def init(app: App, name: str | None, no_pin: bool) -> None:
     root = app.vault_root
     check_vault_placement(root, app.product_root)
     identity = app.identity
-    pin_in = None if no_pin else (find_work_tree(Path.cwd(), app.env) or Path.cwd())
+    pin_in = None if no_pin else (find_work_tree(working_directory(), app.env) or working_directory())
     result = init_workspace(root, identity.id, name or identity.name, pin_in=pin_in)
 
     def text() -> str:
