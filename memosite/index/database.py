@@ -155,12 +155,7 @@ class Index:
         self._note_lost()
         if not (self._holding and self._opened == 0 and self.conn.in_transaction):
             return
-        try:
-            self.conn.execute("COMMIT")
-            self._pending = False
-        except sqlite3.Error as exc:
-            self._roll_back()
-            warn(f"index rows not saved ({exc}); the next command reads the files again")
+        self._commit_or_warn("index rows not saved ({}); the next command reads the files again")
 
     @property
     def held_lost(self) -> bool:
@@ -204,12 +199,16 @@ class Index:
             raise
         finally:
             self._opened -= 1
+        self._commit_or_warn("index cache rows not saved ({}); the next command works them out again")
+
+    def _commit_or_warn(self, failure: str) -> None:
+        """COMMIT; when it fails, roll back and warn with ``failure`` (``{}`` is the cause)."""
         try:
             self.conn.execute("COMMIT")
             self._pending = False
         except sqlite3.Error as exc:
             self._roll_back()
-            warn(f"index cache rows not saved ({exc}); the next command works them out again")
+            warn(failure.format(exc))
 
     def _roll_back(self) -> None:
         if self._holding and self._pending:
