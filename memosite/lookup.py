@@ -171,7 +171,10 @@ def _crosses_symlink(vault: Vault, path: Path) -> bool:
 def _is_record_file(vault: Vault, path: Path) -> bool:
     """A record's name (not a sidecar), a regular file inside the vault, reached without following
     a symlink (a name that is no file at all is told by one ``stat``)."""
-    return is_record_name(path.name) and path.is_file() and not _crosses_symlink(vault, path)
+    try:
+        return is_record_name(path.name) and path.is_file() and not _crosses_symlink(vault, path)
+    except OSError:  # a name too long for the filesystem (an id in a wide script) names no file
+        return False
 
 
 def writable_target(vault: Vault, path: Path) -> Path:

@@ -281,3 +281,12 @@ def test_a_removed_working_directory_is_a_clear_error(tmp_path: Path, memosite_e
     assert outcome.stderr.strip().splitlines() == [
         "memosite: error: the current directory no longer exists (it was removed or renamed): cd into one that does"
     ]
+
+
+@pytest.mark.parametrize("command", ["get", "forget"])
+def test_an_id_too_long_for_a_file_name_is_simply_not_found(vault: Vault, run_cli: Any, command: str) -> None:
+    upsert_record(vault, "demo", kind="trap", slug="real", body="A real trap.")
+    wide = "ж" * 200  # 200 characters pass the id check; 400 bytes are no file name
+    outcome = run_cli(command, "--id", wide, "--json")
+    assert outcome.exit_code == 1
+    assert outcome.json()["error"]["code"] == "RECORD_NOT_FOUND"
