@@ -35,7 +35,6 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
     Nothing but protocol goes to stdout; warnings and logs go to stderr. Several servers (one per
     agent session) may share a vault.
     """
-
     from memosite.config import VaultConfig, load_config, resolve_vault_root, validate_project_id
     from memosite.errors import MemositeError
 
@@ -80,13 +79,14 @@ def _print_config(client: str, root: object, project: str | None, read_only: boo
     from memosite.mcp_server.client_config import client_config, launch_command, memosite_executable
     from memosite.mcp_server.project import is_meaningless_directory
 
+    here = working_directory()
     if project:
         pinned = validate_project_id(project)
-    elif env.get("MEMOSITE_PROJECT") or not is_meaningless_directory(working_directory(), env):
-        pinned = resolve_project(None, env).id
+    elif env.get("MEMOSITE_PROJECT") or not is_meaningless_directory(here, env):
+        pinned = resolve_project(None, env, cwd=here).id
     else:
         raise InvalidArguments(
-            f"which project? {working_directory()} is no project: run this in your repository, or pass --project ID"
+            f"which project? {here} is no project: run this in your repository, or pass --project ID"
         )
     launch = launch_command(memosite_executable(), Path(str(root)), project=pinned, read_only=read_only)
     config = client_config(client, launch)

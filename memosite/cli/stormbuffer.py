@@ -81,7 +81,8 @@ def init(app: App, store_dir: str | None, global_store: bool, name: str | None, 
     from memosite.stormbuffer.store import STORE_DIR_NAME, Store, find_store
 
     if store_dir is None and not global_store:
-        path = find_store(working_directory()) or working_directory() / STORE_DIR_NAME
+        here = working_directory()
+        path = find_store(here) or here / STORE_DIR_NAME
     else:
         path = _store_path(app, store_dir, global_store)
     info = Store.init(path, name=name, shared=shared, global_store=global_store).info

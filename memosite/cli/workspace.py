@@ -18,12 +18,13 @@ def init(app: App, name: str | None, no_pin: bool) -> None:
     The file goes to the root of the git repository you run it in (or the current directory), so
     every clone and worktree of the repository uses the same project. Commit it.
     """
-    from memosite.workspace import check_vault_placement, find_work_tree, init_workspace
+    from memosite.workspace import check_vault_placement, init_workspace
 
     root = app.vault_root
-    check_vault_placement(root, app.product_root)
+    product_root = app.product_root
+    check_vault_placement(root, product_root)
     identity = app.identity
-    pin_in = None if no_pin else (find_work_tree(working_directory(), app.env) or working_directory())
+    pin_in = None if no_pin else (product_root or working_directory())
     result = init_workspace(root, identity.id, name or identity.name, pin_in=pin_in)
 
     def text() -> str:

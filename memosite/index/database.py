@@ -87,7 +87,7 @@ class Index:
         note or its end, and a block that joins the rows held so far is a savepoint: it is undone
         alone when it fails."""
         if self.conn.in_transaction:
-            if self._holding and self._opened == 0:
+            if self._held_open:
                 with self._savepoint():
                     yield
             else:
@@ -153,9 +153,14 @@ class Index:
         """Commit the rows a unit of work holds (before its vault commit, which may take a while:
         other connections then see them, and may write, meanwhile)."""
         self._note_lost()
-        if not (self._holding and self._opened == 0 and self.conn.in_transaction):
+        if not self._held_open:
             return
         self._commit_or_warn("index rows not saved ({}); the next command reads the files again")
+
+    @property
+    def _held_open(self) -> bool:
+        """A transaction holds the unit's rows and no block of code is inside it: it may commit."""
+        return self._holding and self._opened == 0 and self.conn.in_transaction
 
     @property
     def held_lost(self) -> bool:
@@ -303,7 +308,7 @@ class Index:
             )
         finally:
             self._note_lost()
-        if self._holding and self._opened == 0 and self.conn.in_transaction:
+        if self._held_open:
             try:
                 self.conn.execute("COMMIT")
             except BaseException:

@@ -243,7 +243,8 @@ def _focused(
         ctes.append(f"q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select}))")
         params += found.params
         sources.append("SELECT rid, matched, rank FROM q")
-    on_path, on_path_params = "0", list[Any]()
+    on_path = "0"
+    on_path_params: list[Any] = []
     if path is not None:
         covering = fts.matching_pattern_sets(index, project, path)
         not_in_q = " AND rowid NOT IN (SELECT rid FROM q)" if terms else ""
