@@ -50,6 +50,33 @@ class Actor:
         )
 
 
+@dataclass(frozen=True)
+class AgentShellMarker:
+    """An environment variable a coding agent documents setting in the shells it runs commands in."""
+
+    variable: str
+    agent: str
+    value: str | None = None  # None: any non-empty value
+
+
+# The markers coding agents set for their shell tool (the list and its sources: see agent_shell).
+AGENT_SHELL_MARKERS: tuple[AgentShellMarker, ...] = (
+    AgentShellMarker("CLAUDECODE", "Claude Code", "1"),
+    AgentShellMarker("GEMINI_CLI", "Gemini CLI", "1"),
+)
+
+
+def agent_shell(env: Mapping[str, str]) -> str | None:
+    """The coding agent whose shell tool runs this process (by the markers agents document), or
+    None for a person's own terminal. A marker protects against accidents and prompt-injected
+    agents, not against a hostile local user, who can unset it."""
+    for marker in AGENT_SHELL_MARKERS:
+        value = env.get(marker.variable)
+        if value and (marker.value is None or value.strip() == marker.value):
+            return marker.agent
+    return None
+
+
 # What a record restored by a rejection says of the change turned down (reason, reviewer, when).
 REJECTED_CHANGE_FIELDS = ("rejectedChangeReason", "rejectedChangeBy", "rejectedChangeAt")
 # Fields only a person's review sets (an agent cannot write them over MCP).
