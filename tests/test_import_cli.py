@@ -77,6 +77,7 @@ def test_one_import_is_one_commit(
     run_cli: Any, vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     isolate_git(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)  # init pins the project where it runs
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Grace Hopper")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "grace@example.org")
     write_config(vault_dir)

@@ -575,3 +575,68 @@ def test_an_mcp_view_before_any_vault_exists_creates_none(tmp_path: Path) -> Non
     text, error = anyio.run(scenario)
     assert not error and text.startswith("Here're the files and directories up to 2 levels deep in /memories")
     assert not (tmp_path / "no-vault").exists()
+
+
+# --- the README's ten lines, against a local stand-in for the API ------------------------------
+
+
+def test_the_readme_snippet_runs_a_session_through_the_sdk_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's code as written, with the SDK's own tool runner: the API's replies come from a
+    server on the loopback address that answers as the API does (two tool-use turns, then text)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Claude's memory tool on the vault\n", 1)[1]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    turns = [
+        [{"type": "tool_use", "id": "toolu_01", "name": "memory", "input": SESSION[1]}],
+        [{"type": "tool_use", "id": "toolu_02", "name": "memory", "input": {"command": "view", "path": "/memories"}}],
+        [{"type": "text", "text": "Remembered the retry trap."}],
+    ]
+    sent: list[dict[str, Any]] = []
+
+    class Api(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            sent.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+            content = turns[min(len(sent), len(turns)) - 1]
+            reply = {
+                "id": f"msg_{len(sent)}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": content,
+                "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 10},
+            }
+            body = json.dumps(reply).encode("utf-8")
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Api)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    try:
+        exec(compile(snippet, "README.md", "exec"), {})
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert capsys.readouterr().out == "Remembered the retry trap.\n"
+    results = [block for request in sent[1:] for block in request["messages"][-1]["content"]]
+    assert results[0]["tool_use_id"] == "toolu_01" and results[0]["content"] == f"File created successfully at: {TRAP}"
+    assert f"\t{TRAP}" in results[1]["content"]
+    vault_dir = Path(os.environ["HOME"]) / ".memosite"
+    trap = read_record(vault_dir / "projects" / "shop" / "traps" / "retry-double-charge.md")
+    assert trap.frontmatter["author"] == "shop-bot"
