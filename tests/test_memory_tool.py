@@ -427,10 +427,10 @@ def test_a_directory_of_notes_moves_and_is_deleted_as_one_unit(tool: MemositeMem
 def test_working_notes_expire_when_not_written_for_the_idle_time(vault_dir: Path) -> None:
     vault = Vault.open(vault_dir)
     backend = MemoryBackend(vault, PROJECT, idle_ttl="30d")
-    backend.execute({"command": "create", "path": NOTES, "file_text": "half done\n"})
-    backend.execute({"command": "create", "path": TRAP, "file_text": "A lasting trap.\n"})
+    backend.run({"command": "create", "path": NOTES, "file_text": "half done\n"})
+    backend.run({"command": "create", "path": TRAP, "file_text": "A lasting trap.\n"})
     later = MemoryBackend(vault, PROJECT, clock=lambda: utc_now() + timedelta(days=31))
-    listing = later.execute({"command": "view", "path": "/memories"})
+    listing = later.run({"command": "view", "path": "/memories"})
     assert NOTES not in listing and TRAP in listing  # durable kinds keep their own (no) expiry
     record = record_at(vault_dir, "plans/progress.md")
     assert record.frontmatter["ttl"] == "30d" and record.frontmatter["expires_at"]

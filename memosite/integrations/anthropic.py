@@ -92,7 +92,7 @@ class _Backends:
 
     def run(self, command: Any) -> str:
         try:
-            return self.get().execute(_arguments(command))
+            return self.get().run(_arguments(command))
         except MemositeError as exc:
             raise ToolError(exc.message) from exc
         except Exception as exc:  # an unexpected failure still reaches the model as one clear line

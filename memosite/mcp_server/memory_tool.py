@@ -71,7 +71,7 @@ class MemoryTool:
         }
 
         def run(vault: Vault, project: str) -> dict[str, Any]:
-            return {"result": MemoryBackend(vault, project).execute(arguments)}
+            return {"result": MemoryBackend(vault, project).run(arguments)}
 
         reads = command == "view"
         result = await self.runtime.call(

@@ -102,7 +102,7 @@ class MemoryBackend:
         self.clock = clock
 
     # --- dispatch ------------------------------------------------------------------------------
-    def execute(self, command: Mapping[str, Any]) -> str:
+    def run(self, command: Mapping[str, Any]) -> str:
         """Run one command given as the API sends it (``{"command": "view", "path": ...}``)."""
         if not isinstance(command, Mapping):
             raise InvalidArguments("Error: a command is an object with a `command` and its parameters")
