@@ -92,6 +92,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("reindex", ["reindex"]),
     ("gc", ["gc", "--dry-run"]),
     ("review", ["review"]),
+    ("import", ["import", "adr", str(Path(__file__).with_name("corpus") / "import" / "adr-log4brains"), "--dry-run"]),
     ("error", ["get", "--id", "nothing-here"]),
 ]
 

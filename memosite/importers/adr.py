@@ -63,7 +63,10 @@ def adr_files(path: Path) -> list[Path]:
     return sorted(
         file
         for file in folder.glob("*.md")
-        if file.is_file() and "template" not in file.name.lower() and file.name.lower() not in ("readme.md", "index.md")
+        if file.is_file()
+        and "template" not in file.name.lower()
+        and file.name.lower() != "index.md"
+        and not file.stem.isupper()  # README, SOURCE, CHANGELOG …: about the folder, not decisions
     )
 
 
