@@ -248,7 +248,9 @@ def prepare_upsert(
             merged["occurrences"] = int(older.frontmatter.get("occurrences") or 1) + 1
         merged.setdefault("occurrences", 1)
         merged.setdefault("lastSeen", now_iso)
-    base = _review_state(merged, existing, request.kind, config, writer_source)
+    # An agent's write waits for review whatever source it names (an import run by an agent too).
+    reviewed_as = "agent" if (provenance or {}).get("source") == "agent" else writer_source
+    base = _review_state(merged, existing, request.kind, config, reviewed_as)
     record = Record(
         frontmatter=validate_frontmatter(merged),
         body=body,

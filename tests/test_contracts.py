@@ -27,6 +27,8 @@ CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 # Keys that keep another contract's spelling: a frontmatter field's name (the seed's schema) where a
 # result repeats that field, and Stormbuffer's own field names in its records and store.toml.
 FOREIGN_KEYS = {"expires_at", "format_version", "project_id", "project_name", "record_scope", "store_created"}
+# The arguments of Claude's memory tool keep its own names (a model trained on that tool sends them).
+FOREIGN_KEYS |= {"view_range", "file_text", "old_str", "new_str", "insert_line", "insert_text", "old_path", "new_path"}
 # Values whose keys are data, not contract: a record's frontmatter, counts by kind or status.
 DATA_KEYS = {"frontmatter", "counts", "projects", "byKind", "byStatus", "fields", "verdicts"}
 
@@ -90,6 +92,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("reindex", ["reindex"]),
     ("gc", ["gc", "--dry-run"]),
     ("review", ["review"]),
+    ("import", ["import", "adr", str(Path(__file__).with_name("corpus") / "import" / "adr-log4brains"), "--dry-run"]),
     ("error", ["get", "--id", "nothing-here"]),
 ]
 

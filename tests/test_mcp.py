@@ -25,9 +25,10 @@ from memosite.schema import KINDS
 STORE_TOOLS = {"upsert", "get", "append", "forget", "restore"}
 RETRIEVAL_TOOLS = {"search", "bootstrap", "rank", "gc"}
 READ_TOOLS = {"get", "search", "bootstrap", "rank"}
+MEMORY_TOOLS = {"memory"}  # Claude's memory tool commands (tests/test_memory_tool.py)
 
 
-EXPECTED_TOOLS = STORE_TOOLS | RETRIEVAL_TOOLS
+EXPECTED_TOOLS = STORE_TOOLS | RETRIEVAL_TOOLS | MEMORY_TOOLS
 
 
 def server_command() -> list[str]:

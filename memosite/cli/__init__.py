@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "publish": "memosite.cli.site:publish",
     "export-docs": "memosite.cli.export:export_docs",
     "stormbuffer": "memosite.cli.stormbuffer:stormbuffer",
+    "import": "memosite.cli.importing:import_",
     "sync": "memosite.cli.sync:sync",
     "conflicts": "memosite.cli.sync:conflicts",
     "resolve": "memosite.cli.sync:resolve",

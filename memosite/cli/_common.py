@@ -25,7 +25,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Commands that may create the vault when there is none yet; every other command reads, and on a
 # missing vault says so instead of leaving an empty one behind.
-CREATING_COMMANDS = frozenset({"init", "upsert", "append", "demo", "session start", "stormbuffer import", "sync"})
+CREATING_COMMANDS = frozenset(
+    {"init", "upsert", "append", "demo", "session start", "stormbuffer import", "sync", "import"}
+)
 
 
 class App:

@@ -130,6 +130,9 @@ COLLECTED = obj(
     },
 )
 
+# The memory tool answers in text (the memory tool's own); the same text is the structured result.
+MEMORY_RESULT = obj({"result": STRING})
+
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "upsert": WRITTEN,
     "get": RECORD,
@@ -140,4 +143,5 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "bootstrap": BRIEF,
     "rank": RANKED,
     "gc": COLLECTED,
+    "memory": MEMORY_RESULT,
 }

@@ -91,7 +91,7 @@ class MemositeMCP(MCPServer[Any]):
         return f"unknown tool {name!r}"
 
 
-WRITE_TOOL_NAMES = frozenset({"upsert", "append", "forget", "restore", "gc"})
+WRITE_TOOL_NAMES = frozenset({"upsert", "append", "forget", "restore", "gc", "memory"})
 
 
 def _session_of(context: Any) -> Any:
@@ -168,16 +168,20 @@ def build_server(
 
 
 def _tool_table(runtime: ToolRuntime) -> list[tuple[str, Callable[..., Any], ToolAnnotations]]:
+    from memosite.mcp_server.memory_tool import MEMORY_TOOL_HINTS, MemoryTool
     from memosite.mcp_server.retrieval_tools import RETRIEVAL_TOOL_HINTS, RetrievalTools
     from memosite.mcp_server.store_tools import STORE_TOOL_HINTS, StoreTools
 
     store = StoreTools(runtime)
     retrieval = RetrievalTools(runtime)
+    memory = MemoryTool(runtime)
     table: list[tuple[str, Callable[..., Any], ToolAnnotations]] = []
     for name, hints in STORE_TOOL_HINTS.items():
         table.append((name, getattr(store, name), hints))
     for name, hints in RETRIEVAL_TOOL_HINTS.items():
         table.append((name, getattr(retrieval, name), hints))
+    for name, hints in MEMORY_TOOL_HINTS.items():
+        table.append((name, getattr(memory, name), hints))
     return table
 
 

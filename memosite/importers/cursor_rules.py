@@ -1,0 +1,77 @@
+"""Cursor rules: ``.cursor/rules/*.mdc`` files.
+
+Each rule file is one spec record: its ``description`` (else its first heading, else its name) is
+the title, its ``globs`` become the record's path patterns, and a rule Cursor always applies is
+tagged ``always-apply``. Cursor writes ``globs: *.ts,*.tsx`` without quotes, which is no YAML: the
+header is then read line by line. Source: the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from memosite.importers.source import (
+    ImportedRecord,
+    Parsed,
+    Skipped,
+    first_heading,
+    read_source,
+    relative_source,
+    source_base,
+    split_frontmatter,
+    string_list,
+)
+from memosite.schema import slugify
+
+FORMAT = "cursor-rules"
+SUFFIX = ".mdc"
+
+
+def rule_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    rules = path / ".cursor" / "rules" if (path / ".cursor" / "rules").is_dir() else path
+    return sorted(file for file in rules.rglob(f"*{SUFFIX}") if file.is_file() and "node_modules" not in file.parts)
+
+
+def _always(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def record_from_text(text: str, source_path: str) -> ImportedRecord | Skipped:
+    header, body = split_frontmatter(text)
+    header = header or {}
+    if not body.strip():
+        return Skipped(source_path, "the rule has no text")
+    name = PurePosixPath(source_path).name.removesuffix(SUFFIX)
+    description = header.get("description")
+    title = description.strip() if isinstance(description, str) and description.strip() else None
+    title = title or first_heading(body) or name
+    tags = ["cursor-rule", *(["always-apply"] if _always(header.get("alwaysApply")) else [])]
+    fields: dict[str, object] = {"tags": tags}
+    globs = [glob.lstrip("/") for glob in string_list(header.get("globs")) if glob.lstrip("/")]
+    if globs:
+        fields["pathPatterns"] = globs
+    return ImportedRecord(FORMAT, source_path, "", "spec", title, body, fields, f"cursor-rule-{slugify(name)}")
+
+
+def parse(path: Path) -> Parsed:
+    base = source_base(path)
+    parsed = Parsed()
+    if path.is_dir():
+        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")  # a file gone from it too
+    for file in rule_files(path):
+        source_path = relative_source(file, base)
+        parsed.covered.add(source_path)
+        try:
+            found = record_from_text(read_source(file), source_path)
+        except (OSError, ValueError) as exc:
+            found = Skipped(source_path, str(getattr(exc, "strerror", None) or exc))
+        if isinstance(found, Skipped):
+            parsed.skipped.append(found)
+        else:
+            parsed.records.append(found)
+    return parsed
+
+
+__all__ = ["FORMAT", "parse", "record_from_text"]

@@ -1,0 +1,50 @@
+"""``memosite import claude-memory``: Claude Code's auto-memory folder (a MEMORY.md index and topic
+files), hand-made in its documented layout (see tests/corpus/import/claude-memory/SOURCE.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from import_support import corpus_copy, records
+
+
+def test_topic_files_become_records_of_the_kind_their_type_says(run_cli: Any, vault_dir: Path, tmp_path: Path) -> None:
+    memory = corpus_copy("claude-memory", tmp_path) / "memory"
+    outcome = run_cli("import", "claude-memory", str(memory), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    found = {
+        r.frontmatter["sourcePath"].rsplit("/", 1)[-1] + "#" + r.frontmatter.get("sourceAnchor", ""): r
+        for r in records(vault_dir).values()
+    }
+    assert found["feedback_pnpm.md#"].kind == "decision"
+    assert found["feedback_pnpm.md#"].frontmatter["title"] == "Use pnpm, never npm"
+    assert found["feedback_pnpm.md#"].frontmatter["description"].startswith("Install packages with pnpm")
+    assert found["project_checkout.md#"].kind == "plan"
+    assert found["reference_dashboards.md#"].kind == "spec"
+    assert found["user_role.md#"].kind == "state"  # about the person: private, never published
+    assert found["debugging.md#"].frontmatter["title"] == "Debugging notes"  # an older file without header
+    # MEMORY.md's pointer lines are left out (their files are imported); its own notes are kept.
+    index_records = [r for key, r in found.items() if key.startswith("MEMORY.md#")]
+    assert [r.frontmatter["sourceAnchor"] for r in index_records] == ["Quick notes"]
+    assert "staging database is reset" in index_records[0].body
+    assert all("feedback_pnpm.md" not in r.body for r in index_records)
+
+
+def test_auto_recognises_the_memory_folder_by_its_index(run_cli: Any, vault_dir: Path, tmp_path: Path) -> None:
+    memory = corpus_copy("claude-memory", tmp_path) / "memory"
+    outcome = run_cli("import", "auto", str(memory / "MEMORY.md"), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert outcome.json()["format"] == "claude-memory" and outcome.json()["created"] == 6
+
+
+def test_a_topic_file_the_model_removed_is_archived_on_the_next_import(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    memory = corpus_copy("claude-memory", tmp_path) / "memory"
+    assert run_cli("import", "claude-memory", str(memory)).exit_code == 0
+    (memory / "debugging.md").unlink()
+    outcome = run_cli("import", "claude-memory", str(memory), "--json")
+    assert outcome.json()["archived"] == 1 and outcome.json()["unchanged"] == 5
+    gone = next(r for r in records(vault_dir).values() if r.frontmatter["sourcePath"].endswith("debugging.md"))
+    assert gone.status == "archived"  # kept, not destroyed
