@@ -95,8 +95,13 @@ def named_paths(prompt: str) -> list[str]:
     text = _URL_TOKEN.sub(" ", prompt)
     found: list[str] = []
     for match in _PATH_TOKEN.finditer(text):
-        path = match.group(1).strip("./")
-        if path and path not in found and ".." not in path.split("/"):
+        raw = match.group(1)
+        if ".." in raw.split("/"):
+            continue  # a path out of the repository names nothing a trap is about
+        path = raw.rstrip(".")  # the full stop of a sentence ending in a file name
+        while path.startswith("./"):
+            path = path[2:]
+        if path and path not in found:
             found.append(path)
         if len(found) == MAX_PATHS:
             break

@@ -17,8 +17,9 @@ from memosite.errors import InvalidArguments
 
 BEGIN = "<!-- memosite:begin -->"
 END = "<!-- memosite:end -->"
-_BEGIN_LINE = re.compile(rb"^[ \t]*" + re.escape(BEGIN.encode()) + rb"[ \t]*\r?$", re.MULTILINE)
-_END_LINE = re.compile(rb"^[ \t]*" + re.escape(END.encode()) + rb"[ \t]*\r?$", re.MULTILINE)
+# A file saved with a byte order mark may hold the begin marker on its very first line.
+_BEGIN_LINE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t]*" + re.escape(BEGIN.encode()) + rb"[ \t]*\r?$", re.MULTILINE)
+_END_LINE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t]*" + re.escape(END.encode()) + rb"[ \t]*\r?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)

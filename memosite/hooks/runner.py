@@ -48,8 +48,9 @@ LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 256 * 1024
 USAGE = (
     "usage: memosite hook session-start|prompt|session-end [--agent claude-code|gemini-cli|cursor]"
-    " [--vault DIR] [--project ID]  (the agent's JSON payload on stdin)"
+    " [--vault DIR] [--project ID] [--time-limit SECONDS]  (the agent's JSON payload on stdin)"
 )
+_OPTIONS = ("--agent", "--vault", "--project", "--time-limit")
 SAVE_HINT = (
     "When something in this project bites you (a wrong assumption, a failing fix, a surprise), save it"
     ' for the next session: `memosite upsert --kind trap --title "…" --path <file> --body "…"`'
@@ -63,6 +64,7 @@ class HookArgs:
     agent: HookAgent
     vault: str | None = None
     project: str | None = None
+    time_limit: float | None = None  # None: the handler's own (TIME_LIMITS)
 
 
 def parse_args(argv: list[str]) -> HookArgs | None:
@@ -77,7 +79,7 @@ def parse_args(argv: list[str]) -> HookArgs | None:
     while position < len(rest):
         item = rest[position]
         name, equals, value = item.partition("=")
-        if name not in ("--agent", "--vault", "--project"):
+        if name not in _OPTIONS:
             raise InvalidArguments(f"unknown argument {item!r} for memosite hook {handler}")
         if not equals:
             position += 1
@@ -91,7 +93,17 @@ def parse_args(argv: list[str]) -> HookArgs | None:
     agent = agent_named(values.get("--agent", "claude-code"))
     if handler not in agent.events:
         raise InvalidArguments(f"{agent.title} has no {handler} hook")
-    return HookArgs(handler, agent, values.get("--vault"), values.get("--project"))
+    limit = None
+    if "--time-limit" in values:
+        try:
+            limit = float(values["--time-limit"])
+        except ValueError:
+            limit = -1.0
+        if not 0 < limit <= 600:
+            raise InvalidArguments(
+                f"invalid --time-limit {values['--time-limit']!r}: expected seconds, above 0 and at most 600"
+            )
+    return HookArgs(handler, agent, values.get("--vault"), values.get("--project"), limit)
 
 
 # --- the failure log ---------------------------------------------------------------------------
@@ -130,7 +142,10 @@ def read_payload(stream: BinaryIO) -> bytes:
     keep stdin open after writing the payload, so waiting for the end alone could hang)."""
     decoder = json.JSONDecoder()
     data = b""
-    fd = stream.fileno() if hasattr(stream, "fileno") else None
+    try:
+        fd: int | None = stream.fileno()  # read what is there, never wait to fill a buffer
+    except (AttributeError, OSError, ValueError):
+        fd = None  # an in-memory stream
     while len(data) <= MAX_PAYLOAD:
         chunk = os.read(fd, 65536) if fd is not None else stream.read(65536)
         if not chunk:
@@ -297,7 +312,7 @@ def main(
 
     worker = threading.Thread(target=work, name=f"memosite-hook-{args.handler}", daemon=True)
     worker.start()
-    limit = TIME_LIMITS[args.handler] if time_limit is None else time_limit
+    limit = time_limit or args.time_limit or TIME_LIMITS[args.handler]
     worker.join(limit)
     if worker.is_alive():
         log_failure(env, vault_hint, what, f"no answer within {limit:g} s: answered with nothing")
