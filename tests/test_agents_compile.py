@@ -180,7 +180,7 @@ def test_text_outside_the_markers_is_kept_byte_for_byte(
     before: str, after: str, old: str, new: str, crlf: bool, bom: bool
 ) -> None:
     newline = "\r\n" if crlf else "\n"
-    head = ("\ufeff" if bom else "") + before + ("" if before.endswith(("\n", "\r")) or not before else newline)
+    head = ("\ufeff" if bom else "") + before + ("" if before.endswith("\n") or not before else newline)
     tail = newline + after
     data = f"{head}{BEGIN}{newline}{old}{newline}{END}{tail}".encode()
     span = find_block(data, "AGENTS.md")
