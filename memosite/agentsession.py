@@ -218,7 +218,9 @@ def record_agent_session(
     }
     frontmatter = {key: value for key, value in frontmatter.items() if value is not None}
     what = "ended" if report.ended else "checkpoint before compaction"
-    event = f"{report.agent_title} session {report.session_id[:12]} {what}: changed {counted(len(facts.touched), 'file')}"
+    event = (
+        f"{report.agent_title} session {report.session_id[:12]} {what}: changed {counted(len(facts.touched), 'file')}"
+    )
     details = {
         "sessionId": report.session_id,
         "agent": report.agent,
