@@ -546,3 +546,26 @@ def test_the_demo_compiles_the_files_agents_read_beside_its_vault(tmp_path: Path
     )
     again = run_cli("demo", "--vault", str(tmp_path / "demo-vault"), "--json")
     assert again.exit_code == 0 and snapshot(repo)
+
+
+def test_the_json_of_compile_keeps_its_shape_and_naming_rule(repo: Path, run_cli: Any) -> None:
+    from test_contracts import CAMEL, keys, shape
+
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    code, data = compile_json(run_cli)
+    assert code == 0 and all(CAMEL.match(key) for key in keys(data))
+    assert shape(data) == {
+        "blockBytes": "int",
+        "decisions": [],
+        "files": [{"action": "str", "path": "str"}],
+        "heldBack": {},
+        "leftOut": {"decisions": "int", "traps": "int"},
+        "maxBytes": "int",
+        "project": "str",
+        "repository": "str",
+        "ruleGroups": [{"group": "str", "name": "str", "traps": "int"}],
+        "traps": ["str"],
+        "unsafePatterns": [],
+        "upToDate": "bool",
+        "written": "bool",
+    }

@@ -618,3 +618,22 @@ def test_hooks_for_agents_without_a_usable_protocol_are_refused_with_the_reason(
     assert outcome.exit_code == 1 and "copilot-instructions.md" in outcome.stderr
     assert not (repo / ".github").exists()
     assert run_cli("hooks", "install", "windsurf").exit_code == 1
+
+
+def test_the_json_of_hooks_status_keeps_its_shape_and_naming_rule(repo: Path, run_cli: Any) -> None:
+    from test_contracts import CAMEL, keys, shape
+
+    assert run_cli("hooks", "install", "claude-code").exit_code == 0
+    data = run_cli("hooks", "status", "--json").json()
+    assert all(CAMEL.match(key) for key in keys(data) if key not in ("session-start", "session-end"))
+    assert shape(data)["hooks"][0] == {
+        "agent": "str",
+        "changed": "bool",
+        "exists": "bool",
+        "installed": {"prompt": ["str"], "session-end": ["str"], "session-start": ["str"]},
+        "missing": [],
+        "note": "str",
+        "otherHooks": "int",
+        "path": "str",
+        "scope": "str",
+    }

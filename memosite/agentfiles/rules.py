@@ -85,7 +85,7 @@ def group_of(pattern: str) -> str:
     while depth < len(literal) and literal[depth].lower() in _CONTAINERS:
         depth += 1
     kept = literal[: depth + _GROUP_DEPTH]
-    return "/".join(kept) if kept else "(root)"
+    return "/".join(kept) if kept else "."
 
 
 @dataclass
@@ -135,7 +135,7 @@ def group_traps(items: Sequence[MemoryItem]) -> RuleSet:
 
 
 def _group_name(key: str) -> str:
-    segments = [s for s in key.split("/") if s.lower() not in _CONTAINERS] or key.split("/")
+    segments = [s for s in key.split("/") if s.lower() not in _CONTAINERS and s != "."] or key.split("/")
     return slugify(" ".join(segments), 60) or "root"
 
 
@@ -160,7 +160,8 @@ def render_rule(agent: str, group: RuleGroup, project: str, site_url: str | None
         f"{_frontmatter(agent, group)}\n{_HEADER_NOTE}\n\n# Traps in {code_span(group.key)}\n\n"
         f"Recorded in project {code_span(project)}; reviewed, live and checked against the code.\n\n"
     )
-    more_note = f"\n_{{count}} more: `memosite search --kind trap --path {group.key}`._\n"
+    where = f" --path {group.key}" if group.key != "." else ""
+    more_note = f"\n_{{count}} more: `memosite search --kind trap{where}`._\n"
     reserve = len(more_note.format(count=len(group.items)).encode("utf-8"))
     lines: list[str] = []
     used = len(head.encode("utf-8"))
