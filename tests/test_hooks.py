@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memosite.agentsession import session_slug
@@ -637,3 +637,26 @@ def test_the_json_of_hooks_status_keeps_its_shape_and_naming_rule(repo: Path, ru
         "path": "str",
         "scope": "str",
     }
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    prompt=st.one_of(
+        st.text(max_size=400),
+        st.lists(
+            st.sampled_from(["NOT", "title:", '"', "src/../etc/passwd", "/etc/shadow", "миграция", "锁表", "🚀"])
+        ).map(" ".join),
+    )
+)
+def test_any_prompt_gets_at_most_a_few_records_within_the_budget(memory: Path, vault_dir: Path, prompt: str) -> None:
+    from memosite.recall import MAX_BYTES, MAX_RECORDS, recall_for_prompt
+    from memosite.vault import Vault
+
+    vault = Vault.open(vault_dir, create=False)
+    try:
+        recall = recall_for_prompt(vault, "demo", prompt)
+    finally:
+        vault.close()
+    assert len(recall.records) <= MAX_RECORDS
+    assert len(recall.markdown().encode("utf-8")) <= MAX_BYTES
+    assert all(".." not in path.split("/") and not path.startswith("/") for path in named_paths(prompt))
