@@ -77,20 +77,22 @@ def parse_payload(raw: bytes) -> HookInput:
     )
 
 
+# Answers are written with ASCII escapes: JSON all the same to the agent, and safe whatever
+# encoding the hook's stdout has (a Windows pipe is not UTF-8).
+
+
 def context_answer(agent: HookAgent, event: str, context: str) -> str:
     """stdout that adds ``context`` to the agent's session (for the event that ran the hook)."""
     if agent.context_shape == "additional_context":
-        return json.dumps({"additional_context": context, "continue": True}, ensure_ascii=False)
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}, ensure_ascii=False
-    )
+        return json.dumps({"additional_context": context, "continue": True})
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
 def notice_answer(agent: HookAgent, message: str) -> str:
     """stdout that shows ``message`` to the person (not to the model)."""
     if agent.context_shape == "additional_context":
         return agent.empty_answer
-    return json.dumps({"systemMessage": message}, ensure_ascii=False)
+    return json.dumps({"systemMessage": message})
 
 
 __all__ = [
