@@ -569,3 +569,26 @@ def test_the_json_of_compile_keeps_its_shape_and_naming_rule(repo: Path, run_cli
         "upToDate": "bool",
         "written": "bool",
     }
+
+
+def test_a_stale_rule_file_behind_a_link_out_of_the_repository_is_not_removed(
+    repo: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    assert run_cli("agents", "compile").exit_code == 0
+    # The rule folder now leads elsewhere, where a file of the same name is someone else's.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "memosite-payments.mdc").write_text("not memosite's\n", encoding="utf-8")
+    for path in (repo / ".cursor" / "rules").iterdir():
+        path.unlink()
+    (repo / ".cursor" / "rules").rmdir()
+    (repo / ".cursor" / "rules").symlink_to(elsewhere)
+    assert run_cli("forget", "--id", "pay").exit_code == 0
+    code, data = compile_json(run_cli)
+    assert code == 0 and (elsewhere / "memosite-payments.mdc").read_text(encoding="utf-8") == "not memosite's\n"
+    assert {
+        "path": ".cursor/rules/memosite-payments.mdc",
+        "action": "skip",
+        "reason": "leads out of the repository: left alone",
+    } in data["files"]

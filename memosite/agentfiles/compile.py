@@ -254,9 +254,12 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
     for name in listed:
         if name in wanted:
             continue
-        path = repo.root / name
-        if path.is_file() and not path.is_symlink():
-            changes.append(FileChange(name, "delete", _read(path), None, reason="no longer needed", target=path))
+        real, why = repo.locate(name)
+        if real is None or (repo.root / name).is_symlink():
+            # Through a link memosite would remove a file it never wrote, maybe outside the repository.
+            changes.append(FileChange(name, "skip", reason=why or "is a symlink: left alone"))
+        elif real.exists():
+            changes.append(FileChange(name, "delete", _read(real), None, reason="no longer needed", target=real))
     return changes, managed
 
 
