@@ -188,7 +188,6 @@ def _answer(context: HookContext) -> str:
     from memosite.config import holds_vault, resolve_project, resolve_vault_root
     from memosite.provenance import Actor
     from memosite.vault import Vault
-    from memosite.workspace import find_work_tree
 
     args = context.args
     root = resolve_vault_root(args.vault, context.env)
@@ -198,7 +197,10 @@ def _answer(context: HookContext) -> str:
     project = resolve_project(args.project, context.env, cwd).id
     vault = Vault.open(root, create=False)
     try:
-        vault.product_root = find_work_tree(cwd or Path.cwd(), context.env)
+        if args.handler == "session-end":  # only a write needs the repository (provenance, placement)
+            from memosite.workspace import find_work_tree
+
+            vault.product_root = find_work_tree(cwd or Path.cwd(), context.env)
         # What a hook writes, the agent wrote: it counts as agent memory (and waits for review
         # where the team asks for it).
         vault.actor = Actor(
