@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from memosite.cli import main
+from memosite.console import main
 
 main()

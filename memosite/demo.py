@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memosite.errors import InvalidArguments
 from memosite.mutation import mutation
 from memosite.schema import format_iso, utc_now
 from memosite.store import append_event, derive_slug, upsert_record
 from memosite.vault import Vault
+
+if TYPE_CHECKING:
+    from memosite.agentfiles.compile import CompilePlan
 
 DEMO_PROJECT = "acme-shop"
 
@@ -208,6 +212,35 @@ class DemoResult:
 
 
 DEMO_MARKER = ".memosite-demo"
+DEMO_REPOSITORY_SUFFIX = "-repo"
+
+
+def demo_repository(vault: Vault) -> Path:
+    """Where the demo compiles the agents' files: a directory beside the demo vault (never in it),
+    standing for the product repository the demo project's memory is about."""
+    return vault.root.parent / f"{vault.root.name}{DEMO_REPOSITORY_SUFFIX}"
+
+
+def write_demo_agent_files(vault: Vault, project: str = DEMO_PROJECT, now: datetime | None = None) -> CompilePlan:
+    """Compile the demo project's memory into :func:`demo_repository`, as ``memosite agents
+    compile`` does in a real repository: AGENTS.md with the marked block, CLAUDE.md and
+    .github/copilot-instructions.md, and the rule files of Cursor, Claude Code and Copilot. A
+    rerun rewrites only what memosite wrote there."""
+    from memosite.agentfiles.compile import apply_plan, plan_compile
+    from memosite.agentfiles.settings import AgentFilesSettings
+
+    target = demo_repository(vault)
+    target.mkdir(parents=True, exist_ok=True)
+    plan = plan_compile(
+        vault,
+        project,
+        target,
+        settings=AgentFilesSettings.from_config(vault.config),
+        with_files=("claude", "copilot"),
+        judge_code=False,  # the demo's records cite no code, and this directory holds none
+        now=now or utc_now(),
+    )
+    return apply_plan(plan)
 
 
 def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | None = None) -> DemoResult:

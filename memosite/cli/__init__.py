@@ -47,6 +47,9 @@ COMMANDS: dict[str, str] = {
     "sync": "memosite.cli.sync:sync",
     "conflicts": "memosite.cli.sync:conflicts",
     "resolve": "memosite.cli.sync:resolve",
+    "agents": "memosite.cli.agents:agents",
+    "hooks": "memosite.cli.hooks:hooks",
+    "hook": "memosite.cli.hooks:hook",
 }
 
 
@@ -93,6 +96,12 @@ def cli(ctx: click.Context, vault_arg: str | None, project_arg: str | None, as_j
 
 def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["hook"]:
+        # An agent runs a hook in a fresh process at every prompt: straight to the hook runner,
+        # past click (whose usage errors exit 2, which an agent reads as "block this prompt").
+        from memosite.hooks.runner import main as run_hook
+
+        sys.exit(run_hook(args[1:]))
     try:
         return cli.main(args=args, prog_name="memosite", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -18,7 +18,7 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
     """
     from pathlib import Path
 
-    from memosite.demo import DEMO_PROJECT, write_demo_vault
+    from memosite.demo import DEMO_PROJECT, write_demo_agent_files, write_demo_vault
 
     if serve_site:
         from memosite.site.server import parse_dev_addr
@@ -34,12 +34,18 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
         result = write_demo_vault(vault, project)
         with vault.lock():
             views = write_views(vault, project)
+        agent_files = write_demo_agent_files(vault, project)
     finally:
         vault.close()
     written = f"{result.records} sample records written" if result.records else "sample records already there"
     lines = [f"demo vault: {vault.root}, project {project} ({written})"]
     lines += [f"  {vault.relative(path)}" for path in views]
-    app.emit({**result.to_json(), "views": [vault.relative(p) for p in views]}, "\n".join(lines))
+    compiled = [change.path for change in agent_files.changes if change.action != "skip"]
+    lines.append(f"files agents read (memosite agents compile): {agent_files.root}")
+    lines += [f"  {path}" for path in compiled]
+    data = {**result.to_json(), "views": [vault.relative(p) for p in views]}
+    data["agentFiles"] = {"repository": str(agent_files.root), "files": compiled}
+    app.emit(data, "\n".join(lines))
     if serve_site:
         from memosite.cli.site import serve_with_logs
 
