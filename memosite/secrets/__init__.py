@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memosite.errors import SafetyViolation
+from memosite.secrets import gitleaks
 from memosite.secrets.providers import INNER_RULES, RULES_BY_HEAD
 from memosite.secrets.values import (
     AUTHORIZATION,
@@ -166,8 +167,8 @@ def _runs(marks: bytes) -> list[tuple[int, int]]:
     return spans
 
 
-def _scan_tokens(text: str, marks: bytes, out: _Findings) -> None:
-    for begin, end in _runs(marks):
+def _scan_tokens(text: str, runs: list[tuple[int, int]], out: _Findings) -> None:
+    for begin, end in runs:
         chunk = text[begin:end]
         starts = [begin]
         if begin and text[begin - 1] == "\\" and chunk[0] in "nrt":
@@ -203,6 +204,27 @@ def _scan_telegram(text: str, out: _Findings) -> None:
     for match in _TELEGRAM.finditer(text):
         if not is_placeholder(match.group()[match.group().index(":") + 3 :]):
             out.add(match.start(), match.end(), "Telegram bot token", match.group())
+
+
+# --- gitleaks' rules ------------------------------------------------------------------------------
+
+# An identifier standing alone (a commit, a UUID, a digest) is what notes are full of; a gitleaks
+# rule that would take one with no key in front of it (Sourcegraph's bare 40-hex alternative,
+# tried whenever a note names Sourcegraph) is overruled here.
+_BARE_IDENTIFIER = re.compile(
+    r"[0-9a-f]{7,40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_KEY_BEFORE = re.compile(r"[=:>,]\s*[\"'`]?\s*$")
+
+
+def _scan_gitleaks(text: str, lowered: str, has_run: bool, out: _Findings) -> None:
+    for start, end, kind, secret in gitleaks.find(gitleaks.rule_set(), text, lowered, has_run):
+        if not out.free(start, end) or is_placeholder(secret) or looks_wordy(secret):
+            continue  # "ASIAPACIFICSOUTHEAST" is a region's name in capitals, not a key id
+        if _BARE_IDENTIFIER.fullmatch(secret) and not _KEY_BEFORE.search(text, max(0, start - 8), start):
+            continue
+        out.add(start, end, kind, secret)
 
 
 # --- Credentials in URLs --------------------------------------------------------------------------
@@ -346,12 +368,14 @@ def _scan_one(text: str) -> list[Found]:
     if "-----BEGIN" in text:
         _scan_private_keys(text, out)
     # One byte a character, so offsets agree with ``text`` (non-ASCII becomes "?", no token's).
-    _scan_tokens(text, text.encode("ascii", "replace").translate(_RUN_TABLE), out)
+    runs = _runs(text.encode("ascii", "replace").translate(_RUN_TABLE))
+    _scan_tokens(text, runs, out)
+    lowered = _lowered(text)
+    _scan_gitleaks(text, lowered, bool(runs), out)
     if ":AA" in text:
         _scan_telegram(text, out)
     if "://" in text:
         _scan_urls(text, out)
-    lowered = _lowered(text)
     # Unrolled rather than any(...) over _KEY_NEEDLES: this line runs for every session event.
     if (
         "pass" in lowered or "pwd" in lowered or "secret" in lowered or "token" in lowered
