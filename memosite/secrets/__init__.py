@@ -296,6 +296,14 @@ _AUTH_VALUE = re.compile(
 )
 
 
+# An unquoted value that calls or subscripts a (dotted) name, closed on the same line: code. A
+# ``.env`` password holding a bracket (``Xk9(2mQ``) does not close it and is still judged.
+_CODE_EXPRESSION = re.compile(
+    r"(?:(?:await|new|yield)[ \t]+)?[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)*"
+    r"[ \t]*(?:\([^\n]*\)|\[[^\n]*\])"
+)
+
+
 def _assignment_value(match: re.Match[str]) -> tuple[str, int, bool]:
     for group in ("eq", "dq", "sq", "bq", "bare", "flagged"):
         value = match.groupdict().get(group)
@@ -347,7 +355,9 @@ def _scan_assignments(text: str, lowered: str, out: _Findings) -> None:
                     if not is_placeholder(value) and any(c.isdigit() for c in value):
                         out.add(header.start("secret"), header.end("secret"), kind, value)
                 continue
-            value, start, _quoted = _assignment_value(match)
+            value, start, quoted = _assignment_value(match)
+            if not quoted and _CODE_EXPRESSION.match(text, start):
+                continue  # pwd = os.getcwd(), token = request.headers["X"]: code, not a credential
             if is_secret_value(value, password=kind == PASSWORD):
                 out.add(start, start + len(value), kind, value)
 
