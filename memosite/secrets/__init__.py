@@ -41,7 +41,7 @@ from memosite.secrets.values import (
     shannon_entropy,
 )
 
-__all__ = ["SecretFinding", "assert_no_secrets", "mask_secret", "scan_frontmatter", "scan_text"]
+__all__ = ["SecretFinding", "assert_no_secrets", "mask_secret", "scan_frontmatter", "scan_record", "scan_text"]
 
 
 @dataclass(frozen=True)
@@ -405,13 +405,41 @@ def _strip_markup(text: str) -> str:
     return html.unescape(no_tags)
 
 
+# Texts a scan found clean, so the unit of work's own scan of a record an entry point has just
+# checked costs a dictionary look-up. Only long texts are kept (a short one scans in microseconds)
+# and only a few (oldest dropped first).
+_CLEAN_MIN = 512
+_CLEAN_MAX = 4 << 20
+_CLEAN_KEEP = 64
+_clean: dict[str, None] = {}
+
+
+def _known_clean(text: str) -> bool:
+    if len(text) < _CLEAN_MIN:
+        return False
+    # A body written with a final newline added (append) is the text the entry point checked.
+    return text in _clean or (text.endswith("\n") and text[:-1] in _clean)
+
+
+def _remember_clean(text: str) -> None:
+    if _CLEAN_MIN <= len(text) <= _CLEAN_MAX:
+        _clean[text] = None
+        while len(_clean) > _CLEAN_KEEP:
+            try:
+                del _clean[next(iter(_clean))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread trimmed it first
+                break
+
+
 def scan_text(text: str, where: str = "text") -> list[SecretFinding]:
     """Suspected secrets in ``text``, in order of position; ``where`` labels every finding.
 
     HTML (the built site) is also scanned as its visible text, so a credential split across
-    syntax-highlighting spans or written with ``&quot;`` entities is still found.
+    syntax-highlighting spans or written with ``&quot;`` entities is still found. This is also
+    the call for a record file's whole text (frontmatter included: ``password: …`` in YAML is
+    an assignment like any other), with ``where`` naming the file.
     """
-    if not text:
+    if not text or _known_clean(text):
         return []
     variants = [text]
     if ("<" in text or "&" in text) and _HTML_HINT.search(text):
@@ -426,6 +454,8 @@ def scan_text(text: str, where: str = "text") -> list[SecretFinding]:
             seen.add((kind, line, secret))
             findings.append(SecretFinding(kind, where, line, mask_secret(secret)))
     findings.sort(key=lambda f: f.line)
+    if not findings:
+        _remember_clean(text)
     return findings
 
 
@@ -467,16 +497,25 @@ def _scan_node(node: Any, path: str, key: str | None, out: list[SecretFinding], 
     active.discard(id(node))
 
 
-def assert_no_secrets(body: str, frontmatter: Mapping[str, Any] | None = None) -> None:
-    """Raise :class:`SafetyViolation` naming the first finding if body or frontmatter holds one."""
+def scan_record(body: str, frontmatter: Mapping[str, Any] | None = None) -> list[SecretFinding]:
+    """Suspected secrets in a record's body (``where`` "body") and frontmatter."""
     findings = scan_text(body, where="body")
     if frontmatter:
         findings.extend(scan_frontmatter(frontmatter))
+    return findings
+
+
+def assert_no_secrets(body: str, frontmatter: Mapping[str, Any] | None = None, *, subject: str = "") -> None:
+    """Raise :class:`SafetyViolation` naming the first finding if body or frontmatter holds one.
+
+    ``subject`` (a record's path) is named in the message when given."""
+    findings = scan_record(body, frontmatter)
     if not findings:
         return
     more = len(findings) - 1
     suffix = f" and {more} more" if more else ""
+    target = f" {subject}" if subject else ""
     raise SafetyViolation(
-        f"refusing to write: {findings[0].describe()}{suffix}",
+        f"refusing to write{target}: {findings[0].describe()}{suffix}",
         details={"findings": [finding.to_dict() for finding in findings]},
     )
