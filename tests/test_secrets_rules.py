@@ -25,8 +25,7 @@ from hypothesis import strategies as st
 from memosite.errors import BuildError, SafetyViolation
 from memosite.mutation import mutation
 from memosite.schema import Record
-from memosite.secrets import assert_no_secrets, scan_record, scan_text
-from memosite.secrets import gitleaks
+from memosite.secrets import assert_no_secrets, gitleaks, scan_record, scan_text
 from memosite.secrets.goregex import UnsupportedPattern, translate
 from memosite.store import append_event, upsert_record
 from memosite.vault import Vault
@@ -121,7 +120,9 @@ def test_the_stored_run_gate_agrees_with_the_analysis_of_every_rule() -> None:
     computed = gitleaks.parse_rules(
         resources.files("memosite.secrets").joinpath(gitleaks.RULE_FILE).read_text(encoding="utf-8")
     )
-    assert sorted(rule.rule_id for rule in computed.rules if rule.needs_run) == gitleaks.source_info()["rulesNeedingRun"]
+    assert (
+        sorted(rule.rule_id for rule in computed.rules if rule.needs_run) == gitleaks.source_info()["rulesNeedingRun"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -259,7 +260,9 @@ def test_mutation_write_refuses_a_record_that_bypassed_the_entry_checks(vault: V
 
 def test_mutation_write_of_a_clean_record_still_writes(vault: Vault) -> None:
     path = vault.record_path("demo", "trap", "clean")
-    record = Record(frontmatter={"id": "clean", "kind": "trap", "project": "demo", "title": "ci"}, body="ok\n", path=path)
+    record = Record(
+        frontmatter={"id": "clean", "kind": "trap", "project": "demo", "title": "ci"}, body="ok\n", path=path
+    )
     with mutation(vault, "upsert trap:clean") as unit:
         unit.write(record, path)
     assert path.is_file()
@@ -294,7 +297,7 @@ CODE_ASSIGNMENTS = [
     "apiKey: process.env.STRIPE_KEY,",
     'password := r.FormValue("password")',
     "secret_key = secrets.token_urlsafe(32)",
-    "let secret = crypto.randomBytes(32).toString(\"hex\");",
+    'let secret = crypto.randomBytes(32).toString("hex");',
     "auth = HTTPBasicAuth(user, pw)",
 ]
 
@@ -322,7 +325,8 @@ def test_an_api_key_with_a_random_value_is_a_secret_even_when_the_value_says_sec
 
 
 @pytest.mark.parametrize(
-    "value", ["<your-api-key>", "xxxx", "xxxxxxxxxxxxxxxx", "changeme", "${API_KEY}", 'os.environ["API_KEY"]', "my-secret-key"]
+    "value",
+    ["<your-api-key>", "xxxx", "xxxxxxxxxxxxxxxx", "changeme", "${API_KEY}", 'os.environ["API_KEY"]', "my-secret-key"],
 )
 def test_an_api_key_placeholder_stays_allowed(value: str) -> None:
     assert scan_text(f"api_key = {value}") == []

@@ -266,6 +266,20 @@ def _scan_urls(text: str, out: _Findings) -> None:
             out.add(start, start + len(password), "credentials in URL", password)
 
 
+# curl's -u/--user USER:PASSWORD (gitleaks' rule wants a password of word characters only).
+_CURL_USER = re.compile(
+    r"""\bcurl\b[^\n]*?[ \t](?:-u|--user)(?:=|[ \t]+)"""
+    r"""(?P<q>['"]?)(?P<user>[^\s:'"]*):(?P<password>[^\s'"]+)(?P=q)(?=\s|$)"""
+)
+
+
+def _scan_curl(text: str, out: _Findings) -> None:
+    for match in _CURL_USER.finditer(text):
+        password = match.group("password")
+        if len(password) >= 4 and not is_placeholder(password) and not password.startswith("$"):
+            out.add(match.start("password"), match.end("password"), "curl user credentials", password)
+
+
 # --- Secret-named assignments ---------------------------------------------------------------------
 
 _KEY_NEEDLES = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "sig")
@@ -382,6 +396,8 @@ def _scan_one(text: str) -> list[Found]:
     _scan_tokens(text, runs, out)
     lowered = _lowered(text)
     _scan_gitleaks(text, lowered, bool(runs), out)
+    if "curl" in lowered:
+        _scan_curl(text, out)
     if ":AA" in text:
         _scan_telegram(text, out)
     if "://" in text:
