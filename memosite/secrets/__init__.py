@@ -425,7 +425,7 @@ def _strip_markup(text: str) -> str:
 # checked costs a dictionary look-up. Only long texts are kept (a short one scans in microseconds)
 # and only a few (oldest dropped first).
 _CLEAN_MIN = 512
-_CLEAN_MAX = 4 << 20
+_CLEAN_MAX = 256 << 10
 _CLEAN_KEEP = 64
 _clean: dict[str, None] = {}
 
