@@ -421,10 +421,14 @@ def _strip_markup(text: str) -> str:
     return html.unescape(no_tags)
 
 
+# No rule finds anything in fewer characters: an assignment is a key, an operator and a value of
+# 8 or more; every token and gitleaks secret is longer. Frontmatter keys and enum values stop here.
+_SHORTEST_FINDING = 10
+
 # Texts a scan found clean, so the unit of work's own scan of a record an entry point has just
 # checked costs a dictionary look-up. Only long texts are kept (a short one scans in microseconds)
 # and only a few (oldest dropped first).
-_CLEAN_MIN = 512
+_CLEAN_MIN = 256
 _CLEAN_MAX = 256 << 10
 _CLEAN_KEEP = 64
 _clean: dict[str, None] = {}
@@ -455,7 +459,7 @@ def scan_text(text: str, where: str = "text") -> list[SecretFinding]:
     the call for a record file's whole text (frontmatter included: ``password: …`` in YAML is
     an assignment like any other), with ``where`` naming the file.
     """
-    if not text or _known_clean(text):
+    if len(text) < _SHORTEST_FINDING or _known_clean(text):
         return []
     variants = [text]
     if ("<" in text or "&" in text) and _HTML_HINT.search(text):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 
 # The 300 most frequent letter pairs in the words of Python's standard library (identifiers,
 # comments, docstrings, split at case changes): 98 % of the pairs in English-like code text, 44 %
@@ -256,6 +257,7 @@ AUTHORIZATION = "authorization header"
 AWS_SECRET_KEY = "AWS secret access key"
 
 
+@lru_cache(maxsize=4096)  # frontmatter and config keys repeat from record to record
 def secret_key_kind(key: str) -> str | None:
     """The kind of secret a key names (``DB_PASSWORD`` → password), or None for other keys.
 
