@@ -44,16 +44,22 @@ def main() -> int:
     parser.add_argument("--commit", default="", help="the gitleaks commit the file comes from")
     parser.add_argument("--licence", help="path or URL of gitleaks' LICENSE (kept as gitleaks.LICENSE)")
     parser.add_argument("--allow-skips", action="store_true", help="accept rules Python's re cannot run")
+    parser.add_argument("--into", type=Path, default=TARGET, help="folder to write (default: memosite/secrets)")
     args = parser.parse_args()
 
-    text = read_source(args.source)
+    try:
+        text = read_source(args.source)
+        licence = read_source(args.licence) if args.licence else None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        sys.stderr.write(f"error: cannot read {args.source}: {exc}\n")
+        return 1
     found = _VERSION.search(args.source.replace("\\", "/"))
     version = args.version or (f"v{found.group(1)}" if found else "")
     if not version:
         parser.error("give --version: no vX.Y.Z in the source's name")
     try:
         rules = gitleaks.parse_rules(text, version)
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(f"error: not a gitleaks rule file: {exc}\n")
         return 1
     broken = []
@@ -71,9 +77,10 @@ def main() -> int:
         sys.stderr.write("refusing the update (pass --allow-skips to leave those rules out)\n")
         return 1
 
-    (TARGET / gitleaks.RULE_FILE).write_text(text, encoding="utf-8", newline="")
-    if args.licence:
-        (TARGET / "gitleaks.LICENSE").write_text(read_source(args.licence), encoding="utf-8", newline="")
+    target: Path = args.into
+    (target / gitleaks.RULE_FILE).write_text(text, encoding="utf-8", newline="")
+    if licence is not None:
+        (target / "gitleaks.LICENSE").write_text(licence, encoding="utf-8", newline="")
     info = {
         "project": "gitleaks",
         "file": "config/gitleaks.toml",
@@ -81,10 +88,13 @@ def main() -> int:
         "commit": args.commit,
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "licence": "MIT (gitleaks.LICENSE)",
-        "source": args.source if args.source.startswith(("https://", "http://")) else Path(args.source).name,
+        # A local copy is named by the upstream release it is a copy of.
+        "source": args.source
+        if args.source.startswith(("https://", "http://"))
+        else f"https://github.com/gitleaks/gitleaks/blob/{version}/config/gitleaks.toml",
         "rulesNeedingRun": sorted(rule.rule_id for rule in rules.rules if rule.needs_run),
     }
-    (TARGET / gitleaks.SOURCE_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    (target / gitleaks.SOURCE_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     sys.stdout.write(f"gitleaks {version}: {len(rules.rules)} rules loaded, {len(rules.skipped)} left out\n")
     for rule_id, why in rules.skipped:
         sys.stdout.write(f"  left out {rule_id}: {why}\n")

@@ -11,6 +11,8 @@ import json
 import random
 import re
 import string
+import subprocess
+import sys
 import tomllib
 import uuid
 import warnings
@@ -403,3 +405,68 @@ def test_an_agent_reading_a_record_with_a_hand_planted_secret_still_gets_it_and_
     found = get_record(vault, "demo", record_id=result.id, session_id="agent-session-1")
     assert found.id == result.id
     assert path.read_text(encoding="utf-8") == planted  # no hit was written into the file
+
+
+# --- the update script ----------------------------------------------------------------------------
+
+UPDATE_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "update_gitleaks_rules.py"
+
+
+def _update(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(UPDATE_SCRIPT), *args], capture_output=True, text=True, encoding="utf-8", check=False
+    )
+
+
+def _upstream_copy(folder: Path, extra: str = "") -> Path:
+    source = folder / "gitleaks-v9.9.9" / "config" / "gitleaks.toml"
+    source.parent.mkdir(parents=True)
+    text = resources.files("memosite.secrets").joinpath(gitleaks.RULE_FILE).read_text(encoding="utf-8")
+    source.write_text(text + extra, encoding="utf-8", newline="")
+    return source
+
+
+def test_update_script_vendors_the_file_unmodified_and_prints_its_version(tmp_path: Path) -> None:
+    import hashlib
+
+    source = _upstream_copy(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = _update(str(source), "--commit", "0" * 40, "--into", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("gitleaks v9.9.9: 216 rules loaded, 6 left out")
+    assert (out / gitleaks.RULE_FILE).read_bytes() == source.read_bytes()
+    info = json.loads((out / gitleaks.SOURCE_FILE).read_text(encoding="utf-8"))
+    assert info["version"] == "v9.9.9" and info["commit"] == "0" * 40
+    assert info["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert info["rulesNeedingRun"] == gitleaks.source_info()["rulesNeedingRun"]
+
+
+@pytest.mark.parametrize("bad", ["missing.toml", "not-toml"])
+def test_update_script_refuses_what_it_cannot_read_in_one_line_and_writes_nothing(bad: str, tmp_path: Path) -> None:
+    source = tmp_path / "gitleaks-v1.0.0.toml"
+    if bad == "not-toml":
+        source.write_text("rules = [[[ ünïcödé 🚫", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = _update(str(source), "--into", str(out))
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_update_script_refuses_a_rule_python_cannot_run_unless_told_to_leave_it_out(tmp_path: Path) -> None:
+    rule = "\n[[rules]]\nid = \"letters-only\"\nregex = '''\\pL{40}'''\nkeywords = [\"letters\"]\n"
+    source = _upstream_copy(tmp_path, rule)
+    out = tmp_path / "out"
+    out.mkdir()
+    refused = _update(str(source), "--into", str(out))
+    assert refused.returncode == 1 and "letters-only" in refused.stderr and list(out.iterdir()) == []
+    accepted = _update(str(source), "--into", str(out), "--allow-skips")
+    assert accepted.returncode == 0 and "left out letters-only" in accepted.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["a.toml", "b.toml"], ["a.toml", "--no-such-option"]])
+def test_update_script_wrong_or_extra_arguments_exit_with_usage(args: list[str]) -> None:
+    result = _update(*args)
+    assert result.returncode == 2 and "usage:" in result.stderr and "Traceback" not in result.stderr
