@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -65,21 +66,21 @@ def _text_of(family: str) -> str:
 # --- gitleaks' rule set ------------------------------------------------------------------------
 
 
-def _upstream() -> dict[str, object]:
+def _upstream() -> dict[str, Any]:
     text = resources.files("memosite.secrets").joinpath(gitleaks.RULE_FILE).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 
 def test_every_upstream_rule_regex_compiles_in_python() -> None:
     config = _upstream()
-    patterns = [rule["regex"] for rule in config["rules"] if "regex" in rule]  # type: ignore[index, union-attr]
+    patterns = [rule["regex"] for rule in config["rules"] if "regex" in rule]
     patterns += [
         regex
-        for rule in config["rules"]  # type: ignore[union-attr]
+        for rule in config["rules"]
         for allowlist in rule.get("allowlists", ())
         for regex in allowlist.get("regexes", ())
     ]
-    patterns += config["allowlist"]["regexes"]  # type: ignore[index, call-overload]
+    patterns += config["allowlist"]["regexes"]
     assert len(patterns) > 200
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # Python's "possible nested set" warning counts as a failure
@@ -99,7 +100,7 @@ def test_only_rules_scoped_to_other_file_types_and_the_generic_rule_are_left_out
         "nuget-config-password",
     }
     assert not [why for why in skipped.values() if "no Python equivalent" in why]
-    assert len(rules.rules) + len(rules.skipped) == len(_upstream()["rules"])  # type: ignore[arg-type]
+    assert len(rules.rules) + len(rules.skipped) == len(_upstream()["rules"])
     for rule in rules.rules:
         assert rule.pattern.pattern  # every loaded rule compiles
 
