@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import tomllib
 from collections import Counter
@@ -103,7 +104,7 @@ class RuleSet:
     allowlists: tuple[Allowlist, ...]
     skipped: tuple[tuple[str, str], ...]  # (rule id, reason)
     keyword_pattern: re.Pattern[str]  # every keyword, in lower case
-    short_keywords: tuple[str, ...]  # keywords of the rules that need no run (a dozen)
+    short_keywords: tuple[tuple[str, tuple[str, ...]], ...]  # (shared prefix, keywords) of rules needing no run
     by_keyword: dict[str, tuple[int, ...]]  # keyword → indexes into ``rules``
 
     def candidates(self, lowered: str, has_run: bool) -> list[Rule]:
@@ -111,11 +112,12 @@ class RuleSet:
         if has_run:
             found = {match.group() for match in self.keyword_pattern.finditer(lowered)}
         else:
-            # A dozen substring tests beat one regex pass over text that is mostly these letters.
+            # Ten substring tests (keywords grouped by a shared prefix: "xox" for xoxa, xoxo, …)
+            # beat one regex pass over text that is mostly the letters these keywords start with.
             found = set()
-            for keyword in self.short_keywords:
-                if keyword in lowered:
-                    found.add(keyword)
+            for prefix, keywords in self.short_keywords:
+                if prefix in lowered:
+                    found.update(keyword for keyword in keywords if keyword in lowered)
         if not found:
             return []
         chosen: set[int] = set()
@@ -203,7 +205,7 @@ def parse_rules(text: str, version: str = "", needing_run: frozenset[str] | None
         allowlists=_allowlists([global_list] if isinstance(global_list, dict) else config.get("allowlists", ())),
         skipped=tuple(skipped),
         keyword_pattern=_keyword_regex(by_keyword),
-        short_keywords=tuple(sorted(short)),
+        short_keywords=_grouped_by_prefix(short),
         by_keyword={keyword: tuple(sorted(indexes)) for keyword, indexes in by_keyword.items()},
     )
 
@@ -266,6 +268,14 @@ def _matches(rules: RuleSet, candidates: list[Rule], text: str) -> Iterator[tupl
 
 
 # --- Building the gates ---------------------------------------------------------------------------
+
+
+def _grouped_by_prefix(keywords: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Keywords grouped by their first three characters, each group under its longest shared prefix."""
+    groups: dict[str, list[str]] = {}
+    for keyword in sorted(keywords):
+        groups.setdefault(keyword[:3], []).append(keyword)
+    return tuple((os.path.commonprefix(group), tuple(group)) for group in groups.values())
 
 
 def _keyword_regex(keywords: Iterable[str]) -> re.Pattern[str]:
