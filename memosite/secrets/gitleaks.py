@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import tomllib
 from collections import Counter
@@ -275,7 +274,15 @@ def _grouped_by_prefix(keywords: Iterable[str]) -> tuple[tuple[str, tuple[str, .
     groups: dict[str, list[str]] = {}
     for keyword in sorted(keywords):
         groups.setdefault(keyword[:3], []).append(keyword)
-    return tuple((os.path.commonprefix(group), tuple(group)) for group in groups.values())
+    return tuple((_shared_prefix(group), tuple(group)) for group in groups.values())
+
+
+def _shared_prefix(words: list[str]) -> str:
+    first, last = min(words), max(words)
+    size = 0
+    while size < len(first) and first[size] == last[size]:
+        size += 1
+    return first[:size]
 
 
 def _keyword_regex(keywords: Iterable[str]) -> re.Pattern[str]:
