@@ -17,6 +17,7 @@ import json
 import random
 import string
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,28 @@ def b64(rng: random.Random, nbytes: int, *, urlsafe: bool = False, pad: bool = T
     raw = rng.randbytes(nbytes)
     text = (base64.urlsafe_b64encode(raw) if urlsafe else base64.b64encode(raw)).decode()
     return text if pad else text.rstrip("=")
+
+
+BASE62 = DIGITS + UPPER + LOWER
+
+
+def _base62(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, rest = divmod(number, 62)
+        digits.append(BASE62[rest])
+    return "".join(reversed(digits))
+
+
+def _checksummed(prefix: str, size: int = 30) -> Callable[[random.Random], str]:
+    """GitHub's format (also npm's): 30 random base62 characters and the CRC32 of them, in 6 base62
+    digits (GitHub blog, "Behind GitHub's new authentication token formats", 2021-04-05)."""
+
+    def make(rng: random.Random) -> str:
+        body = rnd(rng, size, BASE62)
+        return prefix + body + _base62(zlib.crc32(body.encode()), 6)
+
+    return make
 
 
 def _jwt(rng: random.Random) -> str:
@@ -130,10 +153,10 @@ FAMILIES: tuple[Family, ...] = (
         "aws_session_token = {}",
         "AWS_SESSION_TOKEN={}",
     ),
-    _f("GitHub classic token", lambda r: "ghp_" + rnd(r, 36)),
-    _f("GitHub OAuth token", lambda r: "gho_" + rnd(r, 36)),
-    _f("GitHub user-to-server token", lambda r: "ghu_" + rnd(r, 36)),
-    _f("GitHub app installation token", lambda r: "ghs_" + rnd(r, 36)),
+    _f("GitHub classic token", _checksummed("ghp_")),
+    _f("GitHub OAuth token", _checksummed("gho_")),
+    _f("GitHub user-to-server token", _checksummed("ghu_")),
+    _f("GitHub app installation token", _checksummed("ghs_")),
     _f("GitHub refresh token", lambda r: "ghr_" + rnd(r, 76)),
     _f("GitHub fine-grained token", lambda r: "github_pat_" + rnd(r, 22) + "_" + rnd(r, 59)),
     _f("GitLab personal token", lambda r: "glpat-" + rnd(r, 20, B64URL)),
@@ -205,7 +228,7 @@ FAMILIES: tuple[Family, ...] = (
         ),
     ),
     _f("Azure AD client secret", lambda r: rnd(r, 3, ALNUM) + str(r.randint(0, 9)) + "Q~" + rnd(r, 34, B64URL + "~.")),
-    _f("npm token", lambda r: "npm_" + rnd(r, 36)),
+    _f("npm token", _checksummed("npm_")),
     _f("PyPI token", lambda r: "pypi-AgEIcHlwaS5vcmc" + rnd(r, 120, B64URL)),
     _f("JSON Web Token", _jwt),
     _f("RSA private key", _pem("RSA PRIVATE KEY")),
@@ -296,8 +319,156 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _f("Datadog API key", lambda r: rnd(r, 32, HEX), "DD_API_KEY={}", "datadog:\n  api_key: {}\n"),
     _f("Cloudflare API token", lambda r: rnd(r, 40, B64URL), "CLOUDFLARE_API_TOKEN={}", 'cf_api_token = "{}"'),
+    # The nine families issue 21's security pass found passing every write path.
+    _f("Google OAuth access token", lambda r: "ya29.a0" + rnd(r, r.randint(140, 220), B64URL)),
+    _f("Google OAuth refresh token", lambda r: "1//0" + rnd(r, 1, "4g") + rnd(r, r.randint(95, 100), B64URL)),
+    _f("GitLab runner registration token", lambda r: "GR1348941" + rnd(r, 20, B64URL)),
+    _f(
+        "curl basic credentials",
+        lambda r: rnd(r, r.randint(12, 24), ALNUM + "!#%+=~"),
+        "curl -u deploy:{} https://ci.acme.io/api/v4/jobs",
+        "curl --user 'svc-bot:{}' -X POST https://hooks.acme.io/x",
+        'curl -sS -u "ci:{}" https://artifacts.acme.io/repo/',
+    ),
+    _f(
+        "X (Twitter) app bearer token",
+        lambda r: "A" * 22 + rnd(r, 19, DIGITS) + "%2F" + rnd(r, 30) + "%3D" + rnd(r, 50),
+    ),
+    _f(
+        "Dynatrace API token",
+        lambda r: "dt0c01." + rnd(r, 24, UPPER + DIGITS) + "." + rnd(r, 64, UPPER + DIGITS),
+    ),
+    _f("Netlify access token", lambda r: "nfp_" + rnd(r, 36)),
+    _f("Sourcegraph access token", lambda r: "sgp_" + rnd(r, 16, HEX) + "_" + rnd(r, 40, HEX)),
+    _f("Artifactory API key", lambda r: "AKCp" + rnd(r, 69)),
     _f(BARE_BASE64, lambda r: b64(r, r.choice([30, 32, 48, 64])), *NEUTRAL_CONTEXTS[:4]),
 )
+
+# Where each family's format is documented: the provider's own page (title as published) or, for
+# generic shapes, the standard. The generators above follow these documents, not any scanner's
+# rule: prefix, alphabet and length as documented, the checksum where one is documented (GitHub,
+# npm), the structure where one is (JWT, PEM, URLs, connection strings).
+DOCUMENTED_AT: dict[str, str] = {
+    "AWS access key id": "AWS IAM User Guide, 'Understanding unique ID prefixes' (AKIA: access key, 20 chars)",
+    "AWS temporary access key id": "AWS IAM User Guide, 'Understanding unique ID prefixes' (ASIA: temporary key)",
+    "AWS secret access key": "AWS IAM User Guide, 'Managing access keys' (40-character secret access key)",
+    "AWS session token": "AWS STS API Reference, 'Credentials' (SessionToken)",
+    "GitHub classic token": "GitHub blog 2021-04-05 'Behind GitHub's new authentication token formats' (ghp_, CRC32)",
+    "GitHub OAuth token": "GitHub blog 2021-04-05 'Behind GitHub's new authentication token formats' (gho_)",
+    "GitHub user-to-server token": "GitHub blog 2021-04-05 'Behind GitHub's new authentication token formats' (ghu_)",
+    "GitHub app installation token": "GitHub blog 2021-04-05 'Behind GitHub's new authentication token formats' (ghs_)",
+    "GitHub refresh token": "GitHub Docs, 'Refreshing user access tokens' (ghr_)",
+    "GitHub fine-grained token": "GitHub Docs, 'Managing your personal access tokens' (github_pat_)",
+    "GitLab personal token": "GitLab Docs, 'Token overview: GitLab token prefixes' (glpat-)",
+    "GitLab deploy token": "GitLab Docs, 'Token overview: GitLab token prefixes' (gldt-)",
+    "GitLab runner token": "GitLab Docs, 'Token overview: GitLab token prefixes' (glrt-)",
+    "GitLab pipeline trigger token": "GitLab Docs, 'Token overview: GitLab token prefixes' (glptt-)",
+    "GitLab OAuth app secret": "GitLab Docs, 'Token overview: GitLab token prefixes' (gloas-)",
+    "GitLab runner registration token": "GitLab Docs, 'Token overview: GitLab token prefixes' (GR1348941)",
+    "Slack bot token": "Slack API docs, 'Token types' (xoxb-)",
+    "Slack user token": "Slack API docs, 'Token types' (xoxp-)",
+    "Slack app token": "Slack API docs, 'Token types' (xapp-, app-level token)",
+    "Slack webhook": "Slack API docs, 'Sending messages using incoming webhooks'",
+    "Stripe live secret key": "Stripe Docs, 'API keys' (sk_live_)",
+    "Stripe restricted key": "Stripe Docs, 'API keys: restricted API keys' (rk_live_)",
+    "Stripe test secret key": "Stripe Docs, 'API keys' (sk_test_)",
+    "Stripe webhook secret": "Stripe Docs, 'Check the webhook signatures' (whsec_)",
+    "Google API key": "Google Cloud Docs, 'Manage API keys' (AIza, 39 chars)",
+    "Google OAuth client secret": "Google Cloud Docs, 'Client secret format change' (GOCSPX-)",
+    "Google OAuth access token": "Google Identity docs, 'Using OAuth 2.0 to access Google APIs' (ya29. access tokens)",
+    "Google OAuth refresh token": "Google Identity docs, 'OAuth 2.0 for web server apps': token responses (1//0…)",
+    "OpenAI legacy key": "OpenAI API reference, 'Authentication' (sk-, with the T3BlbkFJ marker)",
+    "OpenAI project key": "OpenAI Help Center, 'Project API keys' (sk-proj-)",
+    "OpenAI service account key": "OpenAI Help Center, 'Service accounts' (sk-svcacct-)",
+    "OpenAI admin key": "OpenAI API reference, 'Administration: admin API keys' (sk-admin-)",
+    "Anthropic API key": "Anthropic API docs, 'Getting started: authentication' (sk-ant-api03-)",
+    "Anthropic admin key": "Anthropic API docs, 'Admin API' (sk-ant-admin01-)",
+    "Hugging Face token": "Hugging Face Hub docs, 'User access tokens' (hf_)",
+    "Hugging Face org token": "Hugging Face Hub docs, 'Organization API tokens' (api_org_)",
+    "SendGrid API key": "Twilio SendGrid docs, 'API keys' (SG.<22>.<43>)",
+    "Twilio API key": "Twilio docs, 'API keys' (SK + 32 hex SID)",
+    "Twilio auth token": "Twilio docs, 'Auth tokens and how to change them' (32 hex)",
+    "Shopify access token": "Shopify dev docs, 'Access tokens' (shpat_)",
+    "Shopify custom app token": "Shopify dev docs, 'Custom apps' (shpca_)",
+    "Shopify private app token": "Shopify dev docs, 'Private apps' (shppa_)",
+    "Shopify shared secret": "Shopify dev docs, 'App credentials' (shpss_)",
+    "DigitalOcean token": "DigitalOcean docs, 'How to create a personal access token' (dop_v1_)",
+    "DigitalOcean OAuth token": "DigitalOcean API docs, 'OAuth' (doo_v1_)",
+    "DigitalOcean refresh token": "DigitalOcean API docs, 'OAuth' (dor_v1_)",
+    "Mailgun API key": "Mailgun docs, 'API keys' (key- + 32 hex)",
+    "Mailchimp API key": "Mailchimp Marketing API, 'Quick start' (32 hex + -usN data centre)",
+    "Telegram bot token": "Telegram Bot API, 'Authorizing your bot' (<bot id>:<35 chars>)",
+    "Azure storage connection string": "Azure Storage docs, 'Configure a connection string'",
+    "Azure storage account key": "Azure Storage docs, 'Manage storage account access keys' (64-byte base64)",
+    "Azure SAS token": "Azure Storage docs, 'Create a service SAS' (sv, sig parameters)",
+    "Azure AD client secret": "Microsoft identity platform docs, 'Add a client secret' (…Q~… format)",
+    "npm token": "GitHub blog 2021-09 'npm access tokens' / npm Docs, 'About access tokens' (npm_, CRC32)",
+    "PyPI token": "PyPI help, 'API tokens' (pypi- macaroon)",
+    "JSON Web Token": "RFC 7519, JSON Web Token",
+    "RSA private key": "RFC 7468, textual encodings of PKIX structures (PEM)",
+    "EC private key": "RFC 5915, Elliptic Curve Private Key Structure; RFC 7468",
+    "OpenSSH private key": "OpenSSH PROTOCOL.key, 'openssh-key-v1' format",
+    "PKCS#8 private key": "RFC 5208 (PKCS #8); RFC 7468",
+    "encrypted private key": "RFC 5958 EncryptedPrivateKeyInfo; RFC 7468",
+    "DSA private key": "RFC 7468; OpenSSL 'DSA PRIVATE KEY' PEM",
+    "PGP private key block": "RFC 4880 section 6.2, ASCII armor (PGP PRIVATE KEY BLOCK)",
+    "service account JSON private key": "Google Cloud IAM docs, 'Create and delete service account keys' (JSON)",
+    "credentials in URL": "RFC 3986 section 3.2.1, user information in a URI",
+    "curl basic credentials": "curl manual, '-u, --user <user:password>'",
+    "Discord bot token": "Discord developer docs, 'Reference: authentication' (bot token: id.timestamp.hmac)",
+    "Discord webhook": "Discord developer docs, 'Webhook resource: execute webhook'",
+    "Square access token": "Square developer docs, 'Access tokens' (EAAA)",
+    "Square OAuth secret": "Square developer docs, 'OAuth API' (sq0csp-)",
+    "Braintree access token": "Braintree docs, 'Access tokens' (access_token$production$…)",
+    "Heroku API key": "Heroku Dev Center, 'Heroku CLI authentication' (HRKU- tokens)",
+    "Heroku legacy API key": "Heroku Dev Center, 'Heroku CLI authentication' (UUID API key)",
+    "Atlassian API token": "Atlassian support, 'Manage API tokens for your Atlassian account' (ATATT3)",
+    "Linear API key": "Linear developers, 'Authentication: personal API keys' (lin_api_)",
+    "Notion integration token": "Notion developers, 'Authorization' (ntn_ tokens since 2024)",
+    "Notion legacy token": "Notion developers, 'Authorization' (secret_ tokens before 2024)",
+    "Postman API key": "Postman docs, 'Generate a Postman API key' (PMAK-)",
+    "Databricks token": "Databricks docs, 'Personal access token authentication' (dapi)",
+    "Doppler token": "Doppler docs, 'Token formats' (dp.pt., dp.st., …)",
+    "Dropbox token": "Dropbox developers, 'OAuth guide' (sl. short-lived tokens)",
+    "Grafana cloud token": "Grafana Cloud docs, 'Access policies: tokens' (glc_)",
+    "Grafana service account token": "Grafana docs, 'Service account tokens' (glsa_)",
+    "New Relic user key": "New Relic docs, 'API keys: user key' (NRAK-)",
+    "Sentry user token": "Sentry docs, 'Auth tokens' (sntryu_)",
+    "HashiCorp Vault token": "Vault docs, 'Tokens: token prefixes' (hvs.)",
+    "Pulumi token": "Pulumi docs, 'Access tokens' (pul-)",
+    "Terraform Cloud token": "HCP Terraform docs, 'API tokens' (<id>.atlasv1.<secret>)",
+    "age secret key": "age specification (C2SP), 'X25519 recipient type' (AGE-SECRET-KEY-1, Bech32)",
+    "Supabase token": "Supabase docs, 'Management API: access tokens' (sbp_)",
+    "Groq API key": "GroqCloud docs, 'API keys' (gsk_)",
+    "Replicate token": "Replicate docs, 'API tokens' (r8_)",
+    "Perplexity API key": "Perplexity API docs, 'Getting started' (pplx-)",
+    "xAI API key": "xAI docs, 'API keys' (xai-)",
+    "Facebook access token": "Meta for Developers, 'Access tokens' (EAA…)",
+    "Firebase FCM server key": "Firebase docs, 'Legacy server key' (AAAA…:APA91b…)",
+    "Mapbox secret token": "Mapbox docs, 'Access tokens: token format' (sk.eyJ…)",
+    "Alibaba access key id": "Alibaba Cloud docs, 'Create an AccessKey pair' (LTAI)",
+    "Tencent secret id": "Tencent Cloud docs, 'API key management' (AKID)",
+    "PlanetScale token": "PlanetScale docs, 'Service tokens' (pscale_tkn_)",
+    "Prefect API key": "Prefect docs, 'Manage API keys' (pnu_)",
+    "RubyGems API key": "RubyGems guides, 'API key scopes' (rubygems_)",
+    "Bitbucket app password": "Bitbucket Cloud docs, 'App passwords' (ATBB)",
+    "Figma token": "Figma developers, 'Personal access tokens' (figd_)",
+    "CircleCI token": "CircleCI docs, 'Managing API tokens' (CCIPAT_)",
+    "1Password service account token": "1Password developer docs, 'Service accounts' (ops_eyJ…)",
+    "X (Twitter) app bearer token": "X developer platform, 'OAuth 2.0 Bearer Token (app-only)' (AAAA… URL-encoded)",
+    "Dynatrace API token": "Dynatrace docs, 'Access tokens: token format' (dt0c01.<public>.<secret>)",
+    "Netlify access token": "Netlify docs, 'Personal access tokens' (nfp_)",
+    "Sourcegraph access token": "Sourcegraph docs, 'Access tokens: token format' (sgp_<instance>_<40 hex>)",
+    "Artifactory API key": "JFrog docs, 'API key' (AKCp, 73 characters)",
+    "authorization header (bearer)": "RFC 6750 section 2.1, the Authorization request header field",
+    "authorization header (basic)": "RFC 7617, the Basic HTTP authentication scheme",
+    "Docker registry auth": "Docker docs, 'docker login: credentials store' (config.json auths.auth)",
+    "npmrc auth token": "npm Docs, '.npmrc: auth-related configuration' (_authToken)",
+    "Rails secret key base": "Rails guides, 'Securing Rails applications: custom credentials' (secret_key_base)",
+    "Datadog API key": "Datadog docs, 'API and application keys' (32 hex)",
+    "Cloudflare API token": "Cloudflare docs, 'Create API token' (40 characters)",
+    BARE_BASE64: "detect-secrets' high-entropy base64 fixtures: a random key written down alone",
+}
 
 
 # --- Assignments: random values behind secret-named keys -----------------------------------------
@@ -509,6 +680,18 @@ LOOKALIKE_CONTEXTS: dict[str, tuple[Callable[[random.Random], str], tuple[str, .
         lambda r: r.choice(["sha256-", "sha384-", "sha512-", "h1:"]) + b64(r, r.choice([32, 48, 64])),
         ('integrity="{}"', '"integrity": "{}"', "github.com/x/y v1.2.3 {}", "{}"),
     ),
+    "base64 image (data URI)": (
+        lambda r: (
+            "data:image/"
+            + r.choice(["png", "jpeg", "gif", "webp"])
+            + ";base64,"
+            + base64.b64encode(
+                r.choice([b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff\xe0", b"GIF89a", b"RIFF"])
+                + r.randbytes(r.randint(40, 600))
+            ).decode()
+        ),
+        ("![diagram]({})", '<img src="{}" alt="chart">', "{}", "background: url({});"),
+    ),
     "public key": (
         lambda r: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + b64(r, 32, pad=False)[:43] + " dev@laptop",
         ("{}", "authorized_keys:\n  - {}\n"),
@@ -585,6 +768,20 @@ CODE = (
     "const apiKey = useApiKey();",
     "self.secret = secret",
     "password = hash_password(raw_password, salt)",
+    # Issue 21: an assignment of a call, an attribute or an expression is code, not a password.
+    "pwd = os.getcwd()",
+    "password = get_password()",
+    'token = request.headers["X-Request-Token"]',
+    'secret = os.environ["SECRET"]',
+    "api_key = settings.API_KEY",
+    'token = f"Bearer {token}"',
+    'url = f"{base}/v1/items?api_key={api_key}"',
+    'passwd = cfg.get("db", "password")',
+    "secret = base64.b64encode(os.urandom(32)).decode()",
+    "token = obj?.auth?.accessToken()",
+    'let secret = crypto.randomBytes(32).toString("hex");',
+    "PASSWORD = os.getenv('PGPASSWORD') or prompt()",
+    "key = Fernet.generate_key()",
 )
 
 PLACEHOLDER_VALUES = (

@@ -37,6 +37,7 @@ from memosite.indexing import (
 from memosite.interrupts import held_after_change, note_change
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
+from memosite.secrets import assert_no_secrets
 from memosite.vault import ACCEPTED_SUFFIX, Tombstone, Vault, atomic_write_text, warn
 from memosite.workspace import check_vault_placement
 
@@ -69,7 +70,9 @@ class Mutation:
         """Write ``record`` to ``path`` atomically and index it (the views follow at the end).
 
         ``text`` is the file's content when it is not ``serialize_record(record)`` (a hit rewrites
-        only the hit fields of the file as it was)."""
+        only the hit fields of the file as it was). A record holding a secret is refused with
+        SafetyViolation before anything changes, whichever path brought it here."""
+        assert_no_secrets(record.body, record.frontmatter, subject=path.name)
         path = writable_target(self.vault, path)
         relative = self.vault.relative(path)
         project = _project_of(relative)

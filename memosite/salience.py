@@ -179,7 +179,7 @@ def record_hits(
     counts. Unknown or unreadable ids are skipped. ``updated`` is left alone: a hit is not an edit.
     All the hits of one call are one unit of work (one commit).
     """
-    from memosite.errors import InvalidRecord, StorageError
+    from memosite.errors import InvalidRecord, SafetyViolation, StorageError
     from memosite.lookup import locate_record
     from memosite.mutation import mutation
 
@@ -209,7 +209,15 @@ def record_hits(
                 record.frontmatter["hits"] = hits
                 record.frontmatter["lastHit"] = now_iso
                 unit.write(record, path, text=_hit_text(path, hits, now_iso))
-            except (RecordNotFound, InvalidArguments, InvalidRecord, StorageError, OSError, UnicodeDecodeError) as exc:
+            except (
+                RecordNotFound,
+                InvalidArguments,
+                InvalidRecord,
+                SafetyViolation,
+                StorageError,
+                OSError,
+                UnicodeDecodeError,
+            ) as exc:
                 warn(f"hit not counted for {record_id}: {getattr(exc, 'message', exc)}")
                 continue
             counted.append(record_id)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -444,23 +442,3 @@ def test_scanning_arbitrary_text_never_fails(text: str) -> None:
     for finding in scan_text(text):
         assert finding.preview.endswith("…")
         assert finding.line >= 1
-
-
-# --- Speed --------------------------------------------------------------------------------------
-
-
-def test_scanning_a_10kb_note_is_fast() -> None:
-    paragraph = (
-        "The API token rotation policy is in docs/auth.md; see commit 3f9a2b1 and "
-        "https://github.com/org/repo. The password reset handler lives in auth.py. "
-        f"Run {uuid.UUID(int=7)} finished at {datetime(2024, 5, 1, tzinfo=UTC).isoformat()}.\n"
-    )
-    body = (paragraph * (10_240 // len(paragraph) + 1))[:10_240]
-    scan_text(body)
-    runs = 50
-    started = time.perf_counter()
-    for _ in range(runs):
-        assert scan_text(body) == []
-    per_scan = (time.perf_counter() - started) / runs
-    # The budget is well under 1 ms; the bound is loose so a busy CI box does not flake.
-    assert per_scan < timedelta(milliseconds=5).total_seconds()

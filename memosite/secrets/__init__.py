@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memosite.errors import SafetyViolation
+from memosite.secrets import gitleaks
 from memosite.secrets.providers import INNER_RULES, RULES_BY_HEAD
 from memosite.secrets.values import (
     AUTHORIZATION,
@@ -40,7 +41,7 @@ from memosite.secrets.values import (
     shannon_entropy,
 )
 
-__all__ = ["SecretFinding", "assert_no_secrets", "mask_secret", "scan_frontmatter", "scan_text"]
+__all__ = ["SecretFinding", "assert_no_secrets", "mask_secret", "scan_frontmatter", "scan_record", "scan_text"]
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,8 @@ def _runs(marks: bytes) -> list[tuple[int, int]]:
     return spans
 
 
-def _scan_tokens(text: str, marks: bytes, out: _Findings) -> None:
-    for begin, end in _runs(marks):
+def _scan_tokens(text: str, runs: list[tuple[int, int]], out: _Findings) -> None:
+    for begin, end in runs:
         chunk = text[begin:end]
         starts = [begin]
         if begin and text[begin - 1] == "\\" and chunk[0] in "nrt":
@@ -203,6 +204,27 @@ def _scan_telegram(text: str, out: _Findings) -> None:
     for match in _TELEGRAM.finditer(text):
         if not is_placeholder(match.group()[match.group().index(":") + 3 :]):
             out.add(match.start(), match.end(), "Telegram bot token", match.group())
+
+
+# --- gitleaks' rules ------------------------------------------------------------------------------
+
+# An identifier standing alone (a commit, a UUID, a digest) is what notes are full of; a gitleaks
+# rule that would take one with no key in front of it (Sourcegraph's bare 40-hex alternative,
+# tried whenever a note names Sourcegraph) is overruled here.
+_BARE_IDENTIFIER = re.compile(
+    r"[0-9a-f]{7,40}|[0-9a-f]{64}|[0-9a-f]{96}|[0-9a-f]{128}|[0-9A-F]{40}|[0-9A-F]{64}"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_KEY_BEFORE = re.compile(r"[=:>,]\s*[\"'`]?\s*$")
+
+
+def _scan_gitleaks(text: str, lowered: str, has_run: bool, out: _Findings) -> None:
+    for start, end, kind, secret in gitleaks.find(gitleaks.rule_set(), text, lowered, has_run):
+        if not out.free(start, end) or is_placeholder(secret) or looks_wordy(secret):
+            continue  # "ASIAPACIFICSOUTHEAST" is a region's name in capitals, not a key id
+        if _BARE_IDENTIFIER.fullmatch(secret) and not _KEY_BEFORE.search(text, max(0, start - 8), start):
+            continue
+        out.add(start, end, kind, secret)
 
 
 # --- Credentials in URLs --------------------------------------------------------------------------
@@ -244,6 +266,20 @@ def _scan_urls(text: str, out: _Findings) -> None:
             out.add(start, start + len(password), "credentials in URL", password)
 
 
+# curl's -u/--user USER:PASSWORD (gitleaks' rule wants a password of word characters only).
+_CURL_USER = re.compile(
+    r"""\bcurl\b[^\n]*?[ \t](?:-u|--user)(?:=|[ \t]+)"""
+    r"""(?P<q>['"]?)(?P<user>[^\s:'"]*):(?P<password>[^\s'"]+)(?P=q)(?=\s|$)"""
+)
+
+
+def _scan_curl(text: str, out: _Findings) -> None:
+    for match in _CURL_USER.finditer(text):
+        password = match.group("password")
+        if len(password) >= 4 and not is_placeholder(password) and not password.startswith("$"):
+            out.add(match.start("password"), match.end("password"), "curl user credentials", password)
+
+
 # --- Secret-named assignments ---------------------------------------------------------------------
 
 _KEY_NEEDLES = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "sig")
@@ -271,6 +307,14 @@ _FLAG_VALUE = re.compile(
 _AUTH_VALUE = re.compile(
     r"""\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:bearer|basic|token|bot)[ \t]+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})""",
     re.IGNORECASE,
+)
+
+
+# An unquoted value that calls or subscripts a (dotted) name, closed on the same line: code. A
+# ``.env`` password holding a bracket (``Xk9(2mQ``) does not close it and is still judged.
+_CODE_EXPRESSION = re.compile(
+    r"(?:(?:await|new|yield)[ \t]+)?[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)*"
+    r"[ \t]*(?:\([^\n]*\)|\[[^\n]*\])"
 )
 
 
@@ -325,7 +369,9 @@ def _scan_assignments(text: str, lowered: str, out: _Findings) -> None:
                     if not is_placeholder(value) and any(c.isdigit() for c in value):
                         out.add(header.start("secret"), header.end("secret"), kind, value)
                 continue
-            value, start, _quoted = _assignment_value(match)
+            value, start, quoted = _assignment_value(match)
+            if not quoted and _CODE_EXPRESSION.match(text, start):
+                continue  # pwd = os.getcwd(), token = request.headers["X"]: code, not a credential
             if is_secret_value(value, password=kind == PASSWORD):
                 out.add(start, start + len(value), kind, value)
 
@@ -346,12 +392,16 @@ def _scan_one(text: str) -> list[Found]:
     if "-----BEGIN" in text:
         _scan_private_keys(text, out)
     # One byte a character, so offsets agree with ``text`` (non-ASCII becomes "?", no token's).
-    _scan_tokens(text, text.encode("ascii", "replace").translate(_RUN_TABLE), out)
+    runs = _runs(text.encode("ascii", "replace").translate(_RUN_TABLE))
+    _scan_tokens(text, runs, out)
+    lowered = _lowered(text)
+    _scan_gitleaks(text, lowered, bool(runs), out)
+    if "curl" in lowered:
+        _scan_curl(text, out)
     if ":AA" in text:
         _scan_telegram(text, out)
     if "://" in text:
         _scan_urls(text, out)
-    lowered = _lowered(text)
     # Unrolled rather than any(...) over _KEY_NEEDLES: this line runs for every session event.
     if (
         "pass" in lowered or "pwd" in lowered or "secret" in lowered or "token" in lowered
@@ -371,13 +421,45 @@ def _strip_markup(text: str) -> str:
     return html.unescape(no_tags)
 
 
+# No rule finds anything in fewer characters: an assignment is a key, an operator and a value of
+# 8 or more; every token and gitleaks secret is longer. Frontmatter keys and enum values stop here.
+_SHORTEST_FINDING = 10
+
+# Texts a scan found clean, so the unit of work's own scan of a record an entry point has just
+# checked costs a dictionary look-up. Only long texts are kept (a short one scans in microseconds)
+# and only a few (oldest dropped first).
+_CLEAN_MIN = 256
+_CLEAN_MAX = 256 << 10
+_CLEAN_KEEP = 64
+_clean: dict[str, None] = {}
+
+
+def _known_clean(text: str) -> bool:
+    if len(text) < _CLEAN_MIN:
+        return False
+    # A body written with a final newline added (append) is the text the entry point checked.
+    return text in _clean or (text.endswith("\n") and text[:-1] in _clean)
+
+
+def _remember_clean(text: str) -> None:
+    if _CLEAN_MIN <= len(text) <= _CLEAN_MAX:
+        _clean[text] = None
+        while len(_clean) > _CLEAN_KEEP:
+            try:
+                del _clean[next(iter(_clean))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread trimmed it first
+                break
+
+
 def scan_text(text: str, where: str = "text") -> list[SecretFinding]:
     """Suspected secrets in ``text``, in order of position; ``where`` labels every finding.
 
     HTML (the built site) is also scanned as its visible text, so a credential split across
-    syntax-highlighting spans or written with ``&quot;`` entities is still found.
+    syntax-highlighting spans or written with ``&quot;`` entities is still found. This is also
+    the call for a record file's whole text (frontmatter included: ``password: …`` in YAML is
+    an assignment like any other), with ``where`` naming the file.
     """
-    if not text:
+    if len(text) < _SHORTEST_FINDING or _known_clean(text):
         return []
     variants = [text]
     if ("<" in text or "&" in text) and _HTML_HINT.search(text):
@@ -392,6 +474,8 @@ def scan_text(text: str, where: str = "text") -> list[SecretFinding]:
             seen.add((kind, line, secret))
             findings.append(SecretFinding(kind, where, line, mask_secret(secret)))
     findings.sort(key=lambda f: f.line)
+    if not findings:
+        _remember_clean(text)
     return findings
 
 
@@ -433,16 +517,25 @@ def _scan_node(node: Any, path: str, key: str | None, out: list[SecretFinding], 
     active.discard(id(node))
 
 
-def assert_no_secrets(body: str, frontmatter: Mapping[str, Any] | None = None) -> None:
-    """Raise :class:`SafetyViolation` naming the first finding if body or frontmatter holds one."""
+def scan_record(body: str, frontmatter: Mapping[str, Any] | None = None) -> list[SecretFinding]:
+    """Suspected secrets in a record's body (``where`` "body") and frontmatter."""
     findings = scan_text(body, where="body")
     if frontmatter:
         findings.extend(scan_frontmatter(frontmatter))
+    return findings
+
+
+def assert_no_secrets(body: str, frontmatter: Mapping[str, Any] | None = None, *, subject: str = "") -> None:
+    """Raise :class:`SafetyViolation` naming the first finding if body or frontmatter holds one.
+
+    ``subject`` (a record's path) is named in the message when given."""
+    findings = scan_record(body, frontmatter)
     if not findings:
         return
     more = len(findings) - 1
     suffix = f" and {more} more" if more else ""
+    target = f" {subject}" if subject else ""
     raise SafetyViolation(
-        f"refusing to write: {findings[0].describe()}{suffix}",
+        f"refusing to write{target}: {findings[0].describe()}{suffix}",
         details={"findings": [finding.to_dict() for finding in findings]},
     )

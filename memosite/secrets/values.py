@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 
 # The 300 most frequent letter pairs in the words of Python's standard library (identifiers,
 # comments, docstrings, split at case changes): 98 % of the pairs in English-like code text, 44 %
@@ -186,6 +187,18 @@ _CODE_PUNCTUATION = re.compile(r"[()\[\]{}]")
 _ATTRIBUTE_CHAIN = re.compile(r"(?P<head>[A-Za-z_$][\w$]*)(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
 
 
+# Words a key's value repeats from its name ("api_key: secret-7Gk2…"): they make a random value
+# read as words, so randomness is judged on what is left without them.
+_SECRET_WORDS = re.compile(r"secret|token|api[_-]?key|password|passwd|apikey", re.IGNORECASE)
+
+
+def _random_besides_secret_words(value: str) -> bool:
+    if _SECRET_WORDS.search(value) is None:
+        return False
+    rest = "".join(part.strip("_-.:/") for part in _SECRET_WORDS.split(value))
+    return len(rest) >= 10 and looks_random(rest)
+
+
 def is_secret_value(value: str, *, password: bool = False) -> bool:
     """Whether a value assigned to a secret-named key is plausibly a real credential.
 
@@ -196,6 +209,8 @@ def is_secret_value(value: str, *, password: bool = False) -> bool:
         return False
     if is_placeholder(value) or _NOT_SECRET_SHAPE.fullmatch(value):
         return False
+    if _random_besides_secret_words(value):
+        return True  # "secret_8fJ2kQ9xLm4Pz", "Secret.X35DLrOz5jbghGzU": the name's word, then a key
     if (value.startswith(_PATH_START) or _WINDOWS_PATH.match(value)) and looks_wordy(value):
         return False
     if _CODE_PUNCTUATION.search(value) and looks_wordy(value):
@@ -242,6 +257,7 @@ AUTHORIZATION = "authorization header"
 AWS_SECRET_KEY = "AWS secret access key"
 
 
+@lru_cache(maxsize=4096)  # frontmatter and config keys repeat from record to record
 def secret_key_kind(key: str) -> str | None:
     """The kind of secret a key names (``DB_PASSWORD`` → password), or None for other keys.
 
