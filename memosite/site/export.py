@@ -12,6 +12,7 @@ written; a finding writes nothing.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -37,6 +38,8 @@ MANIFEST = ".memosite-export.json"
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(\s*([^)\s]*)([^)]*)\)")
+# What YAML reads as a line break or refuses in a double-quoted scalar, and what HTML drops.
+_NOT_YAML_PRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 _SAFE_SCHEME = re.compile(r"^(?:https?:|mailto:|#|\.{0,2}/|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
 
 
@@ -120,13 +123,25 @@ _BADGE_TEXT = re.compile(
 )
 
 
+def front_matter_title(title: str) -> str:
+    """``title`` as the value of a YAML front matter ``title:``, safe for every generator.
+
+    MkDocs and Zensical both print a page's front matter title into the HTML unescaped (the page
+    title, the header, the nav, the search index), so it is written as HTML text: escaped, with
+    every character YAML would not keep as it is (controls, line breaks) as a character reference.
+    The YAML is a double-quoted scalar, so ``: ``, ``#``, ``---`` and quotes mean nothing in it."""
+    text = html.escape(title, quote=True)
+    text = _NOT_YAML_PRINTABLE.sub(lambda match: f"&#x{ord(match.group()):x};", text)
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _page_text(page: SitePage) -> str:
     text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     role = page.role
-    meta = ["---", f"title: {json.dumps(page.title, ensure_ascii=False)}"]
+    meta = ["---", f"title: {front_matter_title(page.title)}"]
     if role != "record":
         meta += ["search:", "  exclude: true"]
     return "\n".join([*meta, "---", "", text])
