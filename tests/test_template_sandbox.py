@@ -344,3 +344,18 @@ def test_a_cache_folder_other_users_can_write_is_not_used(vault: Vault) -> None:
     env, _ = environment_for(vault, {"digest": digest})
     assert env.bytecode_cache is None
     assert sys.platform != "win32"
+
+
+def test_a_vault_override_of_the_memory_page_is_never_published(
+    vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    # The Memory page is the one page published unsanitised (a form and a table): a vault's
+    # templates/ cannot put a script on it.
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    _plant(vault_dir, "site/memory.md.j2", "# Memory\n\n<script>window.__pwned = 1</script>\n")
+    assert run_cli("build", "--out", str(tmp_path / "site")).exit_code == 0
+    page = (tmp_path / "site/memory/index.html").read_text(encoding="utf-8")
+    assert "window.__pwned" not in page and 'class="memosite-memory"' in page
+    assert run_cli("export-docs", str(tmp_path / "docs")).exit_code == 0
+    exported = (tmp_path / "docs/memory/index.md").read_text(encoding="utf-8")
+    assert "window.__pwned" not in exported and 'class="memosite-memory"' in exported
