@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memosite.errors import InvalidRecord, StorageError
+from memosite.errors import InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry
 from memosite.kinds import KINDS, RECORD_DIRS, kinds_in_directory, views_for_kinds
@@ -202,7 +202,7 @@ def rebuild_views(vault: Vault, project: str, kinds: Iterable[str] | None = None
     names = views_for_kinds(kinds) if kinds is not None else None
     try:
         return write_views(vault, project, names) if names is not None else write_views(vault, project)
-    except (sqlite3.Error, jinja2.TemplateError, StorageError) as exc:
+    except (sqlite3.Error, jinja2.TemplateError, StorageError, SafetyViolation) as exc:
         warn(f"compiling views failed for {project}: {describe_view_error(exc)} (fix it, then `memosite compile`)")
         return []
 
@@ -215,6 +215,8 @@ def describe_view_error(exc: BaseException) -> str:
         return f"template {exc.name or exc.filename or '?'} line {exc.lineno}: {exc.message}"
     if isinstance(exc, StorageError):
         return exc.message
+    if isinstance(exc, SafetyViolation):  # a vault template the sandbox stopped
+        return f"{exc.code}: {exc.message}"
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -38,7 +38,8 @@ def _template_files(root: Path) -> Iterator[tuple[str, Path]]:
 
 
 @functools.lru_cache(maxsize=1)
-def _builtin_checksum() -> str:
+def builtin_checksum() -> str:
+    """A checksum of memosite's own templates (they change only with memosite)."""
     digest = hashlib.sha256()
     for name, path in _template_files(data_path("templates")):
         digest.update(f"{name}\0".encode())
@@ -54,9 +55,14 @@ def _file_digest(path: str, mtime_ns: int, ctime_ns: int, size: int) -> bytes:
         return b""
 
 
+def override_names(override_dir: Path) -> list[str]:
+    """The names of the templates ``override_dir`` overrides (or adds); empty when none."""
+    return [name for name, _path in _template_files(override_dir)]
+
+
 def templates_checksum(override_dir: Path) -> str:
     """A checksum of the effective templates: memosite's own plus ``override_dir``'s files."""
-    digest = hashlib.sha256(_builtin_checksum().encode())
+    digest = hashlib.sha256(builtin_checksum().encode())
     for name, path in _template_files(override_dir):
         try:
             stat = path.stat()

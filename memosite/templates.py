@@ -7,27 +7,54 @@ kept (the view fragments in the index) is keyed by :func:`templates_checksum` of
 and each vault builds its environment for that checksum: an override that appears, changes or goes
 is picked up by the next command, and by a long-running ``serve``, ``watch`` or ``mcp`` on its next
 rebuild.
+
+A vault's templates are data, not code: they arrive with everything else from the shared git
+remote. While any override takes part, every template is rendered in Jinja's immutable sandbox
+(no attribute that starts with ``_``, no module, class or function internals, no changing the
+values it is given), read without following a symlink, and never compiled to or loaded from a
+bytecode cache. What the sandbox refuses is a :class:`~memosite.errors.SafetyViolation` naming the
+template and line. memosite's own templates alone render unsandboxed, with their compiled code
+kept in this user's cache directory (outside every vault), under a key of the vault, memosite's
+version and its templates' checksum.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
-from collections.abc import Callable
+import stat
+import sys
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import jinja2
+import jinja2.bccache
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from memosite.errors import StorageError
+from memosite.errors import SafetyViolation, StorageError
 from memosite.mdtext import code_span, markdown_text
 from memosite.resources import data_path
-from memosite.template_files import DEFAULT_PREFIX, templates_checksum
+from memosite.template_files import (
+    DEFAULT_PREFIX,
+    TEMPLATE_SUFFIX,
+    builtin_checksum,
+    override_names,
+    templates_checksum,
+)
+from memosite.userdirs import private_dir, user_cache_dir
 from memosite.vault import atomic_write_bytes, warn
 
 if TYPE_CHECKING:
     from memosite.vault import Vault
+
+# A template larger than this is no template a team writes by hand.
+MAX_TEMPLATE_BYTES = 1 << 20
+BYTECODE_DIR = "jinja"
 
 
 def _inline(value: Any) -> str:
@@ -42,27 +69,144 @@ def _day(value: Any) -> str:
     return str(value)[:10] if value else ""
 
 
+class _VaultTemplates(jinja2.BaseLoader):
+    """A vault's ``templates/``: only ``*.j2`` files, read without following a symlink anywhere
+    on the way, only regular files (a FIFO would hang the reader), at most MAX_TEMPLATE_BYTES."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        pieces = jinja2.loaders.split_template_path(template)
+        if not pieces or not template.endswith(TEMPLATE_SUFFIX):
+            raise jinja2.TemplateNotFound(template)
+        path = self.root
+        for piece in pieces[:-1]:
+            path = path / piece
+            if not os.path.isdir(path) or os.path.islink(path):
+                raise jinja2.TemplateNotFound(template)
+        path = path / pieces[-1]
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            raise jinja2.TemplateNotFound(template) from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEMPLATE_BYTES:
+                raise jinja2.TemplateNotFound(template)
+            data = handle.read(MAX_TEMPLATE_BYTES + 1)
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SafetyViolation(f"refusing to render templates/{template}: it is not UTF-8 text") from None
+        stamp = info.st_mtime_ns, info.st_size
+
+        def uptodate() -> bool:
+            try:
+                now = os.stat(path, follow_symlinks=False)
+            except OSError:
+                return False
+            return (now.st_mtime_ns, now.st_size) == stamp
+
+        return source, str(path), uptodate
+
+
+class VaultSandbox(ImmutableSandboxedEnvironment):
+    """The environment of a vault whose own templates take part (see the module docstring)."""
+
+    override_dir: Path | None = None
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        # Nothing a template is given holds a module or a class on purpose; one that did would be
+        # a way out of the sandbox (os.popen, type.__subclasses__), so neither is handed over.
+        if isinstance(value, (types.ModuleType, type)):
+            return False
+        if isinstance(value, types.MethodType) and isinstance(value.__self__, type):
+            return False  # a classmethod builds objects of its class: no template needs one
+        return bool(super().is_safe_attribute(obj, attr, value))
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> NoReturn:
+        # Jinja's sandbox turns a refused attribute into an empty value that fails only when used
+        # further; refusing at once names the template line that tried.
+        raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe")
+
+    def handle_exception(self, source: str | None = None) -> NoReturn:
+        error = sys.exc_info()[1]
+        if isinstance(error, SecurityError):
+            raise refusal(error, self.override_dir) from None
+        super().handle_exception(source)
+
+
+def refusal(error: SecurityError, override_dir: Path | None) -> SafetyViolation:
+    """The one line a sandbox refusal is reported as: which template, which line, what it tried."""
+    from jinja2.debug import rewrite_traceback_stack
+
+    where = ""
+    try:
+        rewritten = rewrite_traceback_stack(None)
+    except Exception:  # the refusal matters, not where it happened
+        rewritten = error
+    tb = rewritten.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(TEMPLATE_SUFFIX):
+            where = f"{_shown_template(filename, override_dir)} line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return SafetyViolation(
+        f"refusing to render {where or 'a template'}: {error.message}"
+        " (a vault's templates are rendered in a sandbox: they format the values they are given, nothing else)",
+        details={"template": where} if where else None,
+    )
+
+
+@contextlib.contextmanager
+def sandbox_refusals(env: jinja2.Environment) -> Iterator[None]:
+    """Report a sandbox refusal raised outside ``render`` (a macro called from Python) the way
+    ``render`` reports it."""
+    try:
+        yield
+    except SecurityError as error:
+        raise refusal(error, getattr(env, "override_dir", None)) from None
+
+
+def _shown_template(filename: str, override_dir: Path | None) -> str:
+    path = Path(filename)
+    if override_dir is not None:
+        with contextlib.suppress(ValueError):
+            return "templates/" + path.relative_to(override_dir).as_posix()
+    with contextlib.suppress(ValueError):
+        return "default:" + path.relative_to(data_path("templates")).as_posix()
+    return path.name
+
+
 def build_environment(
     override_dir: Path | None, bytecode_dir: Path | None, filters: dict[str, Callable[..., Any]]
 ) -> jinja2.Environment:
-    """An environment over ``override_dir`` (when it exists) then memosite's templates, with
-    ``default:<name>`` naming memosite's own. Compiled templates are kept in ``bytecode_dir``
-    (keyed by their source's checksum), so a short-lived CLI process does not compile them."""
+    """An environment over ``override_dir``'s templates (when it has any) then memosite's, with
+    ``default:<name>`` naming memosite's own.
+
+    With overrides it is a :class:`VaultSandbox` and keeps no compiled code; with memosite's own
+    templates alone it is a plain environment whose compiled templates are kept in
+    ``bytecode_dir`` (a short-lived CLI process does not compile them again)."""
     builtin = jinja2.FileSystemLoader(str(data_path("templates")))
-    loaders: list[jinja2.BaseLoader] = []
-    if override_dir is not None and override_dir.is_dir() and not override_dir.is_symlink():
-        loaders.append(jinja2.FileSystemLoader(str(override_dir)))
-    loaders.append(builtin)
     defaults = jinja2.PrefixLoader({DEFAULT_PREFIX.rstrip(":"): builtin}, delimiter=":")
-    env = jinja2.Environment(
-        loader=jinja2.ChoiceLoader([defaults, *loaders]),
-        autoescape=False,  # Markdown, not HTML: the site sanitises the rendered HTML instead
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.Undefined,
-        bytecode_cache=_bytecode_cache(bytecode_dir),
-    )
+    options: dict[str, Any] = {
+        "autoescape": False,  # Markdown, not HTML: the site sanitises the rendered HTML instead
+        "trim_blocks": True,
+        "lstrip_blocks": True,
+        "keep_trailing_newline": True,
+        "undefined": jinja2.Undefined,
+    }
+    env: jinja2.Environment
+    if override_dir is not None and override_names(override_dir):
+        loader = jinja2.ChoiceLoader([defaults, _VaultTemplates(override_dir), builtin])
+        sandbox = VaultSandbox(loader=loader, **options)
+        sandbox.override_dir = override_dir
+        env = sandbox
+    else:
+        env = jinja2.Environment(
+            loader=jinja2.ChoiceLoader([defaults, builtin]), bytecode_cache=_bytecode_cache(bytecode_dir), **options
+        )
     env.filters.update(inline=_inline, cell=_cell, day=_day, md=markdown_text, mdcode=code_span, **filters)
     return env
 
@@ -90,11 +234,22 @@ def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
     if directory is None:
         return None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        warn(f"template cache {directory.name} not used: {exc}")
+        private_dir(directory)
+    except StorageError as exc:
+        warn(f"template cache not used: {exc.message}")
         return None  # a cache, not a requirement
     return _NoFollowBytecodeCache(str(directory))
+
+
+def bytecode_dir_for(vault: Vault, cache_dir: Path | None = None) -> Path:
+    """Where memosite's own templates are kept compiled for ``vault``: this user's cache directory,
+    one folder per vault, memosite version, Jinja version and set of shipped templates."""
+    from memosite import __version__
+
+    key = hashlib.blake2b(digest_size=12)
+    for part in (__version__, jinja2.__version__, builtin_checksum(), str(vault.root.resolve())):
+        key.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return (cache_dir or user_cache_dir()) / BYTECODE_DIR / key.hexdigest()
 
 
 def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tuple[jinja2.Environment, str]:
@@ -105,6 +260,7 @@ def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tup
     cached: tuple[str, jinja2.Environment] | None = getattr(vault, "_templates", None)
     if cached is not None and cached[0] == checksum:
         return cached[1], checksum
-    env = build_environment(override, vault.internal_path("jinja-cache"), filters)
+    sandboxed = bool(override_names(override))
+    env = build_environment(override, None if sandboxed else bytecode_dir_for(vault), filters)
     object.__setattr__(vault, "_templates", (checksum, env))
     return env, checksum

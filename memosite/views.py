@@ -19,7 +19,7 @@ import jinja2
 from memosite.index import Index, IndexEntry, fragments
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, utc_now
-from memosite.templates import environment_for
+from memosite.templates import environment_for, sandbox_refusals
 from memosite.vault import Vault, atomic_write_bytes
 
 # (section name, project, kind, rows shown, rows in all) -> Markdown placed after a cut section
@@ -85,12 +85,13 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
     if entry.kind not in DURABLE_KINDS:
         entry.row_view = entry.row_index = entry.row_line = ""
         return
-    macros: Any = env.get_template("rows.md.j2").module
-    view = _RowView(entry, link_for(entry))
-    macro_name = KIND_FACTS[entry.kind].row_macro
-    entry.row_view = str(getattr(macros, macro_name)(view)) if macro_name else ""
-    entry.row_index = str(macros.index_row(view))
-    entry.row_line = str(macros.line(view))
+    with sandbox_refusals(env):  # macros run outside render(), which reports refusals itself
+        macros: Any = env.get_template("rows.md.j2").module
+        view = _RowView(entry, link_for(entry))
+        macro_name = KIND_FACTS[entry.kind].row_macro
+        entry.row_view = str(getattr(macros, macro_name)(view)) if macro_name else ""
+        entry.row_index = str(macros.index_row(view))
+        entry.row_line = str(macros.line(view))
 
 
 class _Pieces:

@@ -43,7 +43,6 @@ def outside_is_untouched(outside: Path) -> bool:
 
 
 CASES: list[tuple[str, bool, list[str]]] = [
-    (".memosite/jinja-cache", True, ["upsert", "--kind", "spec", "--body", "x", "--slug", "s2"]),
     (".memosite/locks", True, ["session", "start", "--goal", "ship it"]),
     (".memosite/tombstones.jsonl", False, ["forget", "--id", "seed", "--purge"]),
     (".memosite/hits", True, ["get", "--id", "seed", "--session-id", "agent-1"]),
@@ -79,10 +78,12 @@ def test_a_symlinked_internal_directory_is_refused(vault_dir: Path, tmp_path: Pa
 
 
 def test_a_planted_template_cache_file_is_never_followed(vault_dir: Path, tmp_path: Path) -> None:
+    from memosite.templates import bytecode_dir_for
+
     vault = Vault.open(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="first", slug="a")
+    cache = bytecode_dir_for(vault)
     vault.close()
-    cache = vault_dir / ".memosite" / "jinja-cache"
     victims = []
     for entry in cache.iterdir():
         victim = tmp_path / f"victim-{entry.name}"

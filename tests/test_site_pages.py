@@ -210,7 +210,8 @@ def test_changelog_lists_changes_week_by_week_with_purges(tmp_path: Path, vault:
     forget_record(vault, PROJECT, record_id="flaky-clock", purge=True)
     build_site(vault, out_dir=tmp_path / "site")
     changes = _article(_html(tmp_path / "site", "memory/shop/CHANGES/index.html"))
-    assert "Week of " in changes and "Purged" in changes and "flaky-clock" in changes
+    assert "Week of " in changes and "Purged" in changes and "1 record purged" in changes
+    assert "flaky-clock" not in changes and "Flaky clock" not in changes  # counted, never named
     assert "Kept trap" in changes and "Created" in changes
     assert not (vault.root / gone).exists()
 

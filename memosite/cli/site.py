@@ -52,10 +52,14 @@ def _projects(app: App) -> list[str] | None:
 def _summary(result: BuildResult, verb: str = "built") -> str:
     megabytes = result.bytes / 1_000_000
     projects = ", ".join(result.projects) or "no projects"
-    return (
+    summary = (
         f"{verb} {result.records} records of {projects} into {result.site_dir}"
         f" ({result.pages} pages, {megabytes:.1f} MB, {result.seconds:.1f} s)"
     )
+    if result.kept:
+        shown = ", ".join(result.kept[:5]) + (f" and {len(result.kept) - 5} more" if len(result.kept) > 5 else "")
+        summary += f"\nkept {len(result.kept)} file(s) of the previous build that were edited since: {shown}"
+    return summary
 
 
 def _report_warnings(warnings: list[str]) -> None:

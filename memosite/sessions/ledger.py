@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memosite.errors import InvalidArguments, InvalidTransition
+from memosite.mdtext import markdown_text
 from memosite.schema import validate_slug
 from memosite.sessions.events import GOAL_COMPLETED, GOAL_PROGRESS, GOAL_SET, Event
 from memosite.text import counted
@@ -167,24 +168,30 @@ def render_handoff(
     events: int,
     max_facts: int = 10,
 ) -> str:
-    """A Markdown handoff for the next session: open goals first, then done, then recent facts."""
+    """A Markdown handoff for the next session: open goals first, then done, then recent facts.
+
+    The handoff becomes the body of the session's record, which the views and the site render as
+    Markdown; goals, notes and facts are text an agent (or a synced log) wrote, so each is escaped
+    as a record's frontmatter is (``[Login](https://…)`` and ``**bold**`` show as those characters).
+    """
+    text = markdown_text
     lines = [
-        f"## Handoff from session {session_id}",
+        f"## Handoff from session {text(session_id)}",
         "",
         f"Status: {status} · {counted(turns, 'turn')} · {counted(events, 'event')} · {counted(len(facts), 'fact')}",
     ]
     if ledger.open_goals:
         lines += ["", "### Open goals"]
         for goal in ledger.open_goals:
-            last = f" — last: {goal.notes[-1].text}" if goal.notes else ""
-            lines.append(f"- [ ] {goal.id}: {goal.text}{last}")
+            last = f" — last: {text(goal.notes[-1].text)}" if goal.notes else ""
+            lines.append(f"- [ ] {text(goal.id)}: {text(goal.text)}{last}")
     if ledger.completed_goals:
         lines += ["", "### Completed goals"]
-        lines += [f"- [x] {goal.id}: {goal.text}" for goal in ledger.completed_goals]
+        lines += [f"- [x] {text(goal.id)}: {text(goal.text)}" for goal in ledger.completed_goals]
     if not ledger.goals:
         lines += ["", "No goals were set."]
     if facts:
         shown = facts[-max_facts:]
         lines += ["", "### Facts" + (f" (last {len(shown)} of {len(facts)})" if len(shown) < len(facts) else "")]
-        lines += [f"- {fact.text}" for fact in shown]
+        lines += [f"- {text(fact.text)}" for fact in shown]
     return "\n".join(lines) + "\n"

@@ -41,6 +41,7 @@ class BuildResult:
     bytes: int
     seconds: float
     warnings: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # files of the previous build a person edited since
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -206,7 +207,8 @@ def build_site(
 
     A failed build (MkDocs error, strict-mode warning, secret found in the output) leaves
     ``out_dir`` exactly as it was. ``out_dir`` must be new, empty or a site memosite built (see
-    :mod:`memosite.site.destination`); files a person keeps there beside the site stay.
+    :mod:`memosite.site.destination`); files a person keeps there beside the site stay, and so do
+    files of the previous build a person edited since (``kept``).
     """
     destination = check_destination(out_dir, vault.root)
     out_dir = destination.path
@@ -228,7 +230,7 @@ def build_site(
         )
         warnings = run_build(config)
         plugin = memosite_plugin(config)
-        place_site(staging, destination)
+        placement = place_site(staging, destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -241,6 +243,7 @@ def build_site(
         bytes=size,
         seconds=round(time.monotonic() - started, 3),
         warnings=warnings,
+        kept=placement.kept,
     )
 
 

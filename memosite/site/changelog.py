@@ -3,6 +3,10 @@
 Events come from the records themselves (created, updated, superseded, archived, expired), from
 the vault's tombstones (purged and forgotten files) and, when vault git is on, from its history
 (one event per commit that touched the project). The feed is Atom 1.0 (RFC 4287).
+
+A purged record is counted, never named: what a person removed must not stay published under its
+id, title or title-derived slug. Its event says how many records one removal took ("2 records
+purged"), and the commits that name it (``kind:id``) are left out of the history.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import functools
 import heapq
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -38,6 +43,7 @@ class ChangeEvent:
     record_id: str
     title: str
     src_uri: str | None = None  # the record's page, when it still has one
+    count: int = 1  # how many records the event stands for (one purge may remove many)
 
     @property
     def week(self) -> str:
@@ -108,18 +114,32 @@ def _entry_events(entry: IndexEntry, page: str, expired: bool) -> list[ChangeEve
 
 
 def tombstone_events(vault: Vault, project: str) -> list[ChangeEvent]:
-    """Files removed from the project (gc purges, ``forget --purge``), from ``tombstones.jsonl``."""
-    events = []
+    """Files removed from the project (gc purges, ``forget --purge``), from ``tombstones.jsonl``:
+    one event per removal and kind, counting its records and naming none of them."""
+    removed: dict[tuple[str, str], int] = {}
     for stone in vault.read_tombstones():
         if stone.get("project") != project or not stone.get("deletedAt"):
             continue
-        record_id = str(stone.get("id", ""))
-        reason = str(stone.get("reason") or "purged")
-        title = f"{record_id} ({reason})" if reason not in ("purged", "purge") else record_id
-        events.append(
-            ChangeEvent(str(stone["deletedAt"]), project, "purged", str(stone.get("kind", "")), record_id, title)
-        )
-    return events
+        key = (str(stone["deletedAt"]), str(stone.get("kind", "")))
+        removed[key] = removed.get(key, 0) + 1
+    return [
+        ChangeEvent(when, project, "purged", kind, "", purged_title(count), count=count)
+        for (when, kind), count in removed.items()
+    ]
+
+
+def purged_title(count: int) -> str:
+    """What a purge event shows instead of a record: how many it removed."""
+    return f"{count} record{'' if count == 1 else 's'} purged"
+
+
+def purged_keys(vault: Vault, project: str) -> set[str]:
+    """``kind:id`` of every record purged from the project (the commits naming one are left out)."""
+    return {
+        f"{stone.get('kind', '')}:{stone.get('id', '')}"
+        for stone in vault.read_tombstones()
+        if stone.get("project") == project and stone.get("id")
+    }
 
 
 def git_events(vault: Vault, project: str, *, limit: int = 500) -> list[ChangeEvent]:
@@ -161,8 +181,8 @@ def without_commits_naming(events: list[ChangeEvent], keys: Collection[str]) -> 
     return [e for e in events if e.action != "committed" or not (wanted & set(_NAMED.findall(e.title)))]
 
 
-def _order(event: ChangeEvent) -> tuple[str, int, str]:
-    return (event.when, ACTIONS.index(event.action), event.record_id)
+def _order(event: ChangeEvent) -> tuple[str, int, str, str]:
+    return (event.when, ACTIONS.index(event.action), event.record_id, event.kind)
 
 
 def newest_first(events: Iterable[ChangeEvent], limit: int | None = None) -> list[ChangeEvent]:
@@ -185,8 +205,16 @@ def weekly_counts(events: Sequence[ChangeEvent], actions: Sequence[str], weeks: 
     counts = dict.fromkeys(weeks, 0)
     for event in events:
         if event.action in wanted and event.week in counts:
-            counts[event.week] += 1
+            counts[event.week] += event.count
     return [counts[w] for w in weeks]
+
+
+def action_counts(events: Iterable[ChangeEvent]) -> Counter[str]:
+    """How many records each action touched (a purge event counts every record it removed)."""
+    counts: Counter[str] = Counter()
+    for event in events:
+        counts[event.action] += event.count
+    return counts
 
 
 def last_weeks(now: datetime, count: int) -> list[str]:
@@ -231,10 +259,15 @@ def atom_feed(
     for event in newest:
         link = url_for(event.src_uri) if event.src_uri else site_url
         entry_id = f"{feed_id}:{event.project}:{event.kind}:{event.record_id}:{event.action}:{event.when}"
-        summary = f"{event.kind} {event.record_id} {event.action} in {event.project}"
+        if event.action == "purged":  # counted, never named
+            title = f"{event.title} ({event.kind})" if event.kind else event.title
+            summary = f"{title} in {event.project}"
+        else:
+            title = f"{event.action.capitalize()}: {event.title}"
+            summary = f"{event.kind} {event.record_id} {event.action} in {event.project}"
         lines += [
             "  <entry>",
-            f"    <title>{escape(event.action.capitalize())}: {escape(event.title)}</title>",
+            f"    <title>{escape(title)}</title>",
             f"    <id>{escape(entry_id)}</id>",
             f"    <updated>{_atom_time(event.when)}</updated>",
             f'    <link rel="alternate" type="text/html" href={quoteattr(link)}/>',

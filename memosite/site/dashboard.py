@@ -122,7 +122,11 @@ class FeedSource:
         known = memo.events.setdefault(project, {}) if memo is not None else None
         events = changelog.record_events([r.entry for r in records], lambda e: by_entry[id(e)], format_iso(now), known)
         events += changelog.tombstone_events(vault, project)
-        events += changelog.without_commits_naming(changelog.git_events(vault, project), hidden)
+        # Commits name records by kind:id: those of records left out or purged are not shown either
+        # (a purged id that a published record carries again is that record's).
+        published = {f"{r.entry.kind}:{r.entry.id}" for r in records}
+        unnamed = {*hidden, *(changelog.purged_keys(vault, project) - published)}
+        events += changelog.without_commits_naming(changelog.git_events(vault, project), unnamed)
         listed = changelog.conflict_files(vault, project) if conflicts is None else conflicts
         return cls(project, records, events, listed, pending=pending, pending_shown=pending_shown)
 
@@ -202,7 +206,7 @@ def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
     now_iso = format_iso(now)
     since = {days: format_iso(now - timedelta(days=days)) for days in RECENT_DAYS}
     changed = [e for e in source.events if e.action != "committed" and e.when <= now_iso]
-    recent = {days: Counter(e.action for e in changed if e.when >= start) for days, start in since.items()}
+    recent = {days: changelog.action_counts(e for e in changed if e.when >= start) for days, start in since.items()}
     traps = [r for r in records if r.entry.kind == "trap" and _live(r)]
 
     def item(record: PublishedRecord, figure: str) -> dict[str, str]:
@@ -338,10 +342,10 @@ def dashboard_page(
 def _changes_markdown(env: jinja2.Environment, project: str, base: str, events: list[changelog.ChangeEvent]) -> str:
     all_weeks = changelog.by_week(events)
     weeks = [
-        (week, [_event(e, base) for e in events[:CHANGELOG_EVENTS_PER_WEEK]], len(events))
+        (week, [_event(e, base) for e in events[:CHANGELOG_EVENTS_PER_WEEK]], sum(e.count for e in events))
         for week, events in all_weeks[:CHANGELOG_WEEKS]
     ]
-    older = [(week, Counter(e.action for e in events)) for week, events in all_weeks[CHANGELOG_WEEKS:]]
+    older = [(week, changelog.action_counts(events)) for week, events in all_weeks[CHANGELOG_WEEKS:]]
     return env.get_template("site/changelog.md.j2").render(
         project=project, weeks=weeks, older=older, actions=changelog.ACTIONS
     )
@@ -354,6 +358,7 @@ def _event(event: changelog.ChangeEvent, base: str) -> dict[str, Any]:
         "kind": event.kind,
         "id": event.record_id,
         "title": event.title,
+        "count": event.count,
         "link": _link(event.src_uri, base) if event.src_uri else None,
     }
 

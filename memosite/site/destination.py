@@ -1,58 +1,54 @@
 """Where a built site goes, and what memosite may remove there.
 
-A folder memosite builds into carries a manifest, ``.memosite-site.json``, listing every file that
-build wrote. memosite only ever writes into a folder that is new, empty or carries that manifest,
-and on a rebuild it removes only the files the previous manifest lists: anything a person added
-beside the site stays. A destination that resolves (through any symlink) into the vault, or that
-holds the vault, is refused before anything is written.
+A folder memosite builds into carries a manifest, ``.memosite-site.json``, signed by this user's
+key (:mod:`memosite.site.manifest`): every file the build wrote, with its content's digest, and the
+directories it made. memosite only ever writes into a folder that is new, empty or carries a
+manifest it can show it wrote. On a rebuild it removes only files that manifest lists whose content
+is still what memosite wrote, and only directories it made that are left empty: anything a person
+added or edited beside the site stays (an edited file is reported), and a file of a person's that
+the new site would replace stops the build before any change. A destination that resolves (through
+any symlink) into the vault, or that holds the vault, is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memosite.errors import InvalidArguments
+from memosite.site.manifest import Manifest, manifest_key, read_manifest, record_file, relative_paths, unchanged
+from memosite.site.manifest import write_manifest as write_signed_manifest
 
 MANIFEST = ".memosite-site.json"
-MANIFEST_FORMAT = 1
+GENERATOR = "memosite build"
 
 
 @dataclass(frozen=True)
 class Destination:
-    """A checked destination: its resolved path and the files the previous build left there."""
+    """A checked destination: its resolved path, what the previous build left there (None: no
+    build of memosite's is there) and the key its manifest is signed with."""
 
     path: Path
-    previous: frozenset[str]
+    previous: Manifest | None
+    key: bytes = field(repr=False)
+
+
+@dataclass
+class Placement:
+    """What placing a site changed beyond writing it."""
+
+    kept: list[str] = field(default_factory=list)  # files of the previous build a person edited since
 
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def read_manifest(directory: Path) -> frozenset[str] | None:
-    """The files a previous memosite build wrote into ``directory``, or None without a manifest."""
-    try:
-        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    files = data.get("files") if isinstance(data, dict) else None
-    if data.get("format") != MANIFEST_FORMAT or not isinstance(files, list):
-        return None
-    return frozenset(name for name in files if isinstance(name, str) and _safe_relative(name))
-
-
-def _safe_relative(name: str) -> bool:
-    parts = name.split("/")
-    return bool(name) and not name.startswith("/") and ".." not in parts and "" not in parts
-
-
-def check_destination(out_dir: str | Path, vault_root: Path) -> Destination:
+def check_destination(out_dir: str | Path, vault_root: Path, *, key: bytes | None = None) -> Destination:
     """Refuse a destination memosite must not write into; see the module docstring."""
     given = Path(out_dir).expanduser().absolute()
     resolved = given.resolve()
@@ -62,68 +58,67 @@ def check_destination(out_dir: str | Path, vault_root: Path) -> Destination:
         raise InvalidArguments(f"refusing to build into {given}{where}: it overlaps the vault {vault_root}")
     if resolved.exists() and not resolved.is_dir():
         raise InvalidArguments(f"refusing to build into {given}: it is not a directory")
-    previous: frozenset[str] = frozenset()
+    key = key if key is not None else manifest_key()
+    previous: Manifest | None = None
     if resolved.is_dir() and any(resolved.iterdir()):
-        manifest = read_manifest(resolved)
-        if manifest is None:
+        previous = read_manifest(resolved / MANIFEST, GENERATOR, key)
+        if previous is None:
             raise InvalidArguments(
                 f"refusing to build into {given}: it is not empty and memosite did not build it"
                 f" (no {MANIFEST}); choose a new or empty folder"
             )
-        previous = manifest
-    return Destination(resolved, previous)
+    return Destination(resolved, previous, key)
 
 
 def site_files(site_dir: Path) -> list[str]:
     """Every file under ``site_dir``, relative, in a stable order (the manifest's list)."""
-    found = []
-    for directory, dirs, names in os.walk(site_dir):
-        dirs.sort()
-        for name in sorted(names):
-            relative = Path(directory, name).relative_to(site_dir).as_posix()
-            if relative != MANIFEST:
-                found.append(relative)
-    return found
+    return relative_paths(site_dir, skip=[MANIFEST])[0]
 
 
-def write_manifest(site_dir: Path, files: list[str]) -> None:
-    payload = {"format": MANIFEST_FORMAT, "generator": "memosite", "files": files}
-    (site_dir / MANIFEST).write_text(json.dumps(payload, indent=0) + "\n", encoding="utf-8")
+def place_site(staging: Path, destination: Destination) -> Placement:
+    """Put the finished site in ``staging`` at the destination; see the module docstring.
 
-
-def place_site(staging: Path, destination: Destination) -> None:
-    """Put the finished site in ``staging`` at the destination.
-
-    A new destination, or one that holds nothing but the previous build, is swapped whole. Where a
-    person keeps files of their own beside the site, the new files are moved in one by one and only
-    the previous build's files that the new one lacks are removed. A new file that would replace a
-    file memosite did not write stops everything before any change.
-    """
-    new_files = site_files(staging)
-    write_manifest(staging, new_files)
-    target = destination.path
+    A new destination, or one that holds exactly the previous build, is swapped whole. Otherwise
+    the previous build's files the new one lacks (unless edited since) go, the new files are moved
+    in one by one, and the directories the previous build made that are left empty go."""
+    new_files, new_dirs = relative_paths(staging, skip=[MANIFEST])
+    # Hash what was just written, once: the next build tells an unchanged file by its stat.
+    written = {name: record_file(staging / name) for name in new_files}
+    target, key = destination.path, destination.key
     if not target.exists():
+        write_signed_manifest(staging / MANIFEST, GENERATOR, Manifest(written, frozenset(new_dirs)), key)
         os.replace(staging, target)
-        return
-    present = set(site_files(target))
-    foreign = present - destination.previous
-    if not foreign:
-        _swap(staging, target)
-        return
-    clashes = sorted(foreign & set(new_files))
+        return Placement()
+    previous = destination.previous or Manifest()
+    present, present_dirs = relative_paths(target, skip=[MANIFEST])
+    theirs = {name for name in present if name not in previous.files}  # symlinks among them
+    edited = {name for name in present if name in previous.files and not unchanged(target / name, previous.files[name])}
+    # A person's file where the site puts a file, or where it needs a directory, stops everything.
+    clashes = sorted((theirs | edited) & {*new_files, *new_dirs})
     if clashes:
-        raise InvalidArguments(
-            f"refusing to build into {target}: the site would replace {clashes[0]}, which memosite did not write"
-        )
-    for relative in sorted(destination.previous - set(new_files)):
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+        why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
+        raise InvalidArguments(f"refusing to build into {target}: the site would replace {clashes[0]}, which {why}")
+    if destination.previous is not None and not theirs and not edited and set(present_dirs) <= previous.dirs:
+        write_signed_manifest(staging / MANIFEST, GENERATOR, Manifest(written, frozenset(new_dirs)), key)
+        _swap(staging, target)
+        return Placement()
+    made = frozenset(d for d in new_dirs if d in previous.dirs or not (target / d).exists())
+    # Until the last file is in, the manifest lists both builds: a build that dies half way leaves
+    # a folder the next build can still tell apart from a person's files.
+    both = Manifest({**previous.files, **written}, previous.dirs | made)
+    write_signed_manifest(target / MANIFEST, GENERATOR, both, key)
+    # Only files the walk found (it never enters a symlinked directory) are ever removed.
+    for relative in sorted(set(present) & set(previous.files) - set(written) - edited):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
             (target / relative).unlink()
-    for relative in [*new_files, MANIFEST]:
-        source, dest = staging / relative, target / relative
+    for relative in new_files:
+        dest = target / relative
         dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, dest)
-    _remove_empty_dirs(target)
+        os.replace(staging / relative, dest)
+    _remove_empty_dirs(target, (previous.dirs - set(new_dirs)) & set(present_dirs))
+    write_signed_manifest(target / MANIFEST, GENERATOR, Manifest(written, made), key)
     shutil.rmtree(staging, ignore_errors=True)
+    return Placement(kept=sorted(name for name in edited if name not in written))
 
 
 def _swap(staging: Path, target: Path) -> None:
@@ -138,8 +133,11 @@ def _swap(staging: Path, target: Path) -> None:
         shutil.rmtree(retired, ignore_errors=True)
 
 
-def _remove_empty_dirs(root: Path) -> None:
-    for directory, _dirs, _names in sorted(os.walk(root), key=lambda item: -len(item[0])):
-        if Path(directory) != root:
+def _remove_empty_dirs(root: Path, candidates: set[str] | frozenset[str]) -> None:
+    """Remove the directories among ``candidates`` (ones memosite made) that are empty, deepest
+    first; a directory a person made, or one holding anything, stays."""
+    for relative in sorted(candidates, key=lambda name: (-name.count("/"), name)):
+        path = root / relative
+        if not path.is_symlink():
             with contextlib.suppress(OSError):
-                os.rmdir(directory)
+                path.rmdir()

@@ -12,6 +12,8 @@ written; a finding writes nothing.
 
 from __future__ import annotations
 
+import contextlib
+import html
 import json
 import os
 import re
@@ -29,14 +31,18 @@ from memosite.schema import utc_now
 from memosite.site.cache import Scanner
 from memosite.site.dashboard import render_feed
 from memosite.site.destination import check_destination
+from memosite.site.manifest import Manifest, manifest_key, read_manifest, record_file, unchanged, within, write_manifest
 from memosite.site.pages import SitePage, collect_site_content, normalize_prefix, resolve_projects
 from memosite.vault import Vault
 from memosite.watch import recompile_projects
 
 MANIFEST = ".memosite-export.json"
+GENERATOR = "memosite export-docs"
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _LINK = re.compile(r"(!?)\[([^\]]*)\]\(\s*([^)\s]*)([^)]*)\)")
+# What YAML reads as a line break or refuses in a double-quoted scalar, and what HTML drops.
+_NOT_YAML_PRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 _SAFE_SCHEME = re.compile(r"^(?:https?:|mailto:|#|\.{0,2}/|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
 
 
@@ -47,6 +53,7 @@ class ExportResult:
     projects: list[str]
     records: int
     files: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # files of the previous export a person edited since
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +62,7 @@ class ExportResult:
             "projects": self.projects,
             "records": self.records,
             "files": len(self.files),
+            "kept": self.kept,
             "extra_css": [ASSETS[0]],
             "extra_javascript": [ASSETS[1]],
         }
@@ -120,13 +128,25 @@ _BADGE_TEXT = re.compile(
 )
 
 
+def front_matter_title(title: str) -> str:
+    """``title`` as the value of a YAML front matter ``title:``, safe for every generator.
+
+    MkDocs and Zensical both print a page's front matter title into the HTML unescaped (the page
+    title, the header, the nav, the search index), so it is written as HTML text: escaped, with
+    every character YAML would not keep as it is (controls, line breaks) as a character reference.
+    The YAML is a double-quoted scalar, so ``: ``, ``#``, ``---`` and quotes mean nothing in it."""
+    text = html.escape(title, quote=True)
+    text = _NOT_YAML_PRINTABLE.sub(lambda match: f"&#x{ord(match.group()):x};", text)
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _page_text(page: SitePage) -> str:
     text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     role = page.role
-    meta = ["---", f"title: {json.dumps(page.title, ensure_ascii=False)}"]
+    meta = ["---", f"title: {front_matter_title(page.title)}"]
     if role != "record":
         meta += ["search:", "  exclude: true"]
     return "\n".join([*meta, "---", "", text])
@@ -143,7 +163,8 @@ def export_docs(
     """Write the memory section into ``directory`` (a docs folder); see the module docstring.
     Records waiting for review are left out unless ``include_pending``."""
     prefix = normalize_prefix(prefix)
-    destination = check_destination_for_export(Path(directory), vault.root, prefix)
+    key = manifest_key()
+    destination, previous = check_destination_for_export(Path(directory), vault.root, prefix, key)
     ensure_index(vault)
     wanted = resolve_projects(vault, projects)
     recompile_projects(vault, wanted)
@@ -188,22 +209,26 @@ def export_docs(
             (staging / asset).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(data_path("site_src") / asset, staging / asset)
         written = sorted([*files, *ASSETS])
-        _replace_previous(destination, staging, written)
+        kept = _replace_previous(destination, staging, written, previous, key)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return ExportResult(str(destination), prefix, wanted, len(content.records), written)
+    return ExportResult(str(destination), prefix, wanted, len(content.records), written, kept)
 
 
-def check_destination_for_export(directory: Path, vault_root: Path, prefix: str) -> Path:
-    """The docs folder to export into: never inside the vault; its memory section must be new or
-    one memosite exported (a manifest lists what it wrote)."""
+def check_destination_for_export(
+    directory: Path, vault_root: Path, prefix: str, key: bytes
+) -> tuple[Path, Manifest | None]:
+    """The docs folder to export into and what the previous export wrote there: never inside the
+    vault; its memory section must be new or one memosite exported (a manifest it can show it
+    wrote lists that); a manifest memosite cannot show it wrote is refused."""
     resolved = check_destination_or_docs(directory, vault_root)
+    previous = read_manifest(resolved / MANIFEST, GENERATOR, key)
     section = resolved / prefix
-    if section.exists() and any(section.iterdir()) and not (resolved / MANIFEST).is_file():
+    if section.exists() and any(section.iterdir()) and previous is None:
         raise InvalidArguments(
             f"refusing to export into {section}: it is not empty and memosite did not export it (no {MANIFEST})"
         )
-    return resolved
+    return resolved, previous
 
 
 def check_destination_or_docs(directory: Path, vault_root: Path) -> Path:
@@ -218,20 +243,44 @@ def check_destination_or_docs(directory: Path, vault_root: Path) -> Path:
     return resolved
 
 
-def _replace_previous(destination: Path, staging: Path, written: list[str]) -> None:
-    try:
-        previous = json.loads((destination / MANIFEST).read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError):
-        previous = []
-    foreign = [name for name in written if (destination / name).exists() and name not in previous]
-    if foreign:
-        raise InvalidArguments(f"refusing to export: {destination / foreign[0]} exists and memosite did not write it")
-    for name in previous:
-        if isinstance(name, str) and name not in written and ".." not in name.split("/"):
-            (destination / name).unlink(missing_ok=True)
+def _replace_previous(
+    destination: Path, staging: Path, written: list[str], previous: Manifest | None, key: bytes
+) -> list[str]:
+    """Move the staged export in; remove the previous export's files it no longer holds (unless a
+    person edited them since: those are returned) and the directories it made that are left empty.
+    A file of a person's where the export puts a file or needs a directory stops everything first."""
+    before = previous or Manifest()
+    records = {name: record_file(staging / name) for name in written}
+    new_dirs = {"/".join(name.split("/")[:n]) for name in written for n in range(1, name.count("/") + 1)}
+    for name in [*sorted(new_dirs), *written]:
+        path = destination / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        if name in new_dirs:
+            if path.is_symlink() or not path.is_dir():
+                raise InvalidArguments(f"refusing to export: {path} is in the way and memosite did not write it")
+        elif name not in before.files or not unchanged(path, before.files[name]):
+            why = "was changed after memosite wrote it" if name in before.files else "memosite did not write it"
+            raise InvalidArguments(f"refusing to export: {path} exists and {why}")
+    made = frozenset(d for d in new_dirs if d in before.dirs or not (destination / d).exists())
+    # Until the last file is in, the manifest lists both exports (see site.destination).
+    write_manifest(destination / MANIFEST, GENERATOR, Manifest({**before.files, **records}, before.dirs | made), key)
+    kept = []
+    for name, recorded in sorted(before.files.items()):
+        path = destination / name
+        if name in records or not within(destination, name) or not path.exists():
+            continue
+        if unchanged(path, recorded):
+            path.unlink()
+        else:
+            kept.append(name)
     for name in written:
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / name, target)
-    manifest = {"format": 1, "generator": "memosite export-docs", "files": written}
-    (destination / MANIFEST).write_text(json.dumps(manifest, indent=0) + "\n", encoding="utf-8")
+    for name in sorted(before.dirs - new_dirs, key=lambda n: (-n.count("/"), n)):
+        if within(destination, name) and not (destination / name).is_symlink():
+            with contextlib.suppress(OSError):
+                (destination / name).rmdir()
+    write_manifest(destination / MANIFEST, GENERATOR, Manifest(records, made), key)
+    return kept

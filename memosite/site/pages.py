@@ -24,6 +24,7 @@ from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
 from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
+from memosite.template_files import DEFAULT_PREFIX, templates_checksum_for
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
 
@@ -371,8 +372,6 @@ def collect_site_content(
     now_iso = format_iso(now)
     content = SiteContent(prefix=normalize_prefix(prefix), projects=list(projects))
     env = env_for(vault)
-    from memosite.template_files import templates_checksum_for
-
     checksum = templates_checksum_for(vault)
     memo = memo if memo is not None else RecordMemo()
     if memo.templates != checksum:
@@ -465,7 +464,9 @@ def collect_site_content(
         del memo.pages[path]
     content.overview = Overview(content.prefix, sources, now)
     content.feeds[content.feed_uri] = FeedSource.merged(sources)
-    memory = env.get_template("site/memory.md.j2").render(projects=content.projects)
+    # The Memory page is the one page published without sanitising (its form and table are HTML):
+    # it comes from memosite's own template, whatever a vault's templates/ holds.
+    memory = env.get_template(f"{DEFAULT_PREFIX}site/memory.md.j2").render(projects=content.projects)
     content.add(SitePage(content.memory_uri, memory, "memory", "Memory"))
     return content
 

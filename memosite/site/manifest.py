@@ -1,0 +1,250 @@
+"""What memosite wrote into a folder outside the vault, and the proof that memosite wrote it.
+
+A built site (``.memosite-site.json``) and an export (``.memosite-export.json``) carry a manifest:
+every file memosite wrote there with the digest of its content, and the directories it made. Its
+files may be removed later, so a manifest is trusted only when memosite can show it wrote it: it
+is signed with HMAC-SHA256 under a key kept in this user's state directory (outside every vault,
+created 0600), so a manifest that arrived from elsewhere (a clone, a download, a hand) proves
+nothing and removes nothing. Even a trusted manifest only lets memosite remove a file whose content
+is still what memosite wrote; one edited since is a person's and stays.
+
+Hashing costs one read of each file memosite writes; telling whether a file changed since is a
+``stat`` while its size, time and inode are the ones recorded (an edit moves at least one of them),
+and a read of the file otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memosite.errors import SafetyViolation, StorageError
+from memosite.userdirs import private_dir, user_state_dir
+
+FORMAT = 2
+KEY_FILE = "folder-manifest.key"
+KEY_BYTES = 32
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """One file as memosite wrote it: its content's digest, and the stat that shows it unchanged."""
+
+    digest: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+    def to_json(self) -> list[str | int]:
+        return [self.digest, self.size, self.mtime_ns, self.inode]
+
+    @classmethod
+    def from_json(cls, value: object) -> WrittenFile:
+        if not (isinstance(value, list) and len(value) == 4 and isinstance(value[0], str)):
+            raise ValueError("a written file is [digest, size, mtime_ns, inode]")
+        digest, size, mtime_ns, inode = value
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (size, mtime_ns, inode)):
+            raise ValueError("a written file's size, time and inode are integers")
+        return cls(digest, size, mtime_ns, inode)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The files (relative POSIX paths) and directories memosite wrote into one folder."""
+
+    files: Mapping[str, WrittenFile] = field(default_factory=dict)
+    dirs: frozenset[str] = frozenset()
+
+
+def content_digest(path: Path) -> str:
+    """BLAKE2b-256 of a file's bytes, read without following a symlink."""
+    digest = hashlib.blake2b(digest_size=32)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def record_file(path: Path) -> WrittenFile:
+    """``path`` as it stands now (just written by memosite)."""
+    info = os.lstat(path)
+    return WrittenFile(content_digest(path), info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def unchanged(path: Path, written: WrittenFile) -> bool:
+    """Whether ``path`` still holds what memosite wrote (a symlink or a directory never does)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_size != written.size:
+        return False
+    if (info.st_mtime_ns, info.st_ino) == (written.mtime_ns, written.inode):
+        return True
+    try:
+        return hmac.compare_digest(content_digest(path), written.digest)
+    except OSError:
+        return False
+
+
+def relative_paths(root: Path, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """Every file and every directory under ``root`` (relative, sorted), never following a link;
+    a symlink counts as a file (memosite writes none, so it is never one of memosite's)."""
+    left_out = set(skip)
+    files: list[str] = []
+    dirs: list[str] = []
+    for directory, subdirs, names in os.walk(root):
+        here = Path(directory)
+        subdirs.sort()
+        for name in list(subdirs):
+            if os.path.islink(here / name):
+                subdirs.remove(name)
+                names.append(name)
+            else:
+                dirs.append((here / name).relative_to(root).as_posix())
+        for name in sorted(names):
+            relative = (here / name).relative_to(root).as_posix()
+            if relative not in left_out:
+                files.append(relative)
+    return sorted(files), sorted(dirs)
+
+
+def within(root: Path, relative: str) -> bool:
+    """Whether ``root / relative`` is reached without passing through a symlinked directory (so a
+    change there stays inside ``root``)."""
+    path = root
+    for part in relative.split("/")[:-1]:
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return False
+    return True
+
+
+def _safe_relative(name: str) -> bool:
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and ".." not in parts and "" not in parts and "." not in parts
+
+
+# --- the key and the signature ------------------------------------------------------------------
+
+
+def manifest_key(state_dir: Path | None = None) -> bytes:
+    """This user's key for signing manifests, made on first use (0600, in a 0700 directory)."""
+    directory = private_dir(state_dir or user_state_dir())
+    path = directory / KEY_FILE
+    key = _read_key(path)
+    if key is not None:
+        return key
+    temp = directory / f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(KEY_BYTES))
+            handle.flush()
+            os.fsync(handle.fileno())
+        # A link never replaces a key another process made first: both then use that one.
+        with contextlib.suppress(FileExistsError):
+            os.link(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+    key = _read_key(path)
+    if key is None:
+        raise StorageError(f"cannot make the manifest key {path}")
+    return key
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot read the manifest key {path}: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        getuid = getattr(os, "getuid", None)
+        if not stat.S_ISREG(info.st_mode) or (getuid is not None and info.st_uid != getuid()):
+            raise StorageError(f"refusing to use the manifest key {path}: it is not this user's file")
+        if info.st_mode & 0o077:
+            raise StorageError(f"refusing to use the manifest key {path}: others can read it (chmod 600 it)")
+        key = handle.read(KEY_BYTES + 1)
+    if len(key) != KEY_BYTES:
+        raise StorageError(f"refusing to use the manifest key {path}: it is not a key memosite made")
+    return key
+
+
+def _signed_text(generator: str, manifest: Manifest) -> str:
+    return json.dumps(
+        {
+            "format": FORMAT,
+            "generator": generator,
+            "files": {name: written.to_json() for name, written in sorted(manifest.files.items())},
+            "dirs": sorted(manifest.dirs),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+
+
+def _mac(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def write_manifest(path: Path, generator: str, manifest: Manifest, key: bytes) -> None:
+    """Write the signed manifest at ``path`` (atomically: a rename replaces the previous one)."""
+    text = _signed_text(generator, manifest)
+    payload = json.loads(text)
+    payload["mac"] = _mac(key, text)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(payload, separators=(",", ":")) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+def read_manifest(path: Path, generator: str, key: bytes) -> Manifest | None:
+    """The manifest at ``path``; None when there is none. A manifest memosite cannot show it wrote
+    (unsigned, signed with another key, altered, unreadable) is a SafetyViolation: nothing it lists
+    may be removed or replaced."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _foreign(path, f"it cannot be read ({exc.strerror or exc})") from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("generator") != generator:
+            raise ValueError("not a manifest of this format")
+        files_data, dirs_data = data["files"], data["dirs"]
+        if not isinstance(files_data, dict) or not isinstance(dirs_data, list):
+            raise ValueError("files and dirs")
+        manifest = Manifest(
+            {str(name): WrittenFile.from_json(value) for name, value in files_data.items()},
+            frozenset(str(name) for name in dirs_data),
+        )
+        mac = data.get("mac")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise _foreign(path, "it is not one memosite wrote") from None
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, _signed_text(generator, manifest))):
+        raise _foreign(path, "its signature is not this user's: another machine, an older memosite or a hand wrote it")
+    if not all(_safe_relative(name) for name in [*manifest.files, *manifest.dirs]):
+        raise _foreign(path, "it names a path outside the folder")
+    return manifest
+
+
+def _foreign(path: Path, why: str) -> SafetyViolation:
+    return SafetyViolation(
+        f"refusing to write into {path.parent}: memosite cannot show it wrote {path.name} ({why});"
+        " nothing was changed. Choose a new or empty folder",
+        details={"manifest": path.name},
+    )

@@ -1,0 +1,181 @@
+"""``export-docs`` writes every frontmatter value it puts into front matter, nav or HTML as inert
+text (issue 21): plain MkDocs (Material) and Zensical print a front matter title unescaped into
+the page title, the header, the nav and the search index, so a record titled
+``<img src=x onerror=…>`` ran script on every page of an exported site."""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memosite.site.export import export_docs, front_matter_title
+from memosite.store import upsert_record
+from memosite.vault import Vault
+
+PROJECT = "shop"
+IMG = '<img src=x onerror="window.__pwned=1">'
+SCRIPT = '"quoted" </title><script>window.__pwned=2</script>'
+HOSTILE_TITLES = [
+    IMG,
+    f"Cache: stale # not a comment {SCRIPT}",
+    "---",
+    "key: value",
+    "Café ошибка ελληνικά 日本語 عربى 🎉 <b>bold</b>",
+]
+# Written by hand: YAML escapes for a line break, a line separator, a next-line character, a bell.
+RAW_TITLE_YAML = '"line one\\nline two <svg onload=window.__pwned=3>\\Lthree\\Nfour\\a"'
+CONFIG = """site_name: Team docs
+theme:
+  name: material
+markdown_extensions:
+  - admonition
+  - attr_list
+  - tables
+  - toc:
+      permalink: true
+extra_css: [assets/memosite/memory.css]
+extra_javascript: [assets/memosite/memory.js]
+"""
+# The payloads as live markup (as text they read &lt;img …).
+LIVE_MARKUP = re.compile(r"<img src=x|<script>window\.__pwned|<svg onload|<b>bold</b>", re.IGNORECASE)
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+
+
+def _generator(name: str) -> Path:
+    found = Path(sys.executable).parent / name
+    if not found.exists():
+        pytest.skip(f"{name} is not installed next to {sys.executable}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("export")
+    vault = Vault.open(base / "vault")
+    for title in HOSTILE_TITLES:
+        upsert_record(vault, PROJECT, kind="trap", body="Body.", frontmatter={"title": title}, allow_duplicate=True)
+    raw = vault.project_dir(PROJECT) / "traps" / "by-hand.md"
+    raw.write_text(
+        f"---\nid: by-hand\nkind: trap\nproject: {PROJECT}\ntitle: {RAW_TITLE_YAML}\nstatus: active\n"
+        "created: '2026-01-05T10:00:00.000Z'\nupdated: '2026-01-05T10:00:00.000Z'\n---\nWritten by hand.\n",
+        encoding="utf-8",
+    )
+    project = base / "team"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs/index.md").write_text("# Team docs\n", encoding="utf-8")
+    (project / "mkdocs.yml").write_text(CONFIG, encoding="utf-8")
+    result = export_docs(vault, project / "docs")
+    vault.close()
+    assert result.records == len(HOSTILE_TITLES) + 1
+    return project
+
+
+@pytest.fixture(scope="module", params=["mkdocs", "zensical"])
+def built(request: pytest.FixtureRequest, exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp(request.param)
+    shutil.copytree(exported, work / "team")
+    done = subprocess.run(
+        [str(_generator(request.param)), "build"],
+        cwd=work / "team",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return work / "team/site"
+
+
+def test_every_exported_front_matter_parses_to_the_title_as_html_text(exported: Path) -> None:
+    pages = sorted((exported / "docs/memory").rglob("*.md"))
+    titles = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert text.startswith("---\n")
+        meta = yaml.safe_load(text[4 : text.index("\n---\n", 3)])
+        assert set(meta) <= {"title", "search", "hide"}, page
+        titles.append(meta["title"])
+        assert not LIVE_MARKUP.search(meta["title"])
+    assert html.escape(IMG) in titles
+    assert "line one line two &lt;svg onload=window.__pwned=3&gt; three four&#x7;" in titles
+
+
+def test_a_title_with_markup_is_inert_in_every_built_page(built: Path) -> None:
+    pages = list(built.rglob("*.html"))
+    assert len(pages) > 10
+    for page in pages:
+        assert not LIVE_MARKUP.search(page.read_text(encoding="utf-8")), page
+    record = next(built.glob("memory/shop/traps/img-src*/index.html")).read_text(encoding="utf-8")
+    assert html.escape(IMG, quote=False) in record or html.escape(IMG) in record  # shown as the text it is
+
+
+def test_the_search_index_holds_titles_as_escaped_text(built: Path) -> None:
+    index = next(built.rglob("search*.json"), None)
+    if index is None:
+        pytest.skip("this generator writes no JSON search index")
+    text = index.read_text(encoding="utf-8")
+    assert not LIVE_MARKUP.search(text.replace("\\u003c", "<"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(title=st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=80))
+def test_front_matter_title_is_one_yaml_line_that_reads_back_as_the_title(title: str) -> None:
+    value = front_matter_title(title)
+    assert "\n" not in value and "\r" not in value
+    parsed = yaml.safe_load(f"---\ntitle: {value}\n")["title"]
+    assert "<" not in parsed and ">" not in parsed and '"' not in parsed
+    controls = re.compile("[\x00-\x1f\x7f-\x9f]")
+    if not controls.search(title):
+        assert html.unescape(parsed) == title
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.mark.browser
+def test_no_script_runs_on_an_exported_page_in_chromium(built: Path, browser: object) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    context = browser.new_context()  # type: ignore[attr-defined]
+    try:
+        page = context.new_page()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        record = next(built.glob("memory/shop/traps/img-src*/index.html")).parent.relative_to(built).as_posix()
+        for path in ("/", f"/{record}/", "/memory/shop/"):
+            page.goto(base + path)
+            page.wait_for_load_state("load")
+            assert page.evaluate("window.__pwned") is None, path
+        assert IMG in page.title() or IMG in page.content().replace("&lt;", "<").replace("&gt;", ">")
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,361 @@
+"""A vault's templates are data (issue 21): an override that arrives from the shared remote runs in
+Jinja's sandbox, and no compiled template is ever read from a place the remote can write.
+
+Each attack is written as it was reproduced: a template (or a cache file) planted in the vault,
+then the command a teammate runs next.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import pickle
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.bccache
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memosite.errors import SafetyViolation
+from memosite.resources import data_path
+from memosite.store import upsert_record
+from memosite.template_files import override_names
+from memosite.templates import VaultSandbox, build_environment, bytecode_dir_for, environment_for
+from memosite.vault import Vault
+from memosite.views import digest, env_for, render_view
+
+SCRIPTS = "Café ошибка ελληνικά 日本語 عربى 🎉"
+
+
+def _escapes(marker: Path) -> dict[str, str]:
+    """The known ways out of a Jinja template, each aimed at creating ``marker``."""
+    run = f"popen('mkdir {marker}').read()"
+    return {
+        "cycler-globals": f"{{{{ cycler.__init__.__globals__.os.{run} }}}}",
+        "lipsum-globals": f"{{{{ lipsum.__globals__['os'].{run} }}}}",
+        "joiner-globals": f"{{{{ joiner.__init__.__globals__.os.{run} }}}}",
+        "namespace-globals": f"{{{{ namespace.__init__.__globals__.os.{run} }}}}",
+        "subclasses": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "attr-filter": "{{ (''|attr('__class__')).__mro__[1].__subclasses__() }}",
+        "str-format": "{{ '{0.__class__.__mro__[1].__subclasses__}'.format(project) }}",
+        "str-format-map": "{{ '{p.__class__.__mro__}'.format_map({'p': project}) }}",
+        "template-reference": "{{ self._TemplateReference__context }}",
+        "range-globals": "{{ range.__globals__.__builtins__ }}",
+        "dict-globals": "{{ dict.__init__.__globals__ }}",
+        "filter-globals": "{{ (project|md).__class__ }}",
+    }
+
+
+def _plant(vault_dir: Path, relative: str, text: str) -> Path:
+    path = vault_dir / "templates" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _one_line(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+ESCAPE_NAMES = list(_escapes(Path("m")))
+
+
+@pytest.mark.parametrize("name", ESCAPE_NAMES)
+def test_a_vault_view_template_that_tries_to_escape_runs_no_code_and_writes_no_view(
+    name: str, vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    traps = vault_dir / "projects/demo/TRAPS.md"
+    before = traps.read_bytes()
+    marker = tmp_path / "pwned"
+    _plant(vault_dir, "views/TRAPS.md.j2", f"# Traps\n{_escapes(marker)[name]}\n")
+    outcome = run_cli("list")  # the next command a teammate runs after a sync
+    assert outcome.exit_code == 0 and "cache-leak" in outcome.stdout
+    assert not marker.exists()
+    lines = _one_line(outcome.stderr)
+    assert len(lines) == 1 and "SAFETY_VIOLATION" in lines[0] and "templates/views/TRAPS.md.j2 line 2" in lines[0]
+    assert "Traceback" not in outcome.stderr
+    assert traps.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ESCAPE_NAMES)
+def test_a_vault_row_template_that_tries_to_escape_is_refused_in_one_line(
+    name: str, vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    marker = tmp_path / "pwned"
+    payload = _escapes(marker)[name].replace("project", "e.title")
+    _plant(vault_dir, "rows.md.j2", "{% macro trap(e) %}" + payload + "{% endmacro %}")
+    outcome = run_cli("upsert", "--kind", "trap", "--title", "Second", "--body", "y", "--json")
+    assert outcome.exit_code == 1 and not marker.exists()
+    error = outcome.json()["error"]
+    assert error["code"] == "SAFETY_VIOLATION" and "templates/rows.md.j2" in error["message"]
+    assert not (vault_dir / "projects/demo/traps/second.md").exists()  # refused before the write
+
+
+def test_a_vault_site_template_that_tries_to_escape_fails_the_build_and_publishes_nothing(
+    vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    marker = tmp_path / "pwned"
+    _plant(vault_dir, "site/record.md.j2", _escapes(marker)["cycler-globals"])
+    out = tmp_path / "site"
+    outcome = run_cli("build", "--out", str(out), "--json")
+    assert outcome.exit_code == 1 and not marker.exists() and not out.exists()
+    message = outcome.json()["error"]["message"]
+    assert "templates/site/record.md.j2 line 1" in message and "sandbox" in message
+    exported = run_cli("export-docs", str(tmp_path / "docs"), "--json")
+    assert exported.exit_code == 1 and exported.json()["error"]["code"] == "SAFETY_VIOLATION"
+    assert not marker.exists() and not (tmp_path / "docs/memory").exists()
+
+
+def test_a_vault_template_cannot_change_the_values_it_is_given(vault: Vault) -> None:
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t", frontmatter={"title": "Kept"})
+    _plant(vault.root, "rows.md.j2", "{% macro trap(e) %}{{ e.frontmatter.update({'title': 'X'}) }}{% endmacro %}")
+    with pytest.raises(SafetyViolation, match=r"templates/rows\.md\.j2 line 1"):
+        upsert_record(vault, "demo", kind="trap", body="y", slug="u", frontmatter={"title": "Other"})
+    assert vault.index().by_path("projects/demo/traps/t.md").title == "Kept"  # type: ignore[union-attr]
+
+
+def test_a_vault_template_cannot_read_a_file_through_a_symlink_or_a_parent_path(vault: Vault, tmp_path: Path) -> None:
+    secret = tmp_path / "home" / "token.txt"
+    secret.write_text("ghp_notarealtokenbutsecretenough", encoding="utf-8")
+    (vault.root / "templates/views").mkdir(parents=True)
+    (vault.root / "templates/views/leak.md.j2").symlink_to(secret)
+    (vault.root / "config.j2").write_text("vault config", encoding="utf-8")
+    _plant(
+        vault.root,
+        "views/TRAPS.md.j2",
+        '{% include ["views/leak.md.j2", "default:views/PROMPTS.md.j2"] %}'
+        '{% include ["../config.j2", "default:views/SESSIONS.md.j2"] %}',
+    )
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t")
+    text = render_view(vault, "demo", "TRAPS.md")
+    assert "ghp_" not in text and "vault config" not in text
+    assert "# Prompts" in text and "# Sessions" in text  # the shipped templates stand in
+    assert override_names(vault.root / "templates") == ["views/TRAPS.md.j2"]  # the link is no override
+
+
+def test_a_legitimate_override_still_renders_text_in_every_script(vault: Vault) -> None:
+    _plant(
+        vault.root,
+        "rows.md.j2",
+        '{% import "default:rows.md.j2" as base %}'
+        "{% macro trap(e) %}* {{ e.title | md }} — {{ e.frontmatter.tags | join(', ') }}\n{% endmacro %}"
+        + "".join(
+            f"{{% macro {name}(e) %}}{{{{ base.{name}(e) }}}}{{% endmacro %}}"
+            for name in ("decision", "prompt", "session", "index_row", "line")
+        ),
+    )
+    _plant(vault.root, "views/TRAPS.md.j2", f"{SCRIPTS}\n{{% include 'default:views/TRAPS.md.j2' %}}")
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t", frontmatter={"title": SCRIPTS, "tags": ["日本", "ñ"]})
+    text = (vault.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
+    assert text.startswith(SCRIPTS) and f"* {SCRIPTS} — 日本, ñ" in text
+    assert isinstance(env_for(vault), VaultSandbox)
+
+
+def test_memosites_own_templates_render_unsandboxed_and_an_override_switches_the_sandbox_on(vault: Vault) -> None:
+    plain = env_for(vault)
+    assert not isinstance(plain, jinja2.sandbox.SandboxedEnvironment) and plain.bytecode_cache is not None
+    _plant(vault.root, "views/PROMPTS.md.j2", "custom\n")
+    sandboxed = env_for(vault)
+    assert isinstance(sandboxed, VaultSandbox) and sandboxed.bytecode_cache is None
+
+
+# --- every filter and global a template is handed -------------------------------------------------
+
+JINJA_GLOBALS = {"range", "dict", "lipsum", "cycler", "joiner", "namespace"}
+
+
+def test_memosite_hands_templates_only_plain_text_filters_and_jinjas_own_globals(vault: Vault) -> None:
+    env = env_for(vault)
+    assert set(env.globals) == JINJA_GLOBALS
+    ours = {name: f for name, f in env.filters.items() if getattr(f, "__module__", "").startswith("memosite")}
+    assert set(ours) == {"inline", "cell", "day", "md", "mdcode", "digest"}
+    assert digest is ours["digest"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.one_of(st.text(), st.integers(), st.none(), st.lists(st.text(), max_size=3)))
+def test_every_filter_memosite_adds_returns_text_made_of_its_value(vault: Vault, value: object) -> None:
+    env = env_for(vault)
+    for name in ("inline", "cell", "day", "md", "mdcode", "digest"):
+        if name == "digest" and not isinstance(value, str):
+            continue
+        result = env.filters[name](value)
+        parts = result if isinstance(result, tuple) else (result,)
+        assert all(isinstance(part, (str, bool)) for part in parts)
+
+
+ROOTS = ["cycler", "joiner", "namespace", "lipsum", "range", "dict", "project", "e", "e.entry", "e.frontmatter", "self"]
+ATTRIBUTES = [
+    "__init__",
+    "__globals__",
+    "__class__",
+    "__mro__",
+    "__subclasses__()",
+    "__builtins__",
+    "__dict__",
+    "__self__",
+    "__func__",
+    "__code__",
+    "__reduce__()",
+    "__reduce_ex__(2)",
+    "__getattribute__",
+    "__module__",
+    "_TemplateReference__context",
+    "mro()",
+    "os",
+    "sys",
+    "modules",
+    "environ",
+    "popen",
+    "from_row",
+    "func_globals",
+    "gi_frame",
+    "f_globals",
+    "as_params()",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(root=st.sampled_from(ROOTS), chain=st.lists(st.sampled_from(ATTRIBUTES), min_size=1, max_size=4))
+def test_no_attribute_chain_from_anything_a_template_sees_reaches_a_module_or_a_class(
+    root: str, chain: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from memosite.index import IndexEntry
+    from memosite.views import _RowView
+
+    override = tmp_path_factory.mktemp("templates")
+    (override / "probe.md.j2").write_text("{{ " + ".".join([root, *chain]) + " }}", encoding="utf-8")
+    env = build_environment(override, None, {"digest": digest})
+    shown: list[object] = []
+    env.finalize = lambda value: shown.append(value) or value
+    entry = IndexEntry("projects/demo/traps/t.md", "demo", "trap", "t", "t", "T", "active")
+    try:
+        env.get_template("probe.md.j2").render(project="demo", e=_RowView(entry, "traps/t.md"))
+    except SafetyViolation:
+        return
+    except (jinja2.UndefinedError, TypeError, AttributeError, KeyError, ValueError):
+        return  # no such value: nothing was reached
+    for value in shown:
+        assert not isinstance(value, (types.ModuleType, type)), value
+        assert not (isinstance(value, types.MethodType) and isinstance(value.__self__, type)), value
+
+
+# --- no bytecode from where the remote writes ------------------------------------------------------
+
+
+def _bytecode_payload(marker: Path) -> bytes:
+    """A Jinja bytecode cache file that runs code when it is loaded: Jinja unpickles a checksum
+    before the compiled code, and a pickle can call any function."""
+
+    class Plant:
+        def __reduce__(self) -> tuple[Any, tuple[str]]:
+            return os.mkdir, (str(marker),)
+
+    return jinja2.bccache.bc_magic + pickle.dumps(Plant(), 2) + marshal.dumps(compile("", "<x>", "exec"))
+
+
+def _plant_bytecode(directory: Path, marker: Path) -> list[Path]:
+    """The payload under the cache file name Jinja would look up for each shipped template."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cache = jinja2.FileSystemBytecodeCache(str(directory))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_path("templates"))))
+    planted = []
+    for name in env.list_templates():
+        source, filename, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+        bucket = cache.get_bucket(env, name, filename, source)
+        path = directory / (cache.pattern % bucket.key)
+        path.write_bytes(_bytecode_payload(marker))
+        planted.append(path)
+    return planted
+
+
+def test_the_planted_payload_runs_when_jinja_loads_it(tmp_path: Path) -> None:
+    # The attack is real: plain Jinja pointed at the folder runs the pickle.
+    marker = tmp_path / "pwned"
+    _plant_bytecode(tmp_path / "cache", marker)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_path("templates"))),
+        bytecode_cache=jinja2.FileSystemBytecodeCache(str(tmp_path / "cache")),
+    )
+    env.get_template("views/TRAPS.md.j2")  # the checksum does not match: Jinja compiles anew...
+    assert marker.is_dir()  # ...after the pickle ran
+
+
+def test_bytecode_planted_under_the_vaults_jinja_cache_is_never_loaded(
+    vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    marker = tmp_path / "pwned"
+    assert _plant_bytecode(vault_dir / ".memosite" / "jinja-cache", marker)  # what a synced commit adds
+    for args in (["list"], ["compile"], ["upsert", "--kind", "trap", "--title", "Next", "--body", "y"], ["reindex"]):
+        outcome = run_cli(*args)
+        assert outcome.exit_code == 0, outcome.stderr
+    assert not marker.exists()
+
+
+def test_a_sandboxed_template_never_loads_bytecode_even_from_this_users_cache(
+    vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    vault = Vault.open(vault_dir)
+    cache = bytecode_dir_for(vault)
+    vault.close()
+    marker = tmp_path / "pwned"
+    _plant_bytecode(cache, marker)
+    _plant(vault_dir, "views/PROMPTS.md.j2", "custom prompts\n")
+    assert run_cli("compile").exit_code == 0
+    assert not marker.exists()
+    assert (vault_dir / "projects/demo/PROMPTS.md").read_text(encoding="utf-8") == "custom prompts\n"
+
+
+def test_compiled_templates_live_in_this_users_cache_keyed_by_vault_and_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memosite
+
+    first, second = Vault.open(tmp_path / "one"), Vault.open(tmp_path / "two")
+    upsert_record(first, "demo", kind="trap", body="x", slug="t")
+    cache = bytecode_dir_for(first)
+    assert cache.is_relative_to(tmp_path / "home" / ".cache" / "memosite")
+    assert any(cache.iterdir()) and not (first.internal_dir / "jinja-cache").exists()
+    assert oct(cache.stat().st_mode & 0o777) == oct(0o700)
+    assert bytecode_dir_for(second) != cache
+    monkeypatch.setattr(memosite, "__version__", "99.0")
+    assert bytecode_dir_for(first) != cache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert bytecode_dir_for(first).is_relative_to(tmp_path / "xdg" / "memosite")
+    first.close()
+    second.close()
+
+
+def test_a_cache_folder_other_users_can_write_is_not_used(vault: Vault) -> None:
+    cache = bytecode_dir_for(vault)
+    cache.mkdir(parents=True)
+    cache.chmod(0o777)
+    env, _ = environment_for(vault, {"digest": digest})
+    assert env.bytecode_cache is None
+    assert sys.platform != "win32"
+
+
+def test_a_vault_override_of_the_memory_page_is_never_published(
+    vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    # The Memory page is the one page published unsanitised (a form and a table): a vault's
+    # templates/ cannot put a script on it.
+    assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
+    _plant(vault_dir, "site/memory.md.j2", "# Memory\n\n<script>window.__pwned = 1</script>\n")
+    assert run_cli("build", "--out", str(tmp_path / "site")).exit_code == 0
+    page = (tmp_path / "site/memory/index.html").read_text(encoding="utf-8")
+    assert "window.__pwned" not in page and 'class="memosite-memory"' in page
+    assert run_cli("export-docs", str(tmp_path / "docs")).exit_code == 0
+    exported = (tmp_path / "docs/memory/index.md").read_text(encoding="utf-8")
+    assert "window.__pwned" not in exported and 'class="memosite-memory"' in exported
