@@ -116,7 +116,7 @@ def one_line_refusal(outcome: Any, code: str = "PERSON_REQUIRED") -> str:
 
 @pytest.mark.parametrize("marker", AGENT_SHELL_MARKERS, ids=lambda m: m.variable)
 def test_each_documented_marker_makes_a_shell_an_agents(marker: Any) -> None:
-    found = detect_agent_shell({"PATH": "/usr/bin", marker.variable: marker.value or "0b8f2c1e-session"})
+    found = detect_agent_shell({"LANG": "C.UTF-8", marker.variable: marker.value or "0b8f2c1e-session"})
     assert found is not None and found.variable == marker.variable
     assert found.agent == (marker.agent or "0b8f2c1e-session")
 
@@ -296,7 +296,7 @@ def test_an_agents_import_is_the_agents_and_waits_for_review(
 
 
 def test_require_person_is_the_guard_a_policy_change_calls() -> None:
-    require_person({"HOME": "/home/dev"}, "config set review.required")  # a person: nothing happens
+    require_person({"LANG": "C.UTF-8"}, "config set review.required")  # a person: nothing happens
     with pytest.raises(PersonRequired) as refused:
         require_person({"CLAUDECODE": "1"}, "config set review.required")
     assert refused.value.code == "PERSON_REQUIRED"
