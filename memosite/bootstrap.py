@@ -378,7 +378,8 @@ class _Gatherer:
 
 
 def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[BriefItem]:
-    """The slug's spec/plan/state via ``get_record`` (expired ones annotated), then related ones."""
+    """The slug's spec/plan/state via ``get_record`` (expired ones annotated), then related ones;
+    none that waits for review."""
     from memosite.lookup import get_record
 
     now_iso = format_iso(now)
@@ -390,7 +391,7 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
             found = get_record(vault, project, kind=kind, slug=slug, now=now)
         except RecordNotFound:
             continue
-        if found.path not in seen and found.kind in CONTEXT_KINDS:
+        if found.path not in seen and found.kind in CONTEXT_KINDS and not found.pending:
             seen.add(found.path)
             exact.append(found.path)
     related = queries.related_context_paths(vault.index(), project, CONTEXT_KINDS, slug)

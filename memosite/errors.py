@@ -46,6 +46,14 @@ class SafetyViolation(MemositeError):
     code = "SAFETY_VIOLATION"
 
 
+class PersonRequired(MemositeError):
+    """Only a person may do this: approve or reject in review, purge or displace what a person
+    approved, claim a person's authorship, change review policy. Refused for an agent (over MCP or
+    from an agent's shell); nothing was changed."""
+
+    code = "PERSON_REQUIRED"
+
+
 class VaultNotFound(MemositeError):
     """A command that only reads was pointed at a vault that does not exist (it creates none)."""
 

@@ -38,7 +38,7 @@ from memosite.interrupts import held_after_change, note_change
 from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
 from memosite.secrets import assert_no_secrets
-from memosite.vault import ACCEPTED_SUFFIX, Tombstone, Vault, atomic_write_text, warn
+from memosite.vault import ACCEPTED_SUFFIX, PROPOSED_SUFFIX, Tombstone, Vault, atomic_write_text, is_record_name, warn
 from memosite.workspace import check_vault_placement
 
 # Units running in this process (their in-flight notes are not leftovers to recover).
@@ -84,6 +84,15 @@ class Mutation:
         index_record(self.vault, record, path)
         self.touch(project, [record.kind, *([previous] if previous is not None else [])])
 
+    def write_beside(self, path: Path, text: str) -> None:
+        """Write a file beside the records that is not one (an agent's proposed change): atomic,
+        noted in flight and committed with the unit, but no index row and no view changes."""
+        path = writable_target(self.vault, path)
+        relative = self.vault.relative(path)
+        self._mark(_project_of(relative), relative)
+        atomic_write_text(path, text)
+        self.written.append(relative)
+
     def remove(self, tombstones: Sequence[Tombstone]) -> None:
         """Unlink record files, a tombstone recorded for each first (see ``remove_record_files``)."""
         if not tombstones:
@@ -94,10 +103,12 @@ class Mutation:
         for tombstone in tombstones:
             self.removed.append(self.vault.relative(tombstone.path))
             self.touch(tombstone.project, [tombstone.kind])
-            # A record under review kept its accepted version beside it: that goes with the record.
-            kept = tombstone.path.with_name(tombstone.path.stem + ACCEPTED_SUFFIX)
-            if kept.is_file():
-                self.discard(kept)
+            # What waits beside a record for review (a proposed change, an accepted copy) goes
+            # with the record.
+            for suffix in (PROPOSED_SUFFIX, ACCEPTED_SUFFIX):
+                kept = tombstone.path.with_name(tombstone.path.stem + suffix)
+                if kept.is_file():
+                    self.discard(kept)
 
     def discard(self, path: Path) -> None:
         """Unlink a file beside the records that is not one (a conflict sidecar): no tombstone, no
@@ -256,6 +267,8 @@ def recover_interrupted(vault: Vault) -> list[str]:
 def _resync_path(vault: Vault, relative: str) -> set[str]:
     """Index one path as the file now is (or drop its row); the kinds whose views it affects."""
     index = vault.index()
+    if not is_record_name(Path(relative).name):
+        return set()  # a file beside the records (a proposal, a sidecar): never an index row
     previous = index.kind_at(relative)
     kinds = {previous} if previous is not None else set()
     path = vault.root / relative

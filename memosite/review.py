@@ -1,14 +1,15 @@
-"""Review before agent memory counts: pending records, their diffs, approval and rejection.
+"""Review before agent memory counts: what waits for a person, its diff, approval and rejection.
 
-``config.json`` ``review.required`` names the kinds whose records an agent writes (over MCP, or
-with ``--source agent``) start as ``review: pending`` (see :mod:`memosite.writeplan`). When such a
-write replaces a version a person already accepted, that version is kept beside the record as
-``<slug>.accepted.md`` — vault Markdown, committed and synced with the record, never listed,
-indexed, searched or published (:func:`memosite.vault.is_record_name`) — so the review shows what
-changed on every machine and a rejection can put it back. Approval and rejection remove it. Older
-versions kept it under ``.memosite/review-base/``, which is still read when no sidecar is there.
-Only the command line approves; each approval or rejection is one unit of work whose commit
-names the reviewer.
+Two things wait. A record an agent wrote that is new, or that was waiting already, is written in
+place as ``review: pending``: ``config.json`` ``review.required`` names the kinds this applies to,
+and a new record that supersedes one a person approved waits whatever its kind
+(:mod:`memosite.writeplan`). An agent's change of a record that serves — one a person approved, or
+of a reviewed kind — is a proposal beside it (``<slug>.proposed.md``, :mod:`memosite.proposals`):
+the record itself stays as it was, for search, ``get``, the brief, the views and the site, until a
+person decides. Approving puts the change in place (and supersedes what it names); rejecting drops
+it, leaving the approved record byte for byte as it was, or archives a new record with the reason.
+Only a person decides (an agent is refused, PERSON_REQUIRED); each approval or rejection is one
+unit of work whose commit names the reviewer and, for a rejection, the reason.
 """
 
 from __future__ import annotations
@@ -17,63 +18,24 @@ import difflib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memosite.errors import InvalidArguments, InvalidTransition
-from memosite.indexing import record_title
-from memosite.lookup import locate_record, writable_target
-from memosite.mutation import mutation
-from memosite.provenance import REJECTED_CHANGE_FIELDS
-from memosite.schema import format_iso, parse_record, utc_now
-from memosite.vault import ACCEPTED_SUFFIX, Vault, atomic_write_bytes
-
-if TYPE_CHECKING:
-    from memosite.writeplan import UpsertPlan
-
-LEGACY_BASE_DIR = "review-base"  # where memosite kept accepted versions before the sidecar
-
-
-def accepted_path(record_path: Path) -> Path:
-    """Where the accepted version of a record under review is kept: ``<slug>.accepted.md``."""
-    return record_path.with_name(record_path.stem + ACCEPTED_SUFFIX)
-
-
-def legacy_accepted_path(vault: Vault, record_path: Path) -> Path:
-    return vault.internal_path(LEGACY_BASE_DIR, *Path(vault.relative(record_path)).parts)
-
-
-def read_accepted(vault: Vault, record_path: Path) -> str | None:
-    """The accepted version a pending record replaces, or None (a new record): the sidecar, else a
-    copy an older memosite kept under ``.memosite/review-base/``."""
-    for kept in (accepted_path(record_path), legacy_accepted_path(vault, record_path)):
-        try:
-            return kept.read_text(encoding="utf-8")
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-    return None
-
-
-def keep_accepted_version(vault: Vault, record_path: Path, plan: UpsertPlan) -> None:
-    """Before a pending write lands at ``record_path``: when it replaces an accepted version, keep
-    that version (the file as it is now) beside the record; when it creates the record, drop a copy
-    a removed namesake left; when it follows another pending write, keep what was kept (moving an
-    older memosite's ``.memosite/review-base/`` copy beside the record, where git keeps it)."""
-    sidecar = writable_target(vault, accepted_path(record_path))
-    legacy = legacy_accepted_path(vault, record_path)
-    if plan.review_base is not None and record_path.is_file():
-        atomic_write_bytes(sidecar, record_path.read_bytes())
-        legacy.unlink(missing_ok=True)
-    elif plan.action == "created":
-        drop_accepted_version(vault, record_path)
-    elif not sidecar.exists() and legacy.is_file():
-        atomic_write_bytes(sidecar, legacy.read_bytes())
-        legacy.unlink()
-
-
-def drop_accepted_version(vault: Vault, record_path: Path) -> None:
-    """The review is over (or the record is gone): the kept accepted version goes."""
-    writable_target(vault, accepted_path(record_path)).unlink(missing_ok=True)
-    legacy_accepted_path(vault, record_path).unlink(missing_ok=True)
+from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
+from memosite.indexing import path_defaults, record_label, record_title
+from memosite.lookup import locate_record
+from memosite.mutation import Mutation, mutation
+from memosite.proposals import (
+    drop_accepted_version,
+    find_proposal,
+    iter_proposals,
+    parse_proposal,
+    proposal_path,
+    read_accepted,
+    record_path_of,
+)
+from memosite.schema import Record, format_iso, parse_record, utc_now
+from memosite.store import mark_superseded
+from memosite.vault import Vault
 
 
 @dataclass
@@ -86,9 +48,11 @@ class PendingRecord:
     source: str | None
     author: str | None
     updated: str | None
-    replaces: bool  # True: an accepted version exists, ``diff`` is against it
+    replaces: bool  # True: it changes a record that serves, ``diff`` is against that record
     diff: str
     edited_by: str | None = None  # who last changed only its fields, when not its author
+    proposal: str | None = None  # the file the change waits in, when it is a proposal
+    supersedes: str | None = None  # the record approving it supersedes
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,12 +67,15 @@ class PendingRecord:
             "updated": self.updated,
             "replaces": self.replaces,
             "diff": self.diff,
+            "proposal": self.proposal,
+            "supersedes": self.supersedes,
         }
 
 
 def list_pending(vault: Vault, project: str) -> list[PendingRecord]:
-    """Pending records, newest first, each with its diff against the version it replaces (a new
-    record's diff is its whole text)."""
+    """What waits for review, newest first: pending records, each with its diff against the
+    accepted version an older memosite kept (a new record's diff is its whole text), and proposals,
+    each with its diff against the record it would change."""
     from memosite.indexing import ensure_index
 
     ensure_index(vault)
@@ -120,14 +87,6 @@ def list_pending(vault: Vault, project: str) -> list[PendingRecord]:
         except OSError:
             continue
         before = read_accepted(vault, path) or ""
-        diff = "".join(
-            difflib.unified_diff(
-                before.splitlines(keepends=True),
-                current.splitlines(keepends=True),
-                fromfile=f"{entry.path} (accepted)" if before else "/dev/null",
-                tofile=f"{entry.path} (pending)",
-            )
-        )
         fm = entry.frontmatter
         pending.append(
             PendingRecord(
@@ -140,11 +99,63 @@ def list_pending(vault: Vault, project: str) -> list[PendingRecord]:
                 author=fm.get("author"),
                 updated=entry.updated,
                 replaces=bool(before),
-                diff=diff,
+                diff=_diff(before, current, entry.path, "(accepted)", "(pending)"),
                 edited_by=fm.get("editedBy"),
+                supersedes=_supersedes(fm),
             )
         )
+    for proposal in iter_proposals(vault, project):
+        found = _proposed(vault, project, proposal)
+        if found is not None:
+            pending.append(found)
+    pending.sort(key=lambda item: (item.updated or "", item.path), reverse=True)
     return pending
+
+
+def _proposed(vault: Vault, project: str, proposal: Path) -> PendingRecord | None:
+    target = record_path_of(proposal)
+    relative = vault.relative(target)
+    try:
+        text = proposal.read_text(encoding="utf-8")
+        record = parse_proposal(proposal)
+    except (OSError, UnicodeDecodeError, InvalidRecord):
+        return None
+    try:
+        before = target.read_text(encoding="utf-8")
+    except OSError:
+        before = ""  # the record is gone (purged elsewhere): approving the change creates it
+    fm = record.frontmatter
+    return PendingRecord(
+        id=record.id,
+        kind=record.kind,
+        project=project,
+        path=relative,
+        title=record_title(record),
+        source=fm.get("source"),
+        author=fm.get("author"),
+        updated=str(fm.get("updated")) if fm.get("updated") else None,
+        replaces=bool(before),
+        diff=_diff(before, text, relative, "(approved)", "(proposed)"),
+        edited_by=fm.get("editedBy"),
+        proposal=vault.relative(proposal),
+        supersedes=_supersedes(fm),
+    )
+
+
+def _diff(before: str, after: str, path: str, was: str, becomes: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"{path} {was}" if before else "/dev/null",
+            tofile=f"{path} {becomes}",
+        )
+    )
+
+
+def _supersedes(frontmatter: dict[str, Any]) -> str | None:
+    older = frontmatter.get("supersedes")
+    return str(older) if older not in (None, "") else None
 
 
 @dataclass
@@ -157,15 +168,37 @@ class ReviewResult:
         return {"decision": self.decision, "reviewer": self.reviewer, "records": self.records}
 
 
-def _reviewer(vault: Vault) -> str:
+def _reviewer(vault: Vault, action: str) -> str:
+    """Who decides: the person acting (an agent is refused, PERSON_REQUIRED)."""
     actor = vault.actor
+    if actor is not None:
+        actor.require_person(action)
     if actor is None or not actor.name:
         return "a person"
     return f"{actor.name} <{actor.email}>" if actor.email else actor.name
 
 
-def _pending_record(vault: Vault, project: str, record_id: str) -> tuple[Any, Path]:
-    record, path = locate_record(vault, project, record_id=record_id)
+@dataclass
+class _Waiting:
+    """What a review decides on: the pending record, where it goes, and the proposal file it
+    waits in (None: it waits in place)."""
+
+    record: Record
+    path: Path
+    proposal: Path | None
+
+
+def _waiting(vault: Vault, project: str, record_id: str) -> _Waiting:
+    try:
+        record, path = locate_record(vault, project, record_id=record_id)
+    except RecordNotFound:
+        orphan = find_proposal(vault, project, record_id)
+        if orphan is None:
+            raise
+        return _Waiting(parse_proposal(orphan), record_path_of(orphan), orphan)
+    proposal = proposal_path(path)
+    if proposal.is_file() and not proposal.is_symlink():
+        return _Waiting(parse_proposal(proposal), path, proposal)
     state = record.frontmatter.get("review")
     if state != "pending":
         named = f"{project}/{record.kind}/{path.stem} is not waiting for review"
@@ -173,50 +206,78 @@ def _pending_record(vault: Vault, project: str, record_id: str) -> tuple[Any, Pa
             by = record.frontmatter.get("reviewedBy")
             raise InvalidTransition(f"{named}: it was {state}{f' by {by}' if by else ''}")
         raise InvalidTransition(named)
-    return record, path
+    return _Waiting(record, path, None)
 
 
 def approve_records(vault: Vault, project: str, ids: list[str], *, now: datetime | None = None) -> ReviewResult:
-    """Accept pending records: each one unit of work, its commit naming the reviewer."""
+    """Accept what waits for review: a pending record is approved in place, a proposal replaces
+    the record it changes; a supersede the record names happens now. Each is one unit of work, its
+    commit naming the reviewer."""
     if not ids:
         raise InvalidArguments("name the records to approve")
-    reviewer = _reviewer(vault)
+    reviewer = _reviewer(vault, "review approve")
     result = ReviewResult("approved", reviewer)
     stamp = format_iso(now or utc_now())
     for record_id in ids:
         with mutation(vault, f"approve {record_id} (reviewed by {reviewer})") as unit:
-            record, path = _pending_record(vault, project, record_id)
+            waiting = _waiting(vault, project, record_id)
+            record = waiting.record
             record.frontmatter.update(review="approved", reviewedBy=reviewer, reviewedAt=stamp)
             unit.retitle(f"approve {record.kind}:{record.id} (reviewed by {reviewer})")
-            unit.write(record, path)
-            drop_accepted_version(vault, path)
-        result.records.append({"id": record.id, "kind": record.kind, "review": "approved"})
+            unit.write(record, waiting.path)
+            if waiting.proposal is not None:
+                unit.discard(waiting.proposal)
+            drop_accepted_version(vault, waiting.path)
+            superseded = _supersede_now(unit, project, record, stamp)
+        entry: dict[str, Any] = {"id": record.id, "kind": record.kind, "review": "approved"}
+        if superseded:
+            entry["superseded"] = superseded
+        result.records.append(entry)
     return result
+
+
+def _supersede_now(unit: Mutation, project: str, record: Record, stamp: str) -> str | None:
+    """The supersede an approved record named waited for its approval: it happens now (unless the
+    older record is superseded already). Returns the id superseded."""
+    older = _supersedes(record.frontmatter)
+    if older is None or older == record.id:
+        return None
+    try:
+        found, _ = locate_record(unit.vault, project, record_id=older)
+    except (RecordNotFound, InvalidArguments, InvalidRecord):
+        return None
+    if found.status == "superseded":
+        return None
+    return older if mark_superseded(unit, project, older, record.id, stamp) else None
 
 
 def reject_records(
     vault: Vault, project: str, ids: list[str], *, reason: str, now: datetime | None = None
 ) -> ReviewResult:
-    """Refuse pending records: a new one is archived with the reason; a change to an accepted
-    record gives the accepted version back. Each is one unit of work naming the reviewer."""
+    """Refuse what waits for review: a proposal is dropped and the record it would change stays
+    byte for byte as it was; a change an older memosite wrote in place gives back the accepted
+    version it kept, byte for byte; a new record is archived with the reason (and supersedes
+    nothing). Each is one unit of work whose commit names the reviewer and the reason."""
     if not ids:
         raise InvalidArguments("name the records to reject")
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidArguments("a rejection needs a reason (--reason TEXT)")
-    reviewer = _reviewer(vault)
+    reviewer = _reviewer(vault, "review reject")
     result = ReviewResult("rejected", reviewer)
     stamp = format_iso(now or utc_now())
+    said = " ".join(reason.split())
     for record_id in ids:
         with mutation(vault, f"reject {record_id}") as unit:
-            record, path = _pending_record(vault, project, record_id)
-            said = " ".join(reason.split())
+            waiting = _waiting(vault, project, record_id)
+            record, path = waiting.record, waiting.path
             unit.retitle(f"reject {record.kind}:{record.id} (reviewed by {reviewer}): {said}")
-            accepted = read_accepted(vault, path)
-            if accepted is not None:
-                # The reason stays with the record, not only in a commit message (vault git may be off).
-                restored = parse_record(accepted, path)
-                restored.frontmatter.update(zip(REJECTED_CHANGE_FIELDS, (said, reviewer, stamp), strict=True))
-                unit.write(restored, path)
+            accepted = read_accepted(vault, path) if waiting.proposal is None else None
+            if waiting.proposal is not None:
+                unit.discard(waiting.proposal)
+                outcome = "dropped the proposed change; the approved version is unchanged"
+            elif accepted is not None:
+                kept = parse_record(accepted, path, defaults=path_defaults(path), where=record_label(path))
+                unit.write(kept, path, text=accepted)
                 drop_accepted_version(vault, path)
                 outcome = "restored the accepted version"
             else:
@@ -237,11 +298,7 @@ def reject_records(
 __all__ = [
     "PendingRecord",
     "ReviewResult",
-    "accepted_path",
     "approve_records",
-    "drop_accepted_version",
-    "keep_accepted_version",
     "list_pending",
-    "read_accepted",
     "reject_records",
 ]

@@ -18,6 +18,7 @@ from memosite.config import ProjectIdentity
 from memosite.errors import InvalidRecord, StorageError
 from memosite.index import queries
 from memosite.indexing import read_record, record_file_stats
+from memosite.proposals import count_proposals
 from memosite.schema import utc_now
 from memosite.sync.status import SyncState, sync_state
 from memosite.vault import Vault
@@ -179,7 +180,8 @@ def vault_status(
             report.counts = index.counts_by_kind_and_status(identity.id)
             report.shared_ids = queries.shared_ids(index, identity.id)
             report.verdicts.update(verdicts.counts(index, identity.id))
-            report.pending_review = len(index.pending_review(identity.id))
+            # Records waiting in place, and agents' proposed changes of records that serve.
+            report.pending_review = len(index.pending_review(identity.id)) + count_proposals(vault, identity.id)
             plan = plan_gc(vault, identity.id, now=now or utc_now())
             report.expired_awaiting_gc = len(plan.archive) + len(plan.remove) + len(plan.unparseable_scratch)
     finally:

@@ -3,8 +3,12 @@
 Every mutation runs in one unit of work (:mod:`memosite.mutation`): validated and secret-scanned
 first, then under the vault lock the files change atomically, the index follows, the views of the
 touched kinds are rewritten once and one vault commit is requested. An upsert is planned before it
-is applied (:mod:`memosite.writeplan`), so its result says what it did: ``created``, ``updated``
-or ``recurrence``.
+is applied (:mod:`memosite.writeplan`), so its result says what it did: ``created``, ``updated``,
+``proposed`` or ``recurrence``.
+
+An agent may archive and restore any record, but never purge one a person approved, and its change
+of such a record is only proposed (:mod:`memosite.proposals`): the approved record keeps serving
+until a person approves the change.
 """
 
 from __future__ import annotations
@@ -17,15 +21,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
+from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, PersonRequired, RecordNotFound
 from memosite.expiration import is_expired_iso, iso_or_none, resolve_expires_at
 from memosite.index import queries
 from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.lookup import files_holding_id, locate_record, shared_id_error, writable_target
 from memosite.mutation import Mutation, mutation
-from memosite.provenance import provenance_fields
+from memosite.proposals import drop_accepted_version, keep_legacy_copies, proposal_path, read_proposal
+from memosite.provenance import agent_claims, approved_by_person, provenance_fields
 from memosite.recurrence import is_recurrence, pattern_key
-from memosite.schema import Record, format_iso, normalize_kind, slugify, utc_now, validate_frontmatter, validate_slug
+from memosite.schema import (
+    Record,
+    format_iso,
+    normalize_kind,
+    serialize_record,
+    slugify,
+    utc_now,
+    validate_frontmatter,
+    validate_slug,
+)
 from memosite.secrets import assert_no_secrets
 from memosite.vault import Tombstone, Vault
 from memosite.writeplan import (
@@ -48,6 +62,7 @@ __all__ = [
     "derive_slug",
     "forget_record",
     "list_records",
+    "mark_superseded",
     "restore_record",
     "sanitize_paths",
     "upsert_record",
@@ -73,6 +88,8 @@ class UpsertResult:
     occurrences: int | None = None
     superseded: bool = False
     supersedes_missing: str | None = None  # the id ``supersedes`` named, when no such record exists
+    pending: bool = False  # waits for a person's review (memosite review)
+    supersedes_pending: str | None = None  # the record it supersedes once a person approves it
 
     @property
     def recurrence(self) -> bool:
@@ -93,6 +110,8 @@ class UpsertResult:
             "occurrences": self.occurrences,
             "superseded": self.superseded,
             "supersedesMissing": self.supersedes_missing,
+            "pending": self.pending,
+            "supersedesPending": self.supersedes_pending,
         }
 
     def summary(self) -> str:
@@ -100,9 +119,18 @@ class UpsertResult:
         what = f"{self.kind} {self.id}"
         if self.action == "recurrence":
             return f"recurrence of {what} (occurrences {self.occurrences}) → {self.path}"
+        if self.action == "proposed":
+            return (
+                f"proposed a change to {what}: it waits for a person's review (memosite review);"
+                f" the approved version keeps serving → {self.path}"
+            )
         extra = " (superseding its predecessor)" if self.superseded else ""
         if self.supersedes_missing:
             extra = f" (nothing superseded: no record {self.supersedes_missing})"
+        if self.supersedes_pending:
+            extra = f" (it supersedes {self.supersedes_pending} once a person approves it)"
+        elif self.pending:
+            extra += " (waits for a person's review: memosite review)"
         return f"{self.action} {what}{extra} → {self.path}"
 
 
@@ -343,6 +371,7 @@ def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetim
             # The same trap, by title, seen again: counted, not rewritten.
             recurrence = existing
     older = _find_older(vault, project, request.supersedes)
+    target = existing.path if existing is not None and existing.path is not None else None
     plan = prepare_upsert(
         request,
         project=project,
@@ -350,6 +379,7 @@ def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetim
         existing=existing,
         recurrence_of=recurrence,
         older=older[0] if older is not None else None,
+        proposed=read_proposal(target) if target is not None else None,
         now=now,
         config=vault.config,
         provenance=provenance_fields(vault.actor, vault.product_root),
@@ -375,6 +405,14 @@ def upsert_record(
     """Create or update one record; ``body`` None keeps an existing record's body. ``cites`` names
     code of the product repository (``path`` or ``path:start-end``) to pin in the record."""
     now = now or utc_now()
+    actor = vault.actor
+    if actor is not None and actor.is_agent:
+        claimed = agent_claims(frontmatter or {})
+        if claimed:
+            raise PersonRequired(
+                f"{', '.join(claimed)} cannot be set by an agent ({actor.where()}): review state and"
+                " authorship are a person's to give, and memosite records the rest"
+            )
     if cites:
         frontmatter = {**(frontmatter or {}), "cites": _pin(vault, cites)}
     request = normalize_upsert(
@@ -394,19 +432,28 @@ def _pin(vault: Vault, cites: Sequence[str | Mapping[str, Any]]) -> list[dict[st
 
 
 def apply_upsert(unit: Mutation, project: str, plan: UpsertPlan, target: Path, now: datetime) -> UpsertResult:
-    """Write a planned upsert and its side effect on the record it supersedes."""
+    """Write a planned upsert and its side effect on the record it supersedes: a proposal beside
+    the record it would change; a supersede at once, or — when the record waits for review — once
+    a person approves it."""
     vault = unit.vault
     record = plan.record
-    verb = "recurrence" if plan.action == "recurrence" else "upsert"
+    verb = {"recurrence": "recurrence", "proposed": "propose"}.get(plan.action, "upsert")
     unit.retitle(f"{verb} {record.kind}:{record.id}")
-    if plan.action != "recurrence" and record.frontmatter.get("review") == "pending":
-        from memosite.review import keep_accepted_version
-
-        keep_accepted_version(vault, target, plan)
-    unit.write(record, target)
+    if plan.action == "proposed":
+        unit.write_beside(proposal_path(target), serialize_record(record))
+    else:
+        if plan.action != "recurrence" and plan.pending:
+            keep_legacy_copies(vault, target, created=plan.action == "created")
+        if plan.action == "created" and proposal_path(target).is_file():
+            unit.discard(proposal_path(target))  # left by a record of this name that is gone
+        unit.write(record, target)
     superseded = False
+    waits_for: str | None = None
     if plan.supersedes is not None and plan.supersedes != record.id:
-        superseded = _mark_superseded(unit, project, plan.supersedes, record.id, format_iso(now))
+        if plan.pending:
+            waits_for = plan.supersedes if _find_older(vault, project, plan.supersedes) is not None else None
+        else:
+            superseded = mark_superseded(unit, project, plan.supersedes, record.id, format_iso(now))
     fm = record.frontmatter
     return UpsertResult(
         id=record.id,
@@ -420,11 +467,14 @@ def apply_upsert(unit: Mutation, project: str, plan: UpsertPlan, target: Path, n
         action=plan.action,
         occurrences=plan.occurrences if record.kind == "trap" else None,
         superseded=superseded,
-        supersedes_missing=plan.supersedes if plan.supersedes and not superseded else None,
+        supersedes_missing=plan.supersedes if plan.supersedes and not (superseded or waits_for) else None,
+        pending=plan.pending,
+        supersedes_pending=waits_for,
     )
 
 
-def _mark_superseded(unit: Mutation, project: str, older_id: str, newer_id: str, now_iso: str) -> bool:
+def mark_superseded(unit: Mutation, project: str, older_id: str, newer_id: str, now_iso: str) -> bool:
+    """Mark the record ``older_id`` superseded by ``newer_id``; False when there is no such record."""
     found = _find_older(unit.vault, project, older_id)
     if found is None:
         return False
@@ -465,6 +515,8 @@ def append_event(
     frontmatter: dict[str, Any] = {"title": " ".join(event.split())[:120]}
     if details is not None:
         frontmatter["details"] = details
+    # Who appended it (an event is written once, so its writer is its author).
+    frontmatter.update(provenance_fields(vault.actor, None))
     assert_no_secrets(event, frontmatter)
     now_iso = format_iso(now)
     with mutation(vault, f"append {kind}") as unit:
@@ -495,17 +547,23 @@ def forget_record(
     now: datetime | None = None,
 ) -> ForgetResult:
     """Archive a record (file kept, ``status: archived``) or, with ``purge``, unlink it and
-    record a tombstone. Purging a successor makes the record it superseded active again."""
+    record a tombstone (with the change waiting beside it, if any). Purging a successor makes the
+    record it superseded active again. An agent never purges a record a person approved
+    (PERSON_REQUIRED): it may archive it, which ``restore`` undoes."""
     now_iso = format_iso(now or utc_now())
     with mutation(vault, "forget") as unit:
         record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
         unit.retitle(f"forget {record.kind}:{record.id}{' (purge)' if purge else ''}")
         restored: list[str] = []
+        actor = vault.actor
+        if purge and actor is not None and actor.is_agent and approved_by_person(record.frontmatter):
+            raise PersonRequired(
+                f"purging {describe(record)} is refused to {actor.where()}: a person approved it, so only a"
+                " person destroys it (an agent may archive it: forget without purge, undone by restore)"
+            )
         if purge:
             unit.remove([Tombstone(project, record.kind, record.id, path, "forget")])
             if record.frontmatter.get("review") == "pending":
-                from memosite.review import drop_accepted_version
-
                 drop_accepted_version(vault, path)
             restored = _revive_predecessor(unit, project, record, now_iso)
             status = "purged"

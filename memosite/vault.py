@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 
 TEMP_PREFIX = ".memosite-tmp-"
 CONFLICT_MARK = ".conflict."
-# The accepted version of a record under review, kept beside it until a person decides
-# (``<slug>.accepted.md``, see memosite.review): vault Markdown that git syncs, never a record.
+# An agent's change of a record a person approved, kept beside that record until a person decides
+# (``<slug>.proposed.md``, see memosite.proposals), and the accepted version older versions kept
+# beside a pending record (``<slug>.accepted.md``): vault Markdown that git syncs, never a record.
+PROPOSED_SUFFIX = ".proposed.md"
 ACCEPTED_SUFFIX = ".accepted.md"
 INTERNAL_DIR = ".memosite"
 LOCK_TIMEOUT_SECONDS = 60.0
@@ -53,13 +55,13 @@ def is_temp_name(name: str) -> bool:
 
 
 def is_record_name(name: str) -> bool:
-    """A file the store owns: ``*.md``, not a temp file, not a ``.conflict.`` or ``.accepted.md``
-    sidecar."""
+    """A file the store owns: ``*.md``, not a temp file, not a ``.conflict.``, ``.proposed.md`` or
+    ``.accepted.md`` sidecar."""
     return (
         name.endswith(".md")
         and not is_temp_name(name)
         and CONFLICT_MARK not in name
-        and not name.endswith(ACCEPTED_SUFFIX)
+        and not name.endswith((PROPOSED_SUFFIX, ACCEPTED_SUFFIX))
     )
 
 

@@ -24,7 +24,7 @@ from memosite.vault import Vault, atomic_write_bytes
 
 # (section name, project, kind, rows shown, rows in all) -> Markdown placed after a cut section
 MoreNote = Callable[[str, str, str, int, int], str]
-# kind -> record files a rendering leaves out (the site's, of records pending review)
+# kind -> record files a rendering leaves out (records pending review have no rows to leave out)
 Hidden = Mapping[str, Collection[str]]
 
 KIND_TITLES = {kind: facts.title for kind, facts in KIND_FACTS.items() if facts.durable}
@@ -81,8 +81,9 @@ class _RowView:
 
 
 def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
-    """Fill ``row_view`` / ``row_index`` / ``row_line`` of an entry from ``rows.md.j2``."""
-    if entry.kind not in DURABLE_KINDS:
+    """Fill ``row_view`` / ``row_index`` / ``row_line`` of an entry from ``rows.md.j2``. A record
+    waiting for review gets none: no view shows or counts it until a person approves it."""
+    if entry.kind not in DURABLE_KINDS or entry.frontmatter.get("review") == "pending":
         entry.row_view = entry.row_index = entry.row_line = ""
         return
     with sandbox_refusals(env):  # macros run outside render(), which reports refusals itself
@@ -184,7 +185,8 @@ def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces
                 "successor_link": link_for_path(row.successor_path) if shown and row.successor_path else None,
             }
         )
-    total = index.count_kind(project, "decision") - len(hidden)
+    # Records waiting for review (all the site hides) have no fragments, so they are not counted.
+    total = fragments.kind_counts(index, project).get("decision", 0)
     return {**context, "superseded": superseded, "total": total}
 
 

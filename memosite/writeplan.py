@@ -3,8 +3,8 @@
 :func:`normalize_upsert` checks and normalises what a caller sent (kind, body, frontmatter, TTL,
 paths, secrets) into an :class:`UpsertRequest`. :func:`prepare_upsert` takes that request and what
 the vault holds for it — the record at the target path, a trap it recurs, the record it supersedes —
-and returns an :class:`UpsertPlan` saying what will happen (``created``, ``updated`` or
-``recurrence``) and the exact record to write. :mod:`memosite.store` gathers the inputs under the
+and returns an :class:`UpsertPlan` saying what will happen (``created``, ``updated``, ``proposed``
+or ``recurrence``) and the exact record to write. :mod:`memosite.store` gathers the inputs under the
 vault lock and applies the plan inside one unit of work.
 """
 
@@ -19,13 +19,14 @@ from typing import Any, Literal
 from memosite.config import VaultConfig
 from memosite.errors import InvalidArguments, InvalidTransition
 from memosite.expiration import compute_expires_at, parse_expires_at, validate_ttl_input
+from memosite.provenance import GUARDED_KINDS, approved_by_person
 from memosite.recurrence import classify_trap
 from memosite.schema import Record, format_iso, normalize_kind, validate_frontmatter, validate_slug
 from memosite.secrets import assert_no_secrets
 from memosite.text import fold
 from memosite.vault import is_record_name
 
-UpsertAction = Literal["created", "updated", "recurrence"]
+UpsertAction = Literal["created", "updated", "proposed", "recurrence"]
 _EXCLUDED_PATH_PARTS = (".git", "node_modules", "__pycache__", ".venv", ".memosite")
 # Who wrote a record's text and against which commit: taken from the writer only when the write
 # brings the text (a new record, or a new body). A write that only changes fields keeps them and
@@ -64,7 +65,11 @@ class UpsertPlan:
     record: Record
     supersedes: str | None = None  # the id of the older record to mark superseded
     notes: list[str] = field(default_factory=list)
-    review_base: Record | None = None  # the approved version a pending write replaces
+
+    @property
+    def pending(self) -> bool:
+        """The record waits for a person's review: a supersede it names waits with it."""
+        return self.record.frontmatter.get("review") == "pending"
 
     @property
     def occurrences(self) -> int | None:
@@ -138,8 +143,9 @@ def normalize_upsert(
     for what, name in (("slug", explicit), ("id", incoming.get("id"))):
         if name not in (None, "") and not is_record_name(f"{name}.md"):
             raise InvalidArguments(
-                f"invalid {what} {name!r}: names ending in .accepted or holding .conflict. are kept for the"
-                " files memosite keeps beside a record (its accepted version, a sync conflict)"
+                f"invalid {what} {name!r}: names ending in .proposed or .accepted or holding .conflict. are"
+                " kept for the files memosite keeps beside a record (a change waiting for review, a sync"
+                " conflict)"
             )
     if incoming.get("supersedes") not in (None, ""):
         older = validate_slug(str(incoming["supersedes"]), "supersedes id")
@@ -192,6 +198,7 @@ def prepare_upsert(
     existing: Record | None,
     recurrence_of: Record | None = None,
     older: Record | None = None,
+    proposed: Record | None = None,
     now: datetime,
     config: VaultConfig,
     provenance: Mapping[str, Any] | None = None,
@@ -199,7 +206,14 @@ def prepare_upsert(
     """Decide what the upsert does (see the module docstring).
 
     ``existing`` is the record at the target slug, ``recurrence_of`` a trap this trap repeats (its
-    occurrences are bumped instead of writing the new text), ``older`` the record it supersedes.
+    occurrences are bumped instead of writing the new text), ``older`` the record it supersedes,
+    ``proposed`` an agent's change of ``existing`` already waiting for review.
+
+    An agent's change of a record that serves (it does not wait for review) becomes a proposal
+    (``proposed``: the record stays as it is until a person approves) when a person approved that
+    record or ``review.required`` names its kind; a further agent change builds on the waiting one.
+    An agent's new record that supersedes a record a person approved waits for review too, and the
+    supersede with it.
     """
     now_iso = format_iso(now)
     check_target(request, existing)
@@ -215,15 +229,27 @@ def prepare_upsert(
     if body is None:
         raise InvalidArguments("body must not be empty: a new record needs one (--body or --body-file)")
     incoming = dict(request.frontmatter)
-    if existing is not None and request.folded_paths:
+    writer = dict(provenance or {})
+    writer_source = str(
+        incoming.get("source")
+        or writer.get("source")
+        or (existing.frontmatter.get("source") if existing is not None else None)
+        or "agent"
+    )
+    # An agent's write waits for review whatever source it names (an import run by an agent too).
+    reviewed_as = "agent" if (provenance or {}).get("source") == "agent" else writer_source
+    proposal = reviewed_as == "agent" and _proposes(existing, request.kind, config)
+    # A further agent change of a record with a change waiting builds on the waiting one.
+    base = proposed if proposal and proposed is not None else existing
+    if request.body is None and base is not None:
+        body = base.body
+    if base is not None and request.folded_paths:
         # A path given with --path is folded into what the record already names, not swapped in.
         for name in ("pathPatterns", "linkedPaths"):
-            kept = [str(p) for p in existing.frontmatter.get(name) or []]
+            kept = [str(p) for p in base.frontmatter.get(name) or []]
             incoming[name] = list(dict.fromkeys([*kept, *incoming.get(name, [])]))
-    merged: dict[str, Any] = dict(existing.frontmatter) if existing is not None else {}
-    writer = dict(provenance or {})
-    writer_source = str(incoming.get("source") or writer.get("source") or merged.get("source") or "agent")
-    if existing is not None and body == existing.body:
+    merged: dict[str, Any] = dict(base.frontmatter) if base is not None else {}
+    if base is not None and body == base.body:
         writer = _fields_edit(merged, writer)
     else:
         merged.pop("editedBy", None)
@@ -248,21 +274,21 @@ def prepare_upsert(
             merged["occurrences"] = int(older.frontmatter.get("occurrences") or 1) + 1
         merged.setdefault("occurrences", 1)
         merged.setdefault("lastSeen", now_iso)
-    # An agent's write waits for review whatever source it names (an import run by an agent too).
-    reviewed_as = "agent" if (provenance or {}).get("source") == "agent" else writer_source
-    base = _review_state(merged, existing, request.kind, config, reviewed_as)
+    supersedes = request.supersedes
+    if reviewed_as == "agent" and (
+        proposal or request.kind in config.review_required or _displaces(older, supersedes, merged.get("id"))
+    ):
+        _wait_for_review(merged)
     record = Record(
         frontmatter=validate_frontmatter(merged),
         body=body,
         path=existing.path if existing is not None else None,
         source=existing.source if existing is not None else None,
     )
-    supersedes = request.supersedes
     if supersedes is not None and supersedes == record.id:
         raise InvalidArguments(f"{supersedes} cannot supersede itself")
-    return UpsertPlan(
-        "updated" if existing is not None else "created", slug, record, supersedes=supersedes, review_base=base
-    )
+    action: UpsertAction = "proposed" if proposal else "updated" if existing is not None else "created"
+    return UpsertPlan(action, slug, record, supersedes=supersedes)
 
 
 def _fields_edit(merged: dict[str, Any], writer: Mapping[str, Any]) -> dict[str, Any]:
@@ -277,17 +303,32 @@ def _fields_edit(merged: dict[str, Any], writer: Mapping[str, Any]) -> dict[str,
     return {k: v for k, v in writer.items() if k not in CONTENT_PROVENANCE}
 
 
-def _review_state(
-    merged: dict[str, Any], existing: Record | None, kind: str, config: VaultConfig, writer_source: str
-) -> Record | None:
-    """An agent's write of a kind ``review.required`` names waits for a person: ``review: pending``
-    (whoever wrote the text: an agent changing a person's record only in its fields waits too).
-    Returns the approved version it replaces, which the review shows the change against."""
-    if kind not in config.review_required or writer_source != "agent":
-        return None
+def _proposes(existing: Record | None, kind: str, config: VaultConfig) -> bool:
+    """An agent's change of ``existing`` waits beside it instead of replacing it: the record serves
+    (no review of it is under way), and a person approved it (of a kind the brief serves, see
+    :data:`~memosite.provenance.GUARDED_KINDS`) or ``review.required`` names its kind. Whoever
+    wrote the text: an agent changing a person's record only in its fields proposes too."""
+    if existing is None or existing.frontmatter.get("review") == "pending":
+        return False
+    if kind in config.review_required:
+        return True
+    return kind in GUARDED_KINDS and approved_by_person(existing.frontmatter)
+
+
+def _displaces(older: Record | None, older_id: str | None, own_id: Any) -> bool:
+    """An agent's record that supersedes a live record a person approved: it waits for review,
+    and the supersede with it."""
+    return (
+        older is not None
+        and older_id not in (None, own_id)
+        and older.status != "superseded"
+        and older.kind in GUARDED_KINDS
+        and approved_by_person(older.frontmatter)
+    )
+
+
+def _wait_for_review(merged: dict[str, Any]) -> None:
+    """``review: pending``, without what an earlier review of the record said."""
     merged["review"] = "pending"
     for stale in ("reviewedBy", "reviewedAt", "reviewReason"):
         merged.pop(stale, None)
-    if existing is not None and existing.frontmatter.get("review") != "pending":
-        return existing
-    return None

@@ -29,6 +29,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # for memosite's own upward search and for git's.
     monkeypatch.setenv("MEMOSITE_CEILING_DIRECTORIES", str(tmp_path.parent))
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    # The suite run from a coding agent's shell is still a person's command line to the tests that
+    # do not say otherwise: the markers that would make every CLI call an agent's are cleared.
+    from memosite.provenance import AGENT_SHELL_MARKERS
+
+    for marker in AGENT_SHELL_MARKERS:
+        monkeypatch.delenv(marker.variable, raising=False)
 
 
 @pytest.fixture

@@ -46,6 +46,8 @@ def test_upsert_json_has_the_contract_fields() -> None:
         "occurrences",
         "superseded",
         "supersedesMissing",
+        "pending",
+        "supersedesPending",
     }
     assert data["action"] == "created" and data["occurrences"] == 1
     assert data["path"] == "projects/demo/traps/beware.md" and data["expires_at"] is None

@@ -136,6 +136,23 @@ def test_rank_orders_active_traps_by_occurrences_then_hits(vault: Vault) -> None
     assert [t.id for t in rank_traps(vault, P, limit=1, now=NOW).traps] == ["c"]
 
 
+def test_rank_never_counts_a_pending_trap(vault_dir: Path) -> None:
+    # An agent's trap of a reviewed kind waits for a person: however often it claims to have bitten,
+    # it neither ranks nor counts until a person approves it.
+    vault_dir.mkdir(parents=True, exist_ok=True)
+    (vault_dir / "config.json").write_text(json.dumps({"review": {"required": ["trap"]}}), encoding="utf-8")
+    vault = Vault.open(vault_dir)
+    try:
+        trap(vault, "known", occurrences=1, source="human")
+        waiting = trap(vault, "waiting", occurrences=40, source="agent")
+        assert read_record(waiting).frontmatter["review"] == "pending"
+        result = rank_traps(vault, P, now=NOW)
+        assert [t.id for t in result.traps] == ["known"] and result.total == 1
+        assert rank_traps(vault, P, layer="other", now=NOW).total == 1  # with a layer too
+    finally:
+        vault.close()
+
+
 def test_rank_filters_by_layer(vault: Vault) -> None:
     trap(vault, "web-trap", layer="web")
     trap(vault, "test-trap", layer="tests")

@@ -258,22 +258,25 @@ def test_a_build_without_include_pending_publishes_nothing_of_a_pending_record(t
     outputs = _outputs(trusted.default)
     assert [name for name, text in outputs.items() if PENDING_WORD in text] == []
     rows = _rows(trusted.default)
-    assert not {"guess", "db", "pending-cite"} & set(rows) and all(r["review"] is None for r in rows.values())
+    assert not {"guess", "pending-cite"} & set(rows) and all(r["review"] is None for r in rows.values())
     assert not (trusted.default / f"memory/{PROJECT}/traps/guess").exists()
     assert not (trusted.default / f"memory/{PROJECT}/REVIEW").exists()
     feed = outputs[f"memory/{PROJECT}/feed.xml"]
-    assert "trap:guess" not in feed and "decision:db" not in feed and "trap:pending-cite" not in feed
+    assert "trap:guess" not in feed and "trap:pending-cite" not in feed
     changes = _page(trusted.default, "CHANGES")
-    assert "trap:guess" not in changes and "decision:db" not in changes and "upsert trap:inside" in changes
+    assert "trap:guess" not in changes and "upsert trap:inside" in changes
     home = _page(trusted.default, "")
-    assert "3 records wait for review: <code>memosite review</code>" in home
-    assert "<strong>4</strong> live of <strong>4</strong> published records" in home  # db is withheld too
+    assert "3 records wait for review: <code>memosite review</code>" in home  # an agent's change of db too
+    assert "<strong>5</strong> live of <strong>5</strong> published records" in home
+    # The agent's change of the person's decision waits beside it: the site shows what a person approved.
+    db = _page(trusted.default, "decisions/db")
+    assert "Use Postgres." in db and "MongoDB" not in db
     decisions = re.sub(r"\s+", " ", _page(trusted.default, "DECISIONS"))
-    assert "database choice" not in decisions.casefold() and "No accepted decisions." in decisions
-    assert decisions.count('<td style="text-align:right">0</td>') == 6  # the counts, Total too
+    assert "database choice" in decisions.casefold() and "MongoDB" not in decisions
+    assert decisions.count('<td style="text-align:right">1</td>') == 2  # accepted and Total
     inventory = re.sub(r"\s+", "", _page(trusted.default, "INDEX"))
     assert '<td>trap</td><tdstyle="text-align:right">4</td>' in inventory
-    assert '<td>decision</td><tdstyle="text-align:right">0</td>' in inventory
+    assert '<td>decision</td><tdstyle="text-align:right">1</td>' in inventory
     overview = _article(outputs["index.html"])
     assert re.search(r"<td[^>]*>3</td>\s*</tr>", overview)  # the overview's Awaiting review column
 
@@ -282,7 +285,7 @@ def test_include_pending_publishes_them_marked_unreviewed_with_a_review_page(tru
     rows = _rows(trusted.included)
     assert {k: rows[k]["review"] for k in ("guess", "db", "pending-cite", "inside")} == {
         "guess": "pending",
-        "db": "pending",
+        "db": None,  # the approved version; the agent's change of it is on the Review page
         "pending-cite": "pending",
         "inside": None,
     }

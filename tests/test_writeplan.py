@@ -132,16 +132,16 @@ def test_review_follows_the_writer_not_the_text() -> None:
     by_agent = prepare_upsert(
         request, project="p", slug="s", existing=accepted, now=NOW, config=REVIEWED, provenance=agent
     )
-    assert by_agent.record.frontmatter["review"] == "pending" and by_agent.review_base is accepted
+    assert by_agent.record.frontmatter["review"] == "pending" and by_agent.action == "proposed"
     assert by_agent.record.frontmatter["source"] == "human" and by_agent.record.frontmatter["editedBy"] == "codex 2.0"
     approved = record("decision", "s", body="agent text", source="agent", author="codex 2.0", review="approved")
     by_person = prepare_upsert(
         request, project="p", slug="s", existing=approved, now=NOW, config=REVIEWED, provenance=PERSON
     )
-    assert by_person.record.frontmatter["review"] == "approved" and by_person.review_base is None
+    assert by_person.record.frontmatter["review"] == "approved" and by_person.action == "updated"
 
 
-@pytest.mark.parametrize("name", ["db.accepted", "db.conflict.1a2b3c4d"])
+@pytest.mark.parametrize("name", ["db.accepted", "db.proposed", "db.conflict.1a2b3c4d"])
 def test_names_of_the_files_kept_beside_a_record_are_not_slugs(name: str) -> None:
     with pytest.raises(InvalidArguments, match="kept for the files memosite keeps beside a record"):
         normalize_upsert(kind="decision", body="x", slug=name)

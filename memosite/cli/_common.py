@@ -18,6 +18,7 @@ from memosite.errors import MemositeError
 
 if TYPE_CHECKING:
     from memosite.config import ProjectIdentity
+    from memosite.provenance import Actor
     from memosite.vault import Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,15 +79,27 @@ class App:
                 raise VaultNotFound(
                     f"no vault yet at {named}: `memosite init` creates it (so does the first upsert or append)"
                 )
-            from memosite.provenance import Actor, git_identity
-
             self._vault = Vault.open(root)
             self._vault.product_root = self.product_root
-            # A command line acts for the person whose git identity it runs under (asked of git
-            # when a change first needs it: a read-only command runs no git).
-            env, product_root = self.env, self.product_root
-            self._vault.actor_source = lambda: Actor.person(git_identity(env, product_root))
+            self._vault.actor_source = self.actor
         return self._vault
+
+    def actor(self) -> Actor:
+        """Who this command acts for: the agent whose shell tool runs it (by the markers agents
+        document), else the person whose git identity it runs under (asked of git when a change
+        first needs it: a read-only command runs no git)."""
+        from memosite.provenance import Actor, detect_agent_shell, git_identity
+
+        shell = detect_agent_shell(self.env)
+        if shell is not None:
+            return Actor.in_agent_shell(shell)
+        return Actor.person(git_identity(self.env, self.product_root))
+
+    def require_person(self, action: str) -> None:
+        """Refuse ``action`` (PERSON_REQUIRED) when an agent's shell runs this command."""
+        from memosite.provenance import require_person
+
+        require_person(self.env, action)
 
     def vault_for_reading(self) -> Vault:
         """The vault, or — when there is none yet — an absent one with the default settings: for

@@ -56,10 +56,16 @@ def upsert(
     session_id: str | None,
     **fields: str | None,
 ) -> None:
-    """Create or update a record."""
+    """Create or update a record.
+
+    In a coding agent's shell the write is the agent's (source agent): a change of a record a
+    person approved is proposed for review, and --source human is refused.
+    """
     from memosite.errors import InvalidArguments
     from memosite.store import upsert_record
 
+    if fields.get("source") not in (None, "agent"):
+        app.require_person(f"upsert --source {fields['source']}")
     frontmatter = parse_json_option("--frontmatter", frontmatter_json) or {}
     if not isinstance(frontmatter, dict):
         raise InvalidArguments("--frontmatter must be a JSON object")
@@ -173,7 +179,8 @@ def append(app: App, event: str, kind: str, details_json: str | None) -> None:
 def forget(
     app: App, positional_id: str | None, record_id: str | None, kind: str | None, slug: str | None, purge: bool
 ) -> None:
-    """Archive a record, or purge it with --purge (ID as an argument or with --id)."""
+    """Archive a record, or purge it with --purge (ID as an argument or with --id). From an
+    agent's shell a record a person approved can be archived, not purged."""
     from memosite.store import forget_record
 
     record_id = _one_id(record_id, positional_id)
@@ -270,6 +277,9 @@ def edit(app: App, record_id: str, kind: str | None) -> None:
     from memosite.edit import apply_edit, begin_edit
     from memosite.errors import InvalidArguments
 
+    # A person's editor: an agent changes records with upsert, where a change of a person's
+    # record waits for review.
+    app.require_person("memosite edit")
     if not sys.stdin.isatty() and not (app.env.get("VISUAL") or app.env.get("EDITOR")):
         raise InvalidArguments("edit needs a terminal, or an editor command in $VISUAL or $EDITOR")
     session = begin_edit(app.vault, app.project, record_id=record_id, kind=kind)

@@ -164,7 +164,10 @@ def add(
     source_hash: tuple[str, ...],
     **fields: Any,
 ) -> None:
-    """Add a record to records/<id>.md (without --source-*, its source is this command, by --access)."""
+    """Add a record to records/<id>.md (without --source-*, its source is this command, by --access).
+    --access human is refused in a coding agent's shell: an agent proposes candidates."""
+    if fields.get("access") not in (None, "agent"):
+        app.require_person(f"stormbuffer add --access {fields['access']}")
     sources = _sources(
         source_kinds,
         source_refs,
@@ -213,7 +216,9 @@ def list_(app: App, include_all: bool, kinds: tuple[str, ...], store_dir: str | 
 @_store_option
 @vault_options
 def promote(app: App, record_id: str, store_dir: str | None, global_store: bool) -> None:
-    """candidate → active (a candidate that names one record in supersedes retires it)."""
+    """candidate → active (a candidate that names one record in supersedes retires it). A person's
+    decision: refused in a coding agent's shell."""
+    app.require_person("stormbuffer promote")
     _changed(app, "promoted", _open(app, store_dir, global_store).promote(record_id))
 
 
@@ -222,7 +227,9 @@ def promote(app: App, record_id: str, store_dir: str | None, global_store: bool)
 @_store_option
 @vault_options
 def reject(app: App, record_id: str, store_dir: str | None, global_store: bool) -> None:
-    """candidate → archived (the proposal is kept as history)."""
+    """candidate → archived (the proposal is kept as history). A person's decision: refused in a
+    coding agent's shell."""
+    app.require_person("stormbuffer reject")
     _changed(app, "rejected", _open(app, store_dir, global_store).reject(record_id))
 
 
@@ -250,7 +257,10 @@ def restore(app: App, record_id: str, store_dir: str | None, global_store: bool)
 @_store_option
 @vault_options
 def supersede(app: App, old_id: str, new_id: str, store_dir: str | None, global_store: bool) -> None:
-    """Mark OLD_ID superseded by NEW_ID (the old record's text is kept as history)."""
+    """Mark OLD_ID superseded by NEW_ID (the old record's text is kept as history). Refused in a
+    coding agent's shell: an agent's candidate names what it supersedes, and promoting it is a
+    person's decision."""
+    app.require_person("stormbuffer supersede")
     old, new = _open(app, store_dir, global_store).supersede(old_id, by=new_id)
     app.emit(
         {"superseded": old.to_json(body=False), "by": new.to_json(body=False)},
@@ -265,9 +275,12 @@ def supersede(app: App, old_id: str, new_id: str, store_dir: str | None, global_
 @_store_option
 @vault_options
 def forget(app: App, record_id: str, destroy: bool, yes: bool, store_dir: str | None, global_store: bool) -> None:
-    """Delete a record permanently (needs --destroy; --yes too when not interactive)."""
+    """Delete a record permanently (needs --destroy; --yes too when not interactive). Refused in a
+    coding agent's shell: only a person destroys."""
     from memosite.errors import InvalidArguments
 
+    if destroy:
+        app.require_person("stormbuffer forget --destroy")
     store = _open(app, store_dir, global_store)
     if not destroy:
         store.forget(record_id, destroy=False)  # raises: explains --destroy and archive
@@ -324,7 +337,9 @@ def validate(app: App, paths: tuple[Path, ...], store_dir: str | None, global_st
 @_store_option
 @vault_options
 def import_(app: App, store_dir: str | None, global_store: bool) -> None:
-    """Import every record of the store into the memosite project (history included)."""
+    """Import every record of the store into the memosite project (history included). In a coding
+    agent's shell the records are the agent's (source agent, reviewed as its writes are), and a
+    store record that claims a person (access human, a person's source or review) is refused."""
     from memosite.stormbuffer.bridge import import_store
 
     result = import_store(app.vault, app.project, _open(app, store_dir, global_store))

@@ -23,6 +23,8 @@ def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[st
     from memosite.errors import InvalidArguments
     from memosite.verify import repin_record, verify_project
 
+    if update_id:
+        app.require_person("verify --update")  # a person confirms the record still holds
     root = Path(repo_dir).absolute() if repo_dir else app.product_root
     if root is None:
         raise InvalidArguments("no repository here: run this in the product repository, or give --repo DIR")
@@ -81,11 +83,15 @@ def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[st
 @click.option("--reason", help="Why a record is rejected (required for reject): kept with it.")
 @vault_options
 def review(app: App, action: str | None, ids: tuple[str, ...], reason: str | None) -> None:
-    """Records agents wrote that wait for a person (config.json review.required).
+    """What agents wrote that waits for a person: their records of the kinds config.json
+    review.required names, and their proposed changes of records a person approved.
 
-    `memosite review` lists them, newest first, with the diff against the version each replaces;
-    `review approve ID…` accepts them and `review reject ID… --reason TEXT` refuses them (a new
-    record is archived with the reason, a change is undone). Each is one commit naming you.
+    `memosite review` lists them, newest first, each with its diff against the version it would
+    replace; `review approve ID…` accepts them (a proposed change replaces the record, a supersede
+    it names happens) and `review reject ID… --reason TEXT` refuses them (a new record is archived
+    with the reason, a proposed change is dropped and the record stays as it was). Each is one
+    commit naming you and, for a rejection, the reason. Only a person decides: approve and reject
+    are refused in a coding agent's shell.
     """
     from memosite.errors import InvalidArguments
     from memosite.review import approve_records, list_pending, reject_records
@@ -95,6 +101,7 @@ def review(app: App, action: str | None, ids: tuple[str, ...], reason: str | Non
             raise InvalidArguments("review lists every pending record: drop the ids, or say approve or reject")
         _list(app, list_pending(app.vault, app.project))
         return
+    app.require_person(f"review {action}")
     if action == "approve":
         approved = approve_records(app.vault, app.project, list(ids))
         app.emit(approved.to_json(), "\n".join(f"approved {r['kind']} {r['id']}" for r in approved.records))
@@ -116,8 +123,9 @@ def _list(app: App, found: list[Any]) -> None:
         for item in found:
             who = item.author or item.source or "an agent"
             edited = f"; fields edited by {item.edited_by}" if item.edited_by else ""
-            state = "changed" if item.replaces else "new"
-            parts.append(f"{item.kind} {item.id} — {item.title} ({state}, by {who}{edited})")
+            state = "proposed change" if item.proposal else "changed" if item.replaces else "new"
+            then = f"; approving it supersedes {item.supersedes}" if item.supersedes else ""
+            parts.append(f"{item.kind} {item.id} — {item.title} ({state}, by {who}{edited}{then})")
             parts.append(item.diff.rstrip("\n"))
             parts.append("")
         parts.append("memosite review approve ID…   |   memosite review reject ID… --reason TEXT")

@@ -118,8 +118,11 @@ def ranked_traps(
     index: Index, project: str, now_iso: str, *, layer: str | None, limit: int
 ) -> tuple[int, list[RecordRow]]:
     """Active, unexpired traps by occurrences, hits, severity and recency, flagged-stale ones last;
-    the total count and the first ``limit``."""
-    where = f"f.project = ? AND f.kind = 'trap' AND f.status = 'active' AND {not_expired_sql('f.expires_at')}"
+    the total count and the first ``limit``. A trap waiting for review neither ranks nor counts."""
+    where = (
+        f"f.project = ? AND f.kind = 'trap' AND f.status = 'active' AND NOT f.pending"
+        f" AND {not_expired_sql('f.expires_at')}"
+    )
     params: list[Any] = [project, now_iso]
     if layer is not None:
         where += " AND f.layer = ?"
@@ -342,16 +345,17 @@ def record_ids(index: Index, rowids: Sequence[int]) -> list[str]:
 
 def related_context_paths(index: Index, project: str, kinds: Sequence[str], slug: str) -> list[str]:
     """Live records of ``kinds`` named ``<slug>-…`` or with ``relatedSlug: <slug>``, spec first,
-    then plan, then state, newest first."""
+    then plan, then state, newest first; none that waits for review."""
     escaped = slug.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     order = " ".join(f"WHEN '{kind}' THEN {n}" for n, kind in enumerate(kinds))
     return [
         row[0]
         for row in index.conn.execute(
-            f"SELECT path FROM records WHERE project = ? AND kind IN ({_marks(kinds)}) "
-            "AND status NOT IN ('archived', 'superseded') "
-            "AND (slug LIKE ? ESCAPE '\\' OR json_extract(frontmatter, '$.relatedSlug') = ?) "
-            f"ORDER BY CASE kind {order} ELSE {len(kinds)} END, updated DESC, path",
+            f"SELECT r.path FROM records AS r JOIN search_facts AS f ON f.rowid = r.rowid "
+            f"WHERE r.project = ? AND r.kind IN ({_marks(kinds)}) "
+            "AND r.status NOT IN ('archived', 'superseded') AND NOT f.pending "
+            "AND (r.slug LIKE ? ESCAPE '\\' OR json_extract(r.frontmatter, '$.relatedSlug') = ?) "
+            f"ORDER BY CASE r.kind {order} ELSE {len(kinds)} END, r.updated DESC, r.path",
             (project, *kinds, f"{escaped}-%", slug),
         )
     ]

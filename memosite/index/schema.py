@@ -20,7 +20,7 @@ from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 
-SCHEMA_VERSION = "27"
+SCHEMA_VERSION = "28"
 
 
 def _text(row: str) -> str:

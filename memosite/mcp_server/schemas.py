@@ -42,12 +42,12 @@ WRITTEN = obj(
         "created": STRING,
         "updated": STRING,
         "expires_at": OPT_STRING,
-        "action": {"enum": ["created", "updated", "recurrence"]},
+        "action": {"enum": ["created", "updated", "proposed", "recurrence"]},
         "recurrence": BOOLEAN,
         "occurrences": OPT_INTEGER,
         "superseded": BOOLEAN,
     },
-    optional={"supersedesMissing": OPT_STRING},
+    optional={"supersedesMissing": OPT_STRING, "pending": BOOLEAN, "supersedesPending": OPT_STRING},
 )
 RECORD = obj(
     {

@@ -124,6 +124,8 @@ class StoreTools:
         Use it to remember what the next session must know: a trap you hit, a decision and its
         reasons, a spec, the plan or state of the work. Returns the record's id, path, status,
         expires_at, and `recurrence: true` when a known trap was seen again instead of created.
+        A change of a record a person approved is proposed, not applied (`action: proposed`): the
+        approved version keeps serving until a person approves the change.
         """
         from memosite.store import upsert_record
 
@@ -223,7 +225,8 @@ class StoreTools:
         projectId: ProjectId = None,
     ) -> CallToolResult:
         """Retire a record that is wrong or no longer useful: archive it (reversible with
-        restore), or purge it. Address it by id, or by kind and slug."""
+        restore), or purge it. Address it by id, or by kind and slug. A record a person approved
+        can only be archived: purging it is a person's decision (PERSON_REQUIRED)."""
         from memosite.store import forget_record
 
         def run(vault: Vault, project: str) -> Any:
@@ -263,23 +266,20 @@ def merge_fields(frontmatter: dict[str, Any] | None, fields: dict[str, Any]) -> 
 
 
 def agent_frontmatter(frontmatter: dict[str, Any]) -> dict[str, Any]:
-    """An agent's write is the agent's: it cannot set its own review state (and so approve itself)
-    or claim a person wrote it."""
+    """An agent's write is the agent's: it cannot set its own review state (and so approve itself),
+    claim a person wrote it, or claim the provenance memosite records
+    (:func:`memosite.provenance.agent_claims`)."""
     from memosite.errors import InvalidArguments
-    from memosite.provenance import REVIEW_FIELDS
+    from memosite.provenance import agent_claims
 
-    set_review = [name for name in REVIEW_FIELDS if name in frontmatter]
-    if set_review:
+    claimed = agent_claims(frontmatter)
+    if claimed:
         raise InvalidArguments(
-            f"{', '.join(set_review)} cannot be set over MCP: a person reviews with `memosite review approve`"
+            f"{', '.join(claimed)} cannot be set over MCP: an agent's write is source agent, a person"
+            " reviews it with `memosite review approve`, and provenance is recorded, not claimed"
         )
-    if frontmatter.get("source") not in (None, "agent"):
-        raise InvalidArguments("source cannot be set over MCP: an agent's write is source agent")
     if "project" in frontmatter:
         raise InvalidArguments("project cannot be set in frontmatter: give projectId")
-    claimed = [name for name in ("author", "repoCommit", "editedBy") if name in frontmatter]
-    if claimed:
-        raise InvalidArguments(f"{', '.join(claimed)} cannot be set over MCP: provenance is recorded, not claimed")
     return frontmatter
 
 

@@ -21,6 +21,7 @@ from memosite.expiration import is_expired_iso
 from memosite.index import IndexEntry
 from memosite.index.verdicts import StoredVerdict
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
+from memosite.proposals import count_proposals
 from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
 from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
@@ -430,13 +431,16 @@ def collect_site_content(
                 )
             )
         conflicts = list_conflicts(vault, project, details=True)
+        # What waits for review: records in place (never counted among the published ones unless
+        # included) and agents' proposed changes, whose approved records are what the site shows.
+        waiting = len(pending) + count_proposals(vault, project)
         source = FeedSource.for_project(
             vault,
             project,
             published,
             now,
             conflicts=[c.sidecar for c in conflicts],
-            pending=len(pending),
+            pending=waiting,
             pending_shown=include_pending,
             hidden=[f"{e.kind}:{e.id}" for e in hidden],
             memo=memo.dashboards,
@@ -448,7 +452,7 @@ def collect_site_content(
             content.prefix,
             project,
             published,
-            len(pending),
+            waiting,
             include_pending,
             conflicts,
             frozenset(entry.path for entry in hidden),
@@ -458,7 +462,7 @@ def collect_site_content(
         if include_pending:
             from memosite.review import list_pending
 
-            content.add(pages.review_page(env, list_pending(vault, project) if pending else []))
+            content.add(pages.review_page(env, list_pending(vault, project) if waiting else []))
         content.feeds[f"{content.prefix}/{project}/feed.xml"] = source
     for path in [p for p in memo.pages if not any(p in known for known in memo.entries.values())]:
         del memo.pages[path]

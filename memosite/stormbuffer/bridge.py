@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition
+from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, PersonRequired
+from memosite.provenance import RECORDED_FIELDS, REVIEW_FIELDS, Actor
 from memosite.secrets import assert_no_secrets
 from memosite.stormbuffer import lifecycle
 from memosite.stormbuffer.codec import render_record
@@ -125,7 +126,14 @@ class _Planned:
 
 
 def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
-    """Bring every record of ``store`` (history included) into ``project`` of ``vault``."""
+    """Bring every record of ``store`` (history included) into ``project`` of ``vault``.
+
+    Imported by an agent (``vault.actor`` an agent: a CLI call in its shell), the records are the
+    agent's writes (``source: agent``, reviewed as its writes are) and a record that claims a person
+    — ``access: human``, a person's ``source`` or any review field — stops the import before
+    anything is written (PERSON_REQUIRED): an agent may have written the store it imports."""
+    actor = vault.actor
+    by_agent = actor if actor is not None and actor.is_agent else None
     from memosite.mutation import mutation
     from memosite.schema import normalize_kind, validate_slug
     from memosite.store import upsert_record
@@ -145,6 +153,8 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
             slug = validate_slug(sidecar.slug)
         else:
             slug = validate_slug(str(frontmatter.get("id") or record.key), "id")
+        if by_agent is not None:
+            frontmatter = _agents_import(record, frontmatter, by_agent)
         assert_no_secrets(record.body, frontmatter)
         plan.append(_Planned(record, kind, slug, frontmatter))
     # One unit of work for the whole store: one lock, one view rebuild, one commit.
@@ -169,6 +179,23 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
                 )
             )
     return result
+
+
+def _agents_import(record: StormRecord, frontmatter: dict[str, Any], actor: Actor) -> dict[str, Any]:
+    """The frontmatter an agent's import writes: the agent's own (``source: agent``, its provenance
+    recorded, not taken from the store). PERSON_REQUIRED for a record that claims a person."""
+    claimed = ["access human"] if record.access == "human" else []
+    if frontmatter.get("source") == "human":
+        claimed.append("source human")
+    claimed += [name for name in REVIEW_FIELDS if name in frontmatter]
+    if claimed:
+        raise PersonRequired(
+            f"stormbuffer import is refused in {actor.where()}: record {record.id} claims a person"
+            f" ({', '.join(claimed)}); only a person imports it, from their own terminal"
+        )
+    kept = {key: value for key, value in frontmatter.items() if key not in RECORDED_FIELDS}
+    kept["source"] = "agent"
+    return kept
 
 
 def _superseders_first(plan: list[_Planned]) -> list[_Planned]:
