@@ -103,7 +103,9 @@ def test_an_import_by_an_agent_waits_for_review_and_archives_nothing(vault_dir: 
     import_path(vault, "demo", "adr", folder, dry_run=False)
     found = records(vault_dir, "decisions")
     assert {r.frontmatter.get("review") for r in found.values()} == {"pending"}
-    assert {r.frontmatter["source"] for r in found.values()} == {"imported"}
+    # The agent's import is the agent's write: it cannot claim the "imported" source a person's has.
+    assert {r.frontmatter["source"] for r in found.values()} == {"agent"}
+    assert all(r.frontmatter["sourceFormat"] == "adr" for r in found.values())
     (folder / "0014-replace-terraform-cloud.md").unlink()
     plan = import_path(vault, "demo", "adr", folder, dry_run=False)
     assert [(p.action, p.note) for p in plan.records if p.slug.startswith("adr-0014")] == [

@@ -118,7 +118,7 @@ def test_a_whole_sdk_session_lands_in_records_index_views_and_site(
     trap = record_at(vault_dir, "traps/retry-double-charge.md")
     assert trap.body == "Retrying a payment without an idempotency key charges the customer twice.\n"
     assert trap.frontmatter["severity"] == "high" and trap.frontmatter["pathPatterns"] == ["billing/**"]
-    assert trap.frontmatter["source"] == "agent" and trap.frontmatter["author"] == "shop-bot"
+    assert trap.frontmatter["source"] == "agent" and trap.frontmatter["author"] == "shop-bot via memosite"
     decision = record_at(vault_dir, "decisions/use-postgres.md")
     assert decision.frontmatter["memoryPath"] == "/memories/decisions/postgres-for-orders.md"
     assert decision.body.endswith("SQLite locks under load.\nRevisit when we shard.\n")
@@ -391,11 +391,13 @@ def test_where_review_is_required_the_tools_writes_wait_and_accepted_memory_stay
     text, error = call(tool, {"command": "delete", "path": DECISION})
     assert error and "reviewed memory" in text
     assert record_at(vault_dir, "decisions/use-postgres.md").status == "active"
-    # An edit is a proposal again: pending, the accepted version kept for the review.
+    # An edit is a proposal: the approved record keeps serving, the change waits beside it.
+    approved = (vault_dir / "projects" / PROJECT / "decisions/use-postgres.md").read_bytes()
     text, error = call(tool, {"command": "str_replace", "path": DECISION, "old_str": "load", "new_str": "heavy load"})
     assert not error, text
-    assert record_at(vault_dir, "decisions/use-postgres.md").frontmatter["review"] == "pending"
-    assert (vault_dir / "projects" / PROJECT / "decisions/use-postgres.accepted.md").is_file()
+    assert (vault_dir / "projects" / PROJECT / "decisions/use-postgres.md").read_bytes() == approved
+    proposed = vault_dir / "projects" / PROJECT / "decisions/use-postgres.proposed.md"
+    assert "heavy load" in proposed.read_text(encoding="utf-8")
 
 
 def test_renaming_across_kinds_supersedes_and_keeps_the_old_record(tool: MemositeMemoryTool, vault_dir: Path) -> None:
@@ -639,4 +641,4 @@ def test_the_readme_snippet_runs_a_session_through_the_sdk_runner(
     assert f"\t{TRAP}" in results[1]["content"]
     vault_dir = Path(os.environ["HOME"]) / ".memosite"
     trap = read_record(vault_dir / "projects" / "shop" / "traps" / "retry-double-charge.md")
-    assert trap.frontmatter["author"] == "shop-bot"
+    assert trap.frontmatter["author"] == "shop-bot via memosite"

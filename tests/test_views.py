@@ -335,10 +335,11 @@ def test_expired_records_read_as_expired_in_index_and_decisions_and_counts_agree
 
 
 def test_a_record_that_expires_later_turns_expired_when_the_view_is_compiled_then(vault: Vault) -> None:
-    upsert_record(
-        vault, "demo", kind="spec", body="s", slug="soon", frontmatter={"title": "Soon", "expires_at": "2026-12-01"}
-    )
-    before = render_view(vault, "demo", "INDEX.md", now=NOW)
-    after = render_view(vault, "demo", "INDEX.md", now=NOW + timedelta(days=3))
+    # Dated from the real clock: the row is made when the record is written, at today's date.
+    today = datetime.now(UTC)
+    soon = (today + timedelta(days=1)).date().isoformat()
+    upsert_record(vault, "demo", kind="spec", body="s", slug="soon", frontmatter={"title": "Soon", "expires_at": soon})
+    before = render_view(vault, "demo", "INDEX.md", now=today)
+    after = render_view(vault, "demo", "INDEX.md", now=today + timedelta(days=3))
     assert "| Soon | active |" in before and "| spec | 1 | 1 |" in before
     assert "| Soon | expired |" in after and "| spec | 1 | 0 |" in after

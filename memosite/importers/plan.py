@@ -138,7 +138,8 @@ def existing_imports(vault: Vault | None, project: str) -> dict[str, IndexEntry]
     found: dict[str, IndexEntry] = {}
     for entry in vault.index().entries(project):
         key = key_of(entry.frontmatter)
-        if key is not None and entry.frontmatter.get("source") == "imported":
+        # An import run by an agent is the agent's write (source agent): its key still finds it.
+        if key is not None and entry.frontmatter.get("source") in ("imported", "agent"):
             found.setdefault(key, entry)
     return found
 
@@ -188,6 +189,9 @@ def plan_import(
             slugs[key] = _free_slug(vault, project, record, used)
     for key, record in by_key.items():
         frontmatter = _frontmatter(record, by_key, slugs, existing)
+        if vault is not None and vault.actor is not None and vault.actor.is_agent:
+            # An agent cannot claim a source: what it imports is its own proposal (review applies).
+            frontmatter.pop("source", None)
         entry = existing.get(key)
         slug = slugs[key]
         if entry is None:
