@@ -14,10 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memosite.acceptance import config_report
 from memosite.config import ProjectIdentity
 from memosite.errors import InvalidRecord, StorageError
 from memosite.index import queries
 from memosite.indexing import read_record, record_file_stats
+from memosite.policy import ConfigReport
 from memosite.schema import utc_now
 from memosite.sync.status import SyncState, sync_state
 from memosite.vault import Vault
@@ -79,6 +81,7 @@ class StatusReport:
     pending_review: int = 0
     sync: SyncState | None = None
     shared_ids: dict[str, list[str]] = field(default_factory=dict)  # id → the files of one kind holding it
+    config: ConfigReport = field(default_factory=ConfigReport)  # review loosenings waiting, ignored settings
 
     @property
     def total(self) -> int:
@@ -102,6 +105,7 @@ class StatusReport:
             "pendingReview": self.pending_review,
             "sync": self.sync.to_json() if self.sync is not None else None,
             "sharedIds": [{"id": record_id, "paths": paths} for record_id, paths in self.shared_ids.items()],
+            "config": self.config.to_json(),
         }
 
 
@@ -165,6 +169,7 @@ def vault_status(
     try:
         report.index = index_freshness(vault, identity.id)
         report.conflicts = conflict_sidecars(vault, identity.id)
+        report.config = config_report(vault)
         report.sync = sync_state(vault)
         report.git = GitState(
             enabled=vault.config.git_enabled,

@@ -22,8 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memosite import gitsync
-from memosite.config import DEFAULT_CONFIG, load_config
+from memosite.acceptance import settle_policy
+from memosite.config import load_config
 from memosite.indexing import ensure_index, rebuild_views, refresh_project, remember_directories
+from memosite.settings import TEAM_DEFAULTS
 from memosite.sync.conflicts import end_conflicts_of_purged
 from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.merging import resolve_unmerged
@@ -41,8 +43,8 @@ MAX_ATTEMPTS = 5
 def check_enabled(vault: Vault) -> None:
     if not vault.config.git_enabled:
         raise SyncError(
-            'vault git is off: set "vaultGit": {"enabled": true, "remote": "<url or path>"} in '
-            f"{vault.root / 'config.json'}"
+            "vault git is off on this machine: memosite config set vaultGit.enabled true"
+            " (and memosite config set vaultGit.remote <url or path>)"
         )
 
 
@@ -102,6 +104,7 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
     finally:
         if target.one_off:
             repo.forget_one_off()
+    result.config = settle_policy(vault)  # a tightening of review applies now; a loosening waits
     note_sync(vault, {**result.summary_json(), "head": repo.head()})
     return result
 
@@ -177,7 +180,7 @@ def adopt_clone(vault: Vault) -> bool:
         return False
     config = vault.root / "config.json"
     try:
-        untouched = json.loads(config.read_text(encoding="utf-8")) == DEFAULT_CONFIG
+        untouched = json.loads(config.read_text(encoding="utf-8")) == TEAM_DEFAULTS
     except FileNotFoundError:
         untouched = True
     except (OSError, ValueError):
