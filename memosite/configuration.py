@@ -171,8 +171,8 @@ def _duration(setting: Setting, text: str) -> int | float | None:
         return _number(text.strip())
     try:
         span = parse_duration(text)
-    except InvalidArguments:
-        return None
+    except InvalidArguments:  # longer than any date can hold
+        raise InvalidArguments(f"{setting.key} must be at most {setting.maximum:g}, got {text!r}") from None
     if span is None:
         return None
     seconds = span.total_seconds()

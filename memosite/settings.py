@@ -250,15 +250,18 @@ def value_problem(setting: Setting, value: object) -> str | None:
 
 def suggest_keys(text: str) -> list[str]:
     """Settings a mistyped ``text`` may mean: the same key in another case, a key whose last part
-    it is, then the closest spellings."""
+    it is, the closest spellings within the section it names, else the closest keys."""
     folded = text.casefold()
     exact = [key for key in BY_KEY if key.casefold() == folded]
     if exact:
         return exact
-    tails = [key for key in BY_KEY if key.split(".", 1)[1].casefold() == folded.rsplit(".", 1)[-1]]
-    close = difflib.get_close_matches(text, list(BY_KEY), n=3, cutoff=0.6)
-    lowered = {key.casefold(): key for key in BY_KEY}
-    close += [lowered[k] for k in difflib.get_close_matches(folded, list(lowered), n=3, cutoff=0.6)]
+    section, _, name = folded.rpartition(".")
+    tails = [key for key in BY_KEY if key.split(".", 1)[1].casefold() == name]
+    names = {key.split(".", 1)[1].casefold(): key for key in BY_KEY if key.split(".", 1)[0].casefold() == section}
+    close = [names[n] for n in difflib.get_close_matches(name, list(names), n=2, cutoff=0.6)] if names else []
+    if not close:
+        lowered = {key.casefold(): key for key in BY_KEY}
+        close = [lowered[k] for k in difflib.get_close_matches(folded, list(lowered), n=2, cutoff=0.75)]
     return list(dict.fromkeys(tails + close))[:3]
 
 

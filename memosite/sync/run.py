@@ -31,7 +31,7 @@ from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.merging import resolve_unmerged
 from memosite.sync.paths import blob_id, classify, sidecar_path
 from memosite.sync.repo import MERGE_OPTIONS, Change, RemoteTarget, Repo
-from memosite.sync.resolution import union_lines
+from memosite.sync.resolution import merge_config, union_lines
 from memosite.sync.result import ConflictNote, SyncResult, counted
 from memosite.sync.resync import recompile, resync_changes
 from memosite.sync.state import note_push, note_sync, read_state
@@ -296,7 +296,8 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
 
 def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResult) -> None:
     """A vault with no commits yet takes the remote's history as its own; a local file that differs
-    from the remote's stays, a record's remote version goes beside it, a log keeps both sides' lines."""
+    from the remote's stays, a record's remote version goes beside it, a log keeps both sides' lines,
+    config.json merges key by key (the team's settings fill in what this vault left at defaults)."""
     theirs = repo.rev(tracking)
     if theirs is None:
         return
@@ -330,6 +331,10 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
             projects.add(path.split("/")[1])
         elif kind == "jsonl":
             atomic_write_bytes(repo.root / path, union_lines(None, local, remote_version))
+        elif kind == "config":  # the team's settings, where this vault left its own at their defaults
+            merged = merge_config(None, local, remote_version)
+            if merged is not None:
+                atomic_write_bytes(repo.root / path, merged)
     result.integration = "join"
     result.incoming = repo.count(theirs)
     for project in vault.projects():
