@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from memosite.config import ACCEPTED_KEY, accepted_entry, load_config
 from memosite.configuration import edit_machine_file, refuse_in_agent_shell
 from memosite.gitsync import run_git
 from memosite.policy import ConfigReport, PolicyChange, ReviewPolicy, enforced, tightened
 from memosite.provenance import git_identity
 from memosite.settings import CONFIG_FILE
 from memosite.vault import Vault
+from memosite.vaultconfig import ACCEPTED_KEY, accepted_entry, load_config
 
 
 def config_report(vault: Vault, *, applied: tuple[PolicyChange, ...] = ()) -> ConfigReport:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memosite.config import ACCEPTED_KEY, Source, VaultConfig, accepted_entry, load_config
 from memosite.errors import InvalidArguments, SafetyViolation
 from memosite.expiration import parse_duration
 from memosite.indexing import refresh_project
@@ -42,6 +41,7 @@ from memosite.settings import (
     without,
 )
 from memosite.vault import Vault, atomic_write_text
+from memosite.vaultconfig import ACCEPTED_KEY, Source, VaultConfig, accepted_entry, load_config
 
 Action = Literal["set", "unset"]
 
