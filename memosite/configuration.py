@@ -124,8 +124,8 @@ class SettingView:
 def view_setting(config: VaultConfig, setting: Setting) -> SettingView:
     if setting.review:
         policy, team = config.review_policy, config.team_review
-        value: Any = ReviewPolicy.to_json(policy)[setting.name]
-        team_value: Any = ReviewPolicy.to_json(team)[setting.name]
+        value: Any = policy.to_json()[setting.name]
+        team_value: Any = team.to_json()[setting.name]
         if value != team_value:
             return SettingView(setting, value, "accepted", team_value)
     else:
@@ -195,7 +195,7 @@ def _kinds(words: Sequence[str]) -> list[str]:
             close = difflib.get_close_matches(item.lower(), KINDS, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise InvalidArguments(f"{item!r} is no kind{hint} (kinds: {', '.join(KINDS)})")
-    return list(dict.fromkeys(items))
+    return [kind for kind in KINDS if kind in items]  # one order: the same list is the same file
 
 
 def parse_value(setting: Setting, words: Sequence[str]) -> Any:
@@ -361,8 +361,8 @@ def _expire_again(vault: Vault, setting: Setting, touch: Callable[[str, Iterable
 
 
 def accept_component(vault: Vault, setting: Setting, by: str | None) -> None:
-    """Record ``setting``'s value in ``config.json`` as accepted on this machine (the other parts
-    of the accepted review policy stay as they were)."""
+    """Record the value ``config.json`` now gives ``setting`` as accepted on this machine, by
+    ``by`` (in ``config.local.json``; the other parts of the accepted review policy stay)."""
     config = vault.config
     accepted = (config.accepted or config.team_review).to_json()
     accepted[setting.name] = config.team_review.to_json()[setting.name]

@@ -15,6 +15,7 @@ from test_config_split import SCRIPTS, _valid_values, read_json
 
 from memosite.configuration import parse_value, shown
 from memosite.errors import InvalidArguments
+from memosite.kinds import KINDS
 from memosite.settings import BY_KEY, SETTINGS
 from memosite.vault import Vault
 
@@ -127,7 +128,7 @@ def test_a_bad_value_is_one_clear_line_and_nothing_is_written(
         ("vaultGit.atomic", ["off"], False),
         ("vaultGit.push", ["AUTO"], "auto"),
         ("review.required", ["trap,", "decision"], ["trap", "decision"]),
-        ("review.required", ['["spec","trap","spec"]'], ["spec", "trap"]),
+        ("review.required", ['["spec","trap","spec"]'], ["trap", "spec"]),
         ("review.required", ["none"], []),
         ("vaultGit.branch", ["team/memory"], "team/memory"),
     ],
@@ -141,6 +142,8 @@ def test_values_are_read_as_a_person_writes_them(key: str, words: list[str], val
 def test_a_shown_value_reads_back_as_the_same_value(data: st.DataObject) -> None:
     setting = data.draw(st.sampled_from([s for s in SETTINGS if s.kind not in ("path", "remote")]))
     value = data.draw(_valid_values(setting))
+    if setting.kind == "kinds":
+        value = [kind for kind in KINDS if kind in value]
     assert parse_value(setting, shown(value).split(" ") if setting.kind == "kinds" else [shown(value)]) == value
 
 
