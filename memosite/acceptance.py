@@ -37,14 +37,15 @@ def config_report(vault: Vault, *, applied: tuple[PolicyChange, ...] = ()) -> Co
 def _last_change(vault: Vault) -> tuple[str | None, str | None]:
     """Who last changed ``config.json`` and in which commit; (``…this machine…``, None) for a
     change not committed (or a vault without git)."""
+    here = "changed on this machine"
     if not (vault.root / ".git").exists():
-        return "changed on this machine", None
+        return here, None
     quiet = {"GIT_OPTIONAL_LOCKS": "0"}  # a report takes no lock and refreshes no git index
     if run_git(vault.root, "diff", "--quiet", "HEAD", "--", CONFIG_FILE, env=quiet).returncode == 1:
-        return "changed on this machine, not committed yet", None
+        return f"{here}, not committed yet", None
     done = run_git(vault.root, "log", "-1", "--format=%h%x00%an <%ae>", "--", CONFIG_FILE, env=quiet)
     commit, _, author = done.stdout.strip().partition("\0")
-    return (author or None, commit or None) if done.returncode == 0 and commit else ("unknown", None)
+    return (author or None, commit) if done.returncode == 0 and commit else (here, None)
 
 
 def settle_policy(vault: Vault) -> ConfigReport:

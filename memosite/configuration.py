@@ -340,7 +340,10 @@ def _change_team_setting(vault: Vault, setting: Setting, value: Any, env: Mappin
         wanted = _edited(without(team, MACHINE_KEYS), setting.key, value)
         changed = wanted != team
         if changed:
-            with mutation(vault, f"config: {'set' if value is not MISSING else 'unset'} {setting.key}") as unit:
+            said = (
+                f"set {setting.key} to {shown(value) or '(none)'}" if value is not MISSING else f"unset {setting.key}"
+            )
+            with mutation(vault, f"config: {said}") as unit:
                 unit.write_file(CONFIG_FILE, settings_text(wanted))
                 before = vault.config
                 vault.config = load_config(vault.root)

@@ -4,7 +4,8 @@ Read-only: nothing here writes a record, refreshes the index or creates a vault.
 index with the files (so a stale index is reported, not silently fixed; a file no refresh can read
 is reported as invalid, not as the index lagging), counts records by kind and status, ids that two
 files of one kind hold, the expired records a gc pass would sweep, ``.conflict.`` sidecars, an
-interrupted unit of work, and the state of vault git.
+interrupted unit of work, the state of vault git, and the configuration: a loosening of review the
+team's ``config.json`` makes that waits for a person here, and settings found in the wrong file.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ def test_a_team_setting_is_committed_and_a_machine_setting_never(git_vault: Vaul
         "changed": True,
         "committed": True,
     }
-    assert commits(root) == ["config: set ttl.reviewDays", *before]
+    assert commits(root) == ["config: set ttl.reviewDays to 21", *before]
     author = subprocess.run(
         ["git", "-C", str(root), "log", "-1", "--format=%an"], capture_output=True, text=True, encoding="utf-8"
     )
@@ -209,14 +209,14 @@ def test_a_team_setting_is_committed_and_a_machine_setting_never(git_vault: Vaul
     machine = run_cli("config", "set", "vaultGit.remote", "git@example.org:équipe/память.git")
     assert machine.stdout.startswith("set vaultGit.remote to git@example.org:équipe/память.git in config.local.json")
     assert "this machine only, never shared" in machine.stdout
-    assert commits(root) == ["config: set ttl.reviewDays", *before]
+    assert commits(root) == ["config: set ttl.reviewDays to 21", *before]
     status = subprocess.run(
         ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
     )
     assert status.stdout == ""
     same = run_cli("config", "set", "ttl.reviewDays", "21")
     assert same.stdout == "ttl.reviewDays is already 21 here: nothing changed\n"
-    assert commits(root) == ["config: set ttl.reviewDays", *before]
+    assert commits(root) == ["config: set ttl.reviewDays to 21", *before]
 
 
 def test_config_unset_returns_a_setting_to_its_default(git_vault: Vault, run_cli: Any) -> None:

@@ -185,7 +185,9 @@ def test_a_persons_config_set_applies_directly_and_waits_on_other_machines(
     done = run_cli("config", "set", "review.required", "decision", "--vault", str(b))
     assert done.exit_code == 0 and "committed: shared at the next sync" in done.stdout
     assert "review" not in agent_writes(b, "trap", "on-b")
-    assert "config: set review.required" in (team.base / "b" / ".git" / "logs" / "HEAD").read_text(encoding="utf-8")
+    assert "config: set review.required to decision" in (team.base / "b" / ".git" / "logs" / "HEAD").read_text(
+        encoding="utf-8"
+    )
     assert run_cli("sync", "--vault", str(b)).exit_code == 0
     on_a = run_cli("sync", "--vault", str(a))
     assert "by Bea Person <bea@example.org>) stops requiring review of trap; not applied" in on_a.stdout
