@@ -110,6 +110,15 @@ class Mutation:
                 if kept.is_file():
                     self.discard(kept)
 
+    def write_file(self, relative: str, text: str) -> None:
+        """Write a vault file that is no record (the team's ``config.json``) atomically: no index
+        row, no view, committed with the unit."""
+        path = writable_target(self.vault, self.vault.root / relative)
+        self.touching = True
+        note_change()
+        atomic_write_text(path, text)
+        self.written.append(relative)
+
     def discard(self, path: Path) -> None:
         """Unlink a file beside the records that is not one (a conflict sidecar): no tombstone, no
         index row, but noted in flight and committed with the unit."""

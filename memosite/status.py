@@ -4,7 +4,8 @@ Read-only: nothing here writes a record, refreshes the index or creates a vault.
 index with the files (so a stale index is reported, not silently fixed; a file no refresh can read
 is reported as invalid, not as the index lagging), counts records by kind and status, ids that two
 files of one kind hold, the expired records a gc pass would sweep, ``.conflict.`` sidecars, an
-interrupted unit of work, and the state of vault git.
+interrupted unit of work, the state of vault git, and the configuration: a loosening of review the
+team's ``config.json`` makes that waits for a person here, and settings found in the wrong file.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memosite.acceptance import config_report
 from memosite.config import ProjectIdentity
 from memosite.errors import InvalidRecord, StorageError
 from memosite.index import queries
 from memosite.indexing import read_record, record_file_stats
+from memosite.policy import ConfigReport
 from memosite.proposals import count_proposals
 from memosite.schema import utc_now
 from memosite.sync.status import SyncState, sync_state
@@ -80,6 +83,7 @@ class StatusReport:
     pending_review: int = 0
     sync: SyncState | None = None
     shared_ids: dict[str, list[str]] = field(default_factory=dict)  # id → the files of one kind holding it
+    config: ConfigReport = field(default_factory=ConfigReport)  # review loosenings waiting, ignored settings
 
     @property
     def total(self) -> int:
@@ -103,6 +107,7 @@ class StatusReport:
             "pendingReview": self.pending_review,
             "sync": self.sync.to_json() if self.sync is not None else None,
             "sharedIds": [{"id": record_id, "paths": paths} for record_id, paths in self.shared_ids.items()],
+            "config": self.config.to_json(),
         }
 
 
@@ -166,6 +171,7 @@ def vault_status(
     try:
         report.index = index_freshness(vault, identity.id)
         report.conflicts = conflict_sidecars(vault, identity.id)
+        report.config = config_report(vault)
         report.sync = sync_state(vault)
         report.git = GitState(
             enabled=vault.config.git_enabled,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -13,11 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memosite.config import DEFAULT_CONFIG, VaultConfig, load_config, validate_project_id
+from memosite.config import VaultConfig, load_config, validate_project_id
 from memosite.errors import LockTimeout, SafetyViolation, StorageError, shown_path
 from memosite.kinds import RECORD_DIRS
 from memosite.lockfile import LockBusy, LockFile, lock_file
 from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
+from memosite.settings import CONFIG_FILE, MACHINE_FILE, TEAM_DEFAULTS, settings_text
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
@@ -37,8 +39,10 @@ TOMBSTONES_FILE = "tombstones.jsonl"
 # What memosite can rebuild or only needs on this machine, as git ignore patterns relative to the
 # vault root: everything under .memosite/ but the tombstones (the history sync needs), temp files
 # of interrupted writes, the demo's marker, and the derived parts of each session directory (its
-# events.jsonl is the canonical log and stays).
+# events.jsonl is the canonical log and stays). This machine's settings file is no part of the
+# team's vault either: it is kept, but never committed.
 DISPOSABLE_PATTERNS = (
+    f"/{MACHINE_FILE}",
     f"/{INTERNAL_DIR}/*",
     f"!/{INTERNAL_DIR}/{TOMBSTONES_FILE}",
     f"{TEMP_PREFIX}*",
@@ -169,7 +173,10 @@ class Vault:
             ensure_vault_structure(root)
         elif not root.is_dir():
             raise StorageError(f"vault not found: {root}")
-        return cls(root=root, config=load_config(root))
+        config = load_config(root)
+        if create:
+            config = carry_out_machine_plan(root, config)
+        return cls(root=root, config=config)
 
     # --- paths -------------------------------------------------------------------------------
     @property
@@ -343,12 +350,30 @@ def _translate_timeout(file_lock: LockFile, timeout: float) -> Iterator[LockFile
 
 
 def ensure_vault_structure(root: Path) -> None:
-    """Create the vault skeleton and write ``config.json`` with its defaults if it is missing."""
+    """Create the vault skeleton and write ``config.json`` with the team defaults if it is missing."""
     try:
         (root / INTERNAL_DIR).mkdir(parents=True, exist_ok=True)
         (root / "projects").mkdir(exist_ok=True)
-        config_path = root / "config.json"
+        config_path = root / CONFIG_FILE
         if not config_path.exists():
-            atomic_write_text(config_path, json.dumps(DEFAULT_CONFIG, indent=2) + "\n")
+            atomic_write_text(config_path, json.dumps(TEAM_DEFAULTS, indent=2) + "\n")
     except OSError as exc:
         raise StorageError(f"cannot create vault at {root}: {exc.strerror or exc}") from exc
+
+
+def carry_out_machine_plan(root: Path, config: VaultConfig) -> VaultConfig:
+    """Write what :func:`memosite.config.load_config` planned for this machine (its machine file,
+    ``config.json`` without the machine settings moved out of it) and say so once; the settings
+    in effect stay the same. The machine file is this machine's alone (0600: a remote URL may
+    hold credentials)."""
+    plan = config.plan
+    if plan is None:
+        return config
+    # The machine file first: a crash before config.json is rewritten loses nothing.
+    atomic_write_text(root / MACHINE_FILE, settings_text(plan.machine), mode=0o600)
+    if plan.team is not None:
+        atomic_write_text(root / CONFIG_FILE, settings_text(plan.team))
+    notice = plan.notice()
+    if notice:
+        sys.stderr.write(f"memosite: {notice}\n")
+    return dataclasses.replace(config, plan=None)

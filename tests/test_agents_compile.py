@@ -297,7 +297,7 @@ def test_compile_writes_only_for_a_person_but_check_and_diff_run_in_an_agents_sh
     trap(run_cli, "t1")
     monkeypatch.setenv("CLAUDECODE", "1")
     outcome = run_cli("agents", "compile")
-    assert outcome.exit_code == 1 and "runs only for a person, not in Claude Code's shell" in outcome.stderr
+    assert outcome.exit_code == 1 and "is refused in Claude Code's shell" in outcome.stderr
     assert not (repo / "AGENTS.md").exists()
     assert run_cli("agents", "compile", "--check").exit_code == 1  # out of date, said and not fixed
     assert run_cli("agents", "compile", "--diff").exit_code == 0 and not (repo / "AGENTS.md").exists()

@@ -598,7 +598,7 @@ def test_an_agent_cannot_install_or_remove_hooks_from_its_shell(
     monkeypatch.setenv(marker, "1")
     for action in ("install", "uninstall"):
         outcome = run_cli("hooks", action, "claude-code")
-        assert outcome.exit_code == 1 and "runs only for a person" in outcome.stderr
+        assert outcome.exit_code == 1 and "only a person does this" in outcome.stderr
     assert not (repo / ".claude").exists()
     assert run_cli("hooks", "status").exit_code == 0  # reading is anyone's
 

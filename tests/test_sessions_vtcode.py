@@ -137,13 +137,14 @@ def test_a_sessions_root_lists_and_searches_every_vtcode_session(workspace: Path
 
 def test_a_configured_sessions_root_is_used_by_every_command(workspace: Path, vault_dir: Path) -> None:
     Vault.open(vault_dir).close()
-    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
-    config["sessions"]["root"] = ".vtcode/sessions"
-    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    machine = vault_dir / "config.local.json"  # sessions.root is this machine's setting
+    config = json.loads(machine.read_text(encoding="utf-8"))
+    config["sessions"] = {"root": ".vtcode/sessions"}
+    machine.write_text(json.dumps(config), encoding="utf-8")
     assert {row["sessionId"] for row in run_json("list")["sessions"]} == {SESSION, "exec_task_9c01"}
     assert run_json("show", SESSION)["turns"] == 2
     config["sessions"]["root"] = 7
-    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    machine.write_text(json.dumps(config), encoding="utf-8")
     assert "sessions.root" in run_json("list", ok=False)["error"]["message"]
 
 

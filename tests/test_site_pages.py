@@ -218,9 +218,10 @@ def test_changelog_lists_changes_week_by_week_with_purges(tmp_path: Path, vault:
 
 def test_changelog_shows_vault_git_history_when_it_is_on(tmp_path: Path, vault_dir: Path) -> None:
     Vault.open(vault_dir).close()
-    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    machine = vault_dir / "config.local.json"  # vault git is this machine's setting
+    config = json.loads(machine.read_text(encoding="utf-8"))
     config["vaultGit"] = {"enabled": True, "atomic": True}
-    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    machine.write_text(json.dumps(config), encoding="utf-8")
     vault = Vault.open(vault_dir)
     try:
         _upsert(vault, "trap", "Committed trap", "In git.")

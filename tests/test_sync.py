@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -11,7 +10,18 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_sync_support import TRAP, P, Team, git, make_team, same_everywhere, synced_pair, trap, worktree_files
+from test_sync_support import (
+    TRAP,
+    P,
+    Team,
+    git,
+    make_team,
+    same_everywhere,
+    synced_pair,
+    trap,
+    worktree_files,
+    write_machine_settings,
+)
 
 from memosite.curator import compact_monthly_logs
 from memosite.indexing import read_record
@@ -213,7 +223,7 @@ def test_tombstones_merge_as_a_union(team: Team) -> None:
 
 def test_sync_without_a_remote_is_a_clear_error(tmp_path: Path, team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     lonely = team.machine("lonely")
-    (lonely.root / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True}}), encoding="utf-8")
+    write_machine_settings(lonely.root)  # vault git on, no remote
     lonely = Vault.open(lonely.root)
     with pytest.raises(NoRemote):
         sync_vault(lonely)
@@ -276,7 +286,7 @@ def test_a_vault_without_a_remote_keeps_its_first_one_off_url_as_origin_and_says
     trap(a)
     sync_vault(a)
     lonely = team.machine("lonely")
-    (lonely.root / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True}}), encoding="utf-8")
+    write_machine_settings(lonely.root)  # vault git on, no remote
     done = run_cli("sync", "--remote", str(team.remote), "--vault", str(lonely.root))
     assert done.exit_code == 0, done.stderr
     assert f"added {team.remote} as the vault's remote origin" in done.stdout

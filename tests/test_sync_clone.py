@@ -130,5 +130,7 @@ def test_sync_in_a_clone_that_checked_out_nothing_takes_the_remote_branch(
     assert read_record(joined / TRAP).body == "Take locks in id order.\n"
     assert git(joined, "symbolic-ref", "--short", "HEAD").strip() == "main"
     assert git(joined, "status", "--porcelain") == ""
-    assert json.loads((joined / "config.json").read_text(encoding="utf-8"))["vaultGit"]["enabled"] is True
+    # A clone syncs: vault git is on for this machine, and nothing of it is in the team's config.json.
+    assert json.loads((joined / "config.local.json").read_text(encoding="utf-8"))["vaultGit"]["enabled"] is True
+    assert "vaultGit" not in json.loads((joined / "config.json").read_text(encoding="utf-8"))
     assert git(joined, "rev-parse", "HEAD") == git(first_machine.root, "rev-parse", "HEAD")

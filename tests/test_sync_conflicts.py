@@ -7,7 +7,6 @@ version in place, a's beside it) and ``a`` later fast-forwards onto it. Real vau
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +14,10 @@ from pathlib import Path
 import pytest
 from test_sync_support import TRAP, P, Team, git, make_team, same_everywhere, synced_pair, trap
 
-from memosite.config import DEFAULT_CONFIG
 from memosite.errors import InvalidArguments
 from memosite.indexing import read_record
 from memosite.salience import record_hits
+from memosite.settings import TEAM_DEFAULTS
 from memosite.store import forget_record
 from memosite.sync.conflicts import list_conflicts, resolve_conflict
 from memosite.sync.run import sync_vault
@@ -270,13 +269,20 @@ def test_the_hint_names_the_sidecar_when_a_record_has_several(team: Team, run_cl
 # --- 5. a conflict on a file that is not a record ----------------------------------------------
 
 
+def team_settings(vault: Vault, **ttl: int) -> None:
+    """Set team settings by hand in the vault's config.json (the machine's own are elsewhere)."""
+    (vault.root / "config.json").write_text(json.dumps({"ttl": ttl}, indent=2) + "\n", encoding="utf-8")
+
+
 def config_conflict(team: Team) -> tuple[Vault, Vault, str]:
-    """``a`` and a stranger vault set the same config key differently; the stranger joins a's
+    """``a`` and a stranger vault set the same team setting differently; the stranger joins a's
     vault with --allow-unrelated: config.json gets a sidecar (returned)."""
-    a = team.machine("a", pushDelaySeconds=3)
+    a = team.machine("a")
+    team_settings(a, scratchDays=5)
     trap(a)
     sync_vault(a)
-    stranger = team.machine("stranger", pushDelaySeconds=7)
+    stranger = team.machine("stranger")
+    team_settings(stranger, scratchDays=9)
     trap(stranger, slug="only-on-stranger", body="s\n")
     result = sync_vault(stranger, allow_unrelated=True)
     [note] = result.conflicts
@@ -289,10 +295,10 @@ def test_a_config_conflict_is_listed_with_its_diff_and_in_status(team: Team, run
     listed = run_cli("conflicts", "--vault", str(stranger.root), "--project", P)
     assert listed.exit_code == 0 and "no conflicts" not in listed.stdout
     assert f"config.json: config.json  (sidecar {sidecar}" in listed.stdout
-    assert '-    "pushDelaySeconds": 7' in listed.stdout or '"pushDelaySeconds": 7' in listed.stdout
+    assert '"scratchDays": 9' in listed.stdout
     [conflict] = run_cli("conflicts", "--vault", str(stranger.root), "--json").json()["conflicts"]
     assert (conflict["path"], conflict["project"], conflict["id"]) == ("config.json", None, None)
-    assert "pushDelaySeconds" in conflict["diff"]
+    assert "scratchDays" in conflict["diff"]
     status = run_cli("status", "--vault", str(stranger.root)).stdout
     short_id = conflict["shortId"]
     assert f"conflict: config.json: in place and in {sidecar} (memosite resolve {short_id})" in status
@@ -308,7 +314,7 @@ def test_a_config_conflict_is_resolved_by_its_id_or_the_file_name(team: Team, ru
     done = run_cli("resolve", name, "--take", "theirs", "--vault", str(stranger.root), "--project", P)
     assert done.exit_code == 0, done.stderr
     assert not (stranger.root / sidecar).exists() and list_conflicts(stranger) == []
-    assert json.loads((stranger.root / "config.json").read_text(encoding="utf-8"))["vaultGit"]["pushDelaySeconds"] == 3
+    assert json.loads((stranger.root / "config.json").read_text(encoding="utf-8"))["ttl"]["scratchDays"] == 5
     assert git(stranger.root, "status", "--porcelain") == ""
     sync_vault(stranger)
     sync_vault(a)
@@ -316,15 +322,15 @@ def test_a_config_conflict_is_resolved_by_its_id_or_the_file_name(team: Team, ru
 
 
 def test_a_joining_vaults_untouched_default_config_takes_the_teams(team: Team) -> None:
-    a = team.machine("a", branch="main", pushDelaySeconds=3)
+    a = team.machine("a")
+    (a.root / "config.json").write_text(json.dumps({"ttl": {"scratchDays": 3}, "sessions": {"keep": 9}}), "utf-8")
     trap(a)
     sync_vault(a)
     stranger = team.machine("stranger")
-    defaults = copy.deepcopy(DEFAULT_CONFIG)
-    defaults["vaultGit"].update(enabled=True, remote=str(team.remote))  # what init wrote, vault git turned on
-    (stranger.root / "config.json").write_text(json.dumps(defaults, indent=2) + "\n", encoding="utf-8")
+    (stranger.root / "config.json").write_text(json.dumps(TEAM_DEFAULTS, indent=2) + "\n", encoding="utf-8")
     trap(stranger, slug="only-on-stranger", body="s\n")
     result = sync_vault(stranger, allow_unrelated=True)
     assert result.conflicts == []
-    merged = json.loads((stranger.root / "config.json").read_text(encoding="utf-8"))["vaultGit"]
-    assert (merged["branch"], merged["pushDelaySeconds"], merged["enabled"]) == ("main", 3, True)
+    merged = json.loads((stranger.root / "config.json").read_text(encoding="utf-8"))
+    assert (merged["ttl"]["scratchDays"], merged["sessions"]["keep"], merged["ttl"]["reviewDays"]) == (3, 9, 14)
+    assert "vaultGit" not in merged

@@ -254,20 +254,20 @@ def test_a_file_merges_lines_or_keeps_ours_with_theirs_beside_it() -> None:
 
 
 def test_config_merges_key_by_key_and_a_key_set_on_both_sides_is_a_conflict() -> None:
-    base = b'{"vaultGit": {"enabled": true, "push": "manual"}, "ttl": {"scratchDays": 7}}'
-    ours = b'{"vaultGit": {"enabled": true, "push": "auto"}, "ttl": {"scratchDays": 7}}'
-    theirs = b'{"vaultGit": {"enabled": true, "push": "manual"}, "ttl": {"scratchDays": 3}}'
+    base = b'{"bootstrap": {"maxBytes": 8192}, "ttl": {"scratchDays": 7}}'
+    ours = b'{"bootstrap": {"maxBytes": 4096}, "ttl": {"scratchDays": 7}}'
+    theirs = b'{"bootstrap": {"maxBytes": 8192}, "ttl": {"scratchDays": 3}}'
     merged = merge_config(base, ours, theirs)
     assert merged is not None
-    assert json.loads(merged) == {"vaultGit": {"enabled": True, "push": "auto"}, "ttl": {"scratchDays": 3}}
+    assert json.loads(merged) == {"bootstrap": {"maxBytes": 4096}, "ttl": {"scratchDays": 3}}
     assert merge_config(base, ours, base) == ours  # nothing of theirs to take: ours byte for byte
-    assert merge_config(base, ours, theirs.replace(b'"manual"', b'"off"')) is None
+    assert merge_config(base, ours, theirs.replace(b"8192", b"2048")) is None
     assert merge_config(base, ours, b"not json") is None
 
 
 def test_config_left_at_its_default_on_one_side_takes_the_other_sides_value() -> None:
-    joining = json.dumps({"vaultGit": {"enabled": True, "branch": None, "pushDelaySeconds": 10}}).encode()
-    team = json.dumps({"vaultGit": {"enabled": True, "branch": "main", "pushDelaySeconds": 4}}).encode()
+    joining = json.dumps({"ttl": {"scratchDays": 7}, "sessions": {"keep": 50}}).encode()
+    team = json.dumps({"ttl": {"scratchDays": 2}, "sessions": {"keep": 9}}).encode()
     for ours, theirs in ((joining, team), (team, joining)):
         merged = merge_config(None, ours, theirs)  # unrelated histories: no common version
         assert merged is not None and json.loads(merged) == json.loads(team)

@@ -62,6 +62,7 @@ def test_merged_records_and_unpushed_commits_are_counted_in_words(team: Team) ->
 SYNC_KEYS = {
     "remote", "url", "branch", "dryRun", "committedLocal", "integration", "incoming", "outgoing", "pushed",
     "remoteAdded", "finishedMerge", "records", "conflicts", "purged", "keptAfterPurge", "conflictsEndedByPurge",
+    "config",
 }  # fmt: skip
 VERSION_KEYS = {
     "exists",

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from memosite.settings import MACHINE_FILE
 from memosite.store import upsert_record
 from memosite.sync.run import sync_vault
 from memosite.vault import Vault
@@ -44,17 +45,27 @@ def git(root: Path, *args: str, check: bool = True) -> str:
 
 
 def write_config(root: Path, **vault_git: Any) -> None:
+    """A new vault's config.json as an older memosite kept it, vault git settings included: the
+    first use moves them into this machine's config.local.json."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.json").write_text(json.dumps({"vaultGit": {"enabled": True, **vault_git}}), encoding="utf-8")
 
 
+def write_machine_settings(root: Path, **vault_git: Any) -> None:
+    """This machine's vault git settings, by hand, in a vault that exists (replacing them all)."""
+    path = root / MACHINE_FILE
+    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    data["vaultGit"] = {"enabled": True, **vault_git}
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
 def worktree_files(root: Path) -> dict[str, bytes]:
-    """Every file git would track in a vault: all but ``.git`` and the disposable ``.memosite``
-    contents (tombstones excepted)."""
+    """Every file git would track in a vault: all but ``.git``, the disposable ``.memosite``
+    contents (tombstones excepted) and this machine's settings (``config.local.json``)."""
     found = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).as_posix()
-        if not path.is_file() or relative.startswith(".git/"):
+        if not path.is_file() or relative.startswith(".git/") or relative == MACHINE_FILE:
             continue
         if relative.startswith(".memosite/") and relative != ".memosite/tombstones.jsonl":
             continue

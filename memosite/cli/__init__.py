@@ -18,6 +18,7 @@ import click
 COMMANDS: dict[str, str] = {
     "init": "memosite.cli.workspace:init",
     "status": "memosite.cli.workspace:status",
+    "config": "memosite.cli.config:config",
     "edit": "memosite.cli.records:edit",
     "verify": "memosite.cli.trust:verify",
     "review": "memosite.cli.trust:review",

@@ -10,17 +10,6 @@ import click
 from memosite.cli._common import App, vault_options
 
 
-def refuse_in_agent_shell(app: App, what: str, instead: str) -> None:
-    """A write into the product repository (or into an agent's configuration) is a person's to
-    make: refused, with one line, when the command runs in a coding agent's shell."""
-    from memosite.errors import SafetyViolation
-    from memosite.provenance import agent_shell
-
-    agent = agent_shell(app.env)
-    if agent is not None:
-        raise SafetyViolation(f"{what} runs only for a person, not in {agent}'s shell{instead}")
-
-
 @click.group()
 def agents() -> None:
     """Compile memory into the files coding agents read (AGENTS.md, rule files)."""
@@ -69,7 +58,7 @@ def compile_(
 
     writing = not (check or show_diff)
     if writing:
-        refuse_in_agent_shell(app, "agents compile", ": --check and --diff show what it would change")
+        app.require_person("agents compile (--check and --diff run anywhere)")
     root = Path(repo_dir).absolute() if repo_dir else app.product_root
     if root is None:
         raise InvalidArguments("no repository here: run this in the product repository, or give --repo DIR")

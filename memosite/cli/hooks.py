@@ -67,9 +67,8 @@ def install(app: App, agent: str, scope: str) -> None:
     """Add memosite's hooks to AGENT's settings (claude-code, gemini-cli or cursor); the settings'
     other keys and hooks stay as they are. Running it again changes nothing."""
     from memosite.agentfiles.hooksettings import HookCommand, install_hooks
-    from memosite.cli.agents import refuse_in_agent_shell
 
-    refuse_in_agent_shell(app, "hooks install", "")
+    app.require_person("hooks install")
     command = HookCommand() if scope == "project" else HookCommand(_memosite_program(), str(app.vault_root))
     status = install_hooks(
         agent, scope, root=app.product_root, home=_home(app), command=command, shown=_shown(agent, scope)
@@ -85,9 +84,8 @@ def install(app: App, agent: str, scope: str) -> None:
 def uninstall(app: App, agent: str, scope: str) -> None:
     """Remove memosite's hooks from AGENT's settings; nothing else in them changes."""
     from memosite.agentfiles.hooksettings import uninstall_hooks
-    from memosite.cli.agents import refuse_in_agent_shell
 
-    refuse_in_agent_shell(app, "hooks uninstall", "")
+    app.require_person("hooks uninstall")
     status = uninstall_hooks(agent, scope, root=app.product_root, home=_home(app), shown=_shown(agent, scope))
     said = "removed" if status.changed else "were not installed"
     app.emit(status.to_json(), f"memosite hooks {said} for {agent} ({status.path})")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 _ROOT_HELP = (
     "A sessions root to use instead of the project's, e.g. .vtcode/sessions "
-    "(default: sessions.root in config.json, relative to the working directory)."
+    "(default: this machine's sessions.root, relative to the working directory)."
 )
 _DIR_HELP = "One session directory, e.g. .vtcode/sessions/<id> (its parent is the root, its name the id)."
 
@@ -31,7 +31,7 @@ def _dir_option(func: Any) -> Any:
 
 def _root(app: App, root_dir: str | None, *, create: bool = False) -> Path | None:
     """The sessions root of a command: --root (which must exist unless the command ``create``s
-    sessions), else sessions.root from config.json, else the project's (None)."""
+    sessions), else this machine's sessions.root (config.local.json), else the project's (None)."""
     from memosite.sessions.catalog import require_root
     from memosite.sessions.paths import configured_root
 
@@ -76,8 +76,8 @@ def session() -> None:
 
     Sessions are written in vtcode-memory's layout and shapes (events.jsonl of versioned
     ThreadEvent envelopes, manifest.json, index/turns.json, derived/), so an existing vtcode
-    session directory opens too (--dir, --root, or sessions.root in config.json); memosite reads
-    those sessions but does not append to them.
+    session directory opens too (--dir, --root, or `memosite config set sessions.root DIR`);
+    memosite reads those sessions but does not append to them.
     """
 
 

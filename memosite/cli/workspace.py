@@ -107,6 +107,7 @@ def status(app: App) -> None:
             lines.append(f"vault git  {state}")
         if report.sync is not None and git is not None and git.enabled:
             lines.extend(f"sync       {line}" for line in report.sync.lines())
+        lines.extend(f"config     {line}" for line in report.config.lines())
         return "\n".join(lines)
 
     app.emit(report.to_json(), text)

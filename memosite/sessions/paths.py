@@ -1,7 +1,7 @@
 """Where a session lives and its files, laid out as vtcode-memory lays out a session directory.
 
 By default a project's sessions live in ``<vault>/projects/<p>/sessions/<session-id>/``; a
-sessions root can also be named (``--root``, ``sessions.root`` in config.json), such as a
+sessions root can also be named (``--root``, this machine's ``sessions.root``), such as a
 workspace's ``.vtcode/sessions``. A session directory holds ``events.jsonl``, ``manifest.json``,
 ``index/turns.json`` and ``derived/`` (``memory.json``, ``progress.json``, ``audit-pack.json``).
 """
@@ -129,12 +129,14 @@ class SessionPaths:
 
 
 def configured_root(vault: Vault, cwd: Path) -> Path | None:
-    """``sessions.root`` from config.json (relative to ``cwd``, the workspace), if it is set."""
+    """This machine's ``sessions.root`` (``config.local.json``; relative to ``cwd``, the workspace),
+    if it is set. The team's ``config.json`` never sets it: a synced path must not move a write."""
     settings = vault.config.raw.get("sessions")
     value = settings.get("root") if isinstance(settings, dict) else None
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise InvalidArguments(f"{vault.root / 'config.json'}: sessions.root must be a directory path, got {value!r}")
+        where = vault.root / "config.local.json"
+        raise InvalidArguments(f"{where}: sessions.root must be a directory path, got {value!r}")
     path = Path(value).expanduser()
     return path if path.is_absolute() else cwd / path

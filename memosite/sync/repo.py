@@ -342,7 +342,7 @@ class Repo:
             if "origin" in remotes:
                 return RemoteTarget("origin", remotes["origin"])
             raise NoRemote(
-                "no remote to sync with: set vaultGit.remote in config.json (a URL or path), "
+                "no remote to sync with: memosite config set vaultGit.remote <url or path>, "
                 "pass --remote, or add one to the vault's repository (git remote add origin URL)"
             )
         if wanted in remotes:

@@ -9,7 +9,9 @@ the git merge driver share.
   side has (less the lines a side removed).
 * the vault's **``config.json``** merges key by key (:func:`merge_config`): a key one side changed
   takes that side, and a side that left a key at memosite's default (a joining vault's config as
-  ``init`` wrote it) takes the other side's value; a key both set differently is a conflict.
+  ``init`` wrote it) takes the other side's value; a key both set differently is a conflict. Only
+  team settings travel: a machine setting (``vaultGit.*``, ``sessions.root``) of the other side
+  is never taken (see :mod:`memosite.settings`).
 * any other **file** (``.gitignore`` …) gets git's own three-way text merge; where that would need
   conflict markers, the local file stays and the remote one goes beside it.
 
@@ -29,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memosite.config import DEFAULT_CONFIG
+from memosite.settings import MACHINE_KEYS, TEAM_DEFAULTS, present_keys, settings_text, with_value, without
 from memosite.sync.paths import classify, sidecar_path
 from memosite.sync.recordmerge import merge_record
 from memosite.sync.tombstones import judge_deletion
@@ -186,12 +188,17 @@ def merge_config(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None
     old, mine, yours = parsed
     if not isinstance(mine, dict) or not isinstance(yours, dict):
         return None
-    merged = _merge_value(old if isinstance(old, dict) else _ABSENT, mine, yours, DEFAULT_CONFIG)
+    base_team = without(old, MACHINE_KEYS) if isinstance(old, dict) else _ABSENT
+    merged = _merge_value(base_team, without(mine, MACHINE_KEYS), without(yours, MACHINE_KEYS), TEAM_DEFAULTS)
     if merged is _CONFLICT:
         return None
+    # Our own machine settings (an older memosite's, not moved out yet) stay as they were.
+    for key in present_keys(mine, MACHINE_KEYS):
+        section, _, name = key.partition(".")
+        merged = with_value(merged, key, mine[section][name])
     if merged == mine:
         return ours
-    return (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return settings_text(merged).encode("utf-8")
 
 
 def _merge_value(base: Any, ours: Any, theirs: Any, default: Any) -> Any:

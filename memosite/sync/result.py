@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from memosite.policy import ConfigReport
 from memosite.schema import format_iso
 from memosite.sync.paths import classify
 from memosite.sync.repo import RemoteTarget
@@ -76,6 +77,7 @@ class SyncResult:
     kept_after_purge: list[PurgeNote] = field(default_factory=list)
     ended_by_purge: list[ConflictNote] = field(default_factory=list)  # sidecars of purged records, removed
     remote_added: str | None = None  # the URL became this remote of the repository
+    config: ConfigReport | None = None  # review policy changes and ignored settings, after the sync
 
     @classmethod
     def of(cls, target: RemoteTarget, branch: str, *, dry_run: bool = False) -> SyncResult:
@@ -136,6 +138,7 @@ class SyncResult:
             "purged": [p.to_json() for p in self.purged],
             "keptAfterPurge": [p.to_json() for p in self.kept_after_purge],
             "conflictsEndedByPurge": [c.to_json() for c in self.ended_by_purge],
+            "config": self.config.to_json() if self.config is not None else None,
         }
 
     def lines(self) -> list[str]:
@@ -169,6 +172,7 @@ class SyncResult:
             out.append(f"a sync would write {counted(len(self.conflicts), 'conflict')} (nothing was written)")
         elif self.conflicts:
             out.append("see them with `memosite conflicts`; end each with `memosite resolve ID --take mine|theirs`")
+        out.extend(self.config.lines() if self.config is not None else [])
         return out
 
     def _what(self, would: str) -> str:

@@ -22,14 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memosite import gitsync
-from memosite.config import DEFAULT_CONFIG, load_config
+from memosite.acceptance import settle_policy
+from memosite.config import load_config
 from memosite.indexing import ensure_index, rebuild_views, refresh_project, remember_directories
+from memosite.settings import TEAM_DEFAULTS
 from memosite.sync.conflicts import end_conflicts_of_purged
 from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.merging import resolve_unmerged
 from memosite.sync.paths import blob_id, classify, sidecar_path
 from memosite.sync.repo import MERGE_OPTIONS, Change, RemoteTarget, Repo
-from memosite.sync.resolution import union_lines
+from memosite.sync.resolution import merge_config, union_lines
 from memosite.sync.result import ConflictNote, SyncResult, counted
 from memosite.sync.resync import recompile, resync_changes
 from memosite.sync.state import note_push, note_sync, read_state
@@ -41,8 +43,8 @@ MAX_ATTEMPTS = 5
 def check_enabled(vault: Vault) -> None:
     if not vault.config.git_enabled:
         raise SyncError(
-            'vault git is off: set "vaultGit": {"enabled": true, "remote": "<url or path>"} in '
-            f"{vault.root / 'config.json'}"
+            "vault git is off on this machine: memosite config set vaultGit.enabled true"
+            " (and memosite config set vaultGit.remote <url or path>)"
         )
 
 
@@ -102,6 +104,7 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
     finally:
         if target.one_off:
             repo.forget_one_off()
+    result.config = settle_policy(vault)  # a tightening of review applies now; a loosening waits
     note_sync(vault, {**result.summary_json(), "head": repo.head()})
     return result
 
@@ -177,7 +180,7 @@ def adopt_clone(vault: Vault) -> bool:
         return False
     config = vault.root / "config.json"
     try:
-        untouched = json.loads(config.read_text(encoding="utf-8")) == DEFAULT_CONFIG
+        untouched = json.loads(config.read_text(encoding="utf-8")) == TEAM_DEFAULTS
     except FileNotFoundError:
         untouched = True
     except (OSError, ValueError):
@@ -293,7 +296,8 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
 
 def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResult) -> None:
     """A vault with no commits yet takes the remote's history as its own; a local file that differs
-    from the remote's stays, a record's remote version goes beside it, a log keeps both sides' lines."""
+    from the remote's stays, a record's remote version goes beside it, a log keeps both sides' lines,
+    config.json merges key by key (the team's settings fill in what this vault left at defaults)."""
     theirs = repo.rev(tracking)
     if theirs is None:
         return
@@ -327,6 +331,10 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
             projects.add(path.split("/")[1])
         elif kind == "jsonl":
             atomic_write_bytes(repo.root / path, union_lines(None, local, remote_version))
+        elif kind == "config":  # the team's settings, where this vault left its own at their defaults
+            merged = merge_config(None, local, remote_version)
+            if merged is not None:
+                atomic_write_bytes(repo.root / path, merged)
     result.integration = "join"
     result.incoming = repo.count(theirs)
     for project in vault.projects():

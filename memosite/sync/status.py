@@ -82,7 +82,7 @@ class SyncState:
         if not self.enabled:
             return ["vault git is off"]
         if self.remote is None and self.url is None:
-            return ["no remote (set vaultGit.remote in config.json, or pass --remote to memosite sync)"]
+            return ["no remote (memosite config set vaultGit.remote <url or path>, or pass --remote to memosite sync)"]
         if self.remote is None:
             out = [f"{self.url}, not synced yet (memosite sync), push {self.push_mode}"]
         else:
