@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memosite.errors import InvalidArguments, MemositeError, RecordNotFound
+from memosite.inputs import check_arguments
 from memosite.lookup import files_holding_id, locate_record
 from memosite.memorytool import texts
 from memosite.memorytool.edits import fields_changed, fields_for_new, split_text
@@ -45,6 +46,7 @@ from memosite.memorytool.tree import (
     MemoryTree,
     freshness_line,
     is_fixed_directory,
+    is_hidden,
     load_tree,
 )
 from memosite.mutation import mutation
@@ -117,6 +119,10 @@ class MemoryBackend:
         if missing:
             raise InvalidArguments(f"Error: Parameter `{missing[0]}` is required for command: {name}")
         args = {key: command.get(key) for key in allowed if key != "command"}
+        try:
+            check_arguments(args)  # a lone surrogate (JSON's "\ud800") can be neither stored nor shown
+        except InvalidArguments as exc:
+            raise InvalidArguments(f"Error: {exc.message}", details=exc.details) from exc
         method: Callable[..., str] = getattr(self, name)
         return method(**args)
 
@@ -143,17 +149,29 @@ class MemoryBackend:
             raise InvalidArguments(f"File {path} exceeds maximum line limit of 999,999 lines.")
         first, last = _view_range(view_range, len(lines))
         shown = lines[first - 1 : last]
-        body, cut = [], None
+        body: list[str] = []
+        note = None
         used = 0
-        for offset, line in enumerate(shown):
+        for number, line in enumerate(shown, first):
             used += len(line) + texts.LINE_NUMBER_WIDTH + 2
-            if used > MAX_VIEW_CHARS and offset > 0:
-                cut = first + offset
-                break
-            body.append(line)
+            if used <= MAX_VIEW_CHARS:
+                body.append(line)
+                continue
+            if number > first:
+                note = f"… cut at line {number - 1} of {len(lines)}: view the rest with view_range [{number}, -1]"
+            else:
+                # One line longer than a whole view (a record written elsewhere, as one line): its
+                # start, rather than a result the model's context cannot hold.
+                body.append(line[:MAX_VIEW_CHARS])
+                rest = f": view what follows with view_range [{number + 1}, -1]" if number < last else ""
+                note = (
+                    f"… line {number} holds {len(line):,} characters: cut after {MAX_VIEW_CHARS:,}, the rest of it"
+                    f" cannot be shown{rest}"
+                )
+            break
         result = f"{texts.file_header(path)}\n{texts.numbered(body, first)}"
-        if cut is not None:
-            result += f"\n… cut at line {cut - 1} of {len(lines)}: view the rest with view_range [{cut}, -1]"
+        if note is not None:
+            result += f"\n{note}"
         return result
 
     def _listing(self, tree: MemoryTree, shown_path: str, where: str) -> str:
@@ -165,8 +183,9 @@ class MemoryBackend:
         if len(entries) > MAX_LISTED:
             lines.append(f"… and {len(entries) - MAX_LISTED} more: view a directory inside {where} to see them")
         result = f"{texts.listing_header(shown_path)}\n" + "\n".join(lines)
-        if where == ROOT and tree.files:
-            newest = sorted(tree.files.values(), key=lambda f: f.entry.updated or "", reverse=True)[:INDEX_LINES]
+        listed = [item for item in tree.files.values() if not is_hidden(item.path)]
+        if where == ROOT and listed:
+            newest = sorted(listed, key=lambda f: f.entry.updated or "", reverse=True)[:INDEX_LINES]
             result += (
                 "\n\nNewest memory first (kind, last update, expiry), to help you pick what to read:\n"
                 + "\n".join(freshness_line(item) for item in newest)

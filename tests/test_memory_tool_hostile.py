@@ -1,0 +1,183 @@
+"""Claude's memory tool under hostile input, each test the attack it stops: names that read as
+other names, separators smuggled in encoded, text no file can hold, a record too long to show,
+names memosite keeps for itself, fields memosite records. Driven through the SDK class with the
+tool-use blocks the API sends (no network)."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anthropic.lib.tools import ToolError
+from anthropic.types.beta import BetaToolUseBlock
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memosite.errors import InvalidArguments
+from memosite.integrations.anthropic import MemositeMemoryTool
+from memosite.memorytool.backend import MAX_VIEW_CHARS
+from memosite.memorytool.paths import ROOT, canonical_path
+from memosite.store import upsert_record
+from memosite.vault import Vault
+
+PROJECT = "shop"
+
+
+@pytest.fixture
+def tool(vault_dir: Path) -> MemositeMemoryTool:
+    return MemositeMemoryTool(vault=vault_dir, project=PROJECT, client="shop-bot")
+
+
+def call(tool: MemositeMemoryTool, command: dict[str, Any]) -> tuple[str, bool]:
+    """One tool-use block through the SDK's entry point: its text, and whether it is an error."""
+    block = BetaToolUseBlock(id="toolu_0001", type="tool_use", name="memory", input=command)
+    try:
+        return str(tool.call(block.input)), False
+    except ToolError as exc:
+        return str(exc.content), True
+
+
+def record_files(vault_dir: Path) -> list[Path]:
+    return sorted(p for p in (vault_dir / "projects").rglob("*.md") if p.parent.name != PROJECT)
+
+
+# --- names that read as other names --------------------------------------------------------------
+
+SPOOFED = [
+    "/memories/\u200b../secret.md",  # a zero-width space: shows as ../secret.md
+    "/memories/.\u200b./secret.md",
+    "/memories/notes.md\u202e",  # right-to-left override: turns what follows around
+    "/memories/\u202egnp.md",
+    "/memories/\u2066a\u2069.md",  # a bidirectional isolate
+    "/memories/a\u2028100B\t/memories/b.md",  # a line separator: a second entry in the listing
+    "/memories/a\u2029b.md",
+    "/memories/\ufeffnotes.md",  # a byte order mark
+    "/memories/traps/retry\u00ad.md",  # a soft hyphen: invisible
+    "/memories/%E2%80%8B../secret.md",  # the zero-width space percent-encoded
+]
+
+
+@pytest.mark.parametrize("path", SPOOFED)
+def test_a_name_that_reads_as_another_is_refused_and_writes_nothing(
+    tool: MemositeMemoryTool, vault_dir: Path, path: str
+) -> None:
+    text, error = call(tool, {"command": "create", "path": path, "file_text": "pwned\n"})
+    assert error, text
+    assert "invisible character" in text or "would escape /memories directory" in text, text
+    assert "\n" not in text and "\u2028" not in text
+    assert record_files(vault_dir) == []
+
+
+def test_joiners_stay_allowed_in_names_written_with_them(tool: MemositeMemoryTool) -> None:
+    # Persian writes ZWNJ inside words; emoji sequences are joined by ZWJ.
+    for path in ("/memories/traps/می\u200cخواهم.md", "/memories/traps/team-\U0001f468\u200d\U0001f469.md"):
+        assert call(tool, {"command": "create", "path": path, "file_text": "kept\n"}) == (
+            f"File created successfully at: {path}",
+            False,
+        )
+
+
+ENCODED_SEPARATORS = [
+    "/memories/%2F%2Fsecret.md",
+    "/memories/notes%2F..%2F..%2Fetc.md",
+    "/memories/a%2Fb.md",
+    "/memories/a%252Fb.md",
+    "/memories/a%5Cb.md",
+]
+
+
+@pytest.mark.parametrize("path", ENCODED_SEPARATORS)
+def test_a_separator_smuggled_in_encoded_is_refused(tool: MemositeMemoryTool, vault_dir: Path, path: str) -> None:
+    text, error = call(tool, {"command": "create", "path": path, "file_text": "pwned\n"})
+    assert error and text == f"Path {path} would escape /memories directory"
+    assert record_files(vault_dir) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *("/memories/", "/", ".", "..", "%2F", "%2f", "%25", "%2e", "a"),
+                *("\u200b", "\u202e", "\u2028", "\u200d", "é", "数", "ملف", "\U0001f680"),
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_every_accepted_path_holds_only_visible_characters(path: str) -> None:
+    try:
+        canonical = canonical_path(path)
+    except InvalidArguments:
+        return
+    assert canonical == ROOT or canonical.startswith(ROOT + "/")
+    assert not any(
+        unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") and char not in "\u200c\u200d"
+        for char in canonical
+    )
+    assert "%2F" not in canonical.upper()
+
+
+# --- text no file can hold -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        {"command": "create", "path": "/memories/\ud800.md", "file_text": "x\n"},
+        {"command": "create", "path": "/memories/notes.md", "file_text": "half a pair \ud83d\n"},
+        {"command": "str_replace", "path": "/memories/notes.md", "old_str": "x", "new_str": "\udc00"},
+    ],
+)
+def test_a_lone_surrogate_is_one_clear_refusal_not_an_encoding_crash(
+    tool: MemositeMemoryTool, vault_dir: Path, command: dict[str, Any]
+) -> None:
+    # JSON carries "\ud800" as happily as any escape: the API can send it.
+    text, error = call(tool, command)
+    assert error
+    assert text.startswith("Error: ") and "not valid Unicode (an unpaired surrogate)" in text
+    assert "UnicodeEncodeError" not in text
+    assert record_files(vault_dir) == []
+    json.dumps(text, ensure_ascii=False).encode("utf-8")  # the refusal itself goes back to the API
+
+
+# --- what a view returns ---------------------------------------------------------------------------
+
+
+def test_a_record_of_one_huge_line_is_viewed_within_the_cap(tool: MemositeMemoryTool, vault_dir: Path) -> None:
+    # A record written elsewhere (a person, an import) as one 3 MB line: the model gets its start and
+    # the truth, not a result no context window holds.
+    vault = Vault.open(vault_dir)
+    upsert_record(vault, PROJECT, kind="spec", slug="minified", body="y" * 3_000_000 + "\ntail\n")
+    vault.close()
+    whole, error = call(tool, {"command": "view", "path": "/memories/specs/minified.md"})
+    assert not error and len(whole) < MAX_VIEW_CHARS + 1_000
+    cut = whole.rsplit("\n", 1)[-1]
+    assert cut.startswith("… cut at line ") and cut.endswith(", -1]")
+    long_line = int(cut.rsplit("[", 1)[1].split(",")[0])
+    one, error = call(tool, {"command": "view", "path": "/memories/specs/minified.md", "view_range": [long_line, -1]})
+    assert not error and len(one) < MAX_VIEW_CHARS + 1_000
+    assert one.split("\n")[1] == f"{long_line:>6}\t" + "y" * MAX_VIEW_CHARS
+    assert one.endswith(
+        f"… line {long_line} holds 3,000,000 characters: cut after {MAX_VIEW_CHARS:,}, the rest of it cannot"
+        f" be shown: view what follows with view_range [{long_line + 1}, -1]"
+    )
+    alone, _ = call(
+        tool, {"command": "view", "path": "/memories/specs/minified.md", "view_range": [long_line, long_line]}
+    )
+    assert alone.endswith("the rest of it cannot be shown")
+    rest, _ = call(tool, {"command": "view", "path": "/memories/specs/minified.md", "view_range": [long_line + 1, -1]})
+    assert f"{long_line + 1:>6}\ttail" in rest
+
+
+def test_hidden_files_stay_out_of_the_root_listing_and_its_index(tool: MemositeMemoryTool) -> None:
+    for path in ("/memories/.scratchpad.md", "/memories/.cache/notes.md", "/memories/visible.md"):
+        assert not call(tool, {"command": "create", "path": path, "file_text": f"text of {path}\n"})[1]
+    listing, _ = call(tool, {"command": "view", "path": "/memories"})
+    assert ".scratchpad" not in listing and ".cache" not in listing
+    assert "/memories/visible.md (state, updated " in listing
+    inside, _ = call(tool, {"command": "view", "path": "/memories/.cache"})
+    assert "\t/memories/.cache/notes.md" in inside  # read by its path, as the tool's own listing allows
