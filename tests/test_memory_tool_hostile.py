@@ -181,3 +181,33 @@ def test_hidden_files_stay_out_of_the_root_listing_and_its_index(tool: MemositeM
     assert "/memories/visible.md (state, updated " in listing
     inside, _ = call(tool, {"command": "view", "path": "/memories/.cache"})
     assert "\t/memories/.cache/notes.md" in inside  # read by its path, as the tool's own listing allows
+
+
+# --- names memosite keeps for itself ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("/memories/traps/retry.md", "/memories/traps/Retry.md"),  # one file on macOS and Windows
+        ("/memories/decisions/orders.md", "/memories/decisions/x.accepted.md"),  # the accepted version's name
+        ("/memories/decisions/orders.md", "/memories/decisions/orders.conflict.abc123.md"),  # a sync sidecar's
+    ],
+)
+def test_a_name_memosite_keeps_for_a_sidecar_or_a_case_twin_gets_a_record_of_its_own(
+    tool: MemositeMemoryTool, vault_dir: Path, first: str, second: str
+) -> None:
+    assert not call(tool, {"command": "create", "path": first, "file_text": "the first\n"})[1]
+    text, error = call(tool, {"command": "create", "path": second, "file_text": "the second\n"})
+    assert (text, error) == (f"File created successfully at: {second}", False)
+    assert "\tthe second" in call(tool, {"command": "view", "path": second})[0]
+    assert "\tthe first" in call(tool, {"command": "view", "path": first})[0]
+    names = [p.name for p in record_files(vault_dir)]
+    assert len(names) == 2 and not any(".accepted." in n or ".conflict." in n for n in names)
+    assert len({n.lower() for n in names}) == 2  # never two files that are one on a case-blind disk
+    renamed = first.rsplit("/", 1)[0] + "/moved.conflict.zz.md"
+    assert call(tool, {"command": "rename", "old_path": first, "new_path": renamed}) == (
+        f"Successfully renamed {first} to {renamed}",
+        False,
+    )
+    assert "\tthe first" in call(tool, {"command": "view", "path": renamed})[0]

@@ -23,7 +23,10 @@ from typing import Any, Literal
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.importers.source import ImportedRecord, Skipped, import_key
 from memosite.index.entry import IndexEntry
+from memosite.indexing import ensure_index, refresh_project
+from memosite.mutation import mutation
 from memosite.schema import DATE_FIELDS, normalize_date, slugify, validate_slug
+from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record
 from memosite.text import counted
 from memosite.vault import Vault
 from memosite.writeplan import normalize_upsert
@@ -130,8 +133,6 @@ def existing_imports(vault: Vault | None, project: str) -> dict[str, IndexEntry]
     """The project's imported records by key (none when the vault does not exist yet)."""
     if vault is None:
         return {}
-    from memosite.indexing import ensure_index, refresh_project
-
     with vault.lock():
         ensure_index(vault)
         refresh_project(vault, project)
@@ -241,16 +242,14 @@ def _free_slug(vault: Vault | None, project: str, record: ImportedRecord, used: 
         validate_slug(base)
     except InvalidArguments:
         base = record.kind
-    for n in range(1, 1000):
-        candidate = base if n == 1 else f"{base[:190]}-{n}"
-        if candidate in used:
-            continue
-        if vault is not None and vault.index().by_id(candidate, project):
-            continue
-        if vault is not None and vault.record_path(project, record.kind, candidate).exists():
-            continue
-        used.add(candidate)
-        return candidate
+    try:
+        for candidate in unique_slug_candidates(base):
+            if candidate in used or (vault is not None and slug_taken(vault, project, record.kind, candidate)):
+                continue
+            used.add(candidate)
+            return candidate
+    except InvalidArguments:
+        pass
     raise InvalidArguments(f"no free id left for {record.source_path} › {record.anchor}")
 
 
@@ -308,9 +307,6 @@ def _check(plan: ImportPlan) -> None:
 def apply_import(vault: Vault, plan: ImportPlan) -> ImportPlan:
     """Write a plan: one unit of work, the records a newer one supersedes first (so marking them
     superseded finds them already so and touches nothing)."""
-    from memosite.mutation import mutation
-    from memosite.store import forget_record, upsert_record
-
     plan.dry_run = False
     if not plan.changes:
         return plan

@@ -28,7 +28,7 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, MemositeError, RecordNotFound
 from memosite.inputs import check_arguments
-from memosite.lookup import files_holding_id, locate_record
+from memosite.lookup import locate_record
 from memosite.memorytool import texts
 from memosite.memorytool.edits import fields_changed, fields_for_new, split_text
 from memosite.memorytool.paths import (
@@ -51,8 +51,8 @@ from memosite.memorytool.tree import (
 )
 from memosite.mutation import mutation
 from memosite.schema import slugify, utc_now, validate_slug
-from memosite.store import forget_record, upsert_record
-from memosite.vault import Vault
+from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record
+from memosite.vault import Vault, is_record_name
 
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 DEFAULT_IDLE_TTL = "30d"
@@ -369,30 +369,23 @@ class MemoryBackend:
         )
 
     def _free_slug(self, kind: str, where: str) -> tuple[str, bool]:
-        """A slug no record of the project uses, and whether the record must name its path (its
-        file name is not the path's)."""
+        """A slug no record of the project uses (nor one differing only in letter case), and
+        whether the record must name its path (its file name is not the path's)."""
         name = parts_of(where)[-1]
-        own_name = name.endswith(".md") and canonical_file_path(kind, name) == where
-        stem = name[:-3] if name.endswith(".md") else name
+        stem = name.removesuffix(".md")
+        own_name = name.endswith(".md") and canonical_file_path(kind, name) == where and _usable_slug(stem)
         if own_name:
-            try:
-                base = validate_slug(stem)
-            except InvalidArguments:
-                base, own_name = "", False
+            base = stem
         else:
-            base = ""
-        if not base:
             wanted = stem if len(parts_of(where)) == 2 and kind != MODEL_FILES_KIND else "-".join(parts_of(where))
             base = slugify(wanted.removesuffix(".md")) or kind
-        for n in range(1, 1000):
-            candidate = base if n == 1 else f"{base[:190]}-{n}"
-            if self._slug_free(kind, candidate):
-                return candidate, not (own_name and n == 1)
+        try:
+            for candidate in unique_slug_candidates(base):
+                if not slug_taken(self.vault, self.project, kind, candidate):
+                    return candidate, not (own_name and candidate == base)
+        except InvalidArguments:
+            pass
         raise InvalidArguments(f"Error: no free name left for {where}")
-
-    def _slug_free(self, kind: str, slug: str) -> bool:
-        path = self.vault.record_path(self.project, kind, slug)
-        return not path.exists() and not files_holding_id(self.vault, self.project, slug)
 
     def _may_retire(self, item: MemoryFile) -> None:
         """An agent never displaces memory a person accepted: where review is required for the
@@ -403,6 +396,16 @@ class MemoryBackend:
                 f"Error: {item.path} is reviewed memory (review is required for {entry.kind} records): the memory"
                 " tool cannot delete or move it; propose a change with str_replace instead (a person reviews it)"
             )
+
+
+def _usable_slug(stem: str) -> bool:
+    """A file name the record can keep as its own: a valid slug, and none of the names memosite
+    keeps for the files beside a record (``x.accepted``, ``x.conflict.…``)."""
+    try:
+        validate_slug(stem)
+    except InvalidArguments:
+        return False
+    return is_record_name(f"{stem}.md")
 
 
 def _check_size(path: str, text: Any) -> None:
