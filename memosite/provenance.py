@@ -81,6 +81,34 @@ def agent_shell(env: Mapping[str, str]) -> str | None:
 REJECTED_CHANGE_FIELDS = ("rejectedChangeReason", "rejectedChangeBy", "rejectedChangeAt")
 # Fields only a person's review sets (an agent cannot write them over MCP).
 REVIEW_FIELDS = ("review", "reviewedBy", "reviewedAt", "reviewReason", *REJECTED_CHANGE_FIELDS)
+# Fields memosite records of a record — its identity, who wrote it and when, its review, its place
+# in a supersession chain, how often it recurred and was used — never taken from a text someone
+# hands it (a file Claude's memory tool writes, a note an import reads): a text that could set them
+# could claim a person's approval or push itself up the ranking.
+RECORDED_FIELDS = frozenset(
+    {
+        "id",
+        "kind",
+        "project",
+        "created",
+        "updated",
+        "source",
+        "author",
+        "repoCommit",
+        "editedBy",
+        "supersedes",
+        "supersededBy",
+        "archivedReason",
+        "occurrences",
+        "lastSeen",
+        "hits",
+        "lastHit",
+        "helpfulCount",
+        "staleCount",
+        "lastFeedback",
+        *REVIEW_FIELDS,
+    }
+)
 
 
 def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:

@@ -211,3 +211,62 @@ def test_a_name_memosite_keeps_for_a_sidecar_or_a_case_twin_gets_a_record_of_its
         False,
     )
     assert "\tthe first" in call(tool, {"command": "view", "path": renamed})[0]
+
+
+# --- fields memosite records -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("claim", ["occurrences: 40", "lastSeen: 2026-01-01", "helpfulCount: 500", "hits: 99999"])
+def test_the_model_cannot_push_its_memory_up_the_ranking(tool: MemositeMemoryTool, vault_dir: Path, claim: str) -> None:
+    path, name = "/memories/traps/retry.md", claim.split(":")[0]
+    stored = vault_dir / "projects" / PROJECT / "traps" / "retry.md"
+    assert not call(tool, {"command": "create", "path": path, "file_text": "---\nseverity: high\n---\nRetry twice.\n"})[
+        1
+    ]
+    before = stored.read_text(encoding="utf-8")
+    # The field's own line when memosite wrote one (occurrences, lastSeen), else a new line.
+    old = next((line for line in before.splitlines() if line.startswith(f"{name}:")), "severity: high")
+    new = claim if old != "severity: high" else f"severity: high\n{claim}"
+    text, error = call(tool, {"command": "str_replace", "path": path, "old_str": old, "new_str": new})
+    assert error and text.startswith(f"Error: {name} is kept by memosite"), text
+    text, error = call(
+        tool, {"command": "create", "path": "/memories/traps/other.md", "file_text": f"---\n{claim}\n---\nx\n"}
+    )
+    assert error and "kept by memosite" in text
+    assert stored.read_text(encoding="utf-8") == before
+
+
+def test_an_edit_that_names_a_field_twice_is_refused_not_silently_lost(
+    tool: MemositeMemoryTool, vault_dir: Path
+) -> None:
+    # YAML keeps the last of two equal keys: the tags the model adds above memosite's own tags line
+    # would be dropped while the tool reports the edit done.
+    path = "/memories/traps/retry.md"
+    stored = vault_dir / "projects" / PROJECT / "traps" / "retry.md"
+    assert not call(tool, {"command": "create", "path": path, "file_text": "---\nseverity: high\n---\nRetry twice.\n"})[
+        1
+    ]
+    before = stored.read_bytes()
+    text, error = call(
+        tool,
+        {
+            "command": "str_replace",
+            "path": path,
+            "old_str": "severity: high",
+            "new_str": "severity: high\ntags: [payments]",
+        },
+    )
+    assert (
+        error
+        and text.startswith(f"Error: the frontmatter of {path} names tags twice (lines ")
+        and text.endswith("keep one; nothing was written")
+    )
+    assert stored.read_bytes() == before
+    created, error = call(
+        tool, {"command": "create", "path": "/memories/traps/x.md", "file_text": "---\ntitle: a\ntitle: b\n---\nx\n"}
+    )
+    assert error and "names title twice (lines 2 and 3)" in created
+    # Replacing the line itself is the way: the edit lands.
+    line = next(line for line in before.decode("utf-8").splitlines() if line.startswith("tags:"))
+    assert not call(tool, {"command": "str_replace", "path": path, "old_str": line, "new_str": "tags: [payments]"})[1]
+    assert "- payments" in stored.read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, MemositeError
-from memosite.importers.source import ImportedRecord, Skipped, import_key
+from memosite.importers.source import SOURCE_FIELDS, ImportedRecord, Skipped, import_key
 from memosite.index.entry import IndexEntry
 from memosite.indexing import ensure_index, refresh_project
 from memosite.mutation import mutation
@@ -32,7 +32,6 @@ from memosite.vault import Vault
 from memosite.writeplan import normalize_upsert
 
 Action = Literal["create", "update", "unchanged", "kept", "archive"]
-SOURCE_FIELDS = ("sourceFormat", "sourcePath", "sourceAnchor", "sourceHash")
 
 
 @dataclass

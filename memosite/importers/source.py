@@ -20,6 +20,8 @@ from memosite.schema import load_yaml
 from memosite.workspace import find_work_tree
 
 MAX_SOURCE_BYTES = 1_000_000
+# What an imported record says of where it came from (see memosite.importers.plan).
+SOURCE_FIELDS = ("sourceFormat", "sourcePath", "sourceAnchor", "sourceHash")
 
 _HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
@@ -188,6 +190,7 @@ def plain_fields(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, A
 
 __all__ = [
     "MAX_SOURCE_BYTES",
+    "SOURCE_FIELDS",
     "ImportedRecord",
     "Parsed",
     "Section",

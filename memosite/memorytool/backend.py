@@ -315,7 +315,7 @@ class MemoryBackend:
     def _rewrite(self, item: MemoryFile, path: str, new_text: str) -> str:
         """Write ``new_text`` as the record's new file through the store; the stored text after."""
         _check_size(path, new_text)
-        before = split_text(self._text(item), path)
+        before = split_text(self._text(item), path, written=False)
         after = split_text(new_text, path)
         changes = fields_changed(before.frontmatter or {}, after.frontmatter, path)
         if (
@@ -354,7 +354,7 @@ class MemoryBackend:
             )
             return
         slug, named = self._free_slug(kind, new)
-        text = split_text(self._text(item), item.path)
+        text = split_text(self._text(item), item.path, written=False)
         carried = {
             key: value
             for key, value in (text.frontmatter or {}).items()
