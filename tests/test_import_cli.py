@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from import_support import corpus_copy, records, snapshot
-from test_sync_support import isolate_git, write_config
+from test_sync_support import git, isolate_git, write_config
 
 from memosite.importers import import_path
 from memosite.provenance import Actor
@@ -175,3 +175,38 @@ def test_auto_on_a_repository_imports_every_format_it_holds(run_cli: Any, vault_
     outcome = run_cli("import", "auto", str(repo), "--json")
     assert outcome.exit_code == 0, outcome.stderr
     assert outcome.json()["format"] == "agents-md + adr" and outcome.json()["created"] == 6
+
+
+def test_importing_a_repository_root_archives_no_record_of_a_folder_it_did_not_read(
+    run_cli: Any, vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ADRs kept where memosite does not look by itself, imported by naming the folder; then an import
+    # of the repository's root, which reads only its own top level, must not call them gone.
+    isolate_git(tmp_path, monkeypatch)
+    repo = tmp_path / "shop"
+    (repo / "architecture").mkdir(parents=True)
+    git(repo, "init", "-q")
+    corpus_copy("adr-nygard", tmp_path).rename(repo / "architecture" / "adr")
+    rules = repo / "packages" / "web" / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "react.mdc").write_text("---\nglobs: src/**/*.tsx\n---\nUse function components.\n", encoding="utf-8")
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    (repo / ".cursor" / "rules" / "style.mdc").write_text("Keep functions short.\n", encoding="utf-8")
+    (repo / "notes.md").write_text("# Notes\n\nNothing to decide.\n", encoding="utf-8")
+    assert run_cli("import", "adr", str(repo / "architecture" / "adr")).exit_code == 0
+    assert run_cli("import", "cursor-rules", str(repo / "packages" / "web")).exit_code == 0
+    before = {path: data for path, data in snapshot(vault_dir).items() if path.count("/") == 2}  # records
+
+    for fmt in ("adr", "cursor-rules"):
+        outcome = run_cli("import", fmt, str(repo), "--json")
+        assert outcome.exit_code == 0, outcome.stderr
+        assert outcome.json()["archived"] == 0, outcome.json()["records"]
+    after = {path: data for path, data in snapshot(vault_dir).items() if path.count("/") == 2}
+    assert {path: data for path, data in after.items() if path in before} == before  # not one record touched
+    assert len(after) == len(before) + 1  # the root's own rule, which that import did read
+    # What the import did read and no longer finds is still archived.
+    (repo / "architecture" / "adr" / "0004-use-aws-load-balancer-controller-for-edge-traffic-services.md").unlink()
+    gone = run_cli("import", "adr", str(repo / "architecture" / "adr"), "--json").json()
+    assert [(r["action"], r["sourceAnchor"]) for r in gone["records"] if r["action"] == "archive"] == [
+        ("archive", "ADR 0004")
+    ]

@@ -162,10 +162,10 @@ def parse(path: Path) -> Parsed:
     root = base if (base / ".git").exists() else path if path.is_dir() else None
     parsed = Parsed()
     if path.is_dir():
-        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")  # a file gone from it too
+        parsed.covered.trees.add(relative_source(path, base))  # every instruction file below it was read
     for file in instruction_files(path):
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             text = read_source(file)
         except (OSError, ValueError) as exc:

@@ -88,10 +88,10 @@ def parse(path: Path) -> Parsed:
     base = source_base(path)
     parsed = Parsed()
     if path.is_dir():
-        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")
+        parsed.covered.trees.add(relative_source(path, base))
     for file in note_files(path):
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             found = record_from_text(read_source(file), source_path)
         except (OSError, ValueError) as exc:

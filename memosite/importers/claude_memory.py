@@ -62,12 +62,12 @@ def parse(path: Path) -> Parsed:
     folder = memory_folder(path)
     base = source_base(folder)
     parsed = Parsed()
-    parsed.covered.add(relative_source(folder, base).rstrip("/") + "/")  # a file gone from it too
+    parsed.covered.folders.add(relative_source(folder, base))  # a topic file gone from it too
     files = sorted(file for file in folder.glob("*.md") if file.is_file())
     topics = {file.name for file in files if file.name != INDEX_FILE}
     for file in files:
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             text = read_source(file)
         except (OSError, ValueError) as exc:

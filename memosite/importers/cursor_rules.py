@@ -27,10 +27,15 @@ FORMAT = "cursor-rules"
 SUFFIX = ".mdc"
 
 
+def rules_folder(path: Path) -> Path:
+    """The folder of rules a folder given holds: its own ``.cursor/rules``, or itself."""
+    return path / ".cursor" / "rules" if (path / ".cursor" / "rules").is_dir() else path
+
+
 def rule_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    rules = path / ".cursor" / "rules" if (path / ".cursor" / "rules").is_dir() else path
+    rules = rules_folder(path)
     return sorted(file for file in rules.rglob(f"*{SUFFIX}") if file.is_file() and "node_modules" not in file.parts)
 
 
@@ -59,10 +64,10 @@ def parse(path: Path) -> Parsed:
     base = source_base(path)
     parsed = Parsed()
     if path.is_dir():
-        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")  # a file gone from it too
+        parsed.covered.trees.add(relative_source(rules_folder(path), base))  # not a package's own rules elsewhere
     for file in rule_files(path):
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             found = record_from_text(read_source(file), source_path)
         except (OSError, ValueError) as exc:

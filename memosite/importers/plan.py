@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, MemositeError
-from memosite.importers.source import SOURCE_FIELDS, ImportedRecord, Skipped, import_key
+from memosite.importers.source import SOURCE_FIELDS, Coverage, ImportedRecord, Skipped, import_key
 from memosite.index.entry import IndexEntry
 from memosite.indexing import ensure_index, refresh_project
 from memosite.mutation import mutation
@@ -162,7 +162,7 @@ def plan_import(
     shown_path: str,
     records: list[ImportedRecord],
     skipped: list[Skipped],
-    covered: set[str],
+    covered: Coverage,
     *,
     formats: list[str] | None = None,
     taken: set[str] | None = None,
@@ -204,10 +204,7 @@ def plan_import(
             plan.records.append(_planned("update", entry.kind, slug, record, frontmatter))
     for key, entry in existing.items():
         source_path = str(entry.frontmatter.get("sourcePath"))
-        in_scope = entry.frontmatter.get("sourceFormat") in (formats or [fmt]) and any(
-            source_path == scope or (scope.endswith("/") and (scope == "./" or source_path.startswith(scope)))
-            for scope in covered
-        )
+        in_scope = entry.frontmatter.get("sourceFormat") in (formats or [fmt]) and covered.covers(source_path)
         if in_scope and key not in by_key and entry.status not in ("archived", "superseded"):
             plan.records.append(
                 PlannedRecord(
