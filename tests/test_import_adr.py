@@ -171,6 +171,10 @@ def test_a_folder_imports_only_files_named_as_adr_tools_name_them(
     assert outcome.exit_code == 0, outcome.stderr
     anchors = sorted(r["sourceAnchor"] for r in outcome.json()["records"])
     assert anchors == ["ADR 0001", "ADR 0007", "ADR 20201016-use-slugs"]
+    assert outcome.json()["skipped"] == [
+        {"sourcePath": f"decisions/{name}", "reason": "not named as an ADR (0001-… or 20201016-…)"}
+        for name in ("how-we-write-adrs.md", "notes.md")
+    ]
 
 
 def test_a_title_kept_in_front_matter_loses_its_number_as_a_heading_does() -> None:

@@ -197,7 +197,17 @@ def parse(path: Path) -> Parsed:
     parsed = Parsed()
     files = adr_files(path)
     if path.is_dir():
-        parsed.covered.folders.add(relative_source(adr_folder(path), base))  # not below it: ADRs are not nested
+        folder = adr_folder(path)
+        parsed.covered.folders.add(relative_source(folder, base))  # not below it: ADRs are not nested
+        for other in sorted(set(folder.glob("*.md")) - set(files)):
+            if (
+                is_adr_name(other.stem)
+                or other.stem.isupper()
+                or other.stem.lower() == "index"
+                or "template" in other.stem.lower()
+            ):
+                continue  # a template, or what is about the folder (README, index)
+            parsed.skipped.append(Skipped(relative_source(other, base), "not named as an ADR (0001-… or 20201016-…)"))
     for file in files:
         source_path = relative_source(file, base)
         parsed.covered.files.add(source_path)
