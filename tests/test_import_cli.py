@@ -5,6 +5,7 @@ and bad input as one clear line."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,49 @@ def test_wrong_and_extra_arguments_are_one_clear_line(
     outcome = run_cli(*args)
     assert outcome.exit_code == code
     assert says in outcome.stderr and "Traceback" not in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "says"),
+    [
+        ("agents-md", "passwd", "is not a Markdown file (.md): agents-md imports Markdown"),
+        ("adr", "decisions.txt", "is not a Markdown file (.md): adr imports Markdown"),
+        ("basic-memory", "photo.png", "is not a Markdown file (.md): basic-memory imports Markdown"),
+        ("claude-memory", "settings.json", "is not a Markdown file (.md): claude-memory imports Markdown"),
+        (
+            "cursor-rules",
+            "AGENTS.md",
+            "is not a Cursor rule: cursor-rules imports .mdc files, .cursor/rules or .cursorrules",
+        ),
+    ],
+)
+def test_a_file_of_another_kind_named_by_hand_is_one_clear_line_and_imports_nothing(
+    run_cli: Any, vault_dir: Path, tmp_path: Path, fmt: str, name: str, says: str
+) -> None:
+    # A slip of the hand (a path completed one entry too far) must not turn a system file into records.
+    source = tmp_path / name
+    source.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    outcome = run_cli("import", fmt, str(source))
+    assert outcome.exit_code == 1
+    assert outcome.stderr == f"memosite: error: {source} {says}\n"
+    assert not vault_dir.exists() or not list((vault_dir / "projects").rglob("*.md"))
+
+
+def test_something_neither_a_file_nor_a_folder_is_one_clear_line(run_cli: Any, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    outcome = run_cli("import", "adr", str(fifo))
+    assert outcome.exit_code == 1
+    assert outcome.stderr == f"memosite: error: nothing to import at {fifo}: it is neither a file nor a folder\n"
+
+
+def test_a_claude_memory_topic_file_named_alone_imports_only_itself(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    folder = corpus_copy("claude-memory", tmp_path) / "memory"
+    outcome = run_cli("import", "claude-memory", str(folder / "feedback_pnpm.md"), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert [r["sourcePath"] for r in outcome.json()["records"]] == ["memory/feedback_pnpm.md"]
 
 
 def test_auto_refuses_what_it_cannot_recognise(run_cli: Any, tmp_path: Path) -> None:

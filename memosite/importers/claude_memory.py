@@ -7,7 +7,8 @@ versions starts with ``name``, ``description`` and ``type`` (``user``, ``feedbac
 feedback (how to work, and why) a decision, project (ongoing work and its constraints) a plan,
 reference (where things are) a spec, user (who the user is) a private ``state`` record that is
 never published. The index lines that only point at a topic file are left out (the file itself is
-imported); anything else ``MEMORY.md`` says is imported by section, as an instruction file is.
+imported); anything else ``MEMORY.md`` says is imported by section, as an instruction file is. A
+topic file named on its own is imported on its own.
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def parse(path: Path) -> Parsed:
     folder = memory_folder(path)
     base = source_base(folder)
     parsed = Parsed()
-    parsed.covered.folders.add(relative_source(folder, base))  # a topic file gone from it too
-    files = sorted(file for file in folder.glob("*.md") if file.is_file())
+    if path.is_file() and path.name != INDEX_FILE:
+        files = [path]  # one topic file named: that file, not the folder around it
+    else:
+        parsed.covered.folders.add(relative_source(folder, base))  # a topic file gone from it too
+        files = sorted(file for file in folder.glob("*.md") if file.is_file())
     topics = {file.name for file in files if file.name != INDEX_FILE}
     for file in files:
         source_path = relative_source(file, base)

@@ -1,4 +1,5 @@
-"""Cursor rules: ``.cursor/rules/*.mdc`` files.
+"""Cursor rules: ``.cursor/rules/*.mdc`` files (and the one-file ``.cursorrules`` or
+``.cursor/rules`` of older versions).
 
 Each rule file is one spec record: its ``description`` (else its first heading, else its name) is
 the title, its ``globs`` become the record's path patterns, and a rule Cursor always applies is
@@ -25,6 +26,17 @@ from memosite.schema import slugify
 
 FORMAT = "cursor-rules"
 SUFFIX = ".mdc"
+# The one-file rules of older Cursor versions, at the top of a repository.
+LEGACY_FILES = (".cursorrules", ".cursor/rules")
+
+
+def is_rule_file(path: Path) -> bool:
+    """A file Cursor reads as rules: a ``.mdc`` rule or one of the one-file forms."""
+    return (
+        path.name.endswith(SUFFIX)
+        or path.name == ".cursorrules"
+        or (path.name, path.parent.name) == ("rules", ".cursor")
+    )
 
 
 def rules_folder(path: Path) -> Path:
@@ -36,7 +48,10 @@ def rule_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     rules = rules_folder(path)
-    return sorted(file for file in rules.rglob(f"*{SUFFIX}") if file.is_file() and "node_modules" not in file.parts)
+    legacy = [path / name for name in LEGACY_FILES if (path / name).is_file()]
+    return legacy + sorted(
+        file for file in rules.rglob(f"*{SUFFIX}") if file.is_file() and "node_modules" not in file.parts
+    )
 
 
 def _always(value: object) -> bool:
@@ -79,4 +94,4 @@ def parse(path: Path) -> Parsed:
     return parsed
 
 
-__all__ = ["FORMAT", "parse", "record_from_text"]
+__all__ = ["FORMAT", "LEGACY_FILES", "is_rule_file", "parse", "record_from_text"]
