@@ -254,3 +254,19 @@ def test_importing_a_repository_root_archives_no_record_of_a_folder_it_did_not_r
     assert [(r["action"], r["sourceAnchor"]) for r in gone["records"] if r["action"] == "archive"] == [
         ("archive", "ADR 0004")
     ]
+
+
+def test_an_import_says_what_it_did_and_a_dry_run_what_it_would_do(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "repo" / "AGENTS.md"
+    source.parent.mkdir()
+    source.write_text("## Testing\n\nRun pytest.\n\n## Style\n\nBlack.\n", encoding="utf-8")
+    assert run_cli("import", "agents-md", str(source), "--dry-run").stdout.startswith("create    spec ")
+    done = run_cli("import", "agents-md", str(source)).stdout.splitlines()
+    assert [line.split()[0] for line in done[:-1]] == ["created", "created"]
+    assert done[-1].startswith("imported agents-md from AGENTS.md into demo: 2 new")
+    source.write_text("## Testing\n\nRun pytest -x.\n", encoding="utf-8")
+    assert run_cli("import", "agents-md", str(source), "--dry-run").stdout.splitlines()[0].startswith("update    ")
+    again = run_cli("import", "agents-md", str(source)).stdout.splitlines()
+    assert sorted(line.split()[0] for line in again[:-1]) == ["archived", "updated"]

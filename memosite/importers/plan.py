@@ -32,6 +32,7 @@ from memosite.vault import Vault
 from memosite.writeplan import normalize_upsert
 
 Action = Literal["create", "update", "unchanged", "kept", "archive"]
+_DONE: dict[str, str] = {"create": "created", "update": "updated", "archive": "archived"}
 
 
 @dataclass
@@ -57,10 +58,12 @@ class PlannedRecord:
             "note": self.note,
         }
 
-    def line(self) -> str:
+    def line(self, *, done: bool = False) -> str:
+        """The plan's line for this record: what it would do, or once ``done``, what it did."""
         where = f"{self.source_path}{f' › {self.anchor}' if self.anchor else ''}"
         note = f" ({self.note})" if self.note else ""
-        return f"{self.action:9} {self.kind} {self.slug}  ← {where}{note}"
+        action = _DONE.get(self.action, self.action) if done else self.action
+        return f"{action:9} {self.kind} {self.slug}  ← {where}{note}"
 
 
 @dataclass
