@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments
 from memosite.integrations.anthropic import MemositeMemoryTool
-from memosite.memorytool.backend import MAX_VIEW_CHARS
 from memosite.memorytool.paths import ROOT, canonical_path
+from memosite.memorytool.reading import MAX_VIEW_CHARS
 from memosite.store import upsert_record
 from memosite.vault import Vault
 

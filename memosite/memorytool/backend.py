@@ -34,19 +34,17 @@ from memosite.memorytool.edits import fields_changed, fields_for_new, split_text
 from memosite.memorytool.paths import (
     MODEL_FILES_KIND,
     ROOT,
-    SHOWN_KIND_DIRECTORIES,
     canonical_file_path,
     canonical_path,
     kind_for_path,
     parts_of,
 )
+from memosite.memorytool.reading import directory_view, file_view
 from memosite.memorytool.tree import (
     MEMORY_PATH_FIELD,
     MemoryFile,
     MemoryTree,
-    freshness_line,
     is_fixed_directory,
-    is_hidden,
     load_tree,
 )
 from memosite.mutation import mutation
@@ -57,9 +55,6 @@ from memosite.vault import Vault, is_record_name
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 DEFAULT_IDLE_TTL = "30d"
 MAX_FILE_BYTES = 100_000  # one memory file; the docs ask implementers to cap what a file may grow to
-MAX_VIEW_CHARS = 100_000  # what one view returns before it says where to read on
-MAX_LISTED = 500  # entries one directory listing shows
-INDEX_LINES = 10  # records in the freshness index under the root listing
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "view": ("path",),
@@ -140,57 +135,11 @@ class MemoryBackend:
         where = canonical_path(path)
         tree = self._tree()
         if tree.is_directory(where) or (is_fixed_directory(where) and where not in tree.files):
-            return self._listing(tree, path, where)
+            return directory_view(tree, path, where)
         item = tree.file(where)
         if item is None:
             raise RecordNotFound(texts.no_such_path(path))
-        lines = self._text(item).split("\n")
-        if len(lines) > texts.MAX_LINES:
-            raise InvalidArguments(f"File {path} exceeds maximum line limit of 999,999 lines.")
-        first, last = _view_range(view_range, len(lines))
-        shown = lines[first - 1 : last]
-        body: list[str] = []
-        note = None
-        used = 0
-        for number, line in enumerate(shown, first):
-            used += len(line) + texts.LINE_NUMBER_WIDTH + 2
-            if used <= MAX_VIEW_CHARS:
-                body.append(line)
-                continue
-            if number > first:
-                note = f"… cut at line {number - 1} of {len(lines)}: view the rest with view_range [{number}, -1]"
-            else:
-                # One line longer than a whole view (a record written elsewhere, as one line): its
-                # start, rather than a result the model's context cannot hold.
-                body.append(line[:MAX_VIEW_CHARS])
-                rest = f": view what follows with view_range [{number + 1}, -1]" if number < last else ""
-                note = (
-                    f"… line {number} holds {len(line):,} characters: cut after {MAX_VIEW_CHARS:,}, the rest of it"
-                    f" cannot be shown{rest}"
-                )
-            break
-        result = f"{texts.file_header(path)}\n{texts.numbered(body, first)}"
-        if note is not None:
-            result += f"\n{note}"
-        return result
-
-    def _listing(self, tree: MemoryTree, shown_path: str, where: str) -> str:
-        lines = [f"{texts.human_size(tree.size_of(where))}\t{where}"]
-        entries = list(tree.walk(where))
-        for path in entries[:MAX_LISTED]:
-            suffix = "/" if tree.is_directory(path) else ""
-            lines.append(f"{texts.human_size(tree.size_of(path))}\t{path}{suffix}")
-        if len(entries) > MAX_LISTED:
-            lines.append(f"… and {len(entries) - MAX_LISTED} more: view a directory inside {where} to see them")
-        result = f"{texts.listing_header(shown_path)}\n" + "\n".join(lines)
-        listed = [item for item in tree.files.values() if not is_hidden(item.path)]
-        if where == ROOT and listed:
-            newest = sorted(listed, key=lambda f: f.entry.updated or "", reverse=True)[:INDEX_LINES]
-            result += (
-                "\n\nNewest memory first (kind, last update, expiry), to help you pick what to read:\n"
-                + "\n".join(freshness_line(item) for item in newest)
-            )
-        return result
+        return file_view(path, self._text(item), view_range)
 
     # --- writing -------------------------------------------------------------------------------
     def create(self, path: str, file_text: str) -> str:
@@ -427,25 +376,6 @@ def _check_parents(tree: MemoryTree, where: str, shown: str) -> None:
             raise InvalidArguments(f"Error: {parent} is a file, so {shown} cannot be inside it")
 
 
-def _view_range(view_range: Any, n_lines: int) -> tuple[int, int]:
-    """The first and last line (1-based, inclusive) a ``view_range`` asks for."""
-    if view_range is None:
-        return 1, n_lines
-    valid = (
-        isinstance(view_range, (list, tuple))
-        and len(view_range) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
-    )
-    if valid:
-        start, end = view_range
-        if 1 <= start <= max(n_lines, 1) and (end == -1 or start <= end):
-            return start, n_lines if end == -1 else min(end, n_lines)
-    raise InvalidArguments(
-        f"Error: Invalid `view_range` parameter: {view_range}. Its first element should be within the range of"
-        f" lines of the file: [1, {n_lines}], its second -1 or at least the first"
-    )
-
-
 def _stored_line(written: str, stored: str, line: int) -> int:
     """Where line ``line`` (0-based) of the text the model wrote is in the file as stored: the body
     is kept byte for byte, only the frontmatter may have grown (an update time, a review state)."""
@@ -461,16 +391,4 @@ def _body_start(text: str) -> int:
     return text[: len(text) - len(body)].count("\n")
 
 
-def view_without_vault(path: str) -> str:
-    """What ``view`` shows before the vault exists (a read never creates it): the empty tree."""
-    where = canonical_path(path)
-    tree = MemoryTree()
-    tree.directories.add(ROOT)
-    tree.directories.update(f"{ROOT}/{directory}" for directory in SHOWN_KIND_DIRECTORIES)
-    if tree.is_directory(where) or is_fixed_directory(where):
-        lines = [f"0B\t{where}", *(f"0B\t{child}/" for child in tree.walk(where))]
-        return f"{texts.listing_header(path)}\n" + "\n".join(lines)
-    raise RecordNotFound(texts.no_such_path(path))
-
-
-__all__ = ["COMMANDS", "DEFAULT_IDLE_TTL", "MAX_FILE_BYTES", "MemoryBackend", "view_without_vault"]
+__all__ = ["COMMANDS", "DEFAULT_IDLE_TTL", "MAX_FILE_BYTES", "MemoryBackend"]
