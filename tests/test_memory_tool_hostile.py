@@ -270,3 +270,21 @@ def test_an_edit_that_names_a_field_twice_is_refused_not_silently_lost(
     line = next(line for line in before.decode("utf-8").splitlines() if line.startswith("tags:"))
     assert not call(tool, {"command": "str_replace", "path": path, "old_str": line, "new_str": "tags: [payments]"})[1]
     assert "- payments" in stored.read_text(encoding="utf-8")
+
+
+def test_renaming_across_kinds_carries_the_records_fields_not_what_memosite_recorded_of_it(
+    tool: MemositeMemoryTool, vault_dir: Path
+) -> None:
+    trap = "/memories/traps/retry.md"
+    text = "---\ntitle: Retries double charge\ntags: [payments]\n---\nRetry twice.\n"
+    assert not call(tool, {"command": "create", "path": trap, "file_text": text})[1]
+    old = (vault_dir / "projects" / PROJECT / "traps" / "retry.md").read_text(encoding="utf-8")
+    assert "occurrences: 1" in old and "lastSeen:" in old  # memosite's count of a trap
+    moved = "/memories/decisions/retry.md"
+    assert call(tool, {"command": "rename", "old_path": trap, "new_path": moved}) == (
+        f"Successfully renamed {trap} to {moved}",
+        False,
+    )
+    new = (vault_dir / "projects" / PROJECT / "decisions" / "retry-2.md").read_text(encoding="utf-8")
+    assert "title: Retries double charge" in new and "- payments" in new and "supersedes: retry" in new
+    assert "occurrences:" not in new and "lastSeen:" not in new

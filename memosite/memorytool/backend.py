@@ -30,7 +30,7 @@ from memosite.errors import InvalidArguments, MemositeError, RecordNotFound
 from memosite.inputs import check_arguments
 from memosite.lookup import locate_record
 from memosite.memorytool import texts
-from memosite.memorytool.edits import fields_changed, fields_for_new, split_text
+from memosite.memorytool.edits import KEPT_FIELDS, fields_changed, fields_for_new, split_text
 from memosite.memorytool.paths import (
     MODEL_FILES_KIND,
     ROOT,
@@ -304,11 +304,10 @@ class MemoryBackend:
             return
         slug, named = self._free_slug(kind, new)
         text = split_text(self._text(item), item.path, written=False)
+        # The record's own fields go over, and its date (the history starts where it did); what
+        # memosite recorded of the old record (review, usage, its place in a chain) stays with it.
         carried = {
-            key: value
-            for key, value in (text.frontmatter or {}).items()
-            if key not in {"id", "kind", "project", "updated", "source", "author", "repoCommit", "editedBy"}
-            and key not in {"review", "reviewedBy", "reviewedAt", "reviewReason", "hits", "lastHit"}
+            key: value for key, value in (text.frontmatter or {}).items() if key == "created" or key not in KEPT_FIELDS
         }
         carried.update({"supersedes": entry.id, MEMORY_PATH_FIELD: new if named else None})
         if kind == MODEL_FILES_KIND and carried.get("ttl") is None and carried.get("expires_at") is None:
