@@ -198,7 +198,7 @@ def test_a_claude_memory_topic_file_named_alone_imports_only_itself(
     folder = corpus_copy("claude-memory", tmp_path) / "memory"
     outcome = run_cli("import", "claude-memory", str(folder / "feedback_pnpm.md"), "--json")
     assert outcome.exit_code == 0, outcome.stderr
-    assert [r["sourcePath"] for r in outcome.json()["records"]] == ["memory/feedback_pnpm.md"]
+    assert [r["sourcePath"] for r in outcome.json()["records"]] == ["claude-memory/memory/feedback_pnpm.md"]
 
 
 def test_auto_refuses_what_it_cannot_recognise(run_cli: Any, tmp_path: Path) -> None:

@@ -62,6 +62,11 @@ def topic_record(text: str, source_path: str) -> ImportedRecord | Skipped:
 def parse(path: Path) -> Parsed:
     folder = memory_folder(path)
     base = source_base(folder)
+    if base == folder.absolute().parent:
+        # Outside a repository (as under ~/.claude/projects), the source path keeps the Claude
+        # project's folder: each worktree of one repository has a memory folder of its own, and
+        # importing one must not update, or archive, what another one gave.
+        base = base.parent
     parsed = Parsed()
     if path.is_file() and path.name != INDEX_FILE:
         files = [path]  # one topic file named: that file, not the folder around it
