@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from import_support import corpus_copy, records
+from test_sync_support import git, isolate_git
 
 
 def test_topic_files_become_records_of_the_kind_their_type_says(run_cli: Any, vault_dir: Path, tmp_path: Path) -> None:
@@ -69,3 +71,17 @@ def test_the_memory_folders_of_two_worktrees_never_overwrite_or_archive_each_oth
     assert {r.status for r in found.values()} == {"active"}
     again = run_cli("import", "claude-memory", str(projects / "-src-shop" / "memory"), "--json").json()
     assert (again["unchanged"], again["archived"]) == (1, 0)
+
+
+def test_a_memory_folder_kept_in_a_repository_is_named_from_the_repository(
+    run_cli: Any, vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inside a repository the path is the repository's own, whatever the clone's folder is called.
+    isolate_git(tmp_path, monkeypatch)
+    repo = tmp_path / "any-clone-name"
+    (repo / "memory").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "memory" / "MEMORY.md").write_text("- [Notes](notes.md)\n", encoding="utf-8")
+    (repo / "memory" / "notes.md").write_text("---\nname: Notes\ntype: project\n---\nKeep it.\n", encoding="utf-8")
+    outcome = run_cli("import", "claude-memory", str(repo / "memory"), "--json")
+    assert [r["sourcePath"] for r in outcome.json()["records"]] == ["memory/notes.md"]

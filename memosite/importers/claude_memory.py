@@ -28,6 +28,7 @@ from memosite.importers.source import (
     split_frontmatter,
 )
 from memosite.schema import slugify
+from memosite.workspace import find_work_tree
 
 FORMAT = "claude-memory"
 INDEX_FILE = "MEMORY.md"
@@ -62,7 +63,7 @@ def topic_record(text: str, source_path: str) -> ImportedRecord | Skipped:
 def parse(path: Path) -> Parsed:
     folder = memory_folder(path)
     base = source_base(folder)
-    if base == folder.absolute().parent:
+    if find_work_tree(folder.absolute()) is None:
         # Outside a repository (as under ~/.claude/projects), the source path keeps the Claude
         # project's folder: each worktree of one repository has a memory folder of its own, and
         # importing one must not update, or archive, what another one gave.
