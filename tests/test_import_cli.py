@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from import_support import corpus_copy, records, snapshot
 from test_sync_support import git, isolate_git, write_config
 
 from memosite.importers import import_path
+from memosite.importers.source import Coverage
 from memosite.provenance import Actor
 from memosite.vault import Vault
 
@@ -270,3 +273,20 @@ def test_an_import_says_what_it_did_and_a_dry_run_what_it_would_do(
     assert run_cli("import", "agents-md", str(source), "--dry-run").stdout.splitlines()[0].startswith("update    ")
     again = run_cli("import", "agents-md", str(source)).stdout.splitlines()
     assert sorted(line.split()[0] for line in again[:-1]) == ["archived", "updated"]
+
+
+_PART = st.text(alphabet="abcé数-_.", min_size=1, max_size=6).filter(lambda p: p not in (".", ".."))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PART, min_size=1, max_size=3), st.lists(_PART, min_size=1, max_size=3), _PART)
+def test_an_import_covers_exactly_what_it_read(folder: list[str], other: list[str], name: str) -> None:
+    read = "/".join(folder)
+    elsewhere = "/".join(other)
+    assume(elsewhere != read)
+    direct, below = Coverage(folders={read}), Coverage(trees={read})
+    assert direct.covers(f"{read}/{name}") and below.covers(f"{read}/{name}")
+    assert not direct.covers(f"{read}/{name}/{name}") and below.covers(f"{read}/{name}/{name}")
+    assert not direct.covers(f"{elsewhere}/{name}")
+    assert not below.covers(f"{read}{name}/{name}")  # a sibling whose name starts the same
+    assert Coverage(trees={"."}).covers(f"{elsewhere}/{name}") and not Coverage(folders={"."}).covers(f"{read}/{name}")

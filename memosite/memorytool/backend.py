@@ -384,7 +384,7 @@ def _stored_line(written: str, stored: str, line: int) -> int:
 
 def _body_start(text: str) -> int:
     try:
-        body = split_text(text, "").body
+        body = split_text(text, "", written=False).body
     except InvalidArguments:
         return 0
     return text[: len(text) - len(body)].count("\n")

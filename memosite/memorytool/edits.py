@@ -43,8 +43,8 @@ class FileText:
 
 def split_text(text: str, where: str, *, written: bool = True) -> FileText:
     """Split a file's text; INVALID_ARGUMENTS naming what is wrong when its frontmatter block does
-    not parse (unterminated, not YAML, not a mapping) or, in a text the model ``written``, names a
-    field twice."""
+    not parse (unterminated, not YAML, not a mapping) or, when ``written`` (a text the model wrote,
+    not the file as stored), names a field twice."""
     if not text.removeprefix("\ufeff").startswith("---"):
         return FileText(None, text)
     try:
