@@ -226,7 +226,7 @@ REJECTED_CHANGE_FIELDS = ("rejectedChangeReason", "rejectedChangeBy", "rejectedC
 # Fields only a person's review sets (an agent cannot write them).
 REVIEW_FIELDS = ("review", "reviewedBy", "reviewedAt", "reviewReason", *REJECTED_CHANGE_FIELDS)
 # Provenance memosite records and no writer claims: who wrote the text, against which commit.
-RECORDED_FIELDS = ("author", "repoCommit", "editedBy")
+PROVENANCE_FIELDS = ("author", "repoCommit", "editedBy")
 
 
 def agent_claims(frontmatter: Mapping[str, Any]) -> list[str]:
@@ -236,8 +236,36 @@ def agent_claims(frontmatter: Mapping[str, Any]) -> list[str]:
     claimed = [name for name in REVIEW_FIELDS if name in frontmatter]
     if frontmatter.get("source") not in (None, "agent"):
         claimed.append("source")
-    claimed += [name for name in RECORDED_FIELDS if name in frontmatter]
+    claimed += [name for name in PROVENANCE_FIELDS if name in frontmatter]
     return claimed
+# Fields memosite records of a record — its identity, who wrote it and when, its review, its place
+# in a supersession chain, how often it recurred and was used — never taken from a text someone
+# hands it (a file Claude's memory tool writes, a note an import reads): a text that could set them
+# could claim a person's approval or push itself up the ranking.
+RECORDED_FIELDS = frozenset(
+    {
+        "id",
+        "kind",
+        "project",
+        "created",
+        "updated",
+        "source",
+        "author",
+        "repoCommit",
+        "editedBy",
+        "supersedes",
+        "supersededBy",
+        "archivedReason",
+        "occurrences",
+        "lastSeen",
+        "hits",
+        "lastHit",
+        "helpfulCount",
+        "staleCount",
+        "lastFeedback",
+        *REVIEW_FIELDS,
+    }
+)
 
 
 def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:

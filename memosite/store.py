@@ -65,6 +65,8 @@ __all__ = [
     "mark_superseded",
     "restore_record",
     "sanitize_paths",
+    "slug_taken",
+    "unique_slug_candidates",
     "upsert_record",
 ]
 
@@ -218,7 +220,9 @@ def derive_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None, now
     return f"{kind}-{_epoch_ms(now)}"
 
 
-def _unique_candidates(slug: str) -> Iterator[str]:
+def unique_slug_candidates(slug: str) -> Iterator[str]:
+    """``slug``, then ``slug-2``, ``slug-3`` … (cut to stay a valid slug); INVALID_ARGUMENTS when
+    they run out."""
     yield slug
     for n in range(2, MAX_UNIQUE_SUFFIX):
         suffix = f"-{n}"
@@ -264,7 +268,7 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
             # Another file of this kind holds the id: writing here would give two records one id.
             raise shared_id_error(named, [path, *holders] if path.exists() else holders)
         return named, _read_existing(path)
-    for candidate in _unique_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
+    for candidate in unique_slug_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
         path = writable_target(vault, vault.record_path(project, request.kind, candidate))
         taken = any(other != path for other in files_holding_id(vault, project, candidate))
         if taken or _case_twins(vault, project, path):
@@ -283,7 +287,14 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
             and (request.body is None or request.body == existing.body or _same_trap(request, existing))
         ):
             return candidate, existing
-    raise AssertionError("unreachable")  # _unique_candidates raises when it runs out
+    raise AssertionError("unreachable")  # unique_slug_candidates raises when it runs out
+
+
+def slug_taken(vault: Vault, project: str, kind: str, slug: str) -> bool:
+    """Whether a new record of ``kind`` named ``slug`` would meet another: its file exists, a file
+    of the project holds the id, or a file's name differs from it only in letter case."""
+    path = vault.record_path(project, kind, slug)
+    return path.exists() or bool(files_holding_id(vault, project, slug)) or bool(_case_twins(vault, project, path))
 
 
 def _case_twins(vault: Vault, project: str, path: Path) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 from import_support import corpus_copy, records
 
 from memosite.importers.adr import map_status, record_from_text
+from memosite.importers.source import Skipped
 
 
 def test_nygard_records_keep_their_number_title_date_and_status(run_cli: Any, vault_dir: Path, tmp_path: Path) -> None:
@@ -129,3 +130,59 @@ def test_a_superseding_link_to_itself_is_ignored() -> None:
     found = record_from_text("# 1. A\n\n## Status\n\nSuperseded by [1. A](0001-a.md)\n", "adr/0001-a.md")
     assert not isinstance(found, type(None))
     assert getattr(found, "superseded_by", None) is None
+
+
+def test_a_superseded_by_line_alone_still_gives_the_newer_record_its_supersedes(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    # Only the old ADR was edited by hand ("Superseded by …"); the new one says nothing of it.
+    folder = tmp_path / "doc" / "adr"
+    folder.mkdir(parents=True)
+    (folder / "0005-help-comments.md").write_text(
+        "# 5. Help comments\n\nDate: 2016-02-13\n\n## Status\n\nSuperseded by [9. Help scripts](0009-help-scripts.md)"
+        "\n\n## Decision\n\nWrite usage in comments.\n",
+        encoding="utf-8",
+    )
+    (folder / "0009-help-scripts.md").write_text(
+        "# 9. Help scripts\n\nDate: 2018-06-26\n\n## Status\n\nAccepted\n\n## Decision\n\nHelp in scripts.\n",
+        encoding="utf-8",
+    )
+    assert run_cli("import", "adr", str(folder)).exit_code == 0
+    found = records(vault_dir, "decisions")
+    assert found["adr-0005-help-comments"].status == "superseded"
+    assert found["adr-0005-help-comments"].frontmatter["supersededBy"] == "adr-0009-help-scripts"
+    assert found["adr-0009-help-scripts"].frontmatter["supersedes"] == "adr-0005-help-comments"
+    assert found["adr-0009-help-scripts"].status == "active"
+    again = run_cli("import", "adr", str(folder), "--json").json()
+    assert (again["created"], again["updated"], again["unchanged"]) == (0, 0, 2)
+
+
+def test_a_folder_imports_only_files_named_as_adr_tools_name_them(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "decisions"
+    folder.mkdir()
+    adr = "# {0}\n\n## Status\n\nAccepted\n\n## Decision\n\n{0}.\n"
+    for name in ("0001-use-go.md", "ADR-007-use-grpc.md", "20201016-use-slugs.md"):
+        (folder / name).write_text(adr.format(name), encoding="utf-8")
+    for name in ("notes.md", "index.md", "README.md", "how-we-write-adrs.md", "adr-template.md"):
+        (folder / name).write_text(adr.format(name), encoding="utf-8")
+    outcome = run_cli("import", "adr", str(folder), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    anchors = sorted(r["sourceAnchor"] for r in outcome.json()["records"])
+    assert anchors == ["ADR 0001", "ADR 0007", "ADR 20201016-use-slugs"]
+    assert outcome.json()["skipped"] == [
+        {"sourcePath": f"decisions/{name}", "reason": "not named as an ADR (0001-… or 20201016-…)"}
+        for name in ("how-we-write-adrs.md", "notes.md")
+    ]
+
+
+def test_a_title_kept_in_front_matter_loses_its_number_as_a_heading_does() -> None:
+    # Docusaurus-style ADRs (id and title up in the front matter, no # heading).
+    text = (
+        "---\nid: drop-collection\ntitle: 4. Drop the MASH collection\n---\n\n"
+        "Date: 2022-01-24\n\n## Status\n\nAccepted\n"
+    )
+    record = record_from_text(text, "docs/decisions/0004-drop-collection.md")
+    assert not isinstance(record, Skipped)
+    assert record.title == "Drop the MASH collection" and record.fields["created"] == "2022-01-24"

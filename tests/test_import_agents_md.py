@@ -124,3 +124,52 @@ def test_an_always_applied_rule_and_a_rule_without_header(run_cli: Any, vault_di
     assert "always-apply" in found["Always"].frontmatter["tags"]
     assert "plain" in found and "pathPatterns" not in found["plain"].frontmatter
     assert [s["sourcePath"].split("/", 1)[1] for s in outcome.json()["skipped"]] == [".cursor/rules/empty.mdc"]
+
+
+def test_the_one_file_rules_of_older_cursor_versions_are_found_and_imported(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    repo = corpus_copy("cursor-rules-legacy", tmp_path)  # C2FO/vfs: .cursor/rules is a file there
+    for named in (repo, repo / ".cursor" / "rules"):
+        outcome = run_cli("import", "auto", str(named), "--dry-run", "--json")
+        assert outcome.exit_code == 0, outcome.stderr
+        assert outcome.json()["format"] == "cursor-rules" and outcome.json()["created"] == 1
+    assert run_cli("import", "cursor-rules", str(repo)).exit_code == 0
+    (rule,) = records(vault_dir, "specs").values()
+    assert rule.frontmatter["sourcePath"] == "cursor-rules-legacy/.cursor/rules"
+    assert rule.body.startswith("Follow all guidelines in AGENTS.md.")
+    (repo / ".cursorrules").write_text("Prefer table-driven tests.\n", encoding="utf-8")
+    again = run_cli("import", "cursor-rules", str(repo), "--json").json()
+    assert (again["created"], again["unchanged"]) == (1, 1)
+
+
+def test_a_claude_md_that_only_imports_agents_md_adds_no_record_of_its_own(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    repo = corpus_copy("agents-md-aiida", tmp_path)  # aiidateam/aiida-core: CLAUDE.md is "@AGENTS.md"
+    outcome = run_cli("import", "agents-md", str(repo), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert {r["sourcePath"] for r in outcome.json()["records"]} == {"agents-md-aiida/AGENTS.md"}
+    assert outcome.json()["skipped"] == [
+        {
+            "sourcePath": "agents-md-aiida/CLAUDE.md",
+            "reason": "the introduction: it only imports @AGENTS.md (imported from there)",
+        }
+    ]
+    assert outcome.json()["created"] == len(outcome.json()["records"]) >= 6
+
+
+def test_a_table_of_contents_is_not_a_record(run_cli: Any, vault_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "repo" / "AGENTS.md"
+    source.parent.mkdir()
+    source.write_text(
+        "# Guide\n\n## Table of Contents\n- [Testing](#testing)\n- [Style](#style)\n\n---\n\n"
+        "## Testing\n\nRun `go test ./...`.\n\n## Style\n\n- [Effective Go](https://go.dev/doc/effective_go)\n",
+        encoding="utf-8",
+    )
+    outcome = run_cli("import", "agents-md", str(source), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert [r["sourceAnchor"] for r in outcome.json()["records"]] == ["Testing", "Style"]  # a link out is text
+    assert outcome.json()["skipped"] == [
+        {"sourcePath": "repo/AGENTS.md", "reason": "section 'Table of Contents': a table of contents"}
+    ]

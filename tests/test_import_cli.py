@@ -5,15 +5,19 @@ and bad input as one clear line."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from import_support import corpus_copy, records, snapshot
-from test_sync_support import isolate_git, write_config
+from test_sync_support import git, isolate_git, write_config
 
 from memosite.importers import import_path
+from memosite.importers.source import Coverage
 from memosite.provenance import Actor
 from memosite.vault import Vault
 
@@ -159,6 +163,49 @@ def test_wrong_and_extra_arguments_are_one_clear_line(
     assert says in outcome.stderr and "Traceback" not in outcome.stderr
 
 
+@pytest.mark.parametrize(
+    ("fmt", "name", "says"),
+    [
+        ("agents-md", "passwd", "is not a Markdown file (.md): agents-md imports Markdown"),
+        ("adr", "decisions.txt", "is not a Markdown file (.md): adr imports Markdown"),
+        ("basic-memory", "photo.png", "is not a Markdown file (.md): basic-memory imports Markdown"),
+        ("claude-memory", "settings.json", "is not a Markdown file (.md): claude-memory imports Markdown"),
+        (
+            "cursor-rules",
+            "AGENTS.md",
+            "is not a Cursor rule: cursor-rules imports .mdc files, .cursor/rules or .cursorrules",
+        ),
+    ],
+)
+def test_a_file_of_another_kind_named_by_hand_is_one_clear_line_and_imports_nothing(
+    run_cli: Any, vault_dir: Path, tmp_path: Path, fmt: str, name: str, says: str
+) -> None:
+    # A slip of the hand (a path completed one entry too far) must not turn a system file into records.
+    source = tmp_path / name
+    source.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    outcome = run_cli("import", fmt, str(source))
+    assert outcome.exit_code == 1
+    assert outcome.stderr == f"memosite: error: {source} {says}\n"
+    assert not vault_dir.exists() or not list((vault_dir / "projects").rglob("*.md"))
+
+
+def test_something_neither_a_file_nor_a_folder_is_one_clear_line(run_cli: Any, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    outcome = run_cli("import", "adr", str(fifo))
+    assert outcome.exit_code == 1
+    assert outcome.stderr == f"memosite: error: nothing to import at {fifo}: it is neither a file nor a folder\n"
+
+
+def test_a_claude_memory_topic_file_named_alone_imports_only_itself(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    folder = corpus_copy("claude-memory", tmp_path) / "memory"
+    outcome = run_cli("import", "claude-memory", str(folder / "feedback_pnpm.md"), "--json")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert [r["sourcePath"] for r in outcome.json()["records"]] == ["claude-memory/memory/feedback_pnpm.md"]
+
+
 def test_auto_refuses_what_it_cannot_recognise(run_cli: Any, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
     outcome = run_cli("import", "auto", str(tmp_path))
@@ -177,3 +224,71 @@ def test_auto_on_a_repository_imports_every_format_it_holds(run_cli: Any, vault_
     outcome = run_cli("import", "auto", str(repo), "--json")
     assert outcome.exit_code == 0, outcome.stderr
     assert outcome.json()["format"] == "agents-md + adr" and outcome.json()["created"] == 6
+
+
+def test_importing_a_repository_root_archives_no_record_of_a_folder_it_did_not_read(
+    run_cli: Any, vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ADRs kept where memosite does not look by itself, imported by naming the folder; then an import
+    # of the repository's root, which reads only its own top level, must not call them gone.
+    isolate_git(tmp_path, monkeypatch)
+    repo = tmp_path / "shop"
+    (repo / "architecture").mkdir(parents=True)
+    git(repo, "init", "-q")
+    corpus_copy("adr-nygard", tmp_path).rename(repo / "architecture" / "adr")
+    rules = repo / "packages" / "web" / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "react.mdc").write_text("---\nglobs: src/**/*.tsx\n---\nUse function components.\n", encoding="utf-8")
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    (repo / ".cursor" / "rules" / "style.mdc").write_text("Keep functions short.\n", encoding="utf-8")
+    (repo / "notes.md").write_text("# Notes\n\nNothing to decide.\n", encoding="utf-8")
+    assert run_cli("import", "adr", str(repo / "architecture" / "adr")).exit_code == 0
+    assert run_cli("import", "cursor-rules", str(repo / "packages" / "web")).exit_code == 0
+    before = {path: data for path, data in snapshot(vault_dir).items() if path.count("/") == 2}  # records
+
+    for fmt in ("adr", "cursor-rules"):
+        outcome = run_cli("import", fmt, str(repo), "--json")
+        assert outcome.exit_code == 0, outcome.stderr
+        assert outcome.json()["archived"] == 0, outcome.json()["records"]
+    after = {path: data for path, data in snapshot(vault_dir).items() if path.count("/") == 2}
+    assert {path: data for path, data in after.items() if path in before} == before  # not one record touched
+    assert len(after) == len(before) + 1  # the root's own rule, which that import did read
+    # What the import did read and no longer finds is still archived.
+    (repo / "architecture" / "adr" / "0004-use-aws-load-balancer-controller-for-edge-traffic-services.md").unlink()
+    gone = run_cli("import", "adr", str(repo / "architecture" / "adr"), "--json").json()
+    assert [(r["action"], r["sourceAnchor"]) for r in gone["records"] if r["action"] == "archive"] == [
+        ("archive", "ADR 0004")
+    ]
+
+
+def test_an_import_says_what_it_did_and_a_dry_run_what_it_would_do(
+    run_cli: Any, vault_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "repo" / "AGENTS.md"
+    source.parent.mkdir()
+    source.write_text("## Testing\n\nRun pytest.\n\n## Style\n\nBlack.\n", encoding="utf-8")
+    assert run_cli("import", "agents-md", str(source), "--dry-run").stdout.startswith("create    spec ")
+    done = run_cli("import", "agents-md", str(source)).stdout.splitlines()
+    assert [line.split()[0] for line in done[:-1]] == ["created", "created"]
+    assert done[-1].startswith("imported agents-md from AGENTS.md into demo: 2 new")
+    source.write_text("## Testing\n\nRun pytest -x.\n", encoding="utf-8")
+    assert run_cli("import", "agents-md", str(source), "--dry-run").stdout.splitlines()[0].startswith("update    ")
+    again = run_cli("import", "agents-md", str(source)).stdout.splitlines()
+    assert sorted(line.split()[0] for line in again[:-1]) == ["archived", "updated"]
+
+
+_PART = st.text(alphabet="abcé数-_.", min_size=1, max_size=6).filter(lambda p: p not in (".", ".."))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PART, min_size=1, max_size=3), st.lists(_PART, min_size=1, max_size=3), _PART)
+def test_an_import_covers_exactly_what_it_read(folder: list[str], other: list[str], name: str) -> None:
+    read = "/".join(folder)
+    elsewhere = "/".join(other)
+    assume(elsewhere != read)
+    direct, below = Coverage(folders={read}), Coverage(trees={read})
+    assert direct.covers(f"{read}/{name}") and below.covers(f"{read}/{name}")
+    assert not direct.covers(f"{read}/{name}/{name}") and below.covers(f"{read}/{name}/{name}")
+    assert not direct.covers(f"{elsewhere}/{name}")
+    assert not below.covers(f"{read}{name}/{name}")  # a sibling whose name starts the same
+    assert Coverage(trees={"."}).covers(f"{elsewhere}/{name}") and not Coverage(folders={"."}).covers(f"{read}/{name}")

@@ -35,7 +35,7 @@ def import_(app: App, fmt: str, path: str, dry_run: bool) -> None:
     plan = import_path(vault, app.project, fmt, Path(path).expanduser(), dry_run=dry_run)
 
     def text() -> str:
-        lines = [planned.line() for planned in plan.records if planned.action != "unchanged"]
+        lines = [planned.line(done=not plan.dry_run) for planned in plan.records if planned.action != "unchanged"]
         lines += [f"skipped   {item.source_path}: {item.reason}" for item in plan.skipped]
         return "\n".join([*lines, plan.summary()])
 

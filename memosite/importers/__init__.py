@@ -48,7 +48,7 @@ def detect(path: Path) -> list[str]:
     """The formats ``path`` holds, in the order they are imported (none: it is not a known source)."""
     if path.is_file():
         name = path.name
-        if name.endswith(cursor_rules.SUFFIX):
+        if cursor_rules.is_rule_file(path):
             return [cursor_rules.FORMAT]
         if name == claude_memory.INDEX_FILE:
             return [claude_memory.FORMAT]
@@ -66,7 +66,11 @@ def detect(path: Path) -> list[str]:
     found = []
     if any((path / name).is_file() for name in agents_md.FILE_NAMES):
         found.append(agents_md.FORMAT)
-    if (path / ".cursor" / "rules").is_dir() or any(path.glob(f"*{cursor_rules.SUFFIX}")):
+    if (
+        (path / ".cursor" / "rules").exists()
+        or (path / ".cursorrules").is_file()
+        or any(path.glob(f"*{cursor_rules.SUFFIX}"))
+    ):
         found.append(cursor_rules.FORMAT)
     folders = [path / sub for sub in adr.ADR_FOLDERS if (path / sub).is_dir()]
     numbered = [f for f in path.glob("*.md") if adr.anchor_for(f.stem).startswith("ADR 0") and _looks_like_adr(f)]
@@ -77,11 +81,25 @@ def detect(path: Path) -> list[str]:
     return found
 
 
+def _check_file_type(fmt: str, path: Path) -> None:
+    """A file named on the command line is of the kind its format reads (a Markdown file, a Cursor
+    rule), so a slip of the hand does not turn /etc/passwd or a README into records."""
+    if fmt == cursor_rules.FORMAT:
+        if not cursor_rules.is_rule_file(path):
+            raise InvalidArguments(
+                f"{path} is not a Cursor rule: cursor-rules imports .mdc files, .cursor/rules or .cursorrules"
+            )
+    elif not path.name.lower().endswith(".md"):
+        raise InvalidArguments(f"{path} is not a Markdown file (.md): {fmt} imports Markdown")
+
+
 def import_path(vault: Vault | None, project: str, fmt: str, path: Path, *, dry_run: bool) -> ImportPlan:
     """Plan (and unless ``dry_run``, apply) the import of ``path`` as ``fmt`` (or ``auto``).
     ``vault`` None: no vault exists yet (a dry run then plans against an empty one)."""
     if not path.exists():
         raise InvalidArguments(f"nothing to import at {path}: no such file or directory")
+    if not path.is_file() and not path.is_dir():
+        raise InvalidArguments(f"nothing to import at {path}: it is neither a file nor a folder")
     formats = detect(path) if fmt == AUTO else [fmt]
     if not formats:
         raise InvalidArguments(
@@ -89,6 +107,8 @@ def import_path(vault: Vault | None, project: str, fmt: str, path: Path, *, dry_
         )
     if formats[0] not in FORMATS:
         raise InvalidArguments(f"unknown format {fmt!r}: expected one of {', '.join([*FORMATS, AUTO])}")
+    if fmt != AUTO and path.is_file():
+        _check_file_type(fmt, path)
     parsed = Parsed()
     for name in formats:
         parsed.extend(FORMATS[name](path))

@@ -48,7 +48,8 @@ STATUS_MAP = {
     "declined": ("archived", "rejected"),
     "superseded": ("superseded", None),
 }
-_NUMBER_RE = re.compile(r"^(\d{1,5})-")
+_NUMBER_RE = re.compile(r"^(?:adr[-_]?)?(\d{1,5})[-_]", re.I)
+_DATE_NAME_RE = re.compile(r"^\d{4}-?\d{2}-?\d{2}[-_]")
 _STATUS_LINE_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?[*_]{0,2}status[*_]{0,2}[ \t]*:[*_]{0,2}[ \t]*(.+)$", re.I | re.M)
 _FIELD_LINE_RE = r"^[ \t]*(?:[-*+][ \t]+)?[*_]{{0,2}}{name}[*_]{{0,2}}[ \t]*:[*_]{{0,2}}[ \t]*(.+)$"
 _LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -56,18 +57,28 @@ _ADR_REF_RE = re.compile(r"\bADR[- ]?0*(\d{1,5})\b", re.I)
 _TITLE_NUMBER_RE = re.compile(r"^(?:ADR[- ]?\d+\s*[:.\-—–]\s*|\d+\.\s+)", re.I)
 
 
+def adr_folder(path: Path) -> Path:
+    """The folder of ADRs a folder given holds: its own ``doc/adr``, ``docs/decisions`` … or itself."""
+    return next((path / sub for sub in ADR_FOLDERS if (path / sub).is_dir()), path)
+
+
 def adr_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    folder = next((path / sub for sub in ADR_FOLDERS if (path / sub).is_dir()), path)
+    folder = adr_folder(path)
     return sorted(
         file
         for file in folder.glob("*.md")
         if file.is_file()
+        and is_adr_name(file.stem)  # README, index, a guide …: about the folder, not decisions
         and "template" not in file.name.lower()
-        and file.name.lower() != "index.md"
-        and not file.stem.isupper()  # README, SOURCE, CHANGELOG …: about the folder, not decisions
     )
+
+
+def is_adr_name(stem: str) -> bool:
+    """A file name an ADR tool gives: numbered (``0007-…``, ``ADR-007-…``) or dated (log4brains'
+    ``20201016-…``). A folder's other files (notes, an index, a guide) are not decisions."""
+    return bool(_NUMBER_RE.match(stem) or _DATE_NAME_RE.match(stem))
 
 
 def anchor_for(stem: str) -> str:
@@ -129,7 +140,8 @@ def record_from_text(text: str, source_path: str) -> ImportedRecord | Skipped:
     lines = body.split("\n")
     title_at = next((n for n, line in enumerate(lines) if re.match(r"^#[ \t]", line)), None)
     title = clean_heading(lines[title_at][1:]) if title_at is not None else ""
-    title = _TITLE_NUMBER_RE.sub("", title).strip() or str((header or {}).get("title") or "") or stem
+    given = str((header or {}).get("title") or "")  # Docusaurus and MADR 3 keep the title up there
+    title = _TITLE_NUMBER_RE.sub("", title).strip() or _TITLE_NUMBER_RE.sub("", given).strip() or stem
     if title_at is not None:
         del lines[title_at]
     content = "\n".join(lines).strip("\n")
@@ -185,11 +197,20 @@ def parse(path: Path) -> Parsed:
     parsed = Parsed()
     files = adr_files(path)
     if path.is_dir():
-        folder = files[0].parent if files else path
-        parsed.covered.add(relative_source(folder, base).rstrip("/") + "/")
+        folder = adr_folder(path)
+        parsed.covered.folders.add(relative_source(folder, base))  # not below it: ADRs are not nested
+        for other in sorted(set(folder.glob("*.md")) - set(files)):
+            if (
+                is_adr_name(other.stem)
+                or other.stem.isupper()
+                or other.stem.lower() == "index"
+                or "template" in other.stem.lower()
+            ):
+                continue  # a template, or what is about the folder (README, index)
+            parsed.skipped.append(Skipped(relative_source(other, base), "not named as an ADR (0001-… or 20201016-…)"))
     for file in files:
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             found = record_from_text(read_source(file), source_path)
         except (OSError, ValueError) as exc:
@@ -198,7 +219,30 @@ def parse(path: Path) -> Parsed:
             parsed.skipped.append(found)
         else:
             parsed.records.append(found)
+    link_successors(parsed.records)
     return parsed
 
 
-__all__ = ["FORMAT", "anchor_for", "map_status", "parse", "record_from_text", "status_text"]
+def link_successors(records: list[ImportedRecord]) -> None:
+    """An ADR that says it is "Superseded by" another, where that other does not say what it
+    supersedes (an edit made by hand, a tool that writes only one side): the newer one supersedes
+    it, so the chain reads from both ends."""
+    by_anchor = {(PurePosixPath(r.source_path).parent, r.anchor): r for r in records}
+    for older in records:
+        if older.superseded_by is None:
+            continue
+        newer = by_anchor.get((PurePosixPath(older.source_path).parent, older.superseded_by))
+        if newer is not None and newer.supersedes is None:
+            newer.supersedes = older.anchor
+
+
+__all__ = [
+    "FORMAT",
+    "anchor_for",
+    "is_adr_name",
+    "link_successors",
+    "map_status",
+    "parse",
+    "record_from_text",
+    "status_text",
+]

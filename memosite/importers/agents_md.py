@@ -4,8 +4,10 @@ Each ``##`` section (``#`` when the file has no ``##``) becomes a record named b
 of the kind its heading suggests: pitfalls and warnings are traps — one per bullet rule, so each
 shows in TRAPS.md on its own —, decisions and architecture are decisions, roadmaps are plans, and
 everything else (conventions, commands, testing, style) is a spec. Text before the first section
-is an introduction record. A file in a subdirectory applies to that part of the repository: its
-records get the directory as a path pattern. Source: the file and the heading.
+is an introduction record. A section that only imports other files (Claude Code's ``@AGENTS.md``)
+or only lists the file's sections is skipped with that reason. A file in a subdirectory applies to
+that part of the repository: its records get the directory as a path pattern. Source: the file and
+the heading.
 """
 
 from __future__ import annotations
@@ -65,6 +67,20 @@ KIND_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan", ("roadmap", "plan", "todo", "to do", "next step")),
 )
 _BULLET_RE = re.compile(r"^(?:[-*+]|\d+[.)])[ \t]+")
+_IMPORT_LINE_RE = re.compile(r"^[ \t]*@[^\s@]+[ \t]*$")  # Claude Code's "@AGENTS.md": read that file here
+_CONTENTS_LINE_RE = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[[^\]]*\]\(#[^)]*\)[ \t]*$")  # "- [Setup](#setup)"
+_BREAK_LINE_RE = re.compile(r"^[ \t]*(?:-{3,}|\*{3,}|_{3,})[ \t]*$")
+
+
+def says_nothing_of_its_own(text: str) -> str | None:
+    """Why a section (or a file's introduction) holds no memory of its own — it only pulls in other
+    files (``@AGENTS.md``) or only lists the file's own sections — or None when it does."""
+    lines = [line for line in text.split("\n") if line.strip() and not _BREAK_LINE_RE.match(line)]
+    if lines and all(_IMPORT_LINE_RE.match(line) for line in lines):
+        return f"it only imports {', '.join(line.strip() for line in lines)} (imported from there)"
+    if lines and all(_CONTENTS_LINE_RE.match(line) for line in lines):
+        return "a table of contents"
+    return None
 
 
 def kind_for_heading(heading: str) -> str:
@@ -108,7 +124,10 @@ def records_from_text(
     # Under ## sections, what precedes the first of them (the # title's paragraph too) introduces the file.
     intro = parts[0].body + "".join(s.body for s in parts[1:] if level == 2 and s.level == 1)
     intro = intro.strip("\n") + "\n" if intro.strip() else ""
-    if intro:
+    empty = says_nothing_of_its_own(intro)
+    if empty is not None:
+        skipped.append(Skipped(source_path, f"the introduction: {empty}"))
+    elif intro:
         records.append(
             ImportedRecord(fmt, source_path, "(introduction)", "spec", file_title, intro, dict(fields), f"{stem}-intro")
         )
@@ -121,6 +140,10 @@ def records_from_text(
             section.heading = f"{section.heading} ({seen[section.heading]})"
         if not section.body:
             skipped.append(Skipped(source_path, f"section {section.heading!r} has no text"))
+            continue
+        empty = says_nothing_of_its_own(section.body)
+        if empty is not None:
+            skipped.append(Skipped(source_path, f"section {section.heading!r}: {empty}"))
             continue
         kind = kind_for_heading(section.heading)
         hint = f"{stem}-{slugify(section.heading)}"[:80]
@@ -162,10 +185,10 @@ def parse(path: Path) -> Parsed:
     root = base if (base / ".git").exists() else path if path.is_dir() else None
     parsed = Parsed()
     if path.is_dir():
-        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")  # a file gone from it too
+        parsed.covered.trees.add(relative_source(path, base))  # every instruction file below it was read
     for file in instruction_files(path):
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             text = read_source(file)
         except (OSError, ValueError) as exc:
@@ -180,4 +203,4 @@ def parse(path: Path) -> Parsed:
     return parsed
 
 
-__all__ = ["FORMAT", "bullets", "kind_for_heading", "parse", "records_from_text"]
+__all__ = ["FORMAT", "bullets", "kind_for_heading", "parse", "records_from_text", "says_nothing_of_its_own"]

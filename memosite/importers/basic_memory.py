@@ -4,9 +4,10 @@ frontmatter, observations (``- [category] content #tag (context)``) and relation
 
 Each note becomes one record, its kind by ``type`` (decision, spec, plan, trap and their usual
 names; any other type, ``note`` included, is a spec). The note's frontmatter is kept: title and
-tags as memosite's own fields, ``type`` as ``noteType``, the rest (``permalink`` …) as it is. The
-body — observations and relations included — is kept as written, and each observation's category
-becomes a tag, so a search by category finds the note. Source: the file.
+tags as memosite's own fields, ``type`` as ``noteType``, the rest (``permalink`` …) as it is, but
+for the fields memosite records itself (review, usage, supersession, dates, expiry), which a note
+cannot set. The body — observations and relations included — is kept as written, and each
+observation's category becomes a tag, so a search by category finds the note. Source: the file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memosite.importers.source import (
+    SOURCE_FIELDS,
     ImportedRecord,
     Parsed,
     Skipped,
@@ -26,6 +28,7 @@ from memosite.importers.source import (
     split_frontmatter,
     string_list,
 )
+from memosite.provenance import RECORDED_FIELDS
 from memosite.schema import slugify
 
 FORMAT = "basic-memory"
@@ -39,8 +42,9 @@ KIND_BY_TYPE = {
     "gotcha": "trap",
     "pitfall": "trap",
 }
-# Keys memosite keeps for itself: a note's own value for them is not carried over as written.
-_OWN_KEYS = {"id", "kind", "project", "source", "status", "author", "review", "supersedes", "memoryPath"}
+# Keys memosite keeps for itself: a note's own value for them is not carried over (a note could
+# otherwise claim a review, usage counts, a successor, or an expiry that retires it on arrival).
+_OWN_KEYS = RECORDED_FIELDS | {"status", "memoryPath", "expires_at", "ttl", *SOURCE_FIELDS}
 OBSERVATION_RE = re.compile(r"^[ \t]*[-*][ \t]+\[([^\]\n]+)\][ \t]+(\S.*)$", re.M)
 
 
@@ -84,10 +88,10 @@ def parse(path: Path) -> Parsed:
     base = source_base(path)
     parsed = Parsed()
     if path.is_dir():
-        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")
+        parsed.covered.trees.add(relative_source(path, base))
     for file in note_files(path):
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             found = record_from_text(read_source(file), source_path)
         except (OSError, ValueError) as exc:

@@ -7,7 +7,8 @@ versions starts with ``name``, ``description`` and ``type`` (``user``, ``feedbac
 feedback (how to work, and why) a decision, project (ongoing work and its constraints) a plan,
 reference (where things are) a spec, user (who the user is) a private ``state`` record that is
 never published. The index lines that only point at a topic file are left out (the file itself is
-imported); anything else ``MEMORY.md`` says is imported by section, as an instruction file is.
+imported); anything else ``MEMORY.md`` says is imported by section, as an instruction file is. A
+topic file named on its own is imported on its own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from memosite.importers.source import (
     split_frontmatter,
 )
 from memosite.schema import slugify
+from memosite.workspace import find_work_tree
 
 FORMAT = "claude-memory"
 INDEX_FILE = "MEMORY.md"
@@ -61,13 +63,21 @@ def topic_record(text: str, source_path: str) -> ImportedRecord | Skipped:
 def parse(path: Path) -> Parsed:
     folder = memory_folder(path)
     base = source_base(folder)
+    if find_work_tree(folder.absolute()) is None:
+        # Outside a repository (as under ~/.claude/projects), the source path keeps the Claude
+        # project's folder: each worktree of one repository has a memory folder of its own, and
+        # importing one must not update, or archive, what another one gave.
+        base = base.parent
     parsed = Parsed()
-    parsed.covered.add(relative_source(folder, base).rstrip("/") + "/")  # a file gone from it too
-    files = sorted(file for file in folder.glob("*.md") if file.is_file())
+    if path.is_file() and path.name != INDEX_FILE:
+        files = [path]  # one topic file named: that file, not the folder around it
+    else:
+        parsed.covered.folders.add(relative_source(folder, base))  # a topic file gone from it too
+        files = sorted(file for file in folder.glob("*.md") if file.is_file())
     topics = {file.name for file in files if file.name != INDEX_FILE}
     for file in files:
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             text = read_source(file)
         except (OSError, ValueError) as exc:

@@ -1,4 +1,5 @@
-"""Cursor rules: ``.cursor/rules/*.mdc`` files.
+"""Cursor rules: ``.cursor/rules/*.mdc`` files (and the one-file ``.cursorrules`` or
+``.cursor/rules`` of older versions).
 
 Each rule file is one spec record: its ``description`` (else its first heading, else its name) is
 the title, its ``globs`` become the record's path patterns, and a rule Cursor always applies is
@@ -25,13 +26,32 @@ from memosite.schema import slugify
 
 FORMAT = "cursor-rules"
 SUFFIX = ".mdc"
+# The one-file rules of older Cursor versions, at the top of a repository.
+LEGACY_FILES = (".cursorrules", ".cursor/rules")
+
+
+def is_rule_file(path: Path) -> bool:
+    """A file Cursor reads as rules: a ``.mdc`` rule or one of the one-file forms."""
+    return (
+        path.name.endswith(SUFFIX)
+        or path.name == ".cursorrules"
+        or (path.name, path.parent.name) == ("rules", ".cursor")
+    )
+
+
+def rules_folder(path: Path) -> Path:
+    """The folder of rules a folder given holds: its own ``.cursor/rules``, or itself."""
+    return path / ".cursor" / "rules" if (path / ".cursor" / "rules").is_dir() else path
 
 
 def rule_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    rules = path / ".cursor" / "rules" if (path / ".cursor" / "rules").is_dir() else path
-    return sorted(file for file in rules.rglob(f"*{SUFFIX}") if file.is_file() and "node_modules" not in file.parts)
+    rules = rules_folder(path)
+    legacy = [path / name for name in LEGACY_FILES if (path / name).is_file()]
+    return legacy + sorted(
+        file for file in rules.rglob(f"*{SUFFIX}") if file.is_file() and "node_modules" not in file.parts
+    )
 
 
 def _always(value: object) -> bool:
@@ -59,10 +79,10 @@ def parse(path: Path) -> Parsed:
     base = source_base(path)
     parsed = Parsed()
     if path.is_dir():
-        parsed.covered.add(relative_source(path, base).rstrip("/") + "/")  # a file gone from it too
+        parsed.covered.trees.add(relative_source(rules_folder(path), base))  # not a package's own rules elsewhere
     for file in rule_files(path):
         source_path = relative_source(file, base)
-        parsed.covered.add(source_path)
+        parsed.covered.files.add(source_path)
         try:
             found = record_from_text(read_source(file), source_path)
         except (OSError, ValueError) as exc:
@@ -74,4 +94,4 @@ def parse(path: Path) -> Parsed:
     return parsed
 
 
-__all__ = ["FORMAT", "parse", "record_from_text"]
+__all__ = ["FORMAT", "LEGACY_FILES", "is_rule_file", "parse", "record_from_text"]

@@ -21,15 +21,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments, MemositeError
-from memosite.importers.source import ImportedRecord, Skipped, import_key
+from memosite.importers.source import SOURCE_FIELDS, Coverage, ImportedRecord, Skipped, import_key
 from memosite.index.entry import IndexEntry
+from memosite.indexing import ensure_index, refresh_project
+from memosite.mutation import mutation
 from memosite.schema import DATE_FIELDS, normalize_date, slugify, validate_slug
+from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record
 from memosite.text import counted
 from memosite.vault import Vault
 from memosite.writeplan import normalize_upsert
 
 Action = Literal["create", "update", "unchanged", "kept", "archive"]
-SOURCE_FIELDS = ("sourceFormat", "sourcePath", "sourceAnchor", "sourceHash")
+_DONE: dict[str, str] = {"create": "created", "update": "updated", "archive": "archived"}
 
 
 @dataclass
@@ -55,10 +58,12 @@ class PlannedRecord:
             "note": self.note,
         }
 
-    def line(self) -> str:
+    def line(self, *, done: bool = False) -> str:
+        """The plan's line for this record: what it would do, or once ``done``, what it did."""
         where = f"{self.source_path}{f' › {self.anchor}' if self.anchor else ''}"
         note = f" ({self.note})" if self.note else ""
-        return f"{self.action:9} {self.kind} {self.slug}  ← {where}{note}"
+        action = _DONE.get(self.action, self.action) if done else self.action
+        return f"{action:9} {self.kind} {self.slug}  ← {where}{note}"
 
 
 @dataclass
@@ -130,8 +135,6 @@ def existing_imports(vault: Vault | None, project: str) -> dict[str, IndexEntry]
     """The project's imported records by key (none when the vault does not exist yet)."""
     if vault is None:
         return {}
-    from memosite.indexing import ensure_index, refresh_project
-
     with vault.lock():
         ensure_index(vault)
         refresh_project(vault, project)
@@ -163,7 +166,7 @@ def plan_import(
     shown_path: str,
     records: list[ImportedRecord],
     skipped: list[Skipped],
-    covered: set[str],
+    covered: Coverage,
     *,
     formats: list[str] | None = None,
     taken: set[str] | None = None,
@@ -208,10 +211,7 @@ def plan_import(
             plan.records.append(_planned("update", entry.kind, slug, record, frontmatter))
     for key, entry in existing.items():
         source_path = str(entry.frontmatter.get("sourcePath"))
-        in_scope = entry.frontmatter.get("sourceFormat") in (formats or [fmt]) and any(
-            source_path == scope or (scope.endswith("/") and (scope == "./" or source_path.startswith(scope)))
-            for scope in covered
-        )
+        in_scope = entry.frontmatter.get("sourceFormat") in (formats or [fmt]) and covered.covers(source_path)
         if in_scope and key not in by_key and entry.status not in ("archived", "superseded"):
             plan.records.append(
                 PlannedRecord(
@@ -245,16 +245,14 @@ def _free_slug(vault: Vault | None, project: str, record: ImportedRecord, used: 
         validate_slug(base)
     except InvalidArguments:
         base = record.kind
-    for n in range(1, 1000):
-        candidate = base if n == 1 else f"{base[:190]}-{n}"
-        if candidate in used:
-            continue
-        if vault is not None and vault.index().by_id(candidate, project):
-            continue
-        if vault is not None and vault.record_path(project, record.kind, candidate).exists():
-            continue
-        used.add(candidate)
-        return candidate
+    try:
+        for candidate in unique_slug_candidates(base):
+            if candidate in used or (vault is not None and slug_taken(vault, project, record.kind, candidate)):
+                continue
+            used.add(candidate)
+            return candidate
+    except InvalidArguments:
+        pass
     raise InvalidArguments(f"no free id left for {record.source_path} › {record.anchor}")
 
 
@@ -312,9 +310,6 @@ def _check(plan: ImportPlan) -> None:
 def apply_import(vault: Vault, plan: ImportPlan) -> ImportPlan:
     """Write a plan: one unit of work, the records a newer one supersedes first (so marking them
     superseded finds them already so and touches nothing)."""
-    from memosite.mutation import mutation
-    from memosite.store import forget_record, upsert_record
-
     plan.dry_run = False
     if not plan.changes:
         return plan

@@ -20,6 +20,8 @@ from memosite.schema import load_yaml
 from memosite.workspace import find_work_tree
 
 MAX_SOURCE_BYTES = 1_000_000
+# What an imported record says of where it came from (see memosite.importers.plan).
+SOURCE_FIELDS = ("sourceFormat", "sourcePath", "sourceAnchor", "sourceHash")
 
 _HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
@@ -62,18 +64,37 @@ class Skipped:
 
 
 @dataclass
+class Coverage:
+    """What an import read, in source paths: a record it gave earlier whose source lies in what it
+    read and is gone now is archived — and nothing outside what it read is."""
+
+    files: set[str] = field(default_factory=set)  # files read
+    folders: set[str] = field(default_factory=set)  # folders whose files were read, not below them
+    trees: set[str] = field(default_factory=set)  # folders read with everything below them ("." all)
+
+    def covers(self, source_path: str) -> bool:
+        if source_path in self.files or str(PurePosixPath(source_path).parent) in self.folders:
+            return True
+        return any(tree == "." or source_path.startswith(tree + "/") for tree in self.trees)
+
+    def extend(self, other: Coverage) -> None:
+        self.files |= other.files
+        self.folders |= other.folders
+        self.trees |= other.trees
+
+
+@dataclass
 class Parsed:
-    """What an importer found: the records it proposes, the files it skipped, and the source files
-    it covered (a record imported from one of them earlier that is gone now is archived)."""
+    """What an importer found: the records it proposes, the files it skipped, and what it read."""
 
     records: list[ImportedRecord] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    covered: set[str] = field(default_factory=set)  # source paths read (files) or prefixes (folders)
+    covered: Coverage = field(default_factory=Coverage)
 
     def extend(self, other: Parsed) -> None:
         self.records.extend(other.records)
         self.skipped.extend(other.skipped)
-        self.covered |= other.covered
+        self.covered.extend(other.covered)
 
 
 def source_base(path: Path) -> Path:
@@ -188,6 +209,8 @@ def plain_fields(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, A
 
 __all__ = [
     "MAX_SOURCE_BYTES",
+    "SOURCE_FIELDS",
+    "Coverage",
     "ImportedRecord",
     "Parsed",
     "Section",

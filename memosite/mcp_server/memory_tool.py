@@ -90,7 +90,7 @@ class MemoryTool:
 def _view_empty(path: str) -> CallToolResult:
     from memosite.errors import MemositeError
     from memosite.mcp_server.runtime import error_result
-    from memosite.memorytool.backend import view_without_vault
+    from memosite.memorytool.reading import view_without_vault
 
     try:
         text = view_without_vault(path)

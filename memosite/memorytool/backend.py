@@ -27,37 +27,34 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memosite.errors import InvalidArguments, MemositeError, RecordNotFound
-from memosite.lookup import files_holding_id, locate_record
+from memosite.inputs import check_arguments
+from memosite.lookup import locate_record
 from memosite.memorytool import texts
-from memosite.memorytool.edits import fields_changed, fields_for_new, split_text
+from memosite.memorytool.edits import KEPT_FIELDS, fields_changed, fields_for_new, split_text
 from memosite.memorytool.paths import (
     MODEL_FILES_KIND,
     ROOT,
-    SHOWN_KIND_DIRECTORIES,
     canonical_file_path,
     canonical_path,
     kind_for_path,
     parts_of,
 )
+from memosite.memorytool.reading import directory_view, file_view
 from memosite.memorytool.tree import (
     MEMORY_PATH_FIELD,
     MemoryFile,
     MemoryTree,
-    freshness_line,
     is_fixed_directory,
     load_tree,
 )
 from memosite.mutation import mutation
 from memosite.schema import slugify, utc_now, validate_slug
-from memosite.store import forget_record, upsert_record
-from memosite.vault import Vault
+from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record
+from memosite.vault import Vault, is_record_name
 
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 DEFAULT_IDLE_TTL = "30d"
 MAX_FILE_BYTES = 100_000  # one memory file; the docs ask implementers to cap what a file may grow to
-MAX_VIEW_CHARS = 100_000  # what one view returns before it says where to read on
-MAX_LISTED = 500  # entries one directory listing shows
-INDEX_LINES = 10  # records in the freshness index under the root listing
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "view": ("path",),
@@ -117,6 +114,10 @@ class MemoryBackend:
         if missing:
             raise InvalidArguments(f"Error: Parameter `{missing[0]}` is required for command: {name}")
         args = {key: command.get(key) for key in allowed if key != "command"}
+        try:
+            check_arguments(args)  # a lone surrogate (JSON's "\ud800") can be neither stored nor shown
+        except InvalidArguments as exc:
+            raise InvalidArguments(f"Error: {exc.message}", details=exc.details) from exc
         method: Callable[..., str] = getattr(self, name)
         return method(**args)
 
@@ -134,44 +135,11 @@ class MemoryBackend:
         where = canonical_path(path)
         tree = self._tree()
         if tree.is_directory(where) or (is_fixed_directory(where) and where not in tree.files):
-            return self._listing(tree, path, where)
+            return directory_view(tree, path, where)
         item = tree.file(where)
         if item is None:
             raise RecordNotFound(texts.no_such_path(path))
-        lines = self._text(item).split("\n")
-        if len(lines) > texts.MAX_LINES:
-            raise InvalidArguments(f"File {path} exceeds maximum line limit of 999,999 lines.")
-        first, last = _view_range(view_range, len(lines))
-        shown = lines[first - 1 : last]
-        body, cut = [], None
-        used = 0
-        for offset, line in enumerate(shown):
-            used += len(line) + texts.LINE_NUMBER_WIDTH + 2
-            if used > MAX_VIEW_CHARS and offset > 0:
-                cut = first + offset
-                break
-            body.append(line)
-        result = f"{texts.file_header(path)}\n{texts.numbered(body, first)}"
-        if cut is not None:
-            result += f"\n… cut at line {cut - 1} of {len(lines)}: view the rest with view_range [{cut}, -1]"
-        return result
-
-    def _listing(self, tree: MemoryTree, shown_path: str, where: str) -> str:
-        lines = [f"{texts.human_size(tree.size_of(where))}\t{where}"]
-        entries = list(tree.walk(where))
-        for path in entries[:MAX_LISTED]:
-            suffix = "/" if tree.is_directory(path) else ""
-            lines.append(f"{texts.human_size(tree.size_of(path))}\t{path}{suffix}")
-        if len(entries) > MAX_LISTED:
-            lines.append(f"… and {len(entries) - MAX_LISTED} more: view a directory inside {where} to see them")
-        result = f"{texts.listing_header(shown_path)}\n" + "\n".join(lines)
-        if where == ROOT and tree.files:
-            newest = sorted(tree.files.values(), key=lambda f: f.entry.updated or "", reverse=True)[:INDEX_LINES]
-            result += (
-                "\n\nNewest memory first (kind, last update, expiry), to help you pick what to read:\n"
-                + "\n".join(freshness_line(item) for item in newest)
-            )
-        return result
+        return file_view(path, self._text(item), view_range)
 
     # --- writing -------------------------------------------------------------------------------
     def create(self, path: str, file_text: str) -> str:
@@ -296,7 +264,7 @@ class MemoryBackend:
     def _rewrite(self, item: MemoryFile, path: str, new_text: str) -> str:
         """Write ``new_text`` as the record's new file through the store; the stored text after."""
         _check_size(path, new_text)
-        before = split_text(self._text(item), path)
+        before = split_text(self._text(item), path, written=False)
         after = split_text(new_text, path)
         changes = fields_changed(before.frontmatter or {}, after.frontmatter, path)
         if (
@@ -335,12 +303,11 @@ class MemoryBackend:
             )
             return
         slug, named = self._free_slug(kind, new)
-        text = split_text(self._text(item), item.path)
+        text = split_text(self._text(item), item.path, written=False)
+        # The record's own fields go over, and its date (the history starts where it did); what
+        # memosite recorded of the old record (review, usage, its place in a chain) stays with it.
         carried = {
-            key: value
-            for key, value in (text.frontmatter or {}).items()
-            if key not in {"id", "kind", "project", "updated", "source", "author", "repoCommit", "editedBy"}
-            and key not in {"review", "reviewedBy", "reviewedAt", "reviewReason", "hits", "lastHit"}
+            key: value for key, value in (text.frontmatter or {}).items() if key == "created" or key not in KEPT_FIELDS
         }
         carried.update({"supersedes": entry.id, MEMORY_PATH_FIELD: new if named else None})
         if kind == MODEL_FILES_KIND and carried.get("ttl") is None and carried.get("expires_at") is None:
@@ -350,30 +317,23 @@ class MemoryBackend:
         )
 
     def _free_slug(self, kind: str, where: str) -> tuple[str, bool]:
-        """A slug no record of the project uses, and whether the record must name its path (its
-        file name is not the path's)."""
+        """A slug no record of the project uses (nor one differing only in letter case), and
+        whether the record must name its path (its file name is not the path's)."""
         name = parts_of(where)[-1]
-        own_name = name.endswith(".md") and canonical_file_path(kind, name) == where
-        stem = name[:-3] if name.endswith(".md") else name
+        stem = name.removesuffix(".md")
+        own_name = name.endswith(".md") and canonical_file_path(kind, name) == where and _usable_slug(stem)
         if own_name:
-            try:
-                base = validate_slug(stem)
-            except InvalidArguments:
-                base, own_name = "", False
+            base = stem
         else:
-            base = ""
-        if not base:
             wanted = stem if len(parts_of(where)) == 2 and kind != MODEL_FILES_KIND else "-".join(parts_of(where))
             base = slugify(wanted.removesuffix(".md")) or kind
-        for n in range(1, 1000):
-            candidate = base if n == 1 else f"{base[:190]}-{n}"
-            if self._slug_free(kind, candidate):
-                return candidate, not (own_name and n == 1)
+        try:
+            for candidate in unique_slug_candidates(base):
+                if not slug_taken(self.vault, self.project, kind, candidate):
+                    return candidate, not (own_name and candidate == base)
+        except InvalidArguments:
+            pass
         raise InvalidArguments(f"Error: no free name left for {where}")
-
-    def _slug_free(self, kind: str, slug: str) -> bool:
-        path = self.vault.record_path(self.project, kind, slug)
-        return not path.exists() and not files_holding_id(self.vault, self.project, slug)
 
     def _may_retire(self, item: MemoryFile) -> None:
         """An agent never displaces memory a person accepted: where review is required for the
@@ -384,6 +344,16 @@ class MemoryBackend:
                 f"Error: {item.path} is reviewed memory (review is required for {entry.kind} records): the memory"
                 " tool cannot delete or move it; propose a change with str_replace instead (a person reviews it)"
             )
+
+
+def _usable_slug(stem: str) -> bool:
+    """A file name the record can keep as its own: a valid slug, and none of the names memosite
+    keeps for the files beside a record (``x.accepted``, ``x.conflict.…``)."""
+    try:
+        validate_slug(stem)
+    except InvalidArguments:
+        return False
+    return is_record_name(f"{stem}.md")
 
 
 def _check_size(path: str, text: Any) -> None:
@@ -405,25 +375,6 @@ def _check_parents(tree: MemoryTree, where: str, shown: str) -> None:
             raise InvalidArguments(f"Error: {parent} is a file, so {shown} cannot be inside it")
 
 
-def _view_range(view_range: Any, n_lines: int) -> tuple[int, int]:
-    """The first and last line (1-based, inclusive) a ``view_range`` asks for."""
-    if view_range is None:
-        return 1, n_lines
-    valid = (
-        isinstance(view_range, (list, tuple))
-        and len(view_range) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
-    )
-    if valid:
-        start, end = view_range
-        if 1 <= start <= max(n_lines, 1) and (end == -1 or start <= end):
-            return start, n_lines if end == -1 else min(end, n_lines)
-    raise InvalidArguments(
-        f"Error: Invalid `view_range` parameter: {view_range}. Its first element should be within the range of"
-        f" lines of the file: [1, {n_lines}], its second -1 or at least the first"
-    )
-
-
 def _stored_line(written: str, stored: str, line: int) -> int:
     """Where line ``line`` (0-based) of the text the model wrote is in the file as stored: the body
     is kept byte for byte, only the frontmatter may have grown (an update time, a review state)."""
@@ -433,22 +384,10 @@ def _stored_line(written: str, stored: str, line: int) -> int:
 
 def _body_start(text: str) -> int:
     try:
-        body = split_text(text, "").body
+        body = split_text(text, "", written=False).body
     except InvalidArguments:
         return 0
     return text[: len(text) - len(body)].count("\n")
 
 
-def view_without_vault(path: str) -> str:
-    """What ``view`` shows before the vault exists (a read never creates it): the empty tree."""
-    where = canonical_path(path)
-    tree = MemoryTree()
-    tree.directories.add(ROOT)
-    tree.directories.update(f"{ROOT}/{directory}" for directory in SHOWN_KIND_DIRECTORIES)
-    if tree.is_directory(where) or is_fixed_directory(where):
-        lines = [f"0B\t{where}", *(f"0B\t{child}/" for child in tree.walk(where))]
-        return f"{texts.listing_header(path)}\n" + "\n".join(lines)
-    raise RecordNotFound(texts.no_such_path(path))
-
-
-__all__ = ["COMMANDS", "DEFAULT_IDLE_TTL", "MAX_FILE_BYTES", "MemoryBackend", "view_without_vault"]
+__all__ = ["COMMANDS", "DEFAULT_IDLE_TTL", "MAX_FILE_BYTES", "MemoryBackend"]

@@ -14,39 +14,21 @@ adds, changes or drops one is refused, whichever command carries it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.memorytool.tree import MEMORY_PATH_FIELD
-from memosite.provenance import REVIEW_FIELDS
+from memosite.provenance import RECORDED_FIELDS
 from memosite.schema import parse_record, same_value
 
 # Fields memosite keeps: recorded, never claimed (see the module docstring).
-KEPT_FIELDS = frozenset(
-    {
-        "id",
-        "kind",
-        "project",
-        "created",
-        "updated",
-        "source",
-        "author",
-        "repoCommit",
-        "editedBy",
-        "supersedes",
-        "supersededBy",
-        "archivedReason",
-        "hits",
-        "lastHit",
-        "helpfulCount",
-        "staleCount",
-        "lastFeedback",
-        MEMORY_PATH_FIELD,
-        *REVIEW_FIELDS,
-    }
-)
+KEPT_FIELDS = RECORDED_FIELDS | {MEMORY_PATH_FIELD}
+_CLOSING_FENCE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?\n?\Z", re.MULTILINE)
 # What a deleted or renamed file becomes is the tool's to say, not a status the text sets.
 MODEL_STATUSES = ("active", "paused", "shipped", "completed")
 
@@ -59,9 +41,10 @@ class FileText:
     body: str
 
 
-def split_text(text: str, where: str) -> FileText:
+def split_text(text: str, where: str, *, written: bool = True) -> FileText:
     """Split a file's text; INVALID_ARGUMENTS naming what is wrong when its frontmatter block does
-    not parse (unterminated, not YAML, not a mapping)."""
+    not parse (unterminated, not YAML, not a mapping) or, when ``written`` (a text the model wrote,
+    not the file as stored), names a field twice."""
     if not text.removeprefix("\ufeff").startswith("---"):
         return FileText(None, text)
     try:
@@ -70,7 +53,37 @@ def split_text(text: str, where: str) -> FileText:
         if exc.message.startswith("no YAML frontmatter"):
             return FileText(None, text)  # a line such as "----" or "--- notes": not a block
         raise InvalidArguments(f"Error: {exc.message}; nothing was written") from exc
+    twice = _key_named_twice(text[: len(text) - len(record.body)].removeprefix("\ufeff")) if written else None
+    if twice is not None:
+        # YAML keeps the last of the two and drops the other without a word: an edit that adds a
+        # field above its old line would be reported done and silently lost.
+        name, first, second = twice
+        raise InvalidArguments(
+            f"Error: the frontmatter of {where} names {name} twice (lines {first} and {second}): keep one;"
+            " nothing was written"
+        )
     return FileText(dict(record.frontmatter), record.body)
+
+
+def _key_named_twice(head: str) -> tuple[str, int, int] | None:
+    """The first top-level key the frontmatter block ``head`` (its ``---`` lines included) names
+    twice, with the file's line numbers of both."""
+    block = _CLOSING_FENCE_RE.sub("", head.split("\n", 1)[-1])
+    try:
+        node = yaml.compose(block, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    seen: dict[str, int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            continue
+        line = key.start_mark.line + 2  # the block starts on the file's second line
+        if key.value in seen:
+            return key.value, seen[key.value], line
+        seen[key.value] = line
+    return None
 
 
 def _refuse(names: list[str], where: str, what: str) -> InvalidArguments:

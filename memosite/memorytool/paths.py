@@ -2,9 +2,12 @@
 
 The model names files with paths such as ``/memories/traps/retry.md``. A path is checked and
 canonicalised before anything else looks at it (:func:`canonical_path`): it must stay inside
-``/memories``; ``..`` and ``.`` parts, backslashes, control characters (NUL among them) and
-percent-encoded traversal (``%2e%2e%2f``, ``%252e%252e%252f``, any depth of encoding) are refused,
-as are Unicode look-alikes that normalise to them (``．．``). The path never reaches the file system:
+``/memories``; ``..`` and ``.`` parts, backslashes, control characters (NUL among them),
+percent-encoded traversal (``%2e%2e%2f``, ``%252e%252e%252f``, any depth of encoding) and
+percent-encoded separators (``a%2Fb``) are refused, as are Unicode look-alikes that normalise to
+them (``．．``) and characters that make a name read as another: invisible format characters
+(``\u200b..`` shows as ``..``, ``x.md\u202e`` turns what follows it around), line and paragraph
+separators, unpaired surrogates. The path never reaches the file system:
 it is mapped onto a record (see :mod:`memosite.memorytool.tree`), so these checks are the first of
 two walls, not the only one.
 
@@ -39,15 +42,33 @@ MODEL_FILES_KIND = "state"
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _PERCENT_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+# Unicode categories no path may hold: format characters (zero-width spaces, bidirectional
+# controls), line and paragraph separators, surrogates. The joiners stay: Persian, the Indic
+# scripts and emoji sequences are written with them.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Cs"})
+_JOINERS = frozenset("\u200c\u200d")
+_UNSHOWN_CATEGORIES = _INVISIBLE_CATEGORIES | {"Cc"}
+
+
+def shown_path(path: object) -> str:
+    """``path`` as a refusal quotes it: on one line, what cannot be seen or encoded escaped
+    (``\\u202e``), everything else as written."""
+    text = str(path)
+    return "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(char) in _UNSHOWN_CATEGORIES and char not in _JOINERS
+        else char
+        for char in text
+    )
 
 
 def escapes_root(path: object) -> InvalidArguments:
     """The tool's text for a path that leaves ``/memories``."""
-    return InvalidArguments(f"Path {path} would escape /memories directory")
+    return InvalidArguments(f"Path {shown_path(path)} would escape /memories directory")
 
 
 def _outside_root(path: object) -> InvalidArguments:
-    return InvalidArguments(f"Path must start with /memories, got: {path}")
+    return InvalidArguments(f"Path must start with /memories, got: {shown_path(path)}")
 
 
 def _traversal_in(text: str) -> bool:
@@ -61,21 +82,42 @@ def _traversal_in(text: str) -> bool:
     return False
 
 
+def _invisible_in(text: str) -> str | None:
+    """The first character of ``text`` that would make it read as another name (see the module
+    docstring), or None."""
+    for char in text:
+        if unicodedata.category(char) in _INVISIBLE_CATEGORIES and char not in _JOINERS:
+            return char
+    return None
+
+
+def _separators(text: str) -> int:
+    return text.count("/") + text.count("\\")
+
+
 def canonical_path(path: object) -> str:
     """``path`` as one canonical ``/memories/...`` string (NFC, no doubled or trailing slash), or
     INVALID_ARGUMENTS with the tool's own text for a path it refuses (see the module docstring)."""
     if not isinstance(path, str) or not path:
         raise _outside_root(path)
     if len(path) > MAX_PATH_LENGTH:
-        raise InvalidArguments(f"Path {path[:60]}… is longer than {MAX_PATH_LENGTH} characters")
+        raise InvalidArguments(f"Path {shown_path(path[:60])}… is longer than {MAX_PATH_LENGTH} characters")
     layers = [path]
     while _PERCENT_RE.search(layers[-1]) and len(layers) <= MAX_DECODING_ROUNDS:
         decoded = unquote(layers[-1], errors="strict") if _decodes(layers[-1]) else layers[-1]
         if decoded == layers[-1]:
             break
+        if _separators(decoded) > _separators(layers[-1]):
+            raise escapes_root(path)  # a separator smuggled in encoded (``a%2Fb``, ``%255C``)
         layers.append(decoded)
     if any(_traversal_in(layer) for layer in layers):
         raise escapes_root(path)
+    hidden = next((char for layer in layers if (char := _invisible_in(layer)) is not None), None)
+    if hidden is not None:
+        raise InvalidArguments(
+            f"Path {shown_path(path)} holds an invisible character (U+{ord(hidden):04X}) that makes it read as"
+            " another name: use visible characters only"
+        )
     if _PERCENT_RE.search(layers[-1]):
         raise escapes_root(path)  # still encoded after every round: nothing honest nests this deep
     text = unicodedata.normalize("NFC", path)
@@ -135,4 +177,5 @@ __all__ = [
     "is_within",
     "kind_for_path",
     "parts_of",
+    "shown_path",
 ]

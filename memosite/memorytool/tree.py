@@ -108,6 +108,12 @@ class MemoryTree:
                 yield from self.walk(path, levels - 1)
 
 
+def is_hidden(path: str) -> bool:
+    """A hidden item, or one inside a hidden directory (a part of its path starts with a dot): the
+    root listing leaves it out, as the tool's own listing does; it is still read by its path."""
+    return any(part.startswith(".") for part in parts_of(path))
+
+
 def memory_path_of(entry: IndexEntry) -> str:
     """Where a record appears: its own ``memoryPath`` when that is a valid path of its kind, else
     the path its kind directory and file name give."""
@@ -182,6 +188,7 @@ __all__ = [
     "MemoryTree",
     "freshness_line",
     "is_fixed_directory",
+    "is_hidden",
     "load_tree",
     "memory_path_of",
 ]

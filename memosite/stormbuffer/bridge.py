@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, PersonRequired
-from memosite.provenance import RECORDED_FIELDS, REVIEW_FIELDS, Actor
+from memosite.provenance import PROVENANCE_FIELDS, REVIEW_FIELDS, Actor
 from memosite.secrets import assert_no_secrets
 from memosite.stormbuffer import lifecycle
 from memosite.stormbuffer.codec import render_record
@@ -193,7 +193,7 @@ def _agents_import(record: StormRecord, frontmatter: dict[str, Any], actor: Acto
             f"stormbuffer import is refused in {actor.where()}: record {record.id} claims a person"
             f" ({', '.join(claimed)}); only a person imports it, from their own terminal"
         )
-    kept = {key: value for key, value in frontmatter.items() if key not in RECORDED_FIELDS}
+    kept = {key: value for key, value in frontmatter.items() if key not in PROVENANCE_FIELDS}
     kept["source"] = "agent"
     return kept
 
