@@ -238,6 +238,8 @@ def agent_claims(frontmatter: Mapping[str, Any]) -> list[str]:
         claimed.append("source")
     claimed += [name for name in PROVENANCE_FIELDS if name in frontmatter]
     return claimed
+
+
 # Fields memosite records of a record — its identity, who wrote it and when, its review, its place
 # in a supersession chain, how often it recurred and was used — never taken from a text someone
 # hands it (a file Claude's memory tool writes, a note an import reads): a text that could set them
