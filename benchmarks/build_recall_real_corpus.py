@@ -41,27 +41,101 @@ class Source:
 
 
 SOURCES = (
-    Source("alphagov/govuk-aws", "81ee9f6e91fd8692fbf751ecf980c671c13aa3c0", "MIT", "decision", "en",
-           ("docs/architecture/decisions/",), "adr"),
-    Source("alphagov/govuk-infrastructure", "d9b7454f26061e8af95753fa688cdf3d86a6c3ee", "MIT", "decision", "en",
-           ("docs/architecture/decisions/",), "adr"),
-    Source("adr/madr", "11807d877dbc5eb952591d54bc3124ddbc4c924c", "MIT OR CC0-1.0", "decision", "en",
-           ("docs/decisions/",), "adr"),
-    Source("sqlalchemy/sqlalchemy", "f35da7e2b9349a08b8de1f6bd3b07c8bf8616790", "MIT", "trap", "en",
-           tuple(f"doc/build/faq/{name}.rst" for name in (
-               "connections", "sessions", "performance", "ormconfiguration", "sqlexpressions", "metadata_schema",
-               "installation", "thirdparty")), "rst"),
-    Source("celery/celery", "5dc781f0bd5f36186bfcc74e0a4f9f654452c69b", "BSD-3-Clause", "trap", "en",
-           ("docs/faq.rst",), "rst"),
-    Source("psf/requests", "1f6589ec3a1ee910f9a65cc3ceac60b26677bc0e", "Apache-2.0", "trap", "en",
-           ("docs/community/faq.rst",), "rst"),
-    Source("MLGRussianXP/python-docs-ru", "3.14", "CC0-1.0 (translation; original PSF-2.0)", "trap", "ru",
-           tuple(f"tutorial/{name}.po" for name in ("errors", "floatingpoint", "venv", "modules", "inputoutput")),
-           "po"),
-    Source("python/python-docs-zh-cn", "3.13", "CC0-1.0 (translation; original PSF-2.0)", "trap", "zh",
-           ("faq/library.po", "faq/design.po"), "po", limit=40),
-    Source("pygreece/python-docs-gr", "aaaa28612a69abd4ccb6db39b1a6825c8bb5480c",
-           "CC0-1.0 (translation; original PSF-2.0)", "trap", "el", ("faq/programming.po",), "po", limit=40),
+    Source(
+        "alphagov/govuk-aws",
+        "81ee9f6e91fd8692fbf751ecf980c671c13aa3c0",
+        "MIT",
+        "decision",
+        "en",
+        ("docs/architecture/decisions/",),
+        "adr",
+    ),
+    Source(
+        "alphagov/govuk-infrastructure",
+        "d9b7454f26061e8af95753fa688cdf3d86a6c3ee",
+        "MIT",
+        "decision",
+        "en",
+        ("docs/architecture/decisions/",),
+        "adr",
+    ),
+    Source(
+        "adr/madr",
+        "11807d877dbc5eb952591d54bc3124ddbc4c924c",
+        "MIT OR CC0-1.0",
+        "decision",
+        "en",
+        ("docs/decisions/",),
+        "adr",
+    ),
+    Source(
+        "sqlalchemy/sqlalchemy",
+        "f35da7e2b9349a08b8de1f6bd3b07c8bf8616790",
+        "MIT",
+        "trap",
+        "en",
+        tuple(
+            f"doc/build/faq/{name}.rst"
+            for name in (
+                "connections",
+                "sessions",
+                "performance",
+                "ormconfiguration",
+                "sqlexpressions",
+                "metadata_schema",
+                "installation",
+                "thirdparty",
+            )
+        ),
+        "rst",
+    ),
+    Source(
+        "celery/celery",
+        "5dc781f0bd5f36186bfcc74e0a4f9f654452c69b",
+        "BSD-3-Clause",
+        "trap",
+        "en",
+        ("docs/faq.rst",),
+        "rst",
+    ),
+    Source(
+        "psf/requests",
+        "1f6589ec3a1ee910f9a65cc3ceac60b26677bc0e",
+        "Apache-2.0",
+        "trap",
+        "en",
+        ("docs/community/faq.rst",),
+        "rst",
+    ),
+    Source(
+        "MLGRussianXP/python-docs-ru",
+        "3.14",
+        "CC0-1.0 (translation; original PSF-2.0)",
+        "trap",
+        "ru",
+        tuple(f"tutorial/{name}.po" for name in ("errors", "floatingpoint", "venv", "modules", "inputoutput")),
+        "po",
+    ),
+    Source(
+        "python/python-docs-zh-cn",
+        "3.13",
+        "CC0-1.0 (translation; original PSF-2.0)",
+        "trap",
+        "zh",
+        ("faq/library.po", "faq/design.po"),
+        "po",
+        limit=40,
+    ),
+    Source(
+        "pygreece/python-docs-gr",
+        "aaaa28612a69abd4ccb6db39b1a6825c8bb5480c",
+        "CC0-1.0 (translation; original PSF-2.0)",
+        "trap",
+        "el",
+        ("faq/programming.po",),
+        "po",
+        limit=40,
+    ),
 )
 
 _RST_UNDERLINE = re.compile(r"^([=\-^~\"'`#*+])\1{2,}\s*$")
@@ -118,9 +192,10 @@ def rst_records(text: str) -> Iterator[tuple[str, str]]:
     lines = text.splitlines()
     headings: list[tuple[int, str]] = []
     for n in range(1, len(lines)):
-        if _RST_UNDERLINE.match(lines[n]) and lines[n - 1].strip() and not _RST_UNDERLINE.match(lines[n - 1]):
-            if len(lines[n].strip()) >= len(lines[n - 1].strip()) - 2:
-                headings.append((n - 1, lines[n - 1].strip()))
+        above = lines[n - 1].strip()
+        underlined = _RST_UNDERLINE.match(lines[n]) and above and not _RST_UNDERLINE.match(lines[n - 1])
+        if underlined and len(lines[n].strip()) >= len(above) - 2:
+            headings.append((n - 1, above))
     for position, (start, title) in enumerate(headings):
         end = headings[position + 1][0] if position + 1 < len(headings) else len(lines)
         body_lines = [line for line in lines[start + 2 : end] if not _RST_NOISE.match(line)]
@@ -179,8 +254,11 @@ def build(mirrors: dict[str, Path]) -> list[dict[str, str]]:
         if mirror is None:
             sys.exit(f"no --mirror for {source.repo}")
         commit = resolve(mirror, source.commit)
-        files = [f for prefix in source.paths for f in (list_files(mirror, commit, prefix) if source.reader == "adr"
-                                                         else [prefix])]
+        files = [
+            f
+            for prefix in source.paths
+            for f in (list_files(mirror, commit, prefix) if source.reader == "adr" else [prefix])
+        ]
         taken = 0
         for path in files:
             reader = {"adr": adr_records, "rst": rst_records, "po": po_records}[source.reader]

@@ -35,6 +35,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "bootstrap": {"maxBytes": 8192},
     "sessions": {"keep": 50, "maxAgeDays": 30, "capEvents": 10000, "capBytes": 16 * 1024 * 1024, "root": None},
     "review": {"required": [], "briefPending": True},
+    "search": {"semantic": True},
 }
 
 PROJECT_FILE = ".memosite.toml"
@@ -122,6 +123,12 @@ class VaultConfig:
         return int(self._get("bootstrap", "maxBytes"))
 
     @property
+    def search_semantic(self) -> bool:
+        """``search.semantic``: rank by meaning as well as words when ``memosite[semantic]`` is
+        installed (false: words alone, as without the extra)."""
+        return self._get("search", "semantic") is not False
+
+    @property
     def sessions_keep(self) -> int:
         return int(self._get("sessions", "keep"))
 
@@ -191,6 +198,9 @@ def _check_types(config: VaultConfig, path: Path) -> None:
     sessions_root = config.raw["sessions"].get("root")
     if sessions_root is not None and (not isinstance(sessions_root, str) or not sessions_root.strip()):
         raise InvalidArguments(f"{path}: sessions.root must be a directory path or null, got {sessions_root!r}")
+    search = config.raw.get("search")
+    if not isinstance(search, dict) or not isinstance(search.get("semantic"), bool):
+        raise InvalidArguments(f"{path}: search.semantic must be true or false")
     _check_review(config, path)
 
 

@@ -8,9 +8,13 @@ A search is a :class:`Terms` (built by :mod:`memosite.query`) and a :class:`Sear
 * ``raw`` — an FTS5 query used as the user wrote it.
 
 :func:`find` returns the first ``limit`` matches with the total: with ``require_all`` every term
-must match, otherwise any term does and records matching more terms come first (``matched``). Every
-filter and ordering column is read from ``search_facts``, the narrow row each record has there. A
-query SQLite cannot parse raises :class:`QuerySyntaxError` so the caller can fall back to plain words.
+must match, otherwise any term does. In ``relevance`` order either way ranks by ``bm25()`` alone,
+which weighs each term by its rarity and normalises by the record's length: a record holding more
+of the query's words scores better only as far as those words say more, and a long record holding
+many common words does not outrank a short one holding the rare ones (``matched`` still says how
+many terms each holds). Substrings of unspaced scripts count one unit of rank each. Every filter and
+ordering column is read from ``search_facts``, the narrow row each record has there. A query SQLite
+cannot parse raises :class:`QuerySyntaxError` so the caller can fall back to plain words.
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ BM25_WEIGHTS = (4.0, 1.0, 2.0, 1.0)  # title, body, tags, and the folded text (e
 _BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)}) * f.weight"
 _TRIGRAM_BM25 = "bm25(records_trigram) * f.weight"
 MIN_TRIGRAM = 3  # the trigram table finds substrings of at least three characters
-# Orderings over the matched rows: records matching more of the query's terms first, then the sort;
-# flagged-stale records sink in the ranking sorts. ``occurrences`` ties go to the most recently seen
-# trap, then the most severe.
+# What one substring of an unspaced script a record holds adds to its (negative) rank in the any-term
+# reading: about what one word found in the body adds to bm25.
+UNSPACED_RANK = 1.0
+# Orderings over the matched rows. Relevance is bm25 alone (see the module docstring); the other
+# sorts put records matching more of the query's terms first. Flagged-stale records sink in the
+# ranking sorts. ``occurrences`` ties go to the most recently seen trap, then the most severe.
 ORDERS = {
-    "relevance": "matched DESC, flagged, rank, updated DESC, path",
+    "relevance": "flagged, rank, updated DESC, path",
     "occurrences": (
         "matched DESC, flagged, occurrences DESC, last_seen IS NULL, last_seen DESC, severity_weight DESC, "
         "rank, updated DESC, path"
@@ -120,6 +127,7 @@ class Match:
     rank: float | None
     matched: int = 0
     snippet: str = ""
+    rowid: int = 0
 
 
 @dataclass
@@ -348,11 +356,11 @@ def relation(terms: Terms, scope: Where, *, require_all: bool, ranked: bool = Tr
         candidates = "SELECT rid FROM w_any UNION SELECT rid FROM u_any"
         joins = "LEFT JOIN w_any ON w_any.rid = c.rid LEFT JOIN u_any ON u_any.rid = c.rid"
         matched = f"({word_count.replace('f.rowid', 'c.rid')}) + coalesce(u_any.held, 0)"
-        ranking = "coalesce(w_any.rank, 0.0)"
+        ranking = f"coalesce(w_any.rank, 0.0) - coalesce(u_any.held, 0) * {UNSPACED_RANK}"
     else:
         candidates = "SELECT rid FROM u_any"
         joins = "JOIN u_any ON u_any.rid = c.rid"
-        matched, ranking = "u_any.held", "0.0"
+        matched, ranking = "u_any.held", f"-u_any.held * {UNSPACED_RANK}"
     out.select = (
         f"SELECT {_ORDER_COLUMNS}, {matched} AS matched, {ranking} AS rank FROM ({candidates}) AS c "
         f"{joins} JOIN search_facts AS f ON f.rowid = c.rid"
@@ -410,6 +418,28 @@ def find(
     return _load(index, ranked, found.fts_query, terms.substrings), total
 
 
+def scope_weights(index: Index, filters: SearchFilters) -> tuple[dict[int, float], set[int]]:
+    """Every record ``filters`` keep (what a ranking by meaning may return), with the factor its
+    relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream); and
+    which of them are flagged stale (they sink in a ranking)."""
+    scope = search_scope(index, filters)
+    weights: dict[int, float] = {}
+    flagged: set[int] = set()
+    sql = f"SELECT f.rowid, f.weight, f.flagged FROM search_facts AS f WHERE {scope.sql()}"
+    for rowid, weight, stale in index.conn.execute(sql, scope.params):
+        weights[int(rowid)] = float(weight)
+        if stale:
+            flagged.add(int(rowid))
+    return weights, flagged
+
+
+def load_matches(index: Index, rowids: Sequence[int], fts_query: str | None, substrings: Sequence[str]) -> list[Match]:
+    """The records of ``rowids`` as matches, in that order, with snippets for the query when given
+    (``rank`` None, ``matched`` 0: found by meaning, not by words); a record the query's words do not
+    reach gets the start of its body as its snippet."""
+    return _load(index, [(rowid, None, 0) for rowid in rowids], fts_query, substrings, head=True)
+
+
 def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: bool = True) -> bool:
     """Whether any record in scope matches ``terms`` (all of them with ``require_all``): the first
     matching row answers, nothing is ranked or counted."""
@@ -438,6 +468,12 @@ def substring_snippet(text: str, substrings: Sequence[str]) -> str:
         before, after = text[start:at], text[at + len(needle) : end]
         return f"{'…' if start else ''}{before}**{found}**{after}{'…' if end < len(text) else ''}"
     return ""
+
+
+def _head(body: str) -> str:
+    """The start of a body, as a snippet: about as long as ``snippet()``'s."""
+    words = body.split()
+    return " ".join(words[:16]) + (" …" if len(words) > 16 else "")
 
 
 _SNIPPET_TABLE = (
@@ -480,6 +516,8 @@ def _load(
     ranked: list[tuple[int, float | None, int]],
     fts_query: str | None,
     substrings: Sequence[str],
+    *,
+    head: bool = False,
 ) -> list[Match]:
     if not ranked:
         return []
@@ -501,6 +539,8 @@ def _load(
         if row is None:
             continue
         snippet = snippets.get(rowid) or (substring_snippet(row["body"], substrings) if substrings else "")
+        if not snippet and head:
+            snippet = _head(row["body"])
         found.append(
             Match(
                 id=row["id"],
@@ -524,6 +564,7 @@ def _load(
                 rank=rank,
                 matched=matched,
                 snippet=" ".join(snippet.split()),
+                rowid=rowid,
             )
         )
     return found
