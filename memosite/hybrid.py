@@ -67,11 +67,24 @@ def rank_by_meaning(
 ) -> MeaningRanking:
     """The ``limit`` records in the scope of ``filters`` whose vectors are most like the query's;
     none for a query the model cannot read (:func:`memosite.embedding.reads`)."""
+    weights, flagged = fts.scope_weights(index, filters)
+    return rank_within(index, embedder, query, weights, flagged, limit=limit)
+
+
+def rank_within(
+    index: Index,
+    embedder: Embedder,
+    query: str,
+    weights: dict[int, float],
+    flagged: set[int],
+    *,
+    limit: int = CANDIDATES,
+) -> MeaningRanking:
+    """:func:`rank_by_meaning` over the records of ``weights`` (rowid → relevance weight)."""
     import numpy as np
 
     from memosite.embedding import reads
 
-    weights, flagged = fts.scope_weights(index, filters)
     nothing = MeaningRanking([], [], frozenset(flagged))
     if not reads(query):
         return nothing

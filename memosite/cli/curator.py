@@ -212,6 +212,7 @@ def search(
 )
 @click.option("--session-id", help="Count each included record's hit at most once per session.")
 @click.option("--fresh-only", is_flag=True, help="Leave out records whose cited code verify found drifted or missing.")
+@click.option("--explain", is_flag=True, help="After the brief, say in a few words why each record is in it.")
 @vault_options
 def bootstrap(
     app: App,
@@ -222,6 +223,7 @@ def bootstrap(
     max_tokens: int | None,
     session_id: str | None,
     fresh_only: bool,
+    explain: bool,
 ) -> None:
     """Print the session brief: current work, active traps and accepted decisions.
 
@@ -241,7 +243,17 @@ def bootstrap(
         session_id=session_id,
         fresh_only=fresh_only,
     )
-    app.emit(result.to_json(), result.markdown)
+    app.emit(result.to_json(), (lambda: _brief_with_reasons(result)) if explain else result.markdown)
+
+
+def _brief_with_reasons(result: BootstrapResult) -> str:
+    """The brief, then one line per record it holds: its section, id and why it is there."""
+    items = [*result.context, *result.traps, *result.decisions, *result.pending]
+    lines = [result.markdown.rstrip("\n"), "", "---", "Why each record is in the brief:"]
+    lines += [f"  {item.section:9} {item.id}: {item.why}" for item in items]
+    if not items:
+        lines.append("  (none)")
+    return "\n".join(lines)
 
 
 def _rank_text(result: RankResult) -> str:

@@ -288,13 +288,20 @@ def brief_section(
     limit: int,
     offset: int = 0,
     fresh_only: bool = False,
+    first: Sequence[BriefCandidate] | None = None,
 ) -> list[BriefCandidate]:
     """Records of the section in its order (see ``_SECTION_ORDERS``): ``limit`` of them from
     ``offset``. ``terms`` match as any-term (raises :class:`fts.QuerySyntaxError` for raw FTS5
-    syntax SQLite rejects)."""
+    syntax SQLite rejects). ``first``, when given, replaces the path and query focus: those records
+    (in scope, in that order), then the rest in the section's own order."""
     scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
     wanted = offset + limit
-    focused = _focused(index, project, section, scope, terms, path, wanted) if terms or path is not None else []
+    if first is not None:
+        focused = list(first)
+    elif terms or path is not None:
+        focused = _focused(index, project, section, scope, terms, path, wanted)
+    else:
+        focused = []
     if len(focused) >= wanted:
         return focused[offset:]
     # Every focused record is known (fewer than a page): the rest follow in the section's own order.
@@ -393,3 +400,64 @@ def shared_ids(index: Index, project: str) -> dict[str, list[str]]:
     ):
         found.setdefault(str(record_id), []).append(str(path))
     return found
+
+
+# --- the task's words, weighed (memosite.brief_focus) ---------------------------------------
+
+
+def section_weights(
+    index: Index, project: str, section: BriefSection, values: Sequence[Any], now_iso: str, *, fresh_only: bool = False
+) -> tuple[dict[int, float], set[int]]:
+    """Every record of the section (rowid → its relevance weight) and the flagged-stale ones: what a
+    ranking by meaning may put in the section."""
+    scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
+    weights: dict[int, float] = {}
+    flagged: set[int] = set()
+    for rowid, weight, stale in index.conn.execute(
+        f"SELECT f.rowid, f.weight, f.flagged FROM search_facts AS f WHERE {scope.sql()}", scope.params
+    ):
+        weights[int(rowid)] = float(weight)
+        if stale:
+            flagged.add(int(rowid))
+    return weights, flagged
+
+
+_KNOWLEDGE_SCOPE = "f.project = ? AND f.kind IN ('trap', 'decision') AND NOT f.pending"
+
+
+def knowledge_count(index: Index, project: str) -> int:
+    """How many traps and decisions the project holds (what a word's rarity is measured against)."""
+    return int(
+        index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {_KNOWLEDGE_SCOPE}", (project,)).fetchone()[0]
+    )
+
+
+def knowledge_holding(index: Index, project: str, expression: str | None, substring: str | None) -> int:
+    """How many of the project's traps and decisions hold one term: an FTS5 ``expression`` over the
+    word index, or a ``substring`` of a script written without spaces."""
+    if expression is not None:
+        sql = (
+            "SELECT count(*) FROM records_fts CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid "
+            f"WHERE records_fts MATCH ? AND {_KNOWLEDGE_SCOPE}"
+        )
+        return int(index.conn.execute(sql, (expression, project)).fetchone()[0])
+    sql = (
+        "SELECT count(*) FROM search_facts AS f JOIN records AS r ON r.rowid = f.rowid "
+        f"WHERE f.unspaced AND {_KNOWLEDGE_SCOPE} AND instr(lower({_TEXT}), lower(?)) > 0"
+    )
+    return int(index.conn.execute(sql, (project, substring)).fetchone()[0])
+
+
+def holding(index: Index, rowids: Sequence[int], expression: str | None, substring: str | None) -> set[int]:
+    """Which of ``rowids`` hold one term (as :func:`knowledge_holding` reads it)."""
+    if not rowids:
+        return set()
+    marks = _marks(rowids)
+    if expression is not None:
+        sql = f"SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND rowid IN ({marks})"
+        return {int(row[0]) for row in index.conn.execute(sql, (expression, *rowids))}
+    sql = f"SELECT r.rowid FROM records AS r WHERE r.rowid IN ({marks}) AND instr(lower({_TEXT}), lower(?)) > 0"
+    return {int(row[0]) for row in index.conn.execute(sql, (*rowids, substring))}
+
+
+_TEXT = "r.title || char(10) || r.body || char(10) || r.tags"
