@@ -330,3 +330,26 @@ def test_explain_takes_no_value(shop: Vault, run_cli) -> None:  # type: ignore[n
     shop.close()
     done = run_cli("--vault", str(shop.root), "--project", P, "search", "--explain=yes", "payment")
     assert done.exit_code == 2 and "--explain" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_mcp_search_explain_gives_each_hit_its_ranks(shop: Vault) -> None:
+    import anyio
+    from mcp import Client, types
+
+    from memosite.mcp_server.server import build_server
+
+    async def call() -> tuple[dict[str, object], bool]:
+        server = build_server(shop, P, read_only=True, env={"HOME": str(Path.home())})
+        info = types.Implementation(name="test-agent", version="1")
+        async with Client(server, mode="legacy", client_info=info) as client:
+            found = await client.call_tool("search", {"query": SYNONYM_QUERY, "explain": True})
+            wrong = await client.call_tool("search", {"query": "x", "explain": "very"})
+        assert not found.is_error and found.structured_content is not None
+        return found.structured_content, wrong.is_error
+
+    data, refused = anyio.run(call)
+    assert data["ranking"] == "hybrid"
+    results = data["results"]
+    assert isinstance(results, list) and results[0]["id"] == "cdn-cookie"
+    assert results[0]["explain"]["bm25Rank"] is None and results[0]["explain"]["vectorRank"] == 1
+    assert refused  # explain takes a boolean, nothing else
