@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memosite import hybrid
-from memosite.index import queries
+from memosite.index import fts, queries
 from memosite.query import ParsedQuery
 
 if TYPE_CHECKING:
@@ -131,10 +131,17 @@ def focus_section(
     lexical = _weighed_matches(index, project, section, values, now_iso, parsed, words, fresh_only)
     meaning = hybrid.MeaningRanking([], [])
     if embedder is not None:
-        weights, flagged = queries.section_weights(index, project, section, values, now_iso, fresh_only=fresh_only)
-        meaning = hybrid.rank_within(index, embedder, parsed.text, weights, flagged)
+        meaning = hybrid.rank_within(
+            index,
+            embedder,
+            parsed.text,
+            lambda rowids: queries.section_weights(
+                index, project, section, values, now_iso, rowids, fresh_only=fresh_only
+            ),
+        )
     held = {candidate.rowid: terms for candidate, terms in lexical}
-    for ranked in hybrid.fuse([(candidate.rowid, candidate.rank) for candidate, _ in lexical], meaning):
+    flagged = fts.flagged_among(index, [*held, *meaning.rowids])
+    for ranked in hybrid.fuse([(candidate.rowid, candidate.rank) for candidate, _ in lexical], meaning, flagged):
         if ranked.rowid in seen:
             continue
         seen.add(ranked.rowid)

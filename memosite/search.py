@@ -178,17 +178,28 @@ class Found:
     holding_all: int = 0  # how many of ``total`` hold every term
     raw: bool = False  # the query ran as FTS5 syntax, as written
     fused: list[hybrid.Ranked] | None = None  # the hybrid order, when meaning took part
+    ranking: fts.Ranking | None = None  # the rows ``matches`` were loaded from (maybe more of them)
 
 
-def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
-    """The one query pipeline of search, bootstrap and MCP search (see the module docstring)."""
+def find_matches(
+    index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int, load: int | None = None
+) -> Found:
+    """The one query pipeline of search, bootstrap and MCP search (see the module docstring): the
+    first ``limit`` matches, of which the first ``load`` (all by default) are loaded as ``matches``;
+    ``ranking`` holds them all."""
+    load = limit if load is None else load
+
+    def loaded(ranking: fts.Ranking, match: MatchMode | None, terms: list[str], holding: int, **extra: Any) -> Found:
+        matches = fts.load_ranked(index, ranking, ranking.rows[:load])
+        return Found(matches, ranking.total, match, terms, holding, ranking=ranking, **extra)
+
     if text is None:
-        matches, total = fts.find(index, None, filters, sort=sort, limit=limit)
-        return Found(matches, total, None, [], total)
+        ranking = fts.find_ranked(index, None, filters, sort=sort, limit=limit)
+        return loaded(ranking, None, [], ranking.total)
 
     def as_written(terms: fts.Terms) -> Found | None:
-        matches, total = fts.find(index, terms, filters, sort=sort, limit=limit)
-        return Found(matches, total, "all", [str(terms.raw)], total, raw=True) if matches else None
+        ranking = fts.find_ranked(index, terms, filters, sort=sort, limit=limit)
+        return loaded(ranking, "all", [str(terms.raw)], ranking.total, raw=True) if ranking.rows else None
 
     found, parsed = _raw_then_words(text, as_written)
     if found is not None:
@@ -196,9 +207,10 @@ def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, 
     if parsed.empty:
         return Found([], 0, None, [])
     try:
-        return _all_then_any(index, parsed, filters, sort=sort, limit=limit)
+        ranking, match, terms, holding = _all_then_any(index, parsed, filters, sort=sort, limit=limit)
     except fts.QuerySyntaxError as exc:
         raise StorageError(f"search failed: {exc}") from exc
+    return loaded(ranking, match, terms, holding)
 
 
 def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: int, embedder: Embedder) -> Found:
@@ -208,20 +220,25 @@ def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: i
     from memosite.indexing import fill_missing_vectors
 
     index = vault.index()
-    lexical = find_matches(index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES))
+    lexical = find_matches(index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES), load=0)
+    rows = lexical.ranking.rows if lexical.ranking is not None else []
     if lexical.raw or any(term.kind == "phrase" for term in parse_query(text).terms):
-        lexical.matches = lexical.matches[:limit]
-        return lexical
+        return find_matches(index, text, filters, sort="relevance", limit=limit)
     fill_missing_vectors(vault, embedder)
     meaning = hybrid.rank_by_meaning(index, embedder, text, filters)
-    fused = hybrid.fuse([(match.rowid, match.rank) for match in lexical.matches], meaning)
+    candidates = [*(row[0] for row in rows), *meaning.rowids]
+    fused = hybrid.fuse([(row[0], row[1]) for row in rows], meaning, fts.flagged_among(index, candidates))
     shown = fused[:limit]
-    known = {match.rowid: match for match in lexical.matches}
-    found_by_meaning = [ranked.rowid for ranked in shown if ranked.rowid not in known]
+    by_words = {row[0]: row for row in rows}
+    # Only the records shown are loaded: those the words found with their snippets, the others too.
+    known = {}
+    if lexical.ranking is not None:
+        words_rows = [by_words[ranked.rowid] for ranked in shown if ranked.rowid in by_words]
+        known = {match.rowid: match for match in fts.load_ranked(index, lexical.ranking, words_rows)}
+    found_by_meaning = [ranked.rowid for ranked in shown if ranked.rowid not in by_words]
     known.update((match.rowid, match) for match in fts.load_matches(index, found_by_meaning, None, ()))
-    beyond_words = sum(1 for ranked in fused if ranked.lexical_rank is None)
     lexical.matches = [known[ranked.rowid] for ranked in shown if ranked.rowid in known]
-    lexical.total += beyond_words
+    lexical.total += sum(1 for ranked in fused if ranked.lexical_rank is None)
     lexical.fused = shown
     return lexical
 
@@ -260,15 +277,20 @@ def _raw_then_words(text: str, as_written: Callable[[fts.Terms], T | None]) -> t
     return (answer, parsed) if answer is not None else (None, parse_query(text, plain=True))
 
 
-def _all_then_any(index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
-    matches, total = fts.find(index, parsed.all_terms(), filters, sort=sort, limit=limit)
-    if len(matches) < limit and parsed.loosens:
-        loose, loose_total = fts.find(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
-        if loose_total > total:
+def _all_then_any(
+    index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int
+) -> tuple[fts.Ranking, MatchMode | None, list[str], int]:
+    """The ranking of the strict reading, or of the loose one when the strict finds too little;
+    ``match``, the terms searched and how many hold every term."""
+    strict = fts.find_ranked(index, parsed.all_terms(), filters, sort=sort, limit=limit)
+    total = strict.total
+    if len(strict.rows) < limit and parsed.loosens:
+        loose = fts.find_ranked(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
+        if loose.total > total:
             # Records holding some terms were added after those holding all: ``match`` still says
             # whether any record holds every term, not which pass ran last.
-            return Found(loose, loose_total, "all" if total else "any", parsed.labels(loose=True), total)
-    return Found(matches, total, "all" if total else None, parsed.labels(), total)
+            return loose, "all" if total else "any", parsed.labels(loose=True), total
+    return strict, "all" if total else None, parsed.labels(), total
 
 
 # --- filters ---------------------------------------------------------------------------------

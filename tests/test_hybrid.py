@@ -353,3 +353,34 @@ def test_mcp_search_explain_gives_each_hit_its_ranks(shop: Vault) -> None:
     assert isinstance(results, list) and results[0]["id"] == "cdn-cookie"
     assert results[0]["explain"]["bm25Rank"] is None and results[0]["explain"]["vectorRank"] == 1
     assert refused  # explain takes a boolean, nothing else
+
+
+def _held_equals_stored(vault: Vault) -> None:
+    import numpy as np
+
+    from memosite.index import vectors
+
+    model = embedding.load_embedder()
+    assert model is not None
+    rowids, rows, position = vectors.matrix(vault.index(), model.name, model.from_blobs)
+    with sqlite3.connect(index_file(vault)) as conn:
+        stored = {int(r): bytes(b) for r, b in conn.execute("SELECT rowid, vec FROM vectors")}
+    assert sorted(rowids) == sorted(stored) and len(rows) == len(rowids)
+    for rowid, blob in stored.items():
+        assert np.array_equal(rows[position[rowid]], model.from_blobs([blob])[0])
+
+
+def test_the_vectors_a_process_holds_follow_every_write(shop: Vault) -> None:
+    from memosite.store import forget_record
+
+    search_records(shop, P, SYNONYM_QUERY, now=NOW)  # the process now holds the vectors
+    _held_equals_stored(shop)
+    put(shop, "trap", "new-one", "A new trap", "About something new.\n")  # added
+    _held_equals_stored(shop)
+    put(shop, "trap", "retry-key", "Payment retries need an idempotency key", "Changed text.\n")  # changed
+    _held_equals_stored(shop)
+    forget_record(shop, P, record_id="invoice-numbers", purge=True)  # removed
+    _held_equals_stored(shop)
+    reindex(shop)  # every vector written again
+    _held_equals_stored(shop)
+    assert [hit.id for hit in search_records(shop, P, SYNONYM_QUERY, now=NOW).results] == ["cdn-cookie"]

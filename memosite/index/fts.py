@@ -380,7 +380,18 @@ def _run(index: Index, sql: str, params: Sequence[Any], *, parsed_query: bool) -
         raise
 
 
-def find(
+@dataclass(frozen=True)
+class Ranking:
+    """The first rows of a search in order — ``(rowid, rank, matched)`` — how many match in all, and
+    what :func:`load_ranked` needs to load them as matches with snippets."""
+
+    rows: list[tuple[int, float | None, int]]
+    total: int
+    fts_query: str | None = None
+    substrings: tuple[str, ...] = ()
+
+
+def find_ranked(
     index: Index,
     terms: Terms | None,
     filters: SearchFilters,
@@ -388,8 +399,8 @@ def find(
     sort: str,
     limit: int,
     require_all: bool = True,
-) -> tuple[list[Match], int]:
-    """The first ``limit`` matches in ``sort`` order, and how many match in all."""
+) -> Ranking:
+    """The first ``limit`` matches in ``sort`` order as rows (nothing loaded), and the total."""
     scope = search_scope(index, filters)
     if not terms:
         # The filters (a path pattern test per record) run once; the count comes from the same rows.
@@ -401,7 +412,7 @@ def find(
             parsed_query=False,
         )
         total = int(rows[0]["total"]) if rows else 0
-        return _load(index, [(row["rid"], None, 0) for row in rows], None, ()), total
+        return Ranking([(int(row["rid"]), None, 0) for row in rows], total)
     found = relation(terms, scope, require_all=require_all)
     # Ranking reads every match anyway: they are counted in the same pass, not matched again.
     found.cte("m", found.select, *found.params)
@@ -415,22 +426,45 @@ def find(
     ranked: list[tuple[int, float | None, int]] = [
         (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
     ]
-    return _load(index, ranked, found.fts_query, terms.substrings), total
+    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings))
 
 
-def scope_weights(index: Index, filters: SearchFilters) -> tuple[dict[int, float], set[int]]:
-    """Every record ``filters`` keep (what a ranking by meaning may return), with the factor its
-    relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream); and
-    which of them are flagged stale (they sink in a ranking)."""
+def load_ranked(
+    index: Index, ranking: Ranking, rows: Sequence[tuple[int, float | None, int]] | None = None
+) -> list[Match]:
+    """``rows`` of ``ranking`` (all of them when None) as matches, with snippets, in that order."""
+    return _load(index, list(ranking.rows if rows is None else rows), ranking.fts_query, ranking.substrings)
+
+
+def find(
+    index: Index,
+    terms: Terms | None,
+    filters: SearchFilters,
+    *,
+    sort: str,
+    limit: int,
+    require_all: bool = True,
+) -> tuple[list[Match], int]:
+    """The first ``limit`` matches in ``sort`` order, and how many match in all."""
+    ranking = find_ranked(index, terms, filters, sort=sort, limit=limit, require_all=require_all)
+    return load_ranked(index, ranking), ranking.total
+
+
+def scope_weights(index: Index, filters: SearchFilters, rowids: Sequence[int] | None = None) -> dict[int, float]:
+    """The records ``filters`` keep — among ``rowids``, or all of them when None — with the factor
+    each one's relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream)."""
     scope = search_scope(index, filters)
-    weights: dict[int, float] = {}
-    flagged: set[int] = set()
-    sql = f"SELECT f.rowid, f.weight, f.flagged FROM search_facts AS f WHERE {scope.sql()}"
-    for rowid, weight, stale in index.conn.execute(sql, scope.params):
-        weights[int(rowid)] = float(weight)
-        if stale:
-            flagged.add(int(rowid))
-    return weights, flagged
+    among = f" AND f.rowid IN ({_marks(rowids)})" if rowids is not None else ""
+    sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}{among}"
+    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [*scope.params, *(rowids or ())])}
+
+
+def flagged_among(index: Index, rowids: Sequence[int]) -> set[int]:
+    """Which of ``rowids`` are flagged stale."""
+    if not rowids:
+        return set()
+    sql = f"SELECT rowid FROM search_facts WHERE flagged AND rowid IN ({_marks(rowids)})"
+    return {int(row[0]) for row in index.conn.execute(sql, list(rowids))}
 
 
 def load_matches(index: Index, rowids: Sequence[int], fts_query: str | None, substrings: Sequence[str]) -> list[Match]:

@@ -406,20 +406,21 @@ def shared_ids(index: Index, project: str) -> dict[str, list[str]]:
 
 
 def section_weights(
-    index: Index, project: str, section: BriefSection, values: Sequence[Any], now_iso: str, *, fresh_only: bool = False
-) -> tuple[dict[int, float], set[int]]:
-    """Every record of the section (rowid → its relevance weight) and the flagged-stale ones: what a
-    ranking by meaning may put in the section."""
+    index: Index,
+    project: str,
+    section: BriefSection,
+    values: Sequence[Any],
+    now_iso: str,
+    rowids: Sequence[int] | None = None,
+    *,
+    fresh_only: bool = False,
+) -> dict[int, float]:
+    """The records of the section — among ``rowids``, or all of them when None — each with its
+    relevance weight: what a ranking by meaning may put in the section."""
     scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
-    weights: dict[int, float] = {}
-    flagged: set[int] = set()
-    for rowid, weight, stale in index.conn.execute(
-        f"SELECT f.rowid, f.weight, f.flagged FROM search_facts AS f WHERE {scope.sql()}", scope.params
-    ):
-        weights[int(rowid)] = float(weight)
-        if stale:
-            flagged.add(int(rowid))
-    return weights, flagged
+    among = f" AND f.rowid IN ({_marks(rowids)})" if rowids is not None else ""
+    sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}{among}"
+    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [*scope.params, *(rowids or ())])}
 
 
 _KNOWLEDGE_SCOPE = "f.project = ? AND f.kind IN ('trap', 'decision') AND NOT f.pending"

@@ -138,8 +138,10 @@ VECTORS_DDL = """
 CREATE TABLE IF NOT EXISTS vectors (
     rowid INTEGER PRIMARY KEY,
     model TEXT NOT NULL,
-    vec BLOB NOT NULL
+    vec BLOB NOT NULL,
+    seq INTEGER NOT NULL  -- when it was written, counted: a process holding the vectors reads only newer ones
 );
+CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(model, seq);
 CREATE TRIGGER IF NOT EXISTS vectors_ad AFTER DELETE ON records BEGIN
     DELETE FROM vectors WHERE rowid = old.rowid;
 END;
