@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memosite.index.database import Index
 
 RARE_SHARE = 0.1  # a word held by one record in ten is rare enough to pull a record in alone
-FOCUS_CANDIDATES = 200  # the word matches weighed per section, best bm25 first
+FOCUS_CANDIDATES = 100  # the word matches weighed per section, best bm25 first
 MAX_REASON_WORDS = 4
 
 
@@ -69,11 +69,12 @@ class TaskWords:
     def held_by(self, index: Index, rowids: Sequence[int]) -> dict[int, list[WeighedTerm]]:
         """The task's terms each of ``rowids`` holds, heaviest first."""
         found: dict[int, list[WeighedTerm]] = {rowid: [] for rowid in rowids}
-        for term in self.terms:
-            for rowid in queries.holding(index, rowids, term.expression, term.substring):
+        holders = queries.holding(index, rowids, [(term.expression, term.substring) for term in self.terms])
+        for term, holder_rowids in zip(self.terms, holders, strict=True):
+            for rowid in holder_rowids:
                 found[rowid].append(term)
-        for held in found.values():
-            held.sort(key=lambda term: -term.weight)
+        for terms in found.values():
+            terms.sort(key=lambda term: -term.weight)
         return found
 
 

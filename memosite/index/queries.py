@@ -449,16 +449,41 @@ def knowledge_holding(index: Index, project: str, expression: str | None, substr
     return int(index.conn.execute(sql, (project, substring)).fetchone()[0])
 
 
-def holding(index: Index, rowids: Sequence[int], expression: str | None, substring: str | None) -> set[int]:
-    """Which of ``rowids`` hold one term (as :func:`knowledge_holding` reads it)."""
-    if not rowids:
-        return set()
+_FOCUS_TABLE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.focus_rows USING fts5(title, body, tags, folded, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+
+
+def holding(index: Index, rowids: Sequence[int], terms: Sequence[tuple[str | None, str | None]]) -> list[set[int]]:
+    """For each term — an FTS5 expression over the word index, or a substring of a script written
+    without spaces — which of ``rowids`` hold it. Asked of ``records_fts``, a common word costs a walk
+    of its whole posting list per term; the few records asked about are put in a connection-private
+    FTS5 table with the same tokenizer and asked there (as search's snippets are)."""
+    if not rowids or not terms:
+        return [set() for _ in terms]
+    conn = index.conn
     marks = _marks(rowids)
-    if expression is not None:
-        sql = f"SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND rowid IN ({marks})"
-        return {int(row[0]) for row in index.conn.execute(sql, (expression, *rowids))}
-    sql = f"SELECT r.rowid FROM records AS r WHERE r.rowid IN ({marks}) AND instr(lower({_TEXT}), lower(?)) > 0"
-    return {int(row[0]) for row in index.conn.execute(sql, (*rowids, substring))}
+    rows = conn.execute(
+        f"SELECT r.rowid, r.title, r.body, r.tags, r.folded FROM records AS r WHERE r.rowid IN ({marks})", list(rowids)
+    ).fetchall()
+    conn.execute(_FOCUS_TABLE)
+    conn.execute("SAVEPOINT focus_rows")  # the temp database only: no lock on the index
+    conn.execute("DELETE FROM temp.focus_rows")
+    conn.executemany("INSERT INTO temp.focus_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)", rows)
+    conn.execute("RELEASE focus_rows")
+    found: list[set[int]] = []
+    for expression, substring in terms:
+        if expression is not None:
+            try:
+                held = conn.execute("SELECT rowid FROM temp.focus_rows WHERE focus_rows MATCH ?", (expression,))
+                found.append({int(row[0]) for row in held})
+            except sqlite3.OperationalError:
+                found.append(set())
+        else:
+            sql = f"SELECT r.rowid FROM records AS r WHERE r.rowid IN ({marks}) AND instr(lower({_TEXT}), lower(?)) > 0"
+            found.append({int(row[0]) for row in conn.execute(sql, (*rowids, substring))})
+    return found
 
 
 _TEXT = "r.title || char(10) || r.body || char(10) || r.tags"
