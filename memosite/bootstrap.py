@@ -6,12 +6,14 @@ Three sections, rendered as Markdown and returned with their parts:
   the spec/plan/state records named ``<slug>-…``), fetched like ``get`` does: an expired one is
   annotated ``expired``, never left out.
 * **Traps** — active, unexpired traps (unrated and low ones after the rest); those whose ``pathPatterns``
-  cover ``path`` come first, then those matching ``query`` (more of its terms first, as ``search``
-  reads a query), then by severity, occurrences and hits; traps flagged stale come after those they
-  tie with. At most ten. ``match`` follows search's rule over the brief's traps and decisions:
-  ``all`` when one of them holds every term, ``any`` when they hold only some.
-* **Decisions** — accepted (active, shipped or completed) and unexpired; path and query matches
-  first, then the most recently updated.
+  cover ``path`` come first, then those holding the query's *rare* words (IDF-weighted, see
+  :mod:`memosite.brief_focus`: one common word is not enough), best bm25 first, then by severity,
+  occurrences and hits; traps flagged stale come after those they tie with. At most ten. ``match``
+  follows search's rule over the brief's traps and decisions: ``all`` when one of them holds every
+  term, ``any`` when they hold only some.
+* **Decisions** — accepted (active, shipped or completed) and unexpired; path matches first, then
+  those the task is about (its rare words, and its meaning when hybrid search is on, fused), then
+  the most recently updated.
 * **Pending review** — traps and decisions an agent wrote that wait for a person (``review.required``
   in ``config.json``), marked unreviewed, newest first; left out with ``review.briefPending: false``.
   They appear nowhere else in the brief.
@@ -23,9 +25,12 @@ Ranking and the cap happen in SQL: a brief reads the few records it can show, no
 
 The brief fits ``max_bytes`` of UTF-8 (``bootstrap.maxBytes`` in ``config.json``, 8192 by default;
 ``max_tokens`` × 4 when a token budget is given — the token count is an estimate, ``bytes / 4``).
-When it does not, the lowest-ranked records go first — decisions, then current work, then traps,
-each section from its end; the first record that does not fit whole is cut short when a useful part
-of it still fits. An agent must never believe it saw everything when it did not: ``truncated`` is
+Each section first fills its share of the room (:data:`SECTION_SHARES`), then what a section left
+unused goes to the records not yet taken, traps first (:func:`_fit`): a brief whose traps could fill
+it still has room for the decision the task is about. The first record that does not fit whole is cut
+short when a useful part of it still fits. Each record says in a few words why it is there (``why``:
+``covers src/x.py``, ``task words autoscaler``, ``critical severity``, ``recent decision (…)``).
+An agent must never believe it saw everything when it did not: ``truncated`` is
 true whenever an eligible record was left out (by the budget or by the cap on traps) or cut short,
 ``omitted`` says how many of each section and why (``budget``, ``cap``), and the Markdown ends with
 one line saying so (``+ 20 more traps: memosite search --kind trap``).
