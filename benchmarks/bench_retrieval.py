@@ -9,9 +9,13 @@ wall time (the first pass, which has real work, and a second one with nothing le
 A share of the records (``--unspaced``, 5 % by default) carry Chinese or Japanese paragraphs, as a
 project with an international team accumulates.
 
+Search, the CLI call and briefs are timed with hybrid search on (``memosite[semantic]``) and off
+(``search.semantic: false``) in the same run; the CLI row also gives the child process's CPU time,
+which is what loading the model adds to a fresh ``memosite search``.
+
 Targets at 10,000 records: search p50 ≤ 10 ms and p95 ≤ 40 ms; CLI search ≤ 300 ms; gc ≤ 10 s.
 Run: .venv/bin/python benchmarks/bench_retrieval.py [--sizes 1000,10000] [--rounds 5] [--cli-runs 7]
-     [--unspaced 0.05]
+     [--unspaced 0.05] [--modes hybrid,words]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -238,18 +243,22 @@ def bench_search(vault: Vault, rounds: int) -> tuple[float, float, float]:
     return percentile(timings, 50), percentile(timings, 95), max(timings)
 
 
-def bench_cli(root: Path, runs: int) -> float:
+def bench_cli(root: Path, runs: int) -> tuple[float, float]:
+    """The median wall time and CPU time (user + system) of a ``memosite search`` process, in ms."""
     env = {**os.environ, "MEMOSITE_VAULT": str(root), "MEMOSITE_PROJECT": PROJECT}
     command = [str(MEMOSITE), "search", "payment", "retry", "--json"]
-    timings = []
+    timings, cpu = [], []
     for _ in range(runs + 1):
         started = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         timings.append((time.perf_counter() - started) * 1000)
+        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
         if done.returncode != 0:
             raise SystemExit(f"memosite search failed: {done.stderr.strip()}")
         json.loads(done.stdout)
-    return statistics.median(timings[1:])
+    return statistics.median(timings[1:]), statistics.median(cpu[1:])
 
 
 def bench_briefs(vault: Vault, rounds: int) -> tuple[float, float]:
@@ -264,9 +273,29 @@ def bench_briefs(vault: Vault, rounds: int) -> tuple[float, float]:
     return percentile(timings, 50), percentile(timings, 95)
 
 
-def measure(size: int, rounds: int, cli_runs: int, unspaced: float) -> dict[str, float]:
+def set_semantic(root: Path, on: bool) -> None:
+    (root / "config.json").write_text(json.dumps({"search": {"semantic": on}}), encoding="utf-8")
+
+
+def measure_mode(root: Path, mode: str, rounds: int, cli_runs: int) -> dict[str, float]:
+    """Search, CLI and brief timings with hybrid search on (``hybrid``) or off (``words``)."""
+    set_semantic(root, mode == "hybrid")
+    vault = Vault.open(root)
+    try:
+        figures: dict[str, float] = {}
+        figures["p50_ms"], figures["p95_ms"], figures["max_ms"] = bench_search(vault, rounds)
+        figures["cli_ms"], figures["cli_cpu_ms"] = bench_cli(root, cli_runs)
+        figures["brief_p50_ms"], figures["brief_p95_ms"] = bench_briefs(vault, rounds)
+        return figures
+    finally:
+        vault.close()
+
+
+def measure(size: int, rounds: int, cli_runs: int, unspaced: float, modes: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="memosite-bench-") as tmp:
         root = Path(tmp) / "vault"
+        root.mkdir(parents=True)
+        set_semantic(root, "hybrid" in modes)
         vault = write_vault(root, size, unspaced=unspaced)
         started = time.perf_counter()
         reindex(vault, [PROJECT])
@@ -275,9 +304,12 @@ def measure(size: int, rounds: int, cli_runs: int, unspaced: float) -> dict[str,
             "records": float(vault.index().count(PROJECT)),
         }
         figures["index_mb"], figures["trigram_mb"] = index_sizes(vault)
-        figures["p50_ms"], figures["p95_ms"], figures["max_ms"] = bench_search(vault, rounds)
-        figures["cli_ms"] = bench_cli(root, cli_runs)
-        figures["brief_p50_ms"], figures["brief_p95_ms"] = bench_briefs(vault, rounds)
+        vault.close()
+        for mode in modes:
+            figures.update(
+                {f"{mode} {key}": value for key, value in measure_mode(root, mode, rounds, cli_runs).items()}
+            )
+        vault = Vault.open(root)
         started = time.perf_counter()
         result = run_gc(vault, PROJECT, now=NOW)
         figures["gc_s"] = time.perf_counter() - started
@@ -300,24 +332,35 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="passes over the query set")
     parser.add_argument("--cli-runs", type=int, default=7)
     parser.add_argument("--unspaced", type=float, default=0.05, help="share of records in Chinese/Japanese")
+    parser.add_argument("--modes", default="hybrid,words", help="hybrid (memosite[semantic]) and/or words")
     args = parser.parse_args()
+    modes = [mode for mode in args.modes.split(",") if mode in ("hybrid", "words")]
     print(
         f"{len(QUERIES)} queries x {args.rounds} rounds, {len(BRIEFS)} briefs x {args.rounds} rounds; "
         f"CLI: median of {args.cli_runs} runs; {args.unspaced:.0%} of records in unspaced scripts"
     )
     header = (
-        f"{'records':>8} {'reindex s':>9} {'index MB':>8} {'trigram MB':>10} {'p50 ms':>7} {'p95 ms':>7} "
-        f"{'max ms':>7} {'cli ms':>7} {'brief p50':>9} {'brief p95':>9} {'gc s':>6} {'changed':>8} {'gc again s':>10}"
+        f"{'records':>8} {'reindex s':>9} {'index MB':>8} {'trigram MB':>10} {'gc s':>6} {'changed':>8} "
+        f"{'gc again s':>10}"
     )
-    print(header)
+    per_mode = (
+        f"{'':8} {'mode':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cli ms':>7} {'cli cpu':>7} "
+        f"{'brief p50':>9} {'brief p95':>9}"
+    )
     for size in (int(s) for s in args.sizes.split(",")):
-        f = measure(size, args.rounds, args.cli_runs, args.unspaced)
+        f = measure(size, args.rounds, args.cli_runs, args.unspaced, modes)
+        print(header)
         print(
             f"{int(f['records']):>8} {f['reindex_s']:>9.2f} {f['index_mb']:>8.1f} {f['trigram_mb']:>10.2f} "
-            f"{f['p50_ms']:>7.2f} {f['p95_ms']:>7.2f} {f['max_ms']:>7.2f} {f['cli_ms']:>7.0f} "
-            f"{f['brief_p50_ms']:>9.1f} {f['brief_p95_ms']:>9.1f} {f['gc_s']:>6.2f} {int(f['gc_changed']):>8} "
-            f"{f['gc_again_s']:>10.2f}"
+            f"{f['gc_s']:>6.2f} {int(f['gc_changed']):>8} {f['gc_again_s']:>10.2f}"
         )
+        print(per_mode)
+        for mode in modes:
+            print(
+                f"{'':8} {mode:>7} {f[mode + ' p50_ms']:>7.2f} {f[mode + ' p95_ms']:>7.2f} {f[mode + ' max_ms']:>7.2f} "
+                f"{f[mode + ' cli_ms']:>7.0f} {f[mode + ' cli_cpu_ms']:>7.0f} {f[mode + ' brief_p50_ms']:>9.1f} "
+                f"{f[mode + ' brief_p95_ms']:>9.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ Three sections, rendered as Markdown and returned with their parts:
   the spec/plan/state records named ``<slug>-…``), fetched like ``get`` does: an expired one is
   annotated ``expired``, never left out.
 * **Traps** — active, unexpired traps (unrated and low ones after the rest); those whose ``pathPatterns``
-  cover ``path`` come first, then those matching ``query`` (more of its terms first, as ``search``
-  reads a query), then by severity, occurrences and hits; traps flagged stale come after those they
-  tie with. At most ten. ``match`` follows search's rule over the brief's traps and decisions:
-  ``all`` when one of them holds every term, ``any`` when they hold only some.
-* **Decisions** — accepted (active, shipped or completed) and unexpired; path and query matches
-  first, then the most recently updated.
+  cover ``path`` come first, then those holding the query's *rare* words (IDF-weighted, see
+  :mod:`memosite.brief_focus`: one common word is not enough), best bm25 first, then by severity,
+  occurrences and hits; traps flagged stale come after those they tie with. At most ten. ``match``
+  follows search's rule over the brief's traps and decisions: ``all`` when one of them holds every
+  term, ``any`` when they hold only some.
+* **Decisions** — accepted (active, shipped or completed) and unexpired; path matches first, then
+  those the task is about (its rare words, and its meaning when hybrid search is on, fused), then
+  the most recently updated.
 * **Pending review** — traps and decisions an agent wrote that wait for a person (``review.required``
   in ``config.json``), marked unreviewed, newest first; left out with ``review.briefPending: false``.
   They appear nowhere else in the brief.
@@ -23,9 +25,12 @@ Ranking and the cap happen in SQL: a brief reads the few records it can show, no
 
 The brief fits ``max_bytes`` of UTF-8 (``bootstrap.maxBytes`` in ``config.json``, 8192 by default;
 ``max_tokens`` × 4 when a token budget is given — the token count is an estimate, ``bytes / 4``).
-When it does not, the lowest-ranked records go first — decisions, then current work, then traps,
-each section from its end; the first record that does not fit whole is cut short when a useful part
-of it still fits. An agent must never believe it saw everything when it did not: ``truncated`` is
+Each section first fills its share of the room (:data:`SECTION_SHARES`), then what a section left
+unused goes to the records not yet taken, traps first (:func:`_fit`): a brief whose traps could fill
+it still has room for the decision the task is about. The first record that does not fit whole is cut
+short when a useful part of it still fits. Each record says in a few words why it is there (``why``:
+``covers src/x.py``, ``task words autoscaler``, ``critical severity``, ``recent decision (…)``).
+An agent must never believe it saw everything when it did not: ``truncated`` is
 true whenever an eligible record was left out (by the budget or by the cap on traps) or cut short,
 ``omitted`` says how many of each section and why (``budget``, ``cap``), and the Markdown ends with
 one line saying so (``+ 20 more traps: memosite search --kind trap``).
@@ -36,12 +41,12 @@ session, as ``get`` does; a brief read without a session counts none.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from memosite.brief_focus import Focused, TaskWords, focus_section
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.expiration import is_expired_iso
 from memosite.index import fts, queries, verdicts
@@ -101,6 +106,7 @@ class BriefItem:
     matched_terms: int = 0
     trimmed: bool = False
     freshness: str | None = None  # verify's verdict on its cited code: fresh, drifted or missing
+    why: str = ""  # in a few words, why the brief holds it (bootstrap --explain prints it)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +127,7 @@ class BriefItem:
             "trimmed": self.trimmed,
             "freshness": self.freshness,
             "pending": self.section == "pending",
+            "why": self.why,
         }
 
     def heading(self) -> str:
@@ -255,7 +262,11 @@ def _cut(text: str, budget: int) -> str:
 
 
 def _item(
-    section: str, row: queries.RecordRow, now_iso: str, candidate: queries.BriefCandidate | None = None
+    section: str,
+    row: queries.RecordRow,
+    now_iso: str,
+    candidate: queries.BriefCandidate | None = None,
+    focused: Focused | None = None,
 ) -> BriefItem:
     item = BriefItem(
         section=section,
@@ -280,7 +291,23 @@ def _item(
         if candidate.matched:
             item.matched.append("keyword")
         item.matched_terms = candidate.matched
+    if focused is not None:
+        item.why = focused.why
+    else:
+        item.why = _own_reason(item)
     return item
+
+
+def _own_reason(item: BriefItem) -> str:
+    """Why a record the task's path and words did not point at is in the brief: its section's order."""
+    if item.section == "traps":
+        seen = f", seen {item.occurrences}×" if item.occurrences > 1 else ""
+        return f"{item.severity or 'unrated'} severity{seen}"
+    if item.section == "decisions":
+        return f"recent decision (updated {item.updated[:10]})" if item.updated else "accepted decision"
+    if item.section == "pending":
+        return "waiting for a person's review"
+    return "current work"
 
 
 @dataclass
@@ -316,6 +343,16 @@ class _Gatherer:
             parsed = parse_query(parsed.text, plain=True)
         if parsed is not None and not parsed.empty:
             self.terms = fts.Terms(raw=parsed.raw) if parsed.raw is not None else parsed.any_terms()
+        from memosite.indexing import fill_missing_vectors, semantic_embedder
+
+        # The task's words are weighed, and meaning used, for a query of words (FTS5 syntax is
+        # matched as written, as search does).
+        self.parsed = parsed if parsed is not None and not parsed.empty and parsed.raw is None else None
+        self.words = TaskWords.weigh(self.index, project, self.parsed) if self.parsed is not None else None
+        self.embedder = semantic_embedder(vault) if self.parsed is not None else None
+        if self.embedder is not None:
+            fill_missing_vectors(vault, self.embedder)
+        self.focus: dict[str, dict[int, Focused]] = {}
 
     def match(self) -> MatchMode | None:
         """The query's ``match`` over the brief's traps and decisions, by search's rule: ``all``
@@ -345,23 +382,49 @@ class _Gatherer:
         shown, beyond = candidates[:limit], candidates[limit:]
         section.read += len(shown)
         rows = queries.record_rows(self.index, [candidate.rowid for candidate in shown])
-        items = [_item(section.name, rows[c.rowid], self.now_iso, c) for c in shown if c.rowid in rows]
+        focus = self.focus.get(section.name, {})
+        items = [
+            _item(section.name, rows[c.rowid], self.now_iso, c, focus.get(c.rowid)) for c in shown if c.rowid in rows
+        ]
         section.items.extend(items)
         return items, queries.record_ids(self.index, [candidate.rowid for candidate in beyond])
 
     def _candidates(self, section: _Section, limit: int) -> list[queries.BriefCandidate]:
+        first = self._focused(section) if section.name != "pending" else None
         return queries.brief_section(
             self.index,
             self.project,
             section.name,
             section.values,
             self.now_iso,
-            terms=self.terms,
-            path=self.path,
+            terms=self.terms if first is None else None,
+            path=self.path if first is None else None,
             limit=limit,
             offset=section.read,
             fresh_only=self.fresh_only,
+            first=first,
         )
+
+    def _focused(self, section: _Section) -> list[queries.BriefCandidate] | None:
+        """The records the task's path and words point at, first (see :mod:`memosite.brief_focus`);
+        None for a query in FTS5 syntax, which is matched as written."""
+        if self.terms is not None and self.parsed is None:
+            return None
+        if section.name not in self.focus:
+            found = focus_section(
+                self.index,
+                self.project,
+                section.name,
+                section.values,
+                self.now_iso,
+                parsed=self.parsed,
+                words=self.words,
+                path=self.path,
+                embedder=self.embedder,
+                fresh_only=self.fresh_only,
+            )
+            self.focus[section.name] = {focused.candidate.rowid: focused for focused in found}
+        return [focused.candidate for focused in self.focus[section.name].values()]
 
     def pages(self, section: _Section) -> Iterator[BriefItem]:
         """Every record of ``section``, read a page at a time as the caller goes."""
@@ -399,7 +462,9 @@ def _context(vault: Vault, project: str, slug: str, now: datetime) -> list[Brief
     for relative in paths:
         row = queries.record_row_by_path(vault.index(), relative)
         if row is not None:
-            items.append(_item("context", row, now_iso))
+            item = _item("context", row, now_iso)
+            item.why = f"the {item.kind} of `{slug}`" if relative in exact else f"related to `{slug}`"
+            items.append(item)
     return items
 
 
@@ -464,36 +529,52 @@ class _Fit:
 
 def _fit(
     header: str,
-    ranked: Iterable[BriefItem],
+    sections: dict[str, Iterable[BriefItem]],
     eligible: dict[str, int],
     left_out: dict[str, int],
     max_bytes: int,
 ) -> _Fit:
-    """Greedy in rank order; stop at the first record that fits neither whole nor cut short.
+    """The records of each section in rank order, within ``max_bytes``, in two rounds.
 
-    ``eligible`` counts the records of each section ``ranked`` can yield; ``left_out`` those left
+    First each section gets its share of the room (:data:`SECTION_SHARES`): its records in order,
+    whole, while they fit in the share. Then what is left — the shares a section did not use —
+    goes to the records not yet taken, section by section in :data:`SPEND_ORDER`, greedily; at the
+    first record that fits neither whole nor cut short, the brief is full.
+
+    ``eligible`` counts the records of each section ``sections`` can yield; ``left_out`` those left
     out before (the cap). The room the last line may need is kept free while anything could still be
     left out, so the brief never has to be cut again once assembled."""
     reserve = _size(footer_line({s: eligible.get(s, 0) + left_out.get(s, 0) for s in _SECTION_TITLES}))
-    used = _size(header)
-    remaining = sum(eligible.values())
-    sections: set[str] = set()
-    chosen: list[tuple[BriefItem, str]] = []
-    for item in ranked:
-        remaining -= 1
-        heading = 0 if item.section in sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
-        text = item.render()
-        last_one = remaining == 0 and not any(left_out.values())
-        if used + heading + _size(text) + (0 if last_one else reserve) <= max_bytes:
-            chosen.append((item, text))
-            used += heading + _size(text)
-            sections.add(item.section)
-            continue
-        room = max_bytes - used - heading - reserve - _size(item.render(0))
-        if room >= _MIN_TRIMMED_BODY:
-            item.trimmed = True
-            chosen.append((item, item.render(room)))
-        break
+    state = _Filling(used=_size(header), remaining=sum(eligible.values()), last_free=not any(left_out.values()))
+    room = max(max_bytes - state.used - reserve, 0)
+    readers = {name: _Peekable(iter(items)) for name, items in sections.items()}
+    for name in SPEND_ORDER:
+        share = int(room * SECTION_SHARES.get(name, 0.0))
+        spent = 0
+        reader = readers[name]
+        while (item := reader.peek()) is not None:
+            cost = state.cost(item)
+            if spent + cost > share or not state.fits(cost, reserve, max_bytes):
+                break
+            state.take(reader.pop(), item.render())
+            spent += cost
+    for name in SPEND_ORDER:
+        reader = readers[name]
+        while (item := reader.peek()) is not None:
+            cost = state.cost(item)
+            if state.fits(cost, reserve, max_bytes):
+                state.take(reader.pop(), item.render())
+                continue
+            heading = state.heading(item)
+            trimmed_room = max_bytes - state.used - heading - reserve - _size(item.render(0))
+            if trimmed_room >= _MIN_TRIMMED_BODY:
+                item.trimmed = True
+                state.take(reader.pop(), item.render(trimmed_room))
+            state.full = True
+            break
+        if state.full:
+            break
+    chosen = sorted(state.chosen, key=lambda pair: SPEND_ORDER.index(pair[0].section))  # sections stay apart
     counts = _left_out_counts(chosen, eligible, left_out)
     markdown = _assemble(header, chosen, footer_line(counts))
     while _size(markdown) > max_bytes and chosen:  # a guard: the sums above are upper bounds
@@ -501,6 +582,62 @@ def _fit(
         counts = _left_out_counts(chosen, eligible, left_out)
         markdown = _assemble(header, chosen, footer_line(counts))
     return _Fit(chosen, markdown)
+
+
+# The share of the brief's room each section may fill before the others have had theirs; what a
+# section leaves unused goes to the others (traps first). Decisions get room of their own: a brief
+# whose traps fill the budget says nothing of the decision the task is about.
+SECTION_SHARES = {"traps": 0.4, "context": 0.25, "decisions": 0.3, "pending": 0.05}
+SPEND_ORDER = ("traps", "context", "decisions", "pending")
+
+
+class _Peekable:
+    """An iterator one item of which can be looked at before it is taken."""
+
+    def __init__(self, items: Iterator[BriefItem]) -> None:
+        self._items = items
+        self._next: BriefItem | None = None
+        self._done = False
+
+    def peek(self) -> BriefItem | None:
+        if self._next is None and not self._done:
+            self._next = next(self._items, None)
+            self._done = self._next is None
+        return self._next
+
+    def pop(self) -> BriefItem:
+        item = self.peek()
+        assert item is not None
+        self._next = None
+        return item
+
+
+@dataclass
+class _Filling:
+    """What the brief holds so far while :func:`_fit` fills it."""
+
+    used: int
+    remaining: int  # eligible records not yet taken
+    last_free: bool  # nothing was left out before: the very last record needs no room for the last line
+    chosen: list[tuple[BriefItem, str]] = field(default_factory=list)
+    sections: set[str] = field(default_factory=set)
+    full: bool = False
+
+    def heading(self, item: BriefItem) -> int:
+        return 0 if item.section in self.sections else _size(f"## {_SECTION_TITLES[item.section]}\n\n")
+
+    def cost(self, item: BriefItem) -> int:
+        return self.heading(item) + _size(item.render())
+
+    def fits(self, cost: int, reserve: int, max_bytes: int) -> bool:
+        last_one = self.remaining == 1 and self.last_free
+        return self.used + cost + (0 if last_one else reserve) <= max_bytes
+
+    def take(self, item: BriefItem, text: str) -> None:
+        self.used += self.heading(item) + _size(text)
+        self.sections.add(item.section)
+        self.remaining -= 1
+        self.chosen.append((item, text))
 
 
 def _left_out_counts(
@@ -640,9 +777,13 @@ def build_bootstrap(
     }
     left_out = {"traps": cap_count, "pending": max(pending_section.total - len(pending), 0)}
     _mark_freshness(vault, [*traps, *context, *pending])
-    # Drop order is the reverse of this: pending records go first, then decisions, traps last.
-    ranked = itertools.chain(traps, context, _marked(vault, gatherer.pages(decision_section)), pending)
-    fit = _fit(_header(project, query, slug, path, now_iso, unfresh), ranked, eligible, left_out, budget)
+    in_rank_order: dict[str, Iterable[BriefItem]] = {
+        "traps": traps,
+        "context": context,
+        "decisions": _marked(vault, gatherer.pages(decision_section)),
+        "pending": pending,
+    }
+    fit = _fit(_header(project, query, slug, path, now_iso, unfresh), in_rank_order, eligible, left_out, budget)
     included = [item for item, _ in fit.chosen]
     read = {"traps": traps, "context": context, "decisions": decision_section.items, "pending": pending}
     sections = {"traps": trap_section, "decisions": decision_section, "pending": pending_section}

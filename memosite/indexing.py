@@ -1,7 +1,9 @@
 """Keeping the index and the views in step with the Markdown files.
 
 ``index_record`` after a write, ``refresh_project`` after edits made outside memosite (only files
-whose size or mtime changed are parsed), ``reindex`` to rebuild everything from the files.
+whose size or mtime changed are parsed), ``reindex`` to rebuild everything from the files. Each
+record indexed also gets its vector when hybrid search is on (:func:`semantic_embedder`): only the
+records a write or a refresh touches are embedded; ``reindex`` embeds them all again.
 """
 
 from __future__ import annotations
@@ -15,16 +17,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memosite.errors import InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
-from memosite.index import IndexEntry
+from memosite.index import IndexEntry, vectors
 from memosite.kinds import KINDS, RECORD_DIRS, kinds_in_directory, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, format_iso, parse_record
 from memosite.template_files import templates_checksum_for
 from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
+
+if TYPE_CHECKING:
+    from memosite.embedding import Embedder
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -134,10 +139,59 @@ def build_entry(vault: Vault, record: Record, path: Path, stat: os.stat_result |
     return entry
 
 
+def semantic_embedder(vault: Vault) -> Embedder | None:
+    """The embedding model when hybrid search is on for ``vault``: ``search.semantic`` is not false
+    and ``memosite[semantic]`` is installed. None otherwise (words alone)."""
+    if not vault.config.search_semantic:
+        return None
+    from memosite.embedding import load_embedder  # numpy and the model: only when asked for
+
+    return load_embedder()
+
+
+def attach_vectors(vault: Vault, entries: Sequence[IndexEntry]) -> None:
+    """Give each entry its vector (one batch), when hybrid search is on."""
+    embedder = semantic_embedder(vault) if entries else None
+    if embedder is None:
+        return
+    from memosite.embedding import record_text
+
+    rows = embedder.embed_records([record_text(entry.title, entry.body, entry.tags) for entry in entries])
+    for entry, row in zip(entries, rows, strict=True):
+        entry.vector = (embedder.name, embedder.to_blob(row))
+
+
+def fill_missing_vectors(vault: Vault, embedder: Embedder) -> int:
+    """Embed the records indexed while the model was off or not installed; how many. Cheap when
+    none is missing: the answer is remembered until the index changes."""
+    index = vault.index()
+
+    def complete() -> bool:
+        return vectors.count(index, embedder.name) >= index.count()
+
+    if index.remembered(("vectors complete", embedder.name), complete):
+        return 0
+    from memosite.embedding import record_text
+
+    lacking = vectors.missing(index, embedder.name)
+    if not lacking:
+        return 0
+    rows = embedder.embed_records([record_text(item.title, item.body, item.tags) for item in lacking])
+    try:
+        vectors.store_rows(
+            index, embedder.name, [(item.rowid, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)]
+        )
+    except sqlite3.Error as exc:
+        warn(f"index vectors not saved ({exc}); search ranks by words until they are")
+        return 0
+    return len(lacking)
+
+
 def index_record(vault: Vault, record: Record, path: Path) -> IndexEntry | None:
     """Index one just-written record. Index failures warn and never undo the file write."""
     try:
         entry = build_entry(vault, record, path)
+        attach_vectors(vault, [entry])
         vault.index().upsert(entry)
         return entry
     except (sqlite3.Error, OSError) as exc:
@@ -267,6 +321,7 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
         result.kinds.add(record.kind)
         if relative in known_kinds:
             result.kinds.add(known_kinds[relative])
+    attach_vectors(vault, entries)
     with index.transaction():
         for entry in entries:
             index.upsert(entry)

@@ -29,6 +29,12 @@ Rules a caller can rely on:
   ``occurrences`` reports (and sorts) as seen once.
 * Records waiting for review are left out unless ``include_pending``; then they come back marked
   ``pending`` (``unreviewed`` in text).
+* Relevance is hybrid when ``memosite[semantic]`` is installed and ``search.semantic`` is not false
+  (:mod:`memosite.hybrid`): the words' ranking above and a ranking by meaning (the query's vector
+  against each record's) are fused, so a record that says the same thing in other words is found
+  too. ``ranking`` says which was used (``hybrid`` or ``words``). With hybrid off — or a query in
+  FTS5 syntax, or another sort — the results are exactly the words' ranking. ``explain`` gives each
+  hit its place in each ranking (``bm25Rank``, ``vectorRank``, ``similarity``, ``fusedScore``).
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from memosite import hybrid
 from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
 from memosite.index import fts, verdicts
@@ -47,6 +54,9 @@ from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
 from memosite.schema import STATUSES, format_iso, is_flagged_stale, utc_now
 from memosite.vault import Vault
+
+if TYPE_CHECKING:
+    from memosite.embedding import Embedder
 
 __all__ = ["SearchHit", "SearchResult", "normalize_path", "path_matches", "search_records"]
 
@@ -85,6 +95,7 @@ class SearchHit:
     matched_terms: int | None = None
     freshness: str | None = None  # the last verify's verdict on its cited code, when it cites any
     pending: bool = False  # waiting for a person's review (found only with include_pending)
+    explain: dict[str, Any] | None = None  # where each ranking put it (search --explain)
 
     @property
     def flagged_stale(self) -> bool:
@@ -122,7 +133,11 @@ class SearchHit:
             "matchedTerms": self.matched_terms,
             "freshness": self.freshness,
             "pending": self.pending,
+            **({"explain": self.explain} if self.explain is not None else {}),
         }
+
+
+Ranking = Literal["hybrid", "words"]
 
 
 @dataclass
@@ -134,6 +149,7 @@ class SearchResult:
     terms: list[str] = field(default_factory=list)
     hits_recorded: list[str] = field(default_factory=list)
     holding_all: int | None = None  # with a query: how many of ``total`` hold every term
+    ranking: Ranking = "words"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -143,6 +159,7 @@ class SearchResult:
             "match": self.match,
             "terms": self.terms,
             "holdingAll": self.holding_all,
+            "ranking": self.ranking,
             "hitsRecorded": self.hits_recorded,
         }
 
@@ -159,17 +176,30 @@ class Found:
     match: MatchMode | None
     terms: list[str]
     holding_all: int = 0  # how many of ``total`` hold every term
+    raw: bool = False  # the query ran as FTS5 syntax, as written
+    fused: list[hybrid.Ranked] | None = None  # the hybrid order, when meaning took part
+    ranking: fts.Ranking | None = None  # the rows ``matches`` were loaded from (maybe more of them)
 
 
-def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
-    """The one query pipeline of search, bootstrap and MCP search (see the module docstring)."""
+def find_matches(
+    index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int, load: int | None = None
+) -> Found:
+    """The one query pipeline of search, bootstrap and MCP search (see the module docstring): the
+    first ``limit`` matches, of which the first ``load`` (all by default) are loaded as ``matches``;
+    ``ranking`` holds them all."""
+    load = limit if load is None else load
+
+    def loaded(ranking: fts.Ranking, match: MatchMode | None, terms: list[str], holding: int, **extra: Any) -> Found:
+        matches = fts.load_ranked(index, ranking, ranking.rows[:load])
+        return Found(matches, ranking.total, match, terms, holding, ranking=ranking, **extra)
+
     if text is None:
-        matches, total = fts.find(index, None, filters, sort=sort, limit=limit)
-        return Found(matches, total, None, [], total)
+        ranking = fts.find_ranked(index, None, filters, sort=sort, limit=limit)
+        return loaded(ranking, None, [], ranking.total)
 
     def as_written(terms: fts.Terms) -> Found | None:
-        matches, total = fts.find(index, terms, filters, sort=sort, limit=limit)
-        return Found(matches, total, "all", [str(terms.raw)], total) if matches else None
+        ranking = fts.find_ranked(index, terms, filters, sort=sort, limit=limit)
+        return loaded(ranking, "all", [str(terms.raw)], ranking.total, raw=True) if ranking.rows else None
 
     found, parsed = _raw_then_words(text, as_written)
     if found is not None:
@@ -177,9 +207,40 @@ def find_matches(index: Index, text: str | None, filters: fts.SearchFilters, *, 
     if parsed.empty:
         return Found([], 0, None, [])
     try:
-        return _all_then_any(index, parsed, filters, sort=sort, limit=limit)
+        ranking, match, terms, holding = _all_then_any(index, parsed, filters, sort=sort, limit=limit)
     except fts.QuerySyntaxError as exc:
         raise StorageError(f"search failed: {exc}") from exc
+    return loaded(ranking, match, terms, holding)
+
+
+def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: int, embedder: Embedder) -> Found:
+    """:func:`find_matches` in relevance order, fused with the ranking by meaning (see the module
+    docstring). A query in FTS5 syntax, or with a "quoted phrase", asks for exact words: it is
+    ranked by words alone."""
+    from memosite.indexing import fill_missing_vectors
+
+    index = vault.index()
+    lexical = find_matches(index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES), load=0)
+    rows = lexical.ranking.rows if lexical.ranking is not None else []
+    if lexical.raw or any(term.kind == "phrase" for term in parse_query(text).terms):
+        return find_matches(index, text, filters, sort="relevance", limit=limit)
+    fill_missing_vectors(vault, embedder)
+    meaning = hybrid.rank_by_meaning(index, embedder, text, filters)
+    candidates = [*(row[0] for row in rows), *meaning.rowids]
+    fused = hybrid.fuse([(row[0], row[1]) for row in rows], meaning, fts.flagged_among(index, candidates))
+    shown = fused[:limit]
+    by_words = {row[0]: row for row in rows}
+    # Only the records shown are loaded: those the words found with their snippets, the others too.
+    known = {}
+    if lexical.ranking is not None:
+        words_rows = [by_words[ranked.rowid] for ranked in shown if ranked.rowid in by_words]
+        known = {match.rowid: match for match in fts.load_ranked(index, lexical.ranking, words_rows)}
+    found_by_meaning = [ranked.rowid for ranked in shown if ranked.rowid not in by_words]
+    known.update((match.rowid, match) for match in fts.load_matches(index, found_by_meaning, None, ()))
+    lexical.matches = [known[ranked.rowid] for ranked in shown if ranked.rowid in known]
+    lexical.total += sum(1 for ranked in fused if ranked.lexical_rank is None)
+    lexical.fused = shown
+    return lexical
 
 
 def match_of(index: Index, text: str, filters: fts.SearchFilters) -> MatchMode | None:
@@ -216,15 +277,20 @@ def _raw_then_words(text: str, as_written: Callable[[fts.Terms], T | None]) -> t
     return (answer, parsed) if answer is not None else (None, parse_query(text, plain=True))
 
 
-def _all_then_any(index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int) -> Found:
-    matches, total = fts.find(index, parsed.all_terms(), filters, sort=sort, limit=limit)
-    if len(matches) < limit and parsed.loosens:
-        loose, loose_total = fts.find(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
-        if loose_total > total:
+def _all_then_any(
+    index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int
+) -> tuple[fts.Ranking, MatchMode | None, list[str], int]:
+    """The ranking of the strict reading, or of the loose one when the strict finds too little;
+    ``match``, the terms searched and how many hold every term."""
+    strict = fts.find_ranked(index, parsed.all_terms(), filters, sort=sort, limit=limit)
+    total = strict.total
+    if len(strict.rows) < limit and parsed.loosens:
+        loose = fts.find_ranked(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
+        if loose.total > total:
             # Records holding some terms were added after those holding all: ``match`` still says
             # whether any record holds every term, not which pass ran last.
-            return Found(loose, loose_total, "all" if total else "any", parsed.labels(loose=True), total)
-    return Found(matches, total, "all" if total else None, parsed.labels(), total)
+            return loose, "all" if total else "any", parsed.labels(loose=True), total
+    return strict, "all" if total else None, parsed.labels(), total
 
 
 # --- filters ---------------------------------------------------------------------------------
@@ -277,15 +343,16 @@ def search_records(
     session_id: str | None = None,
     include_pending: bool = False,
     author: str | None = None,
+    explain: bool = False,
     now: datetime | None = None,
 ) -> SearchResult:
     """Find records of ``project`` (every project when None) matching ``query`` and the filters.
 
     ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``hit_ids``
     acknowledges that the caller used those records (a hit each, at most once per ``session_id``);
-    it needs a project.
+    it needs a project. ``explain`` gives each hit its place in each ranking.
     """
-    from memosite.indexing import ensure_index
+    from memosite.indexing import ensure_index, semantic_embedder
 
     now = now or utc_now()
     if sort not in SORTS:
@@ -312,8 +379,14 @@ def search_records(
     )
     ensure_index(vault)
     text = query.strip() if isinstance(query, str) and query.strip() else None
-    found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
+    embedder = semantic_embedder(vault) if text is not None and sort == "relevance" else None
+    if embedder is not None and text is not None:
+        found = find_hybrid(vault, text, filters, limit=limit, embedder=embedder)
+    else:
+        found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
     hits = [_hit(match, now_iso, found.match) for match in found.matches]
+    if explain:
+        _explain(hits, found)
     marks = verdicts.for_paths(vault.index(), [hit.path for hit in hits])
     pending = _pending_paths(vault.index(), {hit.project for hit in hits}) if include_pending and hits else set()
     for hit in hits:
@@ -333,7 +406,20 @@ def search_records(
         terms=found.terms,
         hits_recorded=recorded,
         holding_all=found.holding_all if found.match is not None else None,
+        ranking="hybrid" if found.fused is not None else "words",
     )
+
+
+def _explain(hits: list[SearchHit], found: Found) -> None:
+    """Each hit's place in the words' ranking and in the meaning's, and the fused score."""
+    fused = {ranked.rowid: ranked for ranked in found.fused or ()}
+    for position, (hit, match) in enumerate(zip(hits, found.matches, strict=True), 1):
+        ranked = fused.get(match.rowid)
+        if ranked is not None:
+            hit.explain = ranked.to_json()
+        else:
+            words = position if match.rank is not None else None
+            hit.explain = {"bm25Rank": words, "vectorRank": None, "similarity": None, "fusedScore": None}
 
 
 def _pending_paths(index: Index, projects: set[str]) -> set[str]:

@@ -102,6 +102,8 @@ SETTINGS: tuple[Setting, ...] = (
         "vaultGit.pushDelaySeconds", "machine", "seconds", 10, "quiet time before an automatic push", maximum=86_400
     ),
     Setting("sessions.root", "machine", "path", None, "sessions root to use (relative to the working directory)"),
+    # Whether meaning ranks beside words depends on what this machine installed (memosite[semantic]).
+    Setting("search.semantic", "machine", "bool", True, "rank by meaning as well as words (memosite[semantic])"),
 )
 
 BY_KEY: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}

@@ -187,6 +187,12 @@ class VaultConfig:
         return int(self._get("bootstrap", "maxBytes"))
 
     @property
+    def search_semantic(self) -> bool:
+        """``search.semantic``: rank by meaning as well as words when ``memosite[semantic]`` is
+        installed (false: words alone, as without the extra)."""
+        return self._get("search", "semantic") is not False
+
+    @property
     def sessions_keep(self) -> int:
         return int(self._get("sessions", "keep"))
 

@@ -308,13 +308,19 @@ def test_a_brief_never_hides_what_it_left_out(
 # --- one pipeline with search ------------------------------------------------------------------
 
 
-def test_a_question_ranks_the_traps_holding_more_of_its_words_first(vault: Vault) -> None:
+def test_a_trap_sharing_only_a_common_word_with_the_task_ranks_by_severity(vault: Vault) -> None:
+    # "payment" is in two traps of three: common here. "retries" is in one: rare.
     put(vault, "trap", "critical-other", "Disk fills up at night.\n", severity="critical")
     put(vault, "trap", "one-word", "Payment webhooks arrive out of order.\n", severity="high")
     put(vault, "trap", "both", "Payment retries double-charge without an idempotency key.\n", severity="medium")
     result = build_bootstrap(vault, P, query="how do payment retries work", now=NOW)
-    assert trap_ids(result) == ["both", "one-word", "critical-other"]
-    assert [i.matched_terms for i in result.traps] == [2, 1, 0]
+    assert trap_ids(result) == ["both", "critical-other", "one-word"]
+    assert [item.why for item in result.traps] == [
+        result.traps[0].why,
+        "critical severity",
+        "high severity",
+    ] and result.traps[0].why.startswith("task words retries, payment")
+    assert [i.matched_terms for i in result.traps] == [2, 0, 0]  # counted for what the task's words brought in
     assert result.match == "all"
 
 
@@ -339,14 +345,15 @@ def test_decisions_are_read_only_as_far_as_the_budget_goes(vault: Vault) -> None
 def test_every_omission_lists_its_ids_or_says_the_list_was_cut(vault: Vault) -> None:
     for number in range(35):
         put(vault, "trap", f"trap-{number:02d}", "Trap text. " * 10, severity="high", occurrences=number + 1)
-    put(vault, "decision", "the-only-decision", "Decision text.\n")
+    # Too long for the decisions' share of a small brief; the traps then spend the rest.
+    put(vault, "decision", "the-only-decision", "Decision text. " * 200)
     result = build_bootstrap(vault, P, max_tokens=200, now=NOW)
     omitted = {(o.section, o.reason): o.to_json() for o in result.omitted}
     assert omitted[("decisions", "budget")] == {
         "section": "decisions",
         "reason": "budget",
         "count": 1,
-        "ids": ["the-only-decision"],  # never read (the budget ran out first), still named
+        "ids": ["the-only-decision"],  # left out by the budget, still named
         "idsTruncated": False,
     }
     cap = omitted[("traps", "cap")]
@@ -390,3 +397,132 @@ def test_briefs_of_one_vault_object_count_what_is_live_at_their_own_moment(vault
     assert cap_and_decisions(NOW) == (lasting + 1 - MAX_TRAPS, 1)
     assert cap_and_decisions(NOW + timedelta(days=1)) == (lasting - MAX_TRAPS, 0)  # both expired
     assert cap_and_decisions(NOW) == (lasting + 1 - MAX_TRAPS, 1)  # asked of the past again
+
+
+# --- room for what matters: shares, rare words, relevance, reasons -----------------------------
+
+
+def _busy_project(vault: Vault) -> None:
+    """Twenty severe traps about everyday things, ten decisions, and the one decision a scaling task
+    needs — the oldest of them."""
+    for number in range(20):
+        body = f"The {['worker', 'queue', 'deploy', 'cache'][number % 4]} breaks again. " * 40
+        put(vault, "trap", f"trap-{number:02d}", body, severity="high", occurrences=number + 1)
+    for number in range(10):
+        put(vault, "decision", f"decision-{number:02d}", "We keep the dashboards per team.\n" * 6, age=number + 1)
+    put(
+        vault,
+        "decision",
+        "node-autoscaler",
+        "The cluster autoscaler adds EKS nodes when pods stay pending; we never scale node groups by hand.\n",
+        title="Node autoscaler for the cluster",
+        age=300,
+    )
+
+
+def test_the_decision_a_task_is_about_gets_room_when_traps_could_fill_the_brief(vault: Vault) -> None:
+    _busy_project(vault)
+    result = build_bootstrap(vault, P, query="scale the cluster when pods are pending", now=NOW)
+    assert [item.id for item in result.decisions][:1] == ["node-autoscaler"]
+    assert result.decisions[0].why.startswith("task words")
+    assert result.bytes <= result.max_bytes and result.truncated  # traps were left out, and it says so
+
+
+def test_decisions_are_chosen_by_relevance_to_the_task_not_recency_alone(vault: Vault) -> None:
+    _busy_project(vault)
+    without_task = build_bootstrap(vault, P, max_bytes=200_000, now=NOW)
+    assert [item.id for item in without_task.decisions][-1] == "node-autoscaler"  # the oldest: last
+    assert without_task.decisions[0].why.startswith("recent decision (updated ")
+
+
+def test_a_share_a_section_does_not_use_goes_to_the_others(vault: Vault) -> None:
+    for number in range(30):
+        put(vault, "trap", f"trap-{number:02d}", "Trap text. " * 80, severity="high")
+    result = build_bootstrap(vault, P, max_bytes=8192, now=NOW)
+    # No decision, no current work: the traps fill far more than their own share of the room.
+    assert result.bytes > 0.8 * 8192 and 3 < len(result.traps) < MAX_TRAPS
+    assert not result.decisions and result.bytes <= 8192
+
+
+def test_a_trap_enters_on_a_rare_word_of_the_task_never_on_one_common_word(vault: Vault) -> None:
+    for number in range(12):
+        put(vault, "trap", f"bug-{number:02d}", f"A bug in report {number}.\n", severity="low")
+    put(vault, "trap", "sso-callback", "The SSO callback drops the state parameter: a login bug.\n", severity="low")
+    put(vault, "trap", "disk", "Disk fills up at night.\n", severity="critical")
+    result = build_bootstrap(vault, P, query="fix the login bug in the sso callback", now=NOW)
+    assert trap_ids(result)[:2] == ["sso-callback", "disk"]
+    assert result.traps[0].why.startswith("task words ") and "sso" in result.traps[0].why
+    assert result.traps[1].why == "critical severity"
+    assert all(not item.why.startswith("task words") for item in result.traps[2:])  # "bug" alone is common
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("Миграция блокирует таблицу заказов на проде.\n", "почему миграция блокирует заказы"),
+        ("Η μετάβαση κλειδώνει τον πίνακα παραγγελιών.\n", "γιατί κλειδώνει ο πίνακας"),
+        ("在生产数据上执行迁移会锁住订单表。\n", "迁移 锁表"),
+        ("إعادة المحاولة تضاعف الدفع.\n", "لماذا تضاعف الدفع"),
+    ],
+)
+def test_rare_words_pull_a_trap_in_in_every_script(vault: Vault, text: str, query: str) -> None:
+    for number in range(6):
+        put(vault, "trap", f"other-{number}", f"Something else {number}.\n", severity="critical")
+    put(vault, "trap", "the-one", text, severity="low")
+    result = build_bootstrap(vault, P, query=query, now=NOW)
+    assert trap_ids(result)[0] == "the-one" and result.traps[0].why.startswith("task words ")
+
+
+def test_each_entry_says_why_it_is_in_the_brief(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    put(vault, "spec", "checkout", "Checkout spec.\n")
+    put(vault, "trap", "path-trap", severity="medium", pathPatterns=["src/payments/**"])
+    put(vault, "trap", "severe", severity="critical")
+    put(vault, "decision", "gateway", "We use one payment gateway.\n")
+    result = build_bootstrap(vault, P, slug="checkout", path="src/payments/client.py", now=NOW)
+    reasons = {item.id: item.why for item in [*result.context, *result.traps, *result.decisions]}
+    assert reasons == {
+        "checkout": "the spec of `checkout`",
+        "path-trap": "covers src/payments/client.py",
+        "severe": "critical severity",
+        "gateway": f"recent decision (updated {result.decisions[0].updated[:10]})",
+    }
+    data = run_cli("bootstrap", "--json", "--slug", "checkout", "--path", "src/payments/client.py").json()
+    assert data["sections"]["traps"][0]["why"] == "covers src/payments/client.py"
+    text = run_cli("bootstrap", "--explain", "--path", "src/payments/client.py").stdout
+    assert text.startswith(f"# Session brief: {P}")
+    assert "Why each record is in the brief:" in text and "path-trap: covers src/payments/client.py" in text
+
+
+def test_bootstrap_explain_takes_no_value(vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    put(vault, "trap", "severe", severity="critical")
+    done = run_cli("bootstrap", "--explain=yes")
+    assert done.exit_code == 2 and "Traceback" not in done.stderr
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(min_value=MIN_MAX_BYTES, max_value=6000),
+    traps=st.integers(min_value=0, max_value=14),
+    decisions=st.integers(min_value=0, max_value=8),
+    size=st.integers(min_value=1, max_value=80),
+)
+def test_shares_keep_the_truncation_rules_honest(
+    tmp_path_factory: pytest.TempPathFactory, budget: int, traps: int, decisions: int, size: int
+) -> None:
+    vault = Vault.open(tmp_path_factory.mktemp("brief") / "vault")
+    try:
+        for number in range(traps):
+            put(vault, "trap", f"t{number}", "Trap words ünïcode Ωμέγα 锁表. " * size, severity="high")
+        for number in range(decisions):
+            put(vault, "decision", f"d{number}", "Decision words. " * size, age=number + 1)
+        result = build_bootstrap(vault, P, query="trap words", max_bytes=budget, now=NOW)
+        assert result.bytes <= budget
+        shown = {"traps": len(result.traps), "decisions": len(result.decisions)}
+        left = {section: 0 for section in shown}
+        for omission in result.omitted:
+            left[omission.section] += omission.count
+        assert shown["traps"] + left["traps"] == traps and shown["decisions"] + left["decisions"] == decisions
+        trimmed = any(item.trimmed for item in [*result.traps, *result.decisions])
+        assert result.truncated == (bool(result.omitted) or trimmed)
+    finally:
+        vault.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memosite.cli import cli
@@ -429,7 +429,8 @@ def test_match_is_all_when_some_record_holds_every_term_even_with_others_after_i
 def test_match_is_any_only_when_no_record_holds_every_term(shop: Vault) -> None:
     result = search_records(shop, P, "payment gateway postgres", now=NOW)
     assert (result.match, result.holding_all) == ("any", 0)
-    assert result.results[0].id == "payment-retry" and result.results[0].matched_terms == 2
+    held = {hit.id: hit.matched_terms for hit in result.results}
+    assert held["payment-retry"] == 2 and held["postgres"] == 1
 
 
 def test_match_is_none_when_nothing_matches(shop: Vault) -> None:
@@ -747,3 +748,62 @@ def test_a_stored_pattern_set_names_paths_exactly_when_it_sorts_before_the_empty
     # matching_pattern_sets reads the sets that name paths as the range below '[]' of an index.
     stored = json.dumps(patterns)
     assert (stored < "[]") == bool(patterns)
+
+
+# --- the any-word fallback ranks by relevance --------------------------------------------------
+
+_FILLER_WORDS = ("worker", "queue", "task", "broker", "message", "retry", "result", "process")
+
+
+def _distractor_body(repeats: int) -> str:
+    """A long decision that mentions every common word of the question, page after page."""
+    sentence = "The worker takes a task from the queue, the broker keeps the message, a retry repeats the process."
+    return "\n\n".join(f"{sentence} Part {n} of the result." for n in range(repeats)) + "\n"
+
+
+def _distractor_vault(root: Path, repeats: int, *, semantic: bool) -> Vault:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
+    vault = Vault.open(root)
+    # The project's everyday records: they make the question's common words common.
+    for n in range(30):
+        words = " and the ".join(_FILLER_WORDS[(n + k) % len(_FILLER_WORDS)] for k in range(3))
+        put(vault, "log", f"log-{n}", f"Checked the {words} after deploy {n}.\n", title=f"Deploy {n}")
+    put(
+        vault,
+        "trap",
+        "acks-late",
+        "With acks_late a task that crashes the worker is delivered again.\n",
+        title="acks_late redelivers",
+    )
+    put(vault, "decision", "queue-design", _distractor_body(repeats), title="How the work queue is designed")
+    return vault
+
+
+@pytest.mark.parametrize("semantic", [False, True], ids=["words", "hybrid"])
+def test_a_long_distractor_never_outranks_a_short_exact_answer(tmp_path: Path, semantic: bool) -> None:
+    # 200 repeats: a 20 KB record holding every common word of the question, many times over.
+    vault = _distractor_vault(tmp_path / "vault", 200, semantic=semantic)
+    try:
+        question = "why does the worker retry my task message twice when acks_late is set on the queue"
+        found = search_records(vault, P, question, now=NOW)
+        assert [hit.id for hit in found.results][:1] == ["acks-late"]
+        assert found.match == "any"  # neither holds every word: the fallback decided the order
+    finally:
+        vault.close()
+
+
+@settings(max_examples=12, deadline=None)
+@given(repeats=st.integers(min_value=1, max_value=300), words=st.lists(st.sampled_from(_FILLER_WORDS), max_size=5))
+def test_the_record_holding_the_rare_word_ranks_first_whatever_the_distractor_holds(
+    repeats: int, words: list[str]
+) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = _distractor_vault(Path(tmp) / "vault", repeats, semantic=False)
+        try:
+            question = " ".join([*words, "acks_late"])
+            assert ids(vault, question)[:1] == ["acks-late"]
+        finally:
+            vault.close()

@@ -88,10 +88,22 @@ def gc(app: App, dry_run: bool, purge: bool) -> None:
     app.emit(result.to_json(), lambda: _gc_summary(result))
 
 
-def _search_text(result: SearchResult) -> str:
+def _explain_line(explain: dict[str, Any]) -> str:
+    """Where each ranking put a hit: ``bm25 #2 · meaning #5 (similarity 0.61) · fused 0.0318``."""
+    words = f"bm25 #{explain['bm25Rank']}" if explain.get("bm25Rank") else "bm25 -"
+    meaning = (
+        f"meaning #{explain['vectorRank']} (similarity {explain['similarity']:.2f})"
+        if explain.get("vectorRank")
+        else "meaning -"
+    )
+    fused = f"fused {explain['fusedScore']:.4f}" if explain.get("fusedScore") is not None else "words alone"
+    return f"{words} · {meaning} · {fused}"
+
+
+def _search_text(result: SearchResult, explain: bool = False) -> str:
     if not result.results:
         return "no matches"
-    lines = []
+    lines = [f"(ranked by {'words and meaning' if result.ranking == 'hybrid' else 'words alone'})"] if explain else []
     terms = ", ".join(result.terms)
     if result.match == "any":
         lines.append(f"(no record holds every term; those holding the most of {terms} first)")
@@ -107,6 +119,8 @@ def _search_text(result: SearchResult) -> str:
         lines.append(f"{hit.kind:8} {hit.id}  {hit.status}{severity}{flags}  {hit.title}")
         if hit.snippet:
             lines.append(f"         {hit.snippet}")
+        if explain and hit.explain is not None:
+            lines.append(f"         {_explain_line(hit.explain)}")
     shown = len(result.results)
     if result.total > shown:
         lines.append(f"({shown} of {result.total} shown; raise --limit for more)")
@@ -133,6 +147,7 @@ def _search_text(result: SearchResult) -> str:
 @click.option("--all-projects", is_flag=True, help="Search every project of the vault.")
 @click.option("--include-pending", is_flag=True, help="Also records waiting for review (memosite review).")
 @click.option("--author", help="Only records written by this author (part of the name is enough).")
+@click.option("--explain", is_flag=True, help="Show each result's bm25 rank, rank by meaning and fused score.")
 @vault_options
 def search(
     app: App,
@@ -150,15 +165,17 @@ def search(
     all_projects: bool,
     include_pending: bool,
     author: str | None,
+    explain: bool,
 ) -> None:
-    """Full-text search (FTS5, bm25) over titles, bodies and tags.
+    """Full-text search (FTS5, bm25) over titles, bodies and tags, and by meaning.
 
     QUERY is read as a person means it: records holding all its words first, then (when those are
     fewer than --limit) records holding any of them, most words first. Stop words are ignored, the
     last word is also a prefix, "quoted phrases" stay phrases, accents do not matter, and Chinese or
     Japanese text is found as a substring. FTS5 syntax (OR, NOT, NEAR, title:word) is used as
     written; anything SQLite rejects is searched as plain words. Scratch notes are searched only
-    with --kind scratch.
+    with --kind scratch. With memosite[semantic] installed, relevance also ranks by meaning (records
+    saying the same in other words), fused with the words' ranking; --explain shows both.
     """
     from memosite.search import search_records
 
@@ -178,8 +195,9 @@ def search(
         session_id=session_id,
         include_pending=include_pending,
         author=author,
+        explain=explain,
     )
-    app.emit(result.to_json(), lambda: _search_text(result))
+    app.emit(result.to_json(), lambda: _search_text(result, explain))
 
 
 @click.command()
@@ -194,6 +212,7 @@ def search(
 )
 @click.option("--session-id", help="Count each included record's hit at most once per session.")
 @click.option("--fresh-only", is_flag=True, help="Leave out records whose cited code verify found drifted or missing.")
+@click.option("--explain", is_flag=True, help="After the brief, say in a few words why each record is in it.")
 @vault_options
 def bootstrap(
     app: App,
@@ -204,6 +223,7 @@ def bootstrap(
     max_tokens: int | None,
     session_id: str | None,
     fresh_only: bool,
+    explain: bool,
 ) -> None:
     """Print the session brief: current work, active traps and accepted decisions.
 
@@ -223,7 +243,17 @@ def bootstrap(
         session_id=session_id,
         fresh_only=fresh_only,
     )
-    app.emit(result.to_json(), result.markdown)
+    app.emit(result.to_json(), (lambda: _brief_with_reasons(result)) if explain else result.markdown)
+
+
+def _brief_with_reasons(result: BootstrapResult) -> str:
+    """The brief, then one line per record it holds: its section, id and why it is there."""
+    items = [*result.context, *result.traps, *result.decisions, *result.pending]
+    lines = [result.markdown.rstrip("\n"), "", "---", "Why each record is in the brief:"]
+    lines += [f"  {item.section:9} {item.id}: {item.why}" for item in items]
+    if not items:
+        lines.append("  (none)")
+    return "\n".join(lines)
 
 
 def _rank_text(result: RankResult) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import StorageError
-from memosite.index import fragments
+from memosite.index import fragments, vectors
 from memosite.index.entry import COLUMNS, IndexEntry
 from memosite.index.schema import ensure_schema
 from memosite.vault import warn
@@ -234,6 +234,8 @@ class Index:
                 entry.as_params(),
             )
             fragments.replace_fragment(self, entry)
+            if entry.vector is not None:
+                vectors.store(self, entry.path, *entry.vector)
 
     def delete_path(self, path: str) -> bool:
         with self.transaction():

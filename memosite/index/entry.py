@@ -106,6 +106,8 @@ class IndexEntry:
     row_view: str = ""
     row_index: str = ""
     row_line: str = ""
+    # (model, float16 bytes) when indexing computed the record's embedding (memosite.embedding)
+    vector: tuple[str, bytes] | None = None
 
     def as_params(self) -> tuple[Any, ...]:
         values = dict(self.__dict__)

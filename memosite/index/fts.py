@@ -8,9 +8,13 @@ A search is a :class:`Terms` (built by :mod:`memosite.query`) and a :class:`Sear
 * ``raw`` — an FTS5 query used as the user wrote it.
 
 :func:`find` returns the first ``limit`` matches with the total: with ``require_all`` every term
-must match, otherwise any term does and records matching more terms come first (``matched``). Every
-filter and ordering column is read from ``search_facts``, the narrow row each record has there. A
-query SQLite cannot parse raises :class:`QuerySyntaxError` so the caller can fall back to plain words.
+must match, otherwise any term does. In ``relevance`` order either way ranks by ``bm25()`` alone,
+which weighs each term by its rarity and normalises by the record's length: a record holding more
+of the query's words scores better only as far as those words say more, and a long record holding
+many common words does not outrank a short one holding the rare ones (``matched`` still says how
+many terms each holds). Substrings of unspaced scripts count one unit of rank each. Every filter and
+ordering column is read from ``search_facts``, the narrow row each record has there. A query SQLite
+cannot parse raises :class:`QuerySyntaxError` so the caller can fall back to plain words.
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ BM25_WEIGHTS = (4.0, 1.0, 2.0, 1.0)  # title, body, tags, and the folded text (e
 _BM25 = f"bm25(records_fts, {', '.join(str(w) for w in BM25_WEIGHTS)}) * f.weight"
 _TRIGRAM_BM25 = "bm25(records_trigram) * f.weight"
 MIN_TRIGRAM = 3  # the trigram table finds substrings of at least three characters
-# Orderings over the matched rows: records matching more of the query's terms first, then the sort;
-# flagged-stale records sink in the ranking sorts. ``occurrences`` ties go to the most recently seen
-# trap, then the most severe.
+# What one substring of an unspaced script a record holds adds to its (negative) rank in the any-term
+# reading: about what one word found in the body adds to bm25.
+UNSPACED_RANK = 1.0
+# Orderings over the matched rows. Relevance is bm25 alone (see the module docstring); the other
+# sorts put records matching more of the query's terms first. Flagged-stale records sink in the
+# ranking sorts. ``occurrences`` ties go to the most recently seen trap, then the most severe.
 ORDERS = {
-    "relevance": "matched DESC, flagged, rank, updated DESC, path",
+    "relevance": "flagged, rank, updated DESC, path",
     "occurrences": (
         "matched DESC, flagged, occurrences DESC, last_seen IS NULL, last_seen DESC, severity_weight DESC, "
         "rank, updated DESC, path"
@@ -120,6 +127,7 @@ class Match:
     rank: float | None
     matched: int = 0
     snippet: str = ""
+    rowid: int = 0
 
 
 @dataclass
@@ -348,11 +356,11 @@ def relation(terms: Terms, scope: Where, *, require_all: bool, ranked: bool = Tr
         candidates = "SELECT rid FROM w_any UNION SELECT rid FROM u_any"
         joins = "LEFT JOIN w_any ON w_any.rid = c.rid LEFT JOIN u_any ON u_any.rid = c.rid"
         matched = f"({word_count.replace('f.rowid', 'c.rid')}) + coalesce(u_any.held, 0)"
-        ranking = "coalesce(w_any.rank, 0.0)"
+        ranking = f"coalesce(w_any.rank, 0.0) - coalesce(u_any.held, 0) * {UNSPACED_RANK}"
     else:
         candidates = "SELECT rid FROM u_any"
         joins = "JOIN u_any ON u_any.rid = c.rid"
-        matched, ranking = "u_any.held", "0.0"
+        matched, ranking = "u_any.held", f"-u_any.held * {UNSPACED_RANK}"
     out.select = (
         f"SELECT {_ORDER_COLUMNS}, {matched} AS matched, {ranking} AS rank FROM ({candidates}) AS c "
         f"{joins} JOIN search_facts AS f ON f.rowid = c.rid"
@@ -372,7 +380,18 @@ def _run(index: Index, sql: str, params: Sequence[Any], *, parsed_query: bool) -
         raise
 
 
-def find(
+@dataclass(frozen=True)
+class Ranking:
+    """The first rows of a search in order — ``(rowid, rank, matched)`` — how many match in all, and
+    what :func:`load_ranked` needs to load them as matches with snippets."""
+
+    rows: list[tuple[int, float | None, int]]
+    total: int
+    fts_query: str | None = None
+    substrings: tuple[str, ...] = ()
+
+
+def find_ranked(
     index: Index,
     terms: Terms | None,
     filters: SearchFilters,
@@ -380,8 +399,8 @@ def find(
     sort: str,
     limit: int,
     require_all: bool = True,
-) -> tuple[list[Match], int]:
-    """The first ``limit`` matches in ``sort`` order, and how many match in all."""
+) -> Ranking:
+    """The first ``limit`` matches in ``sort`` order as rows (nothing loaded), and the total."""
     scope = search_scope(index, filters)
     if not terms:
         # The filters (a path pattern test per record) run once; the count comes from the same rows.
@@ -393,7 +412,7 @@ def find(
             parsed_query=False,
         )
         total = int(rows[0]["total"]) if rows else 0
-        return _load(index, [(row["rid"], None, 0) for row in rows], None, ()), total
+        return Ranking([(int(row["rid"]), None, 0) for row in rows], total)
     found = relation(terms, scope, require_all=require_all)
     # Ranking reads every match anyway: they are counted in the same pass, not matched again.
     found.cte("m", found.select, *found.params)
@@ -407,7 +426,52 @@ def find(
     ranked: list[tuple[int, float | None, int]] = [
         (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
     ]
-    return _load(index, ranked, found.fts_query, terms.substrings), total
+    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings))
+
+
+def load_ranked(
+    index: Index, ranking: Ranking, rows: Sequence[tuple[int, float | None, int]] | None = None
+) -> list[Match]:
+    """``rows`` of ``ranking`` (all of them when None) as matches, with snippets, in that order."""
+    return _load(index, list(ranking.rows if rows is None else rows), ranking.fts_query, ranking.substrings)
+
+
+def find(
+    index: Index,
+    terms: Terms | None,
+    filters: SearchFilters,
+    *,
+    sort: str,
+    limit: int,
+    require_all: bool = True,
+) -> tuple[list[Match], int]:
+    """The first ``limit`` matches in ``sort`` order, and how many match in all."""
+    ranking = find_ranked(index, terms, filters, sort=sort, limit=limit, require_all=require_all)
+    return load_ranked(index, ranking), ranking.total
+
+
+def scope_weights(index: Index, filters: SearchFilters, rowids: Sequence[int] | None = None) -> dict[int, float]:
+    """The records ``filters`` keep — among ``rowids``, or all of them when None — with the factor
+    each one's relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream)."""
+    scope = search_scope(index, filters)
+    among = f" AND f.rowid IN ({_marks(rowids)})" if rowids is not None else ""
+    sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}{among}"
+    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [*scope.params, *(rowids or ())])}
+
+
+def flagged_among(index: Index, rowids: Sequence[int]) -> set[int]:
+    """Which of ``rowids`` are flagged stale."""
+    if not rowids:
+        return set()
+    sql = f"SELECT rowid FROM search_facts WHERE flagged AND rowid IN ({_marks(rowids)})"
+    return {int(row[0]) for row in index.conn.execute(sql, list(rowids))}
+
+
+def load_matches(index: Index, rowids: Sequence[int], fts_query: str | None, substrings: Sequence[str]) -> list[Match]:
+    """The records of ``rowids`` as matches, in that order, with snippets for the query when given
+    (``rank`` None, ``matched`` 0: found by meaning, not by words); a record the query's words do not
+    reach gets the start of its body as its snippet."""
+    return _load(index, [(rowid, None, 0) for rowid in rowids], fts_query, substrings, head=True)
 
 
 def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: bool = True) -> bool:
@@ -438,6 +502,12 @@ def substring_snippet(text: str, substrings: Sequence[str]) -> str:
         before, after = text[start:at], text[at + len(needle) : end]
         return f"{'…' if start else ''}{before}**{found}**{after}{'…' if end < len(text) else ''}"
     return ""
+
+
+def _head(body: str) -> str:
+    """The start of a body, as a snippet: about as long as ``snippet()``'s."""
+    words = body.split()
+    return " ".join(words[:16]) + (" …" if len(words) > 16 else "")
 
 
 _SNIPPET_TABLE = (
@@ -480,6 +550,8 @@ def _load(
     ranked: list[tuple[int, float | None, int]],
     fts_query: str | None,
     substrings: Sequence[str],
+    *,
+    head: bool = False,
 ) -> list[Match]:
     if not ranked:
         return []
@@ -501,6 +573,8 @@ def _load(
         if row is None:
             continue
         snippet = snippets.get(rowid) or (substring_snippet(row["body"], substrings) if substrings else "")
+        if not snippet and head:
+            snippet = _head(row["body"])
         found.append(
             Match(
                 id=row["id"],
@@ -524,6 +598,7 @@ def _load(
                 rank=rank,
                 matched=matched,
                 snippet=" ".join(snippet.split()),
+                rowid=rowid,
             )
         )
     return found

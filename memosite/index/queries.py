@@ -291,13 +291,20 @@ def brief_section(
     limit: int,
     offset: int = 0,
     fresh_only: bool = False,
+    first: Sequence[BriefCandidate] | None = None,
 ) -> list[BriefCandidate]:
     """Records of the section in its order (see ``_SECTION_ORDERS``): ``limit`` of them from
     ``offset``. ``terms`` match as any-term (raises :class:`fts.QuerySyntaxError` for raw FTS5
-    syntax SQLite rejects)."""
+    syntax SQLite rejects). ``first``, when given, replaces the path and query focus: those records
+    (in scope, in that order), then the rest in the section's own order."""
     scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
     wanted = offset + limit
-    focused = _focused(index, project, section, scope, terms, path, wanted) if terms or path is not None else []
+    if first is not None:
+        focused = list(first)
+    elif terms or path is not None:
+        focused = _focused(index, project, section, scope, terms, path, wanted)
+    else:
+        focused = []
     if len(focused) >= wanted:
         return focused[offset:]
     # Every focused record is known (fewer than a page): the rest follow in the section's own order.
@@ -397,3 +404,90 @@ def shared_ids(index: Index, project: str) -> dict[str, list[str]]:
     ):
         found.setdefault(str(record_id), []).append(str(path))
     return found
+
+
+# --- the task's words, weighed (memosite.brief_focus) ---------------------------------------
+
+
+def section_weights(
+    index: Index,
+    project: str,
+    section: BriefSection,
+    values: Sequence[Any],
+    now_iso: str,
+    rowids: Sequence[int] | None = None,
+    *,
+    fresh_only: bool = False,
+) -> dict[int, float]:
+    """The records of the section — among ``rowids``, or all of them when None — each with its
+    relevance weight: what a ranking by meaning may put in the section."""
+    scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
+    among = f" AND f.rowid IN ({_marks(rowids)})" if rowids is not None else ""
+    sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}{among}"
+    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [*scope.params, *(rowids or ())])}
+
+
+_KNOWLEDGE_SCOPE = "f.project = ? AND f.kind IN ('trap', 'decision') AND NOT f.pending"
+
+
+def knowledge_count(index: Index, project: str) -> int:
+    """How many traps and decisions the project holds (what a word's rarity is measured against)."""
+    return int(
+        index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {_KNOWLEDGE_SCOPE}", (project,)).fetchone()[0]
+    )
+
+
+def knowledge_holding(index: Index, project: str, expression: str | None, substring: str | None) -> int:
+    """How many of the project's traps and decisions hold one term: an FTS5 ``expression`` over the
+    word index, or a ``substring`` of a script written without spaces."""
+    if expression is not None:
+        sql = (
+            "SELECT count(*) FROM records_fts CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid "
+            f"WHERE records_fts MATCH ? AND {_KNOWLEDGE_SCOPE}"
+        )
+        return int(index.conn.execute(sql, (expression, project)).fetchone()[0])
+    sql = (
+        "SELECT count(*) FROM search_facts AS f JOIN records AS r ON r.rowid = f.rowid "
+        f"WHERE f.unspaced AND {_KNOWLEDGE_SCOPE} AND instr(lower({_TEXT}), lower(?)) > 0"
+    )
+    return int(index.conn.execute(sql, (project, substring)).fetchone()[0])
+
+
+_FOCUS_TABLE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.focus_rows USING fts5(title, body, tags, folded, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+
+
+def holding(index: Index, rowids: Sequence[int], terms: Sequence[tuple[str | None, str | None]]) -> list[set[int]]:
+    """For each term — an FTS5 expression over the word index, or a substring of a script written
+    without spaces — which of ``rowids`` hold it. Asked of ``records_fts``, a common word costs a walk
+    of its whole posting list per term; the few records asked about are put in a connection-private
+    FTS5 table with the same tokenizer and asked there (as search's snippets are)."""
+    if not rowids or not terms:
+        return [set() for _ in terms]
+    conn = index.conn
+    marks = _marks(rowids)
+    rows = conn.execute(
+        f"SELECT r.rowid, r.title, r.body, r.tags, r.folded FROM records AS r WHERE r.rowid IN ({marks})", list(rowids)
+    ).fetchall()
+    conn.execute(_FOCUS_TABLE)
+    conn.execute("SAVEPOINT focus_rows")  # the temp database only: no lock on the index
+    conn.execute("DELETE FROM temp.focus_rows")
+    conn.executemany("INSERT INTO temp.focus_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)", rows)
+    conn.execute("RELEASE focus_rows")
+    found: list[set[int]] = []
+    for expression, substring in terms:
+        if expression is not None:
+            try:
+                held = conn.execute("SELECT rowid FROM temp.focus_rows WHERE focus_rows MATCH ?", (expression,))
+                found.append({int(row[0]) for row in held})
+            except sqlite3.OperationalError:
+                found.append(set())
+        else:
+            sql = f"SELECT r.rowid FROM records AS r WHERE r.rowid IN ({marks}) AND instr(lower({_TEXT}), lower(?)) > 0"
+            found.append({int(row[0]) for row in conn.execute(sql, (*rowids, substring))})
+    return found
+
+
+_TEXT = "r.title || char(10) || r.body || char(10) || r.tags"

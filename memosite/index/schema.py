@@ -9,7 +9,9 @@ triggers:
   search. Only those records: a trigram index of every record would triple the text index for
   scripts the word index serves;
 * ``search_facts`` — one narrow row per record with every column search filters and orders by, so a
-  search of thousands of matches reads these small rows instead of the records with their bodies.
+  search of thousands of matches reads these small rows instead of the records with their bodies;
+* ``vectors`` — each record's embedding (:mod:`memosite.embedding`) with the model that made it,
+  written by indexing beside the row and dropped by a trigger when the record's text changes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 
-SCHEMA_VERSION = "28"
+SCHEMA_VERSION = "29"
 
 
 def _text(row: str) -> str:
@@ -127,6 +129,25 @@ CREATE TRIGGER IF NOT EXISTS records_trigram_au AFTER UPDATE OF title, body, tag
     INSERT INTO records_trigram(records_trigram, rowid, text)
         SELECT 'delete', old.rowid, {_text("old")} WHERE old.unspaced;
     INSERT INTO records_trigram(rowid, text) SELECT new.rowid, {_text("new")} WHERE new.unspaced;
+END;
+"""
+
+VECTORS_DDL = """
+-- One vector per record (float16 bytes) and the model that computed it. A change of the text a
+-- vector stands for drops it (an update that rewrites the same text, a template re-render, keeps it).
+CREATE TABLE IF NOT EXISTS vectors (
+    rowid INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL,
+    seq INTEGER NOT NULL  -- when it was written, counted: a process holding the vectors reads only newer ones
+);
+CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(model, seq);
+CREATE TRIGGER IF NOT EXISTS vectors_ad AFTER DELETE ON records BEGIN
+    DELETE FROM vectors WHERE rowid = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS vectors_au AFTER UPDATE OF title, body, tags ON records
+WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.tags IS NOT new.tags BEGIN
+    DELETE FROM vectors WHERE rowid = old.rowid;
 END;
 """
 
@@ -248,6 +269,7 @@ END;
 """
     + SEARCH_DDL
     + VERDICTS_DDL
+    + VECTORS_DDL
 )
 
 TABLES = frozenset(
@@ -262,6 +284,7 @@ TABLES = frozenset(
         "view_cache",
         "inflight",
         "verdicts",
+        "vectors",
     }
 )
 _DROP = (
@@ -274,6 +297,7 @@ _DROP = (
     "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS fragments;"
     "DROP TABLE IF EXISTS view_cache; DROP TABLE IF EXISTS fragment_chunks;"
     "DROP TABLE IF EXISTS inflight; DROP TABLE IF EXISTS verdicts;"
+    "DROP TRIGGER IF EXISTS vectors_ad; DROP TRIGGER IF EXISTS vectors_au; DROP TABLE IF EXISTS vectors;"
 )
 
 

@@ -82,6 +82,13 @@ class RetrievalTools:
         author: Annotated[
             str | None, Field(description="Only records whose author holds this (a name, or part of one).")
         ] = None,
+        explain: Annotated[
+            bool,
+            Field(
+                description="Give each hit an explain object: its bm25Rank, vectorRank (by meaning), "
+                "similarity and fusedScore."
+            ),
+        ] = False,
     ) -> CallToolResult:
         """Search the project's memory. Expired records and scratch notes are left out unless
         asked for (includeExpired, kinds=["scratch"]).
@@ -90,6 +97,7 @@ class RetrievalTools:
         has id, kind, title, status, path and a snippet; read one in full with get. The result's
         match is "all" when some record holds every term (holdingAll says how many; records
         holding only some may follow them) and "any" when none does; terms lists what was searched.
+        ranking is "hybrid" when records were also ranked by meaning (same idea, other words).
         """
         from memosite.search import search_records
 
@@ -114,6 +122,7 @@ class RetrievalTools:
                 session_id=session if counts_hits else None,
                 include_pending=includePending,
                 author=author,
+                explain=explain,
             )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits, creates=False), name="search")

@@ -1,0 +1,143 @@
+"""The records' vectors in the index (table ``vectors``, see :mod:`memosite.index.schema`).
+
+Indexing writes a record's vector beside its row (:func:`store`); a trigger drops it when the
+record's text changes. Search reads every vector of one model as a matrix (:func:`matrix`), kept
+by the process between searches: each vector carries a write counter (``seq``), so after other
+writes only the newer vectors are read again, and a deletion (fewer vectors than held) reads them
+all. It asks which records still lack a vector with :func:`missing`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memosite.index.database import Index
+
+
+@dataclass(frozen=True)
+class VectorText:
+    """A record whose vector is missing, with the text to compute it from."""
+
+    rowid: int
+    title: str
+    body: str
+    tags: list[str]
+
+
+_NEXT_SEQ = "SELECT coalesce(max(seq), 0) + 1 FROM vectors"
+
+
+def store(index: Index, path: str, model: str, blob: bytes) -> None:
+    """Save the vector of the record at ``path`` (inside the caller's transaction)."""
+    index.conn.execute(
+        f"INSERT OR REPLACE INTO vectors (rowid, model, vec, seq) SELECT rowid, ?, ?, ({_NEXT_SEQ}) "
+        "FROM records WHERE path = ?",
+        (model, blob, path),
+    )
+
+
+def store_rows(index: Index, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
+    """Save vectors by record rowid."""
+    with index.transaction():
+        index.conn.executemany(
+            f"INSERT OR REPLACE INTO vectors (rowid, model, vec, seq) VALUES (?, ?, ?, ({_NEXT_SEQ}))",
+            [(rowid, model, blob) for rowid, blob in rows],
+        )
+
+
+def missing(index: Index, model: str) -> list[VectorText]:
+    """The records without a vector of ``model`` (none after indexing with the model installed)."""
+    import json
+
+    return [
+        VectorText(int(row[0]), row[1], row[2], json.loads(row[3]))
+        for row in index.conn.execute(
+            "SELECT r.rowid, r.title, r.body, r.tags_json FROM records AS r "
+            "WHERE NOT EXISTS (SELECT 1 FROM vectors AS v WHERE v.rowid = r.rowid AND v.model = ?)",
+            (model,),
+        )
+    ]
+
+
+def count(index: Index, model: str) -> int:
+    return int(index.conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0])
+
+
+def blob_of(index: Index, path: str) -> bytes | None:
+    """The stored vector of the record at ``path``, if any."""
+    row = index.conn.execute(
+        "SELECT v.vec FROM vectors AS v JOIN records AS r ON r.rowid = v.rowid WHERE r.path = ?", (path,)
+    ).fetchone()
+    return bytes(row[0]) if row is not None else None
+
+
+@dataclass
+class _Held:
+    """The vectors of one model this process holds: rowids, their rows, the newest ``seq`` read."""
+
+    rowids: list[int] = field(default_factory=list)
+    rows: Any = None  # the first len(rowids) rows of ``buffer``
+    seq: int = 0
+    position: dict[int, int] = field(default_factory=dict)
+    buffer: Any = None
+    stamp: tuple[int, int] = (-1, -1)  # the index's state when last checked (no write since: nothing to read)
+
+
+_HELD: weakref.WeakKeyDictionary[Index, dict[str, _Held]] = weakref.WeakKeyDictionary()
+
+
+def matrix(index: Index, model: str, decode: Callable[[Sequence[bytes]], Any]) -> tuple[list[int], Any, dict[int, int]]:
+    """Every vector of ``model``: the rowids, ``decode(blobs)`` (a matrix, one row each) and each
+    rowid's row. Kept between calls; after writes only the vectors written since are read (see the
+    module docstring). The caller must not change what it gets."""
+    import numpy as np
+
+    held = _HELD.setdefault(index, {}).get(model)
+    stamp = (index.follow_other_connections(), index.conn.total_changes)
+    if held is not None and held.stamp == stamp:
+        return held.rowids, held.rows, held.position
+    count, newest = index.conn.execute(
+        "SELECT count(*), coalesce(max(seq), 0) FROM vectors WHERE model = ?", (model,)
+    ).fetchone()
+    if held is not None and held.seq == newest and len(held.rowids) == count:
+        held.stamp = stamp
+        return held.rowids, held.rows, held.position
+    if held is not None and newest >= held.seq and count >= len(held.rowids):
+        fresh = index.conn.execute(
+            "SELECT rowid, vec, seq FROM vectors WHERE model = ? AND seq > ? ORDER BY seq", (model, held.seq)
+        ).fetchall()
+        decoded: Any = decode([bytes(row[1]) for row in fresh]) if fresh else None
+        added: list[int] = []
+        for n, row in enumerate(fresh):
+            at = held.position.get(int(row[0]))
+            if at is None:
+                added.append(n)
+            else:
+                held.rows[at] = decoded[n]
+        if added:
+            size = len(held.rowids)
+            if size + len(added) > len(held.buffer):  # room for many more: a write adds one at a time
+                grown = np.zeros((2 * (size + len(added)), held.buffer.shape[1]), dtype=held.buffer.dtype)
+                grown[:size] = held.buffer[:size]
+                held.buffer = grown
+            held.buffer[size : size + len(added)] = decoded[added]
+            for n in added:
+                held.position[int(fresh[n][0])] = len(held.rowids)
+                held.rowids.append(int(fresh[n][0]))
+            held.rows = held.buffer[: len(held.rowids)]
+        held.seq = int(newest)
+        if len(held.rowids) == count:
+            held.stamp = stamp
+            return held.rowids, held.rows, held.position
+    # First use, or vectors were deleted or rebuilt: read them all.
+    rows = index.conn.execute("SELECT rowid, vec FROM vectors WHERE model = ? ORDER BY rowid", (model,)).fetchall()
+    rowids = [int(row[0]) for row in rows]
+    decoded_all = decode([bytes(row[1]) for row in rows])
+    held = _Held(rowids, decoded_all, int(newest), {r: n for n, r in enumerate(rowids)}, decoded_all)
+    held.stamp = stamp
+    _HELD[index][model] = held
+    return held.rowids, held.rows, held.position

@@ -1,0 +1,386 @@
+"""Hybrid search: a ranking by meaning (memosite.embedding, vectors in the index) fused with bm25.
+
+The model is the real one the ``semantic`` extra installs (the test extra does too); nothing here
+stands in for it. Hiding the package (``sys.modules["wordllama"] = None``) is how a machine without
+the extra looks to memosite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memosite import embedding, hybrid
+from memosite.index import fts
+from memosite.indexing import reindex
+from memosite.salience import record_feedback
+from memosite.search import find_matches, search_records
+from memosite.store import upsert_record
+from memosite.vault import Vault
+
+P = "demo"
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+SYNONYM_QUERY = "customers lose their session when paying"  # no word in common with the record below
+
+
+def open_vault(root: Path, *, semantic: bool = True) -> Vault:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
+    return Vault.open(root)
+
+
+def put(vault: Vault, kind: str, slug: str, title: str, body: str) -> None:
+    upsert_record(vault, P, kind=kind, slug=slug, body=body, frontmatter={"title": title})
+
+
+def seed(vault: Vault) -> None:
+    put(vault, "trap", "cdn-cookie", "Login cookie dropped behind CDN", "Users are signed out at checkout.\n")
+    put(vault, "decision", "invoice-numbers", "Invoices are numbered per year", "Each invoice gets the next number.\n")
+    put(vault, "trap", "retry-key", "Payment retries need an idempotency key", "Without it a retry charges twice.\n")
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Iterator[Vault]:
+    vault = open_vault(tmp_path / "vault")
+    seed(vault)
+    yield vault
+    vault.close()
+
+
+def index_file(vault: Vault) -> Path:
+    return vault.root / ".memosite" / "index.sqlite"
+
+
+def stored_vectors(vault: Vault) -> dict[str, bytes]:
+    """The vectors the index holds, by record path (read with sqlite3 directly, as a person would)."""
+    with sqlite3.connect(index_file(vault)) as conn:
+        return {
+            path: bytes(blob)
+            for path, blob in conn.execute("SELECT r.path, v.vec FROM vectors AS v JOIN records AS r USING (rowid)")
+        }
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+_OFFLINE_LOAD = """
+import socket, sys
+def refuse(*args, **kwargs):
+    raise OSError("no network in this test")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+from memosite.embedding import load_embedder
+model = load_embedder()
+assert model is not None, "the model did not load"
+vector = model.embed_one("the model loads with no network")
+print("LOADED", model.name, vector.shape[0], "wordllama" in sys.modules)
+"""
+
+
+def test_the_model_loads_with_no_network_and_no_cache_directory(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("MEMOSITE_VAULT", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _OFFLINE_LOAD],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # The package's own module (which configures logging and may download) is never imported.
+    assert done.stdout.split() == ["LOADED", embedding.MODEL_NAME, str(embedding.DIMENSIONS), "False"]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / ".cache").exists()
+
+
+def test_a_query_vector_is_unit_length() -> None:
+    model = embedding.load_embedder()
+    assert model is not None
+    vector = model.embed_one("payment retries")
+    assert abs(float((vector**2).sum()) - 1.0) < 1e-4
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(max_size=200))
+def test_every_text_embeds_to_a_unit_or_zero_vector(text: str) -> None:
+    model = embedding.load_embedder()
+    assert model is not None
+    norm = float((model.embed_one(text) ** 2).sum())
+    assert abs(norm - 1.0) < 1e-3 or norm == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("payment retries double charge", True),
+        ("réessayer le paiement après un délai", True),
+        ("Повторная оплата списывает деньги дважды", False),
+        ("Η πληρωμή χρεώνεται δύο φορές", False),
+        ("支付重试会重复扣款", False),
+        ("إعادة محاولة الدفع", False),
+        ("🚀🚀", False),
+        ("retry Повторная оплата списывает", False),
+    ],
+)
+def test_the_model_reads_latin_script_only_and_other_scripts_rank_by_words(text: str, read: bool) -> None:
+    assert embedding.reads(text) is read
+
+
+# --- vectors in the index ----------------------------------------------------------------------
+
+
+def test_every_record_written_gets_its_vector_in_the_unit_of_work(shop: Vault) -> None:
+    vectors = stored_vectors(shop)
+    assert len(vectors) == 3
+    assert {len(blob) for blob in vectors.values()} == {embedding.DIMENSIONS * 2}
+
+
+def test_a_changed_record_gets_a_new_vector_and_an_untouched_one_keeps_its_own(shop: Vault) -> None:
+    before = stored_vectors(shop)
+    put(shop, "trap", "cdn-cookie", "Login cookie dropped behind CDN", "The CDN strips SameSite from Set-Cookie.\n")
+    after = stored_vectors(shop)
+    changed = "projects/demo/traps/cdn-cookie.md"
+    assert after[changed] != before[changed]
+    assert {k: v for k, v in after.items() if k != changed} == {k: v for k, v in before.items() if k != changed}
+
+
+def test_reindex_rebuilds_the_vectors_of_a_new_index(shop: Vault) -> None:
+    before = stored_vectors(shop)
+    shop.close()
+    index_file(shop).unlink()
+    vault = open_vault(shop.root)
+    try:
+        reindex(vault)
+        assert stored_vectors(vault) == before
+    finally:
+        vault.close()
+
+
+def test_reindex_replaces_a_damaged_vector(shop: Vault) -> None:
+    before = stored_vectors(shop)
+    with sqlite3.connect(index_file(shop)) as conn:
+        conn.execute("UPDATE vectors SET vec = zeroblob(512)")
+    reindex(shop)
+    assert stored_vectors(shop) == before
+
+
+def test_records_indexed_with_hybrid_off_get_their_vectors_at_the_first_hybrid_search(tmp_path: Path) -> None:
+    vault = open_vault(tmp_path / "vault", semantic=False)
+    seed(vault)
+    assert stored_vectors(vault) == {}
+    vault.close()
+    vault = open_vault(tmp_path / "vault", semantic=True)
+    try:
+        result = search_records(vault, P, SYNONYM_QUERY, now=NOW)
+        assert [hit.id for hit in result.results] == ["cdn-cookie"]
+        assert len(stored_vectors(vault)) == 3
+    finally:
+        vault.close()
+
+
+# --- ranking -----------------------------------------------------------------------------------
+
+
+def test_a_synonym_pair_is_found_only_through_the_ranking_by_meaning(shop: Vault, tmp_path: Path) -> None:
+    found = search_records(shop, P, SYNONYM_QUERY, explain=True, now=NOW)
+    assert found.ranking == "hybrid"
+    assert [hit.id for hit in found.results] == ["cdn-cookie"]
+    explain = found.results[0].explain
+    assert explain is not None and explain["bm25Rank"] is None and explain["vectorRank"] == 1
+    assert explain["similarity"] >= hybrid.MIN_SIMILARITY and explain["fusedScore"] > 0
+    assert found.match is None  # no record holds the query's words
+    words_only = open_vault(tmp_path / "words", semantic=False)
+    try:
+        seed(words_only)
+        assert search_records(words_only, P, SYNONYM_QUERY, now=NOW).results == []
+    finally:
+        words_only.close()
+
+
+def test_a_query_about_nothing_in_the_vault_still_finds_nothing(shop: Vault) -> None:
+    assert search_records(shop, P, "quantum chromodynamics lattice gauge", now=NOW).results == []
+
+
+def _lexical(vault: Vault, query: str) -> list[str]:
+    filters = fts.SearchFilters(P, "2026-11-30T12:00:00.000Z", hidden_kinds=("scratch",))
+    return [match.id for match in find_matches(vault.index(), query, filters, sort="relevance", limit=20).matches]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["payment retries", "why are users signed out", "invoice number", "checkout", "retry* OR invoice", "nothing"],
+)
+def test_hybrid_off_gives_exactly_the_words_ranking(tmp_path: Path, query: str) -> None:
+    vault = open_vault(tmp_path / "vault", semantic=False)
+    try:
+        seed(vault)
+        found = search_records(vault, P, query, limit=20, now=NOW)
+        assert found.ranking == "words"
+        assert [hit.id for hit in found.results] == _lexical(vault, query)
+    finally:
+        vault.close()
+
+
+def test_hybrid_off_when_the_extra_is_not_installed(shop: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # what find_spec sees of a missing package
+    embedding.load_embedder.cache_clear()
+    try:
+        assert embedding.load_embedder() is None
+        found = search_records(shop, P, "payment retries", now=NOW)
+        assert found.ranking == "words" and [hit.id for hit in found.results] == _lexical(shop, "payment retries")
+    finally:
+        monkeypatch.undo()
+        embedding.load_embedder.cache_clear()
+
+
+@pytest.mark.parametrize("query", ['"signed out"', "title:login OR title:invoices", "Повторная оплата", "支付 重试"])
+def test_exact_word_queries_and_other_scripts_are_ranked_by_words_alone(shop: Vault, query: str) -> None:
+    found = search_records(shop, P, query, limit=20, explain=True, now=NOW)
+    assert [hit.id for hit in found.results] == _lexical(shop, query)
+    assert all(hit.explain is not None and hit.explain["vectorRank"] is None for hit in found.results)
+
+
+def test_other_sorts_than_relevance_are_not_fused(shop: Vault) -> None:
+    found = search_records(shop, P, SYNONYM_QUERY, sort="updated", now=NOW)
+    assert found.ranking == "words" and found.results == []
+
+
+def test_filters_hold_for_records_found_by_meaning(shop: Vault) -> None:
+    assert search_records(shop, P, SYNONYM_QUERY, kinds=["decision"], now=NOW).results == []
+    put(shop, "scratch", "note", "Login cookie dropped", "Users signed out.\n")
+    assert "note" not in [hit.id for hit in search_records(shop, P, SYNONYM_QUERY, now=NOW).results]
+
+
+def test_a_record_flagged_stale_sinks_below_the_others_in_the_fused_order(shop: Vault) -> None:
+    put(shop, "trap", "cdn-cookie-2", "Checkout signs users out behind the CDN", "Users are signed out at checkout.\n")
+    for _ in range(2):
+        record_feedback(shop, P, "cdn-cookie", helpful=False)
+    found = [hit.id for hit in search_records(shop, P, "users signed out at checkout", now=NOW).results]
+    assert found.index("cdn-cookie") == len(found) - 1
+
+
+# --- fusion, for every input -------------------------------------------------------------------
+
+rowid_lists = st.lists(st.integers(min_value=1, max_value=60), unique=True, max_size=30)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(lexical=rowid_lists, meaning=rowid_lists, sims=st.lists(st.floats(-1, 1), min_size=30, max_size=30))
+def test_fusion_keeps_every_word_match_once_and_adds_only_alike_records(
+    lexical: list[int], meaning: list[int], sims: list[float]
+) -> None:
+    ranking = hybrid.MeaningRanking(meaning, sims[: len(meaning)])
+    fused = hybrid.fuse([(rowid, -1.0) for rowid in lexical], ranking)
+    rowids = [ranked.rowid for ranked in fused]
+    assert len(rowids) == len(set(rowids))
+    assert set(lexical) <= set(rowids)
+    alike = {rowid for rowid, sim in zip(meaning, sims, strict=False) if sim >= hybrid.MIN_SIMILARITY}
+    assert set(rowids) - set(lexical) <= alike
+    scores = [ranked.score for ranked in fused]
+    assert scores == sorted(scores, reverse=True)
+
+
+@given(lexical=rowid_lists)
+def test_fusion_without_a_ranking_by_meaning_is_the_words_order(lexical: list[int]) -> None:
+    fused = hybrid.fuse([(rowid, -1.0) for rowid in lexical], hybrid.MeaningRanking([], []))
+    assert [ranked.rowid for ranked in fused] == lexical
+
+
+# --- explain, on both front ends ---------------------------------------------------------------
+
+
+def test_search_explain_prints_each_rank_and_the_fused_score(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    shop.close()
+    text = run_cli("--vault", str(shop.root), "--project", P, "search", "--explain", *SYNONYM_QUERY.split()).stdout
+    assert "(ranked by words and meaning)" in text
+    assert "bm25 - · meaning #1 (similarity 0." in text and "fused 0.0" in text
+    data = run_cli(
+        "--vault", str(shop.root), "--project", P, "search", "--explain", "--json", "payment", "retries"
+    ).json()
+    assert data["ranking"] == "hybrid"
+    first = data["results"][0]
+    assert first["id"] == "retry-key" and set(first["explain"]) == {
+        "bm25Rank",
+        "vectorRank",
+        "similarity",
+        "fusedScore",
+    }
+    assert first["explain"]["bm25Rank"] == 1
+
+
+def test_search_without_explain_carries_no_explain_key(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    shop.close()
+    data = run_cli("--vault", str(shop.root), "--project", P, "search", "--json", "payment").json()
+    assert all("explain" not in hit for hit in data["results"])
+
+
+def test_explain_takes_no_value(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+    shop.close()
+    done = run_cli("--vault", str(shop.root), "--project", P, "search", "--explain=yes", "payment")
+    assert done.exit_code == 2 and "--explain" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_mcp_search_explain_gives_each_hit_its_ranks(shop: Vault) -> None:
+    import anyio
+    from mcp import Client, types
+
+    from memosite.mcp_server.server import build_server
+
+    async def call() -> tuple[dict[str, object], bool]:
+        server = build_server(shop, P, read_only=True, env={"HOME": str(Path.home())})
+        info = types.Implementation(name="test-agent", version="1")
+        async with Client(server, mode="legacy", client_info=info) as client:
+            found = await client.call_tool("search", {"query": SYNONYM_QUERY, "explain": True})
+            wrong = await client.call_tool("search", {"query": "x", "explain": "very"})
+        assert not found.is_error and found.structured_content is not None
+        return found.structured_content, wrong.is_error
+
+    data, refused = anyio.run(call)
+    assert data["ranking"] == "hybrid"
+    results = data["results"]
+    assert isinstance(results, list) and results[0]["id"] == "cdn-cookie"
+    assert results[0]["explain"]["bm25Rank"] is None and results[0]["explain"]["vectorRank"] == 1
+    assert refused  # explain takes a boolean, nothing else
+
+
+def _held_equals_stored(vault: Vault) -> None:
+    import numpy as np
+
+    from memosite.index import vectors
+
+    model = embedding.load_embedder()
+    assert model is not None
+    rowids, rows, position = vectors.matrix(vault.index(), model.name, model.from_blobs)
+    with sqlite3.connect(index_file(vault)) as conn:
+        stored = {int(r): bytes(b) for r, b in conn.execute("SELECT rowid, vec FROM vectors")}
+    assert sorted(rowids) == sorted(stored) and len(rows) == len(rowids)
+    for rowid, blob in stored.items():
+        assert np.array_equal(rows[position[rowid]], model.from_blobs([blob])[0])
+
+
+def test_the_vectors_a_process_holds_follow_every_write(shop: Vault) -> None:
+    from memosite.store import forget_record
+
+    search_records(shop, P, SYNONYM_QUERY, now=NOW)  # the process now holds the vectors
+    _held_equals_stored(shop)
+    put(shop, "trap", "new-one", "A new trap", "About something new.\n")  # added
+    _held_equals_stored(shop)
+    put(shop, "trap", "retry-key", "Payment retries need an idempotency key", "Changed text.\n")  # changed
+    _held_equals_stored(shop)
+    forget_record(shop, P, record_id="invoice-numbers", purge=True)  # removed
+    _held_equals_stored(shop)
+    reindex(shop)  # every vector written again
+    _held_equals_stored(shop)
+    assert [hit.id for hit in search_records(shop, P, SYNONYM_QUERY, now=NOW).results] == ["cdn-cookie"]
