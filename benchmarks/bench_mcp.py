@@ -358,7 +358,7 @@ def main() -> None:
             print(f"vault: {size} records written and indexed in {time.perf_counter() - started:.1f} s")
             medians[size] = {}
             for mode in modes:
-                (root / "config.json").write_text(
+                (root / "config.local.json").write_text(
                     f'{{"search": {{"semantic": {str(mode == "hybrid").lower()}}}}}', encoding="utf-8"
                 )
                 timings = anyio.run(measure, root, options.calls)

@@ -77,7 +77,7 @@ def load() -> tuple[list[dict[str, Any]], list[Question]]:
 
 def build_vault(root: Path, records: Sequence[dict[str, Any]], *, semantic: bool) -> Vault:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
+    (root / "config.local.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
     vault = Vault.open(root)
     rng = random.Random(7)
     for record in records:

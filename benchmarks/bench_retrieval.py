@@ -274,7 +274,7 @@ def bench_briefs(vault: Vault, rounds: int) -> tuple[float, float]:
 
 
 def set_semantic(root: Path, on: bool) -> None:
-    (root / "config.json").write_text(json.dumps({"search": {"semantic": on}}), encoding="utf-8")
+    (root / "config.local.json").write_text(json.dumps({"search": {"semantic": on}}), encoding="utf-8")
 
 
 def measure_mode(root: Path, mode: str, rounds: int, cli_runs: int) -> dict[str, float]:

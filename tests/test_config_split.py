@@ -94,6 +94,7 @@ OLDER_CONFIG: dict[str, Any] = {
     "bootstrap": {"maxBytes": 4096},
     "sessions": {"keep": 5, "maxAgeDays": 9, "capEvents": 100, "capBytes": 65536, "root": "Сессии/日本"},
     "review": {"required": ["trap", "decision"], "briefPending": False},
+    "search": {"semantic": False},
     "futureSetting": {"kept": "as it was"},
 }
 

@@ -35,7 +35,7 @@ SYNONYM_QUERY = "customers lose their session when paying"  # no word in common 
 
 def open_vault(root: Path, *, semantic: bool = True) -> Vault:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
+    (root / "config.local.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
     return Vault.open(root)
 
 

@@ -763,7 +763,7 @@ def _distractor_body(repeats: int) -> str:
 
 def _distractor_vault(root: Path, repeats: int, *, semantic: bool) -> Vault:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
+    (root / "config.local.json").write_text(json.dumps({"search": {"semantic": semantic}}), encoding="utf-8")
     vault = Vault.open(root)
     # The project's everyday records: they make the question's common words common.
     for n in range(30):
