@@ -592,3 +592,79 @@ def test_a_stale_rule_file_behind_a_link_out_of_the_repository_is_not_removed(
         "action": "skip",
         "reason": "leads out of the repository: left alone",
     } in data["files"]
+
+
+# --- a new user's steps (review of issue 26) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("claude_md", ["@AGENTS.md\n", "# Claude\r\n\r\nSee @./AGENTS.md for the rules.\r\n"])
+def test_a_claude_md_that_imports_agents_md_gets_no_second_block(repo: Path, run_cli: Any, claude_md: str) -> None:
+    # As modelcontextprotocol/python-sdk keeps it: CLAUDE.md holds `@AGENTS.md`, so Claude Code
+    # reads AGENTS.md's block already; a second block would reach every session twice.
+    trap(run_cli, "t1", "--title", "Retries need an idempotency key")
+    (repo / "AGENTS.md").write_text("# Agents\n", encoding="utf-8")
+    (repo / "CLAUDE.md").write_bytes(claude_md.encode("utf-8"))
+    code, data = compile_json(run_cli, "--init", "--with", "claude")
+    assert code == 0 and (repo / "CLAUDE.md").read_bytes() == claude_md.encode("utf-8")
+    assert "Retries need an idempotency key" in (repo / "AGENTS.md").read_text(encoding="utf-8")
+    [claude] = [f for f in data["files"] if f["path"] == "CLAUDE.md"]
+    assert claude == {
+        "path": "CLAUDE.md",
+        "action": "skip",
+        "reason": "imports AGENTS.md, whose block Claude Code reads: left alone",
+    }
+    assert compile_json(run_cli, "--check")[0] == 0
+
+
+def test_a_claude_md_that_only_mentions_an_address_ending_in_agents_md_is_no_import(repo: Path, run_cli: Any) -> None:
+    trap(run_cli, "t1", "--title", "A trap")
+    (repo / "CLAUDE.md").write_text("Mail docs@AGENTS.md.example for access.\n", encoding="utf-8")
+    assert run_cli("agents", "compile", "--init").exit_code == 0
+    assert "A trap" in (repo / "CLAUDE.md").read_text(encoding="utf-8")
+
+
+def test_compile_with_repo_writes_that_repositorys_memory_not_the_working_directorys(
+    repo: Path, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMOSITE_PROJECT")
+    blog = tmp_path / "blog"
+    blog.mkdir()
+    git(blog, "init", "-q")
+    trap(run_cli, "shop-trap", "--title", "Shop only: payment retries", "--project", "shop")
+    trap(run_cli, "blog-trap", "--title", "Blog only: feeds cache for a day", "--project", "blog")
+    # Run from the shop's repository, compiling into the blog's.
+    code, data = compile_json(run_cli, "--repo", str(blog))
+    text = (blog / "AGENTS.md").read_text(encoding="utf-8")
+    assert code == 0 and data["project"] == "blog" and data["traps"] == ["blog-trap"]
+    assert "Blog only" in text and "Shop only" not in text
+    # A project the person names is theirs to name.
+    code, data = compile_json(run_cli, "--repo", str(blog), "--project", "shop", "--check")
+    assert code == 1 and data["project"] == "shop"
+
+
+def test_a_read_only_file_is_refused_and_nothing_is_written(repo: Path, run_cli: Any) -> None:
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    (repo / "AGENTS.md").write_text(f"# Mine\n\n{BEGIN}\nold\n{END}\n", encoding="utf-8")
+    (repo / "AGENTS.md").chmod(0o444)
+    before = snapshot(repo)
+    outcome = run_cli("agents", "compile")
+    assert outcome.exit_code == 1 and outcome.stdout == "" and outcome.stderr.count("\n") == 1
+    assert "cannot write AGENTS.md: it is read-only" in outcome.stderr and "nothing was changed" in outcome.stderr
+    assert snapshot(repo) == before and not (repo / MANIFEST).exists()  # not even the rule files
+    assert run_cli("agents", "compile", "--check").exit_code == 1  # still said to be out of date
+    (repo / "AGENTS.md").chmod(0o644)
+    assert run_cli("agents", "compile").exit_code == 0 and "Payments trap" in (repo / "AGENTS.md").read_text(
+        encoding="utf-8"
+    )
+
+
+def test_the_summary_says_once_why_a_file_is_left_alone_and_counts_in_words(repo: Path, run_cli: Any) -> None:
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    run_cli("upsert", "--kind", "decision", "--slug", "fts", "--title", "Search with FTS5", "--body", "LIKE was slow.")
+    (repo / "AGENTS.md").write_text("# Mine\n", encoding="utf-8")
+    outcome = run_cli("agents", "compile")
+    assert outcome.exit_code == 0
+    lines = outcome.stdout.splitlines()
+    assert re.fullmatch(r"project demo: block \d+ of 6144 bytes \(1 trap, 1 decision\), 1 rule group", lines[0])
+    assert "  AGENTS.md: has no memosite markers: left alone (--init adds them)" in lines
+    assert "  .cursor/rules/memosite-payments.mdc: created" in lines

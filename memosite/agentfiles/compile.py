@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import stat
 from collections.abc import Sequence
@@ -52,6 +53,9 @@ _RULE_NAME = re.compile(
     + r"[a-z0-9][a-z0-9-]*(?P<suffix>\.instructions\.md|\.mdc|\.md)$"
 )
 MAX_READ = 16 * 1024 * 1024
+# Claude Code reads a file that CLAUDE.md imports (a line such as `@AGENTS.md`) as part of it: a
+# block of its own there would reach every session twice.
+_IMPORTS_AGENTS_MD = re.compile(rb"(?<!\S)@(?:\./)?" + re.escape(AGENTS_MD.encode()) + rb"(?![\w./-])")
 
 Action = Literal["create", "update", "delete", "unchanged", "skip"]
 
@@ -187,6 +191,8 @@ def _block_change(
         return FileChange(name, "create", None, with_newlines(block_file(inner), b"\n"), target=real)
     before = _read(real)
     span = find_block(before, name)
+    if span is None and name == BLOCK_FILES["claude"] and _IMPORTS_AGENTS_MD.search(before):
+        return FileChange(name, "skip", before, reason=f"imports {AGENTS_MD}, whose block Claude Code reads: left alone")
     if span is None:
         if not init:
             return FileChange(name, "skip", before, reason="has no memosite markers: left alone (--init adds them)")
@@ -329,6 +335,7 @@ def apply_plan(plan: CompilePlan) -> CompilePlan:
     Before a rule file is created the manifest already lists it (with every file listed before), so
     a compile stopped half way never leaves a file of memosite's that the next one takes for a
     person's."""
+    _check_writable(plan)
     manifest = next((change for change in plan.changes if change.path == MANIFEST), None)
     creating = [c.path for c in plan.out_of_date if c.action == "create" and c.path in plan.managed]
     if creating and manifest is not None and manifest.target is not None:
@@ -346,6 +353,29 @@ def apply_plan(plan: CompilePlan) -> CompilePlan:
         _write(change.target, change.after, change.path)
     plan.written = True
     return plan
+
+
+def _check_writable(plan: CompilePlan) -> None:
+    """STORAGE_ERROR, before anything is written, when a file the plan changes is read-only or its
+    folder cannot be written: a compile either writes every file it names or none."""
+    for change in plan.out_of_date:
+        if change.target is None:
+            continue
+        try:
+            # A replace by rename would go through a file its owner made read-only: theirs to lift.
+            locked = change.target.exists() and not change.target.stat().st_mode & 0o222
+        except OSError as exc:
+            raise StorageError(f"cannot write {change.path}: {exc.strerror or exc}; nothing was changed") from exc
+        if locked:
+            raise StorageError(
+                f"cannot write {change.path}: it is read-only; make it writable (chmod u+w) to compile into it"
+                " — nothing was changed"
+            )
+        folder = change.target.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not os.access(folder, os.W_OK):
+            raise StorageError(f"cannot write {change.path}: its folder is not writable — nothing was changed")
 
 
 def _write(target: Path, data: bytes, name: str) -> None:
