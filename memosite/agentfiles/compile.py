@@ -192,7 +192,8 @@ def _block_change(
     before = _read(real)
     span = find_block(before, name)
     if span is None and name == BLOCK_FILES["claude"] and _IMPORTS_AGENTS_MD.search(before):
-        return FileChange(name, "skip", before, reason=f"imports {AGENTS_MD}, whose block Claude Code reads: left alone")
+        why = f"imports {AGENTS_MD}, whose block Claude Code reads: left alone"
+        return FileChange(name, "skip", before, reason=why)
     if span is None:
         if not init:
             return FileChange(name, "skip", before, reason="has no memosite markers: left alone (--init adds them)")

@@ -85,9 +85,7 @@ def compile_(
         settings = replace(settings, max_bytes=check_max_bytes(max_bytes, "--max-bytes"))
     if site_url is not None:
         settings = replace(settings, site_url=check_site_url(site_url, "--site-url"))
-    plan = plan_compile(
-        app.vault, project, root, settings=settings, init=init, with_files=with_files, now=utc_now()
-    )
+    plan = plan_compile(app.vault, project, root, settings=settings, init=init, with_files=with_files, now=utc_now())
     if writing:
         apply_plan(plan)
     if show_diff and not app.as_json:
