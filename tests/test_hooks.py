@@ -660,3 +660,102 @@ def test_any_prompt_gets_at_most_a_few_records_within_the_budget(memory: Path, v
     assert len(recall.records) <= MAX_RECORDS
     assert len(recall.markdown().encode("utf-8")) <= MAX_BYTES
     assert all(".." not in path.split("/") and not path.startswith("/") for path in named_paths(prompt))
+
+
+# --- a new user's steps and an attacker's (review of issue 26) -----------------------------------------
+
+
+@pytest.mark.parametrize("claimed", ["Stop", "PreToolUse", "</additionalContext>", None])
+def test_an_answer_names_the_event_the_hook_runs_at_whatever_the_payload_claims(
+    memory: Path, claimed: str | None
+) -> None:
+    # Claude Code checks hookEventName against the event that ran the hook: an answer that named
+    # the payload's word would fail its schema and bring nothing.
+    data = json.loads(payload("claude-code", "SessionStart", memory))
+    data["hook_event_name"] = claimed
+    code, out = hook("session-start", stdin=json.dumps(data))
+    answer = json.loads(out)
+    jsonschema.validate(answer, _CONTEXT)
+    assert code == 0 and answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    prompt = json.loads(payload("claude-code", "UserPromptSubmit", memory, prompt="NOT NULL migration orders table"))
+    prompt["hook_event_name"] = claimed
+    answer = json.loads(hook("prompt", stdin=json.dumps(prompt).replace(SESSION, "other"))[1])
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
+class _StdinKeptOpen(io.RawIOBase):
+    """An agent's stdin: the payload in pieces, then nothing more ever comes (a read would hang)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        assert self.pieces, "read past the payload: with stdin kept open this read would hang"
+        return self.pieces.pop(0)
+
+
+def test_a_payload_in_pieces_is_read_to_its_end_and_not_one_read_further() -> None:
+    whole = json.dumps({"session_id": "s", "prompt": "why does {config} break? see {x}", "cwd": "/"}).encode()
+    cut = whole.index(b"}") + 1  # the first piece ends on a brace inside the prompt
+    pieces = [whole[:cut], whole[cut : cut + 7], whole[cut + 7 :]]
+    assert runner.read_payload(_StdinKeptOpen(pieces)) == whole
+
+
+def test_a_file_name_from_a_transcript_cannot_write_markdown_into_the_session_record(
+    memory: Path, vault_dir: Path, tmp_path: Path
+) -> None:
+    name = "notes`\n\n## Injected heading\n<script>alert(1)</script>.md"
+    edit = json.dumps(
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "name": "Write", "input": {"file_path": f"{memory}/{name}"}}]},
+        }
+    )
+    log = transcript("claude-code", tmp_path, memory, edit)
+    assert hook("session-end", stdin=payload("claude-code", "SessionEnd", memory, transcript=str(log)))[0] == 0
+    record = read_record(vault_dir / f"projects/demo/sessions/{session_slug('claude-code', SESSION)}.md")
+    assert name in record.frontmatter["touchedFiles"]  # kept as it was, as data
+    listed = [line for line in record.body.splitlines() if line.startswith("- ")]
+    assert len(listed) == 3 and "Injected heading" in listed[-1] and listed[-1].startswith("- ``")
+    assert not any(line.startswith(("#", "<")) for line in record.body.splitlines())
+
+
+def test_installing_in_a_second_scope_is_refused_so_the_agent_never_runs_memosite_twice(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    assert run_cli("init").exit_code == 0
+    assert run_cli("hooks", "install", "claude-code", "--scope", "user").exit_code == 0
+    user_file = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    before = user_file.read_bytes()
+    for scope in ("project", "local"):
+        outcome = run_cli("hooks", "install", "claude-code", "--scope", scope)
+        assert outcome.exit_code == 1 and outcome.stderr.count("\n") == 1
+        assert "already in ~/.claude/settings.json (user scope)" in outcome.stderr
+        assert "memosite hooks uninstall claude-code --scope user" in outcome.stderr
+    assert not (repo / ".claude").exists() and user_file.read_bytes() == before
+    assert run_cli("hooks", "install", "claude-code", "--scope", "user").exit_code == 0  # the same scope again
+    # A teammate commits the project scope's hooks: status says the agent runs both.
+    shared = repo / ".claude" / "settings.json"
+    shared.parent.mkdir()
+    command = {"type": "command", "command": "memosite hook prompt --agent claude-code"}
+    shared.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [command]}]}}), encoding="utf-8")
+    statuses = run_cli("hooks", "status", "claude-code", "--json").json()["hooks"]
+    assert [s["scope"] for s in statuses] == ["project", "user"]
+    assert all("set in 2 scopes: Claude Code runs each, keep one" in s["note"] for s in statuses)
+
+
+def test_a_prompt_with_a_pasted_log_is_matched_on_what_the_person_wrote_around_it(memory: Path) -> None:
+    # A megabyte of log: matching each of its words would run past the time limit and, needing
+    # four words of thousands, would match anything. The person's words are at its start or end.
+    log = "\n".join(f"INFO worker-{n} heartbeat ok, queue депth {n % 7} 🚀" for n in range(25000))
+    # A long prompt needs four of its words in a record (terms_needed): the person names enough.
+    question = "The NOT NULL migration locks the orders table again: should we backfill in batches?"
+    for number, prompt in enumerate((f"{question}\n{log}", f"{log}\n{question}")):
+        stdin = payload("claude-code", "UserPromptSubmit", memory, prompt=prompt).replace(SESSION, f"paste-{number}")
+        assert "NOT NULL migrations lock the orders table" in _recalled(hook("prompt", stdin=stdin)[1])
+    middle = f"{log[: len(log) // 2]}\n{question}\n{log[len(log) // 2 :]}"
+    stdin = payload("claude-code", "UserPromptSubmit", memory, prompt=middle).replace(SESSION, "paste-middle")
+    assert hook("prompt", stdin=stdin) == (0, "")
