@@ -4,6 +4,9 @@ Only a record's body is Markdown. A title, tag, module, path, session id or goal
 ``[Login](https://evil.example/x)`` or ``**bold** # heading`` must not become a link or markup in
 a compiled view or on the site, so templates pass such values through :func:`markdown_text`
 (running text, table cells, headings) or :func:`code_span` (values shown as code).
+
+A body, which is Markdown, is summed up on one line by :func:`rule_line` wherever one line stands
+for a record (the files agents read, what a prompt hook adds).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 _ESCAPED = re.compile(r"([\\`*_{}\[\]#|!])")
 _ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
 _BACKTICKS = re.compile(r"`+")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 
 
 def _one_line(value: Any) -> str:
@@ -38,3 +43,19 @@ def code_span(value: Any) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def rule_line(body: str, limit: int) -> str:
+    """A record's rule on one line: the first paragraph of ``body`` that is prose (not a heading,
+    not a code block, and up to a code block that follows it), its whitespace folded, cut at a word
+    near ``limit`` characters (`` …`` says so). "" for a body that holds no prose."""
+    for paragraph in _PARAGRAPH_BREAK.split(body.strip()):
+        text = paragraph.strip()
+        fence = _FENCE.search(text)
+        if fence is not None:
+            text = text[: fence.start()].strip()
+        if not text or text.startswith("#"):
+            continue
+        line = " ".join(text.split())
+        return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
+    return ""

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from memosite.errors import InvalidArguments
-from memosite.mdtext import code_span, markdown_text
+from memosite.mdtext import code_span, markdown_text, rule_line
 from memosite.query import MAX_ANY_TERMS, parse_query
 from memosite.schema import utc_now
 from memosite.search import SearchHit, search_records
@@ -131,20 +131,6 @@ def prompt_words(prompt: str) -> tuple[list[str], int]:
     return words, len(words)
 
 
-_PARAGRAPHS = re.compile(r"\n[ \t]*\n")
-
-
-def first_line(body: str, limit: int = RULE_CHARS) -> str:
-    """A record's rule in one line: the first paragraph of its body that is prose (not a heading,
-    not code), cut at a word near ``limit`` characters."""
-    for paragraph in _PARAGRAPHS.split(body.strip()):
-        text = paragraph.strip()
-        if text and not text.startswith(("#", "```", "~~~")):
-            line = " ".join(text.split())
-            return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
-    return ""
-
-
 def _usable(hit: SearchHit) -> bool:
     return not hit.pending and not hit.expired and hit.freshness not in ("drifted", "missing")
 
@@ -195,7 +181,7 @@ def recall_for_prompt(
             hit.kind,
             hit.title,
             hit.severity,
-            first_line(entry.body) if entry is not None else "",
+            rule_line(entry.body, RULE_CHARS) if entry is not None else "",
             tuple(hit.path_patterns),
             on_path,
             matched,

@@ -759,3 +759,34 @@ def test_a_prompt_with_a_pasted_log_is_matched_on_what_the_person_wrote_around_i
     middle = f"{log[: len(log) // 2]}\n{question}\n{log[len(log) // 2 :]}"
     stdin = payload("claude-code", "UserPromptSubmit", memory, prompt=middle).replace(SESSION, "paste-middle")
     assert hook("prompt", stdin=stdin) == (0, "")
+
+
+_prose = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(paragraphs=st.lists(st.one_of(_prose, st.sampled_from(["# Heading", "```py\ncode()\n```", "~~~\nx\n~~~"]))))
+def test_a_rule_line_is_one_line_of_prose_within_its_limit(paragraphs: list[str]) -> None:
+    from memosite.mdtext import rule_line
+
+    line = rule_line("\n\n".join(paragraphs), 120)
+    assert "\n" not in line and not line.startswith(("#", "```", "~~~")) and len(line) <= 122
+    assert line == " ".join(line.split())
+
+
+def test_the_files_agents_read_and_the_prompt_hook_give_a_record_the_same_rule(
+    memory: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    # One rule, spelled once: a body that opens with a heading and holds code is summed up by its
+    # prose in AGENTS.md as in what a prompt adds (no "## Symptom" inlined into either).
+    body = "## Symptom\n\nВебхук теряет подпись: проверяй сырое тело запроса 🚀.\n\n```py\nverify(raw_body)\n```\n"
+    args = ["upsert", "--kind", "trap", "--slug", "webhook", "--title", "Webhook signatures", "--body", body]
+    assert run_cli(*args, "--path", "src/payments/webhook.py").exit_code == 0
+    assert run_cli("agents", "compile").exit_code == 0
+    rule = "Вебхук теряет подпись: проверяй сырое тело запроса 🚀."
+    agents_md = (memory / "AGENTS.md").read_text(encoding="utf-8")
+    block_line = next(line for line in agents_md.splitlines() if "Webhook" in line)
+    assert f"— {rule} Paths:" in block_line and "Symptom" not in block_line
+    prompt = payload("claude-code", "UserPromptSubmit", memory, prompt="Fix src/payments/webhook.py please")
+    context = _recalled(hook("prompt", stdin=prompt.replace(SESSION, "rule-line"))[1])
+    assert f"— {rule} (paths:" in context and "Symptom" not in context
