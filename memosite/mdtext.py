@@ -19,8 +19,8 @@ from typing import Any
 _ESCAPED = re.compile(r"([\\`*_{}\[\]#|!])")
 _ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
 _BACKTICKS = re.compile(r"`+")
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
+_FENCE = re.compile(r"(`{3,}|~{3,})")
+_HEADING = re.compile(r"#{1,6}(\s|$)")
 
 
 def _one_line(value: Any) -> str:
@@ -46,16 +46,24 @@ def code_span(value: Any) -> str:
 
 
 def rule_line(body: str, limit: int) -> str:
-    """A record's rule on one line: the first paragraph of ``body`` that is prose (not a heading,
-    not a code block, and up to a code block that follows it), its whitespace folded, cut at a word
-    near ``limit`` characters (`` …`` says so). "" for a body that holds no prose."""
-    for paragraph in _PARAGRAPH_BREAK.split(body.strip()):
-        text = paragraph.strip()
-        fence = _FENCE.search(text)
-        if fence is not None:
-            text = text[: fence.start()].strip()
-        if not text or text.startswith("#"):
+    """A record's rule on one line: the prose of ``body`` (its lines outside headings and code
+    blocks) with whitespace folded, cut at a word near ``limit`` characters (`` …`` says so); ""
+    for a body that holds no prose."""
+    prose: list[str] = []
+    size = 0
+    fence = ""  # the fence of the code block the line is in, if any
+    for raw in body.splitlines():
+        line = raw.strip()
+        if fence:
+            fence = "" if line.startswith(fence) else fence
             continue
-        line = " ".join(text.split())
-        return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
-    return ""
+        opening = _FENCE.match(line)
+        if opening is not None:
+            fence = opening.group(1)
+        elif line and not _HEADING.match(line):
+            prose.append(line)
+            size += len(line) + 1
+            if size > limit:
+                break
+    text = " ".join(" ".join(prose).split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
