@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from datetime import UTC, datetime
@@ -668,3 +669,25 @@ def test_the_summary_says_once_why_a_file_is_left_alone_and_counts_in_words(repo
     assert re.fullmatch(r"project demo: block \d+ of 6144 bytes \(1 trap, 1 decision\), 1 rule group", lines[0])
     assert "  AGENTS.md: has no memosite markers: left alone (--init adds them)" in lines
     assert "  .cursor/rules/memosite-payments.mdc: created" in lines
+
+
+def test_the_demo_says_how_to_check_its_files_and_the_check_passes(tmp_path: Path, run_cli: Any) -> None:
+    outcome = run_cli("demo", "--vault", str(tmp_path / "demo-vault"))
+    assert outcome.exit_code == 0
+    [line] = [line for line in outcome.stdout.splitlines() if "check them as CI would: " in line]
+    command = shlex.split(line.split("check them as CI would: ", 1)[1])
+    assert command[0] == "memosite" and command[-1] == "--check"
+    assert run_cli(*command[1:]).exit_code == 0
+
+
+def test_the_demo_never_writes_into_a_directory_it_did_not_make(tmp_path: Path, run_cli: Any) -> None:
+    # --vault ~/work/shop would put the demo's files beside it, in ~/work/shop-repo: that may be yours.
+    theirs = tmp_path / "shop-repo"
+    theirs.mkdir()
+    (theirs / "README.md").write_text("# The real shop\n", encoding="utf-8")
+    before = snapshot(theirs)
+    outcome = run_cli("demo", "--vault", str(tmp_path / "shop"))
+    assert outcome.exit_code == 0 and snapshot(theirs) == before
+    assert f"files agents read: left alone, {theirs} is not the demo's (choose another --vault)" in outcome.stdout
+    data = run_cli("demo", "--vault", str(tmp_path / "shop"), "--json").json()
+    assert data["agentFiles"] == {"repository": str(theirs), "files": []} and snapshot(theirs) == before
