@@ -308,6 +308,7 @@ def test_compile_writes_only_for_a_person_but_check_and_diff_run_in_an_agents_sh
     ("args", "message"),
     [
         (("--max-bytes", "10"), "invalid --max-bytes 10"),
+        (("--max-bytes", "1000000"), "invalid --max-bytes 1000000: expected an integer from 1024 to 65536"),
         (("--site-url", "javascript:alert(1)"), "invalid --site-url"),
         (("--repo", "no-such-dir"), "no repository at"),
     ],
@@ -691,3 +692,17 @@ def test_the_demo_never_writes_into_a_directory_it_did_not_make(tmp_path: Path, 
     assert f"files agents read: left alone, {theirs} is not the demo's (choose another --vault)" in outcome.stdout
     data = run_cli("demo", "--vault", str(tmp_path / "shop"), "--json").json()
     assert data["agentFiles"] == {"repository": str(theirs), "files": []} and snapshot(theirs) == before
+
+
+@pytest.mark.parametrize("value", [10**9, 0, "6144", True, None])
+def test_a_block_budget_from_the_shared_config_is_bounded_like_the_option(
+    repo: Path, vault_dir: Path, run_cli: Any, value: Any
+) -> None:
+    # config.json comes from the team's remote: a budget of a gigabyte would put every record
+    # into every session of every agent.
+    trap(run_cli, "t1")
+    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    (vault_dir / "config.json").write_text(json.dumps({**config, "agents": {"maxBytes": value}}), encoding="utf-8")
+    outcome = run_cli("agents", "compile")
+    assert outcome.exit_code == 1 and "invalid agents.maxBytes" in outcome.stderr and outcome.stderr.count("\n") == 1
+    assert not (repo / "AGENTS.md").exists()

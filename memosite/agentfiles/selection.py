@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from memosite.agentfiles.settings import MAX_MAX_BYTES
 from memosite.bootstrap import BriefItem, build_bootstrap
 from memosite.errors import InvalidArguments
 from memosite.freshness import RecordVerdict, Repository, judge_cite, read_cites
@@ -29,9 +30,9 @@ from memosite.search import MAX_LIMIT, search_records
 from memosite.vault import Vault
 
 RULE_CHARS = 240  # one line per record: its rule, not its story
-# The brief is read with room for far more decisions than a block can hold; the block's own
-# budget decides what is shown.
-_BRIEF_READ_BYTES = 64 * 1024
+# The brief is read with room for everything the largest block can hold; the block's own budget
+# decides what is shown.
+_BRIEF_READ_BYTES = MAX_MAX_BYTES
 
 
 @dataclass(frozen=True)
