@@ -30,9 +30,7 @@ _SITE_URL = re.compile(r"^https?://[^\s\"'<>()\[\]\\`]+$")
 def check_max_bytes(value: Any, name: str) -> int:
     """``value`` as a block budget, or INVALID_ARGUMENTS naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_MAX_BYTES <= value <= MAX_MAX_BYTES:
-        raise InvalidArguments(
-            f"invalid {name} {value!r}: expected an integer from {MIN_MAX_BYTES} to {MAX_MAX_BYTES}"
-        )
+        raise InvalidArguments(f"invalid {name} {value!r}: expected an integer from {MIN_MAX_BYTES} to {MAX_MAX_BYTES}")
     return value
 
 
