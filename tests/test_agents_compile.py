@@ -706,3 +706,26 @@ def test_a_block_budget_from_the_shared_config_is_bounded_like_the_option(
     outcome = run_cli("agents", "compile")
     assert outcome.exit_code == 1 and "invalid agents.maxBytes" in outcome.stderr and outcome.stderr.count("\n") == 1
     assert not (repo / "AGENTS.md").exists()
+
+
+def test_a_manifest_listing_a_persons_rule_file_cannot_make_compile_rewrite_or_remove_it(
+    repo: Path, run_cli: Any
+) -> None:
+    # A commit to the shared manifest names a teammate's own files, named like memosite's.
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    rules = repo / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    kept = {
+        rules / "memosite-payments.mdc": "---\nglobs: src/**\n---\nOur payments rules, Ελληνικά 🚀.\n",
+        rules / "memosite-old.mdc": "---\nalwaysApply: true\n---\nA rule the team wrote.\n",
+    }
+    for path, text in kept.items():
+        path.write_text(text, encoding="utf-8")
+    listed = [".cursor/rules/memosite-payments.mdc", ".cursor/rules/memosite-old.mdc"]
+    (repo / MANIFEST).write_text(json.dumps({"files": listed}), encoding="utf-8")
+    code, data = compile_json(run_cli)
+    assert code == 0 and all(path.read_text(encoding="utf-8") == text for path, text in kept.items())
+    reason = "is in the manifest but lacks memosite's note: a person's file, left alone"
+    for name in listed:
+        assert {"path": name, "action": "skip", "reason": reason} in data["files"]
+    assert not set(listed) & set(json.loads((repo / MANIFEST).read_text(encoding="utf-8"))["files"])

@@ -13,7 +13,8 @@ and ``--diff`` stop there — and :func:`apply_plan` writes it:
   ``.memosite-agents.json`` at the repository's root. A rule file the manifest lists and the
   memory no longer needs is removed; a file the manifest does not list is a person's and is never
   written over or removed, whatever its name. The manifest comes from the shared repository, so it
-  is data: an entry that is not a memosite rule file name is ignored.
+  is data: an entry that is not a memosite rule file name is ignored, and a listed file that
+  lacks the note memosite writes into each is a person's too.
 
 The output depends only on the memory, the settings and the repository's code: compiling twice
 gives the same bytes, and ``--check`` fails exactly when a file differs from what a compile writes.
@@ -34,7 +35,15 @@ from typing import Any, Literal
 
 from memosite.agentfiles.block import Block, render_block
 from memosite.agentfiles.markers import append_block, block_file, find_block, replace_block, with_newlines
-from memosite.agentfiles.rules import RULE_DIRS, RULE_PREFIX, RuleSet, group_traps, render_rule, rule_path
+from memosite.agentfiles.rules import (
+    RULE_DIRS,
+    RULE_PREFIX,
+    RuleSet,
+    carries_note,
+    group_traps,
+    render_rule,
+    rule_path,
+)
 from memosite.agentfiles.selection import Selection, select_memory
 from memosite.agentfiles.settings import AgentFilesSettings
 from memosite.errors import InvalidArguments, SafetyViolation, StorageError
@@ -53,6 +62,9 @@ _RULE_NAME = re.compile(
     + r"[a-z0-9][a-z0-9-]*(?P<suffix>\.instructions\.md|\.mdc|\.md)$"
 )
 MAX_READ = 16 * 1024 * 1024
+# The manifest is shared through git and may name any file: one memosite rewrites or removes must
+# also still say it is memosite's.
+_NO_NOTE = "is in the manifest but lacks memosite's note: a person's file, left alone"
 # Claude Code reads a file that CLAUDE.md imports (a line such as `@AGENTS.md`) as part of it: a
 # block of its own there would reach every session twice.
 _IMPORTS_AGENTS_MD = re.compile(rb"(?<!\S)@(?:\./)?" + re.escape(AGENTS_MD.encode()) + rb"(?![\w./-])")
@@ -256,6 +268,9 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
                 FileChange(name, "skip", before, reason="is not in the manifest: a person's file, left alone")
             )
             continue
+        if not carries_note(before):
+            changes.append(FileChange(name, "skip", before, reason=_NO_NOTE))
+            continue
         changes.append(FileChange(name, "unchanged" if before == after else "update", before, after, target=real))
         managed.append(name)
     for name in listed:
@@ -266,7 +281,11 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
             # Through a link memosite would remove a file it never wrote, maybe outside the repository.
             changes.append(FileChange(name, "skip", reason=why or "is a symlink: left alone"))
         elif real.exists():
-            changes.append(FileChange(name, "delete", _read(real), None, reason="no longer needed", target=real))
+            before = _read(real)
+            if carries_note(before):
+                changes.append(FileChange(name, "delete", before, None, reason="no longer needed", target=real))
+            else:
+                changes.append(FileChange(name, "skip", before, reason=_NO_NOTE))
     return changes, managed
 
 
