@@ -23,7 +23,6 @@ gives the same bytes, and ``--check`` fails exactly when a file differs from wha
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import stat
@@ -35,9 +34,15 @@ from typing import Any, Literal
 
 from memosite.agentfiles.block import Block, render_block
 from memosite.agentfiles.markers import append_block, block_file, find_block, replace_block, with_newlines
+from memosite.agentfiles.repofiles import (
+    MANIFEST,
+    Repository,
+    inside,
+    manifest_bytes,
+    read_bounded,
+    read_manifest,
+)
 from memosite.agentfiles.rules import (
-    RULE_DIRS,
-    RULE_PREFIX,
     RuleSet,
     carries_note,
     group_traps,
@@ -49,19 +54,9 @@ from memosite.agentfiles.settings import AgentFilesSettings
 from memosite.errors import InvalidArguments, SafetyViolation, StorageError
 from memosite.vault import Vault, atomic_write_bytes
 
-MANIFEST = ".memosite-agents.json"
 AGENTS_MD = "AGENTS.md"
 # The other files that carry the block, by the name ``--with`` gives them.
 BLOCK_FILES = {"claude": "CLAUDE.md", "copilot": ".github/copilot-instructions.md"}
-_MANIFEST_ABOUT = (
-    "The files `memosite agents compile` wrote. It rewrites and removes only these; every other file is yours."
-)
-_RULE_NAME = re.compile(
-    r"^(?P<dir>\.cursor/rules|\.claude/rules|\.github/instructions)/"
-    + re.escape(RULE_PREFIX)
-    + r"[a-z0-9][a-z0-9-]*(?P<suffix>\.instructions\.md|\.mdc|\.md)$"
-)
-MAX_READ = 16 * 1024 * 1024
 # The manifest is shared through git and may name any file: one memosite rewrites or removes must
 # also still say it is memosite's.
 _NO_NOTE = "is in the manifest but lacks memosite's note: a person's file, left alone"
@@ -145,51 +140,8 @@ def _text(data: bytes | None) -> str:
     return "" if data is None else data.decode("utf-8", errors="replace")
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
-def _read(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_READ + 1)
-    except OSError as exc:
-        raise StorageError(f"cannot read {path.name}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_READ:
-        raise InvalidArguments(f"{path.name} is larger than {MAX_READ // (1024 * 1024)} MB: not a file agents read")
-    return data
-
-
-class _Repository:
-    """The product repository as a compile sees it: where each named file really lies."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.real_root = root.resolve()
-
-    def locate(self, name: str) -> tuple[Path | None, str]:
-        """Where ``name`` (relative to the root) would be read and written: its real path, or
-        None and why it is left alone (a link out of the repository, a directory, a dangling link)."""
-        path = self.root / name
-        try:
-            real = path.resolve()
-        except (OSError, RuntimeError):
-            return None, "cannot be resolved (a symlink loop?): left alone"
-        if not _inside(real, self.real_root):
-            return None, "leads out of the repository: left alone"
-        if path.is_symlink() and not real.exists():
-            return None, "is a symlink to nothing: left alone"
-        if real.exists() and not real.is_file():
-            return None, "is not a regular file: left alone"
-        return real, ""
-
-
 def _block_change(
-    repo: _Repository, name: str, inner: str, *, init: bool, create: bool, seen: dict[Path, str]
+    repo: Repository, name: str, inner: str, *, init: bool, create: bool, seen: dict[Path, str]
 ) -> FileChange | None:
     real, why = repo.locate(name)
     if real is None:
@@ -201,7 +153,7 @@ def _block_change(
         if not create:
             return None
         return FileChange(name, "create", None, with_newlines(block_file(inner), b"\n"), target=real)
-    before = _read(real)
+    before = read_bounded(real)
     span = find_block(before, name)
     if span is None and name == BLOCK_FILES["claude"] and _IMPORTS_AGENTS_MD.search(before):
         why = f"imports {AGENTS_MD}, whose block Claude Code reads: left alone"
@@ -215,37 +167,7 @@ def _block_change(
     return FileChange(name, "unchanged" if after == before else "update", before, after, target=real)
 
 
-def read_manifest(root: Path) -> list[str]:
-    """The rule files an earlier compile wrote, as the manifest lists them (only names a compile
-    could have written: the manifest is shared through git and may say anything)."""
-    path = root / MANIFEST
-    if not path.is_file():
-        return []
-    try:
-        data = json.loads(_read(path).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InvalidArguments(
-            f"{MANIFEST} is not valid JSON ({exc}): restore it from git, or delete it (memosite then"
-            " leaves the rule files it wrote before in place, as a person's)"
-        ) from exc
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        raise InvalidArguments(f"{MANIFEST} lists no files: restore it from git, or delete it")
-    return sorted({entry for entry in files if isinstance(entry, str) and _is_rule_name(entry)})
-
-
-def _is_rule_name(name: str) -> bool:
-    match = _RULE_NAME.match(name)
-    if match is None:
-        return False
-    return any(match["dir"] == directory and match["suffix"] == suffix for directory, suffix in RULE_DIRS.values())
-
-
-def manifest_bytes(files: Sequence[str]) -> bytes:
-    return (json.dumps({"about": _MANIFEST_ABOUT, "files": sorted(files)}, indent=2) + "\n").encode("utf-8")
-
-
-def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) -> tuple[list[FileChange], list[str]]:
+def _rule_changes(repo: Repository, wanted: dict[str, str], listed: list[str]) -> tuple[list[FileChange], list[str]]:
     """Changes to rule files, and the files the manifest lists afterwards."""
     changes: list[FileChange] = []
     managed: list[str] = []
@@ -262,7 +184,7 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
             changes.append(FileChange(name, "create", None, after, target=real))
             managed.append(name)
             continue
-        before = _read(real)
+        before = read_bounded(real)
         if name not in listed:
             changes.append(
                 FileChange(name, "skip", before, reason="is not in the manifest: a person's file, left alone")
@@ -281,7 +203,7 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
             # Through a link memosite would remove a file it never wrote, maybe outside the repository.
             changes.append(FileChange(name, "skip", reason=why or "is a symlink: left alone"))
         elif real.exists():
-            before = _read(real)
+            before = read_bounded(real)
             if carries_note(before):
                 changes.append(FileChange(name, "delete", before, None, reason="no longer needed", target=real))
             else:
@@ -311,9 +233,9 @@ def plan_compile(
     root = root.absolute()
     if not root.is_dir():
         raise InvalidArguments(f"no repository at {root}: run it in the product repository or give --repo DIR")
-    if _inside(root.resolve(), vault.root.resolve()):
+    if inside(root.resolve(), vault.root.resolve()):
         raise SafetyViolation("agents compile writes into a product repository, never into the vault")
-    if _inside(vault.root.resolve(), root.resolve()):
+    if inside(vault.root.resolve(), root.resolve()):
         raise SafetyViolation(
             f"refusing to compile into {root.name}: the vault lies inside it; keep the vault outside the repository"
         )
@@ -321,7 +243,7 @@ def plan_compile(
     block = render_block(selection, max_bytes=settings.max_bytes, site_url=settings.site_url)
     rules = group_traps(selection.scoped)
     plan = CompilePlan(root, project, selection, block, rules, settings.max_bytes)
-    repo = _Repository(root)
+    repo = Repository(root)
     seen: dict[Path, str] = {}
     for name, create in [(AGENTS_MD, True), *((path, key in with_files) for key, path in BLOCK_FILES.items())]:
         change = _block_change(repo, name, block.inner, init=init, create=create, seen=seen)
@@ -337,7 +259,7 @@ def plan_compile(
     plan.changes += rule_changes
     plan.listed, plan.managed = listed, managed
     manifest_real, why = repo.locate(MANIFEST)
-    before = _read(manifest_real) if manifest_real is not None and manifest_real.exists() else None
+    before = read_bounded(manifest_real) if manifest_real is not None and manifest_real.exists() else None
     if manifest_real is None:
         plan.changes.append(FileChange(MANIFEST, "skip", reason=why))
     elif managed:
