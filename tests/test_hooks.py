@@ -791,3 +791,25 @@ def test_the_files_agents_read_and_the_prompt_hook_give_a_record_the_same_rule(
     prompt = payload("claude-code", "UserPromptSubmit", memory, prompt="Fix src/payments/webhook.py please")
     context = _recalled(hook("prompt", stdin=prompt.replace(SESSION, "rule-line"))[1])
     assert f"— {rule} (paths:" in context and "Symptom" not in context
+
+
+def test_the_brief_at_session_start_stays_within_what_claude_code_shows_as_it_is(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    # Claude Code caps context from a hook at 10,000 characters: longer, the model gets a 2 KB
+    # preview. A team's bootstrap.maxBytes of 64 KB must not turn the brief into that preview.
+    for n in range(40):
+        kind = "trap" if n < 10 else "decision"
+        title = f"Запись {n}: миграция блокирует таблицу заказов 🚀 {'ü' * 20}"
+        body = f"Правило {n}. " + "Добавь колонку без NOT NULL, заполни партиями, затем ограничение. " * 4
+        args = ["upsert", "--kind", kind, "--slug", f"r{n}", "--title", title, "--body", body, "--allow-duplicate"]
+        assert run_cli(*args).exit_code == 0
+    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    config["bootstrap"] = {"maxBytes": 65536}
+    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, out = hook("session-start", stdin=payload("claude-code", "SessionStart", repo))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and 6000 < len(context) <= 10_000 and "memosite upsert --kind trap" in context
+    # Agents that document no such cap get the brief the team configured.
+    gemini = hook("session-start", "--agent", "gemini-cli", stdin=payload("gemini-cli", "SessionStart", repo))[1]
+    assert len(json.loads(gemini)["hookSpecificOutput"]["additionalContext"]) > 10_000

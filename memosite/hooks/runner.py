@@ -225,6 +225,11 @@ def _session_start(context: HookContext, vault: Vault, project: str) -> str:
     from memosite.recall import forget_old_sessions, remember_shown
 
     brief = build_bootstrap(vault, project, now=context.now)
+    cap = context.args.agent.context_chars
+    if cap is not None and len(brief.markdown) + len(SAVE_HINT) + 2 > cap:
+        # A brief past what the agent shows as it is (a larger bootstrap.maxBytes, say) is cut to
+        # fit: the model gets all of a shorter brief rather than a preview of a longer one.
+        brief = build_bootstrap(vault, project, max_bytes=cap - len(SAVE_HINT) - 2, now=context.now)
     items = [*brief.context, *brief.traps, *brief.decisions, *brief.pending]
     if not items:
         return context.args.agent.empty_answer
