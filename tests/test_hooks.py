@@ -476,7 +476,7 @@ def test_a_wrong_command_line_is_one_line_and_exit_1_never_the_blocking_2(
 ) -> None:
     done = run_exe(memosite_exe, "hook", *argv, stdin="{}")
     assert done.returncode == 1 and done.stdout == ""
-    assert message in done.stderr.splitlines()[0]
+    assert message in done.stderr and done.stderr.count("\n") == 1
 
 
 @settings(max_examples=150, deadline=None)
@@ -813,3 +813,21 @@ def test_the_brief_at_session_start_stays_within_what_claude_code_shows_as_it_is
     # Agents that document no such cap get the brief the team configured.
     gemini = hook("session-start", "--agent", "gemini-cli", stdin=payload("gemini-cli", "SessionStart", repo))[1]
     assert len(json.loads(gemini)["hookSpecificOutput"]["additionalContext"]) > 10_000
+
+
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+def test_a_cloned_repositorys_settings_link_cannot_make_install_write_outside_it(
+    repo: Path, tmp_path: Path, run_cli: Any, action: str
+) -> None:
+    # A repository ships .claude/settings.json as a link to the person's own user settings (or
+    # any JSON of another tool): installing "for the project" must not rewrite what it points at.
+    user_settings = tmp_path / "home" / ".claude" / "settings.json"
+    user_settings.parent.mkdir(parents=True)
+    mine = '{"theme": "dark", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "memosite hook prompt"}]}]}}'
+    user_settings.write_text(mine, encoding="utf-8")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").symlink_to(user_settings)
+    outcome = run_cli("hooks", action, "claude-code")
+    assert outcome.exit_code == 1 and outcome.stderr.count("\n") == 1
+    assert ".claude/settings.json leads out of the repository" in outcome.stderr
+    assert user_settings.read_text(encoding="utf-8") == mine

@@ -60,7 +60,17 @@ def settings_path(agent: HookAgent, scope: str, root: Path | None, home: Path) -
         return home / relative[2:]
     if root is None:
         raise InvalidArguments(f"no repository here for the {scope} settings: run this in the product repository")
-    return root / relative
+    path = root / relative
+    try:
+        real = path.resolve()
+        real.relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        # A repository's settings file that is a link elsewhere (your user settings, another
+        # tool's JSON) came with the repository: what it points at is not its to change.
+        raise InvalidArguments(
+            f"{relative} leads out of the repository: memosite leaves it alone; nothing was changed"
+        ) from None
+    return path
 
 
 def read_settings(path: Path) -> dict[str, Any]:
