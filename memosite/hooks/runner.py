@@ -300,7 +300,7 @@ def main(
     try:
         args = parse_args(argv)
     except InvalidArguments as exc:
-        sys.stderr.write(f"memosite hook: {exc.message}\n{USAGE}\n")
+        sys.stderr.write(f"memosite hook: {exc.message} (memosite hook --help)\n")
         return 1
     if args is None:
         out.write(USAGE + "\n")
