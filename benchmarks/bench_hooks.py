@@ -203,7 +203,7 @@ def main() -> None:
                         pasted = json.loads(payload)
                         pasted["prompt"] = f"{_LOG}\n{pasted['prompt']}"
                         wall, cpu, _ = _run([str(MEMOSITE), "hook", "prompt"], json.dumps(pasted).encode(), env)
-                        record(f"hook prompt, 1 MB log pasted @{size}", wall, cpu)
+                        record(f"hook prompt + 1 MB log @{size}", wall, cpu)
                         cold_env = {**uncached, "MEMOSITE_VAULT": str(vaults[size]), "MEMOSITE_PROJECT": PROJECT}
                         wall, cpu, _ = _run([str(MEMOSITE), "hook", "prompt"], payload, cold_env)
                         record(f"hook prompt, no bytecode @{size}", wall, cpu)
