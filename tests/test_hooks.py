@@ -823,7 +823,8 @@ def test_a_cloned_repositorys_settings_link_cannot_make_install_write_outside_it
     # any JSON of another tool): installing "for the project" must not rewrite what it points at.
     user_settings = tmp_path / "home" / ".claude" / "settings.json"
     user_settings.parent.mkdir(parents=True)
-    mine = '{"theme": "dark", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "memosite hook prompt"}]}]}}'
+    command = {"type": "command", "command": "memosite hook prompt"}
+    mine = json.dumps({"theme": "dark", "hooks": {"UserPromptSubmit": [{"hooks": [command]}]}})
     user_settings.write_text(mine, encoding="utf-8")
     (repo / ".claude").mkdir()
     (repo / ".claude" / "settings.json").symlink_to(user_settings)
