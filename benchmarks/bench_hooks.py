@@ -4,8 +4,12 @@ Hooks: ``memosite hook prompt`` as an agent runs it — a fresh process, the pay
 vaults of 1,000 and 10,000 records, half the prompts matching memory and half unrelated; wall time
 and CPU time (user + system of the child) p50/p95. Measured in the same run, as baselines: the
 interpreter alone (``python -c pass``), the hook routed through the click CLI (what the light entry
-saves), and ``memosite hook session-start`` (the brief). Rounds alternate between the vault sizes,
+saves), and ``memosite hook session-start`` (the brief); and the prompt hook with a megabyte of log pasted
+before the question. Rounds alternate between the vault sizes,
 so whatever else the machine does weighs on both alike.
+
+Reading: the CPU ``read_payload`` spends on a prompt of 1 to 8 MB (a pasted log) read 64 KB at a
+time, against ``json.loads`` of the same bytes.
 
 Block: the bytes ``memosite agents compile`` puts between the markers for the demo project and for
 the 10,000-record vault, against the budget (``agents.maxBytes``, 6144 by default).
@@ -23,6 +27,7 @@ Run: .venv/bin/python benchmarks/bench_hooks.py [--sizes 1000,10000] [--runs 20]
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -41,6 +46,7 @@ from _vaultgen import WORDS, build_vault
 from memosite.agentfiles.compile import plan_compile
 from memosite.agentfiles.settings import AgentFilesSettings
 from memosite.demo import DEMO_PROJECT, write_demo_vault
+from memosite.hooks import runner
 from memosite.schema import utc_now
 from memosite.vault import Vault
 
@@ -52,6 +58,8 @@ UNRELATED = [
     "Translate good morning into Portuguese, Greek and Japanese",
     "Explain the rules of chess castling to a beginner",
 ]
+# A log pasted before the question, as people paste one: about a megabyte.
+_LOG = "\n".join(f"2026-11-30T09:{n % 60:02d}:00Z INFO worker-{n} heartbeat ok, depth {n % 7}" for n in range(17000))
 _THROUGH_CLICK = "import sys; from memosite.cli import main; sys.argv = ['memosite', *sys.argv[1:]]; main()"
 
 
@@ -95,6 +103,39 @@ def _block_size(vault: Vault, project: str, workdir: Path) -> tuple[int, int, in
     return plan.block.bytes, plan.max_bytes, len(plan.block.traps) + len(plan.block.decisions), len(plan.rules.groups)
 
 
+class _Pieces(io.RawIOBase):
+    """A pipe as a hook reads it: at most 64 KB a read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        piece = self.data[self.at : self.at + min(size, 65536)]
+        self.at += len(piece)
+        return piece
+
+
+def _payload_reading() -> None:
+    """CPU to read a prompt someone pasted a large log into, piece by piece as a pipe gives it,
+    against json.loads of the same bytes (the least any reader does)."""
+    print("\nreading a large payload (CPU, in process; json.loads of the same bytes as baseline)")
+    for megabytes in (1, 4, 8):
+        prompt = ("Traceback (most recent call last): {frame} in handler\n" * 20000 * megabytes)[: megabytes << 20]
+        data = json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": prompt}).encode()
+        data = data[: runner.MAX_PAYLOAD - 64] + b'"}' if len(data) > runner.MAX_PAYLOAD else data
+        started = time.process_time()
+        runner.read_payload(_Pieces(data))
+        reading = time.process_time() - started
+        started = time.process_time()
+        json.loads(data)
+        baseline = time.process_time() - started
+        size = f"{len(data) / (1 << 20):4.1f} MB"
+        print(f"  {size}  read_payload {reading * 1000:7.1f} ms   json.loads {baseline * 1000:6.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
@@ -113,6 +154,7 @@ def main() -> None:
             vaults[size] = work / f"vault-{size}"
             print(f"built {size} records in {time.perf_counter() - started:.1f} s")
         os.sync()
+        _payload_reading()
         results: dict[str, tuple[list[float], list[float]]] = {}
 
         def record(label: str, wall: float, cpu: float) -> None:
@@ -158,6 +200,10 @@ def main() -> None:
                         start = json.dumps({"session_id": f"s-{n}", "hook_event_name": "SessionStart"}).encode()
                         wall, cpu, _ = _run([str(MEMOSITE), "hook", "session-start"], start, env)
                         record(f"hook session-start @{size}", wall, cpu)
+                        pasted = json.loads(payload)
+                        pasted["prompt"] = f"{_LOG}\n{pasted['prompt']}"
+                        wall, cpu, _ = _run([str(MEMOSITE), "hook", "prompt"], json.dumps(pasted).encode(), env)
+                        record(f"hook prompt + 1 MB log @{size}", wall, cpu)
                         cold_env = {**uncached, "MEMOSITE_VAULT": str(vaults[size]), "MEMOSITE_PROJECT": PROJECT}
                         wall, cpu, _ = _run([str(MEMOSITE), "hook", "prompt"], payload, cold_env)
                         record(f"hook prompt, no bytecode @{size}", wall, cpu)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments
+from memosite.mdtext import code_span
 from memosite.mutation import mutation
 from memosite.schema import format_iso, utc_now
 from memosite.store import append_event, upsert_record
@@ -181,10 +182,12 @@ class RecordedSession:
 
 def _body(report: SessionReport) -> str:
     facts = report.facts
-    lines = [f"{report.agent_title} session `{report.session_id}`."]
+    # The session id and the file names come from the agent and its transcript: each stands in a
+    # code span of its own, so no name can start a heading, a link or HTML in the record.
+    lines = [f"{report.agent_title} session {code_span(report.session_id)}."]
     if facts.touched:
         lines += ["", f"Files it changed ({len(facts.touched)}):", ""]
-        lines += [f"- `{path}`" for path in facts.touched[:MAX_FILES_NAMED]]
+        lines += [f"- {code_span(path)}" for path in facts.touched[:MAX_FILES_NAMED]]
         if len(facts.touched) > MAX_FILES_NAMED:
             lines.append(f"- … and {len(facts.touched) - MAX_FILES_NAMED} more")
     else:

@@ -221,16 +221,25 @@ def demo_repository(vault: Vault) -> Path:
     return vault.root.parent / f"{vault.root.name}{DEMO_REPOSITORY_SUFFIX}"
 
 
-def write_demo_agent_files(vault: Vault, project: str = DEMO_PROJECT, now: datetime | None = None) -> CompilePlan:
+def write_demo_agent_files(
+    vault: Vault, project: str = DEMO_PROJECT, now: datetime | None = None
+) -> CompilePlan | None:
     """Compile the demo project's memory into :func:`demo_repository`, as ``memosite agents
     compile`` does in a real repository: AGENTS.md with the marked block, CLAUDE.md and
     .github/copilot-instructions.md, and the rule files of Cursor, Claude Code and Copilot. A
-    rerun rewrites only what memosite wrote there."""
+    rerun rewrites only what memosite wrote there.
+
+    Only into a directory the demo made (it holds :data:`DEMO_MARKER`) or a new or empty one:
+    a directory of that name that holds anything else is someone's, and None says it was left
+    alone."""
     from memosite.agentfiles.compile import apply_plan, plan_compile
     from memosite.agentfiles.settings import AgentFilesSettings
 
     target = demo_repository(vault)
+    if target.is_symlink() or (target.exists() and not _demo_made(target)):
+        return None
     target.mkdir(parents=True, exist_ok=True)
+    (target / DEMO_MARKER).write_text("written by memosite demo\n", encoding="utf-8")
     plan = plan_compile(
         vault,
         project,
@@ -241,6 +250,12 @@ def write_demo_agent_files(vault: Vault, project: str = DEMO_PROJECT, now: datet
         now=now or utc_now(),
     )
     return apply_plan(plan)
+
+
+def _demo_made(directory: Path) -> bool:
+    if not directory.is_dir():
+        return False
+    return (directory / DEMO_MARKER).is_file() or not any(directory.iterdir())
 
 
 def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | None = None) -> DemoResult:

@@ -7,7 +7,9 @@ recalled only when it **clearly** matches:
 * it is a trap whose path patterns cover a file or directory the prompt names
   (``src/payments/client.py``), or
 * it holds at least :func:`terms_needed` of the prompt's search terms (two for a short prompt, up to
-  four for a long one), found by the query pipeline ``search`` uses.
+  four for a long one), found by the query pipeline ``search`` uses; of a prompt longer than
+  :data:`MAX_PROMPT_CHARS` (a pasted log) only the words at its start and end count
+  (:func:`prompt_words`).
 
 Only what the brief would show goes in: approved (not waiting for review), live, unexpired traps
 and decisions whose cited code ``memosite verify`` did not find drifted or missing. At most
@@ -26,8 +28,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from memosite.errors import InvalidArguments
-from memosite.mdtext import code_span, markdown_text
-from memosite.query import parse_query
+from memosite.mdtext import code_span, markdown_text, rule_line
+from memosite.query import MAX_ANY_TERMS, parse_query
 from memosite.schema import utc_now
 from memosite.search import SearchHit, search_records
 from memosite.vault import Vault
@@ -35,6 +37,10 @@ from memosite.vault import Vault
 MAX_RECORDS = 3
 MAX_BYTES = 1536
 MAX_PATHS = 5  # paths named in one prompt that are looked up
+# The words of a prompt matched against memory: its start and its end. A prompt of megabytes is a
+# pasted log around what the person wrote; matching every word of it would take seconds (past the
+# hook's time limit) and, with a few words needed of thousands, match anything.
+MAX_PROMPT_CHARS = 8192
 RULE_CHARS = 200
 SESSIONS_DIR = "hook-sessions"
 SESSION_MAX_AGE = timedelta(days=30)
@@ -108,18 +114,21 @@ def named_paths(prompt: str) -> list[str]:
     return found
 
 
-_PARAGRAPHS = re.compile(r"\n[ \t]*\n")
+def prompt_words(prompt: str) -> tuple[list[str], int]:
+    """The words of ``prompt`` matched against memory, and how many terms they count as.
 
-
-def first_line(body: str, limit: int = RULE_CHARS) -> str:
-    """A record's rule in one line: the first paragraph of its body that is prose (not a heading,
-    not code), cut at a word near ``limit`` characters."""
-    for paragraph in _PARAGRAPHS.split(body.strip()):
-        text = paragraph.strip()
-        if text and not text.startswith(("#", "```", "~~~")):
-            line = " ".join(text.split())
-            return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
-    return ""
+    A prompt up to :data:`MAX_PROMPT_CHARS` gives all its words. A longer one (a log pasted before
+    or after the question) gives the first words of its start and the last words of its end, half
+    of the terms a search takes (:data:`memosite.query.MAX_ANY_TERMS`) each: only what a search
+    reads first would count otherwise, and a question after the log would never be read."""
+    if len(prompt) <= MAX_PROMPT_CHARS:
+        parsed = parse_query(prompt, plain=True)
+        return [label.lower() for label in parsed.labels()], len(parsed.terms)
+    half, share = MAX_PROMPT_CHARS // 2, MAX_ANY_TERMS // 2
+    start = [label.lower() for label in parse_query(prompt[:half], plain=True).labels()][:share]
+    end = [label.lower() for label in parse_query(prompt[-half:], plain=True).labels()][-share:]
+    words = list(dict.fromkeys([*start, *end]))
+    return words, len(words)
 
 
 def _usable(hit: SearchHit) -> bool:
@@ -150,12 +159,12 @@ def recall_for_prompt(
         for hit in found.results:
             if hit.id not in skip and hit.id not in chosen and _usable(hit):
                 chosen[hit.id] = (hit, True, 0)
-    parsed = parse_query(prompt, plain=True)
-    result = Recall(terms=len(parsed.terms))
+    words, terms = prompt_words(prompt)
+    result = Recall(terms=terms)
     result.needed = terms_needed(result.terms)
     if result.terms and len(chosen) < max_records:
         # The prompt's own words, never its FTS5 syntax: a person typing NOT or title: means words.
-        query = " ".join(label.lower() for label in parsed.labels())
+        query = " ".join(words)
         found = search_records(vault, project, query, kinds=["trap", "decision"], status=_LIVE, limit=10, now=now)
         for hit in found.results:
             if (hit.matched_terms or 0) < result.needed:
@@ -172,7 +181,7 @@ def recall_for_prompt(
             hit.kind,
             hit.title,
             hit.severity,
-            first_line(entry.body) if entry is not None else "",
+            rule_line(entry.body, RULE_CHARS) if entry is not None else "",
             tuple(hit.path_patterns),
             on_path,
             matched,

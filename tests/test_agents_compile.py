@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from datetime import UTC, datetime
@@ -307,6 +308,7 @@ def test_compile_writes_only_for_a_person_but_check_and_diff_run_in_an_agents_sh
     ("args", "message"),
     [
         (("--max-bytes", "10"), "invalid --max-bytes 10"),
+        (("--max-bytes", "1000000"), "invalid --max-bytes 1000000: expected an integer from 1024 to 65536"),
         (("--site-url", "javascript:alert(1)"), "invalid --site-url"),
         (("--repo", "no-such-dir"), "no repository at"),
     ],
@@ -592,3 +594,138 @@ def test_a_stale_rule_file_behind_a_link_out_of_the_repository_is_not_removed(
         "action": "skip",
         "reason": "leads out of the repository: left alone",
     } in data["files"]
+
+
+# --- a new user's steps (review of issue 26) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("claude_md", ["@AGENTS.md\n", "# Claude\r\n\r\nSee @./AGENTS.md for the rules.\r\n"])
+def test_a_claude_md_that_imports_agents_md_gets_no_second_block(repo: Path, run_cli: Any, claude_md: str) -> None:
+    # As modelcontextprotocol/python-sdk keeps it: CLAUDE.md holds `@AGENTS.md`, so Claude Code
+    # reads AGENTS.md's block already; a second block would reach every session twice.
+    trap(run_cli, "t1", "--title", "Retries need an idempotency key")
+    (repo / "AGENTS.md").write_text("# Agents\n", encoding="utf-8")
+    (repo / "CLAUDE.md").write_bytes(claude_md.encode("utf-8"))
+    code, data = compile_json(run_cli, "--init", "--with", "claude")
+    assert code == 0 and (repo / "CLAUDE.md").read_bytes() == claude_md.encode("utf-8")
+    assert "Retries need an idempotency key" in (repo / "AGENTS.md").read_text(encoding="utf-8")
+    [claude] = [f for f in data["files"] if f["path"] == "CLAUDE.md"]
+    assert claude == {
+        "path": "CLAUDE.md",
+        "action": "skip",
+        "reason": "imports AGENTS.md, whose block Claude Code reads: left alone",
+    }
+    assert compile_json(run_cli, "--check")[0] == 0
+
+
+def test_a_claude_md_that_only_mentions_an_address_ending_in_agents_md_is_no_import(repo: Path, run_cli: Any) -> None:
+    trap(run_cli, "t1", "--title", "A trap")
+    (repo / "CLAUDE.md").write_text("Mail docs@AGENTS.md.example for access.\n", encoding="utf-8")
+    assert run_cli("agents", "compile", "--init").exit_code == 0
+    assert "A trap" in (repo / "CLAUDE.md").read_text(encoding="utf-8")
+
+
+def test_compile_with_repo_writes_that_repositorys_memory_not_the_working_directorys(
+    repo: Path, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMOSITE_PROJECT")
+    blog = tmp_path / "blog"
+    blog.mkdir()
+    git(blog, "init", "-q")
+    trap(run_cli, "shop-trap", "--title", "Shop only: payment retries", "--project", "shop")
+    trap(run_cli, "blog-trap", "--title", "Blog only: feeds cache for a day", "--project", "blog")
+    # Run from the shop's repository, compiling into the blog's.
+    code, data = compile_json(run_cli, "--repo", str(blog))
+    text = (blog / "AGENTS.md").read_text(encoding="utf-8")
+    assert code == 0 and data["project"] == "blog" and data["traps"] == ["blog-trap"]
+    assert "Blog only" in text and "Shop only" not in text
+    # A project the person names is theirs to name.
+    code, data = compile_json(run_cli, "--repo", str(blog), "--project", "shop", "--check")
+    assert code == 1 and data["project"] == "shop"
+
+
+def test_a_read_only_file_is_refused_and_nothing_is_written(repo: Path, run_cli: Any) -> None:
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    (repo / "AGENTS.md").write_text(f"# Mine\n\n{BEGIN}\nold\n{END}\n", encoding="utf-8")
+    (repo / "AGENTS.md").chmod(0o444)
+    before = snapshot(repo)
+    outcome = run_cli("agents", "compile")
+    assert outcome.exit_code == 1 and outcome.stdout == "" and outcome.stderr.count("\n") == 1
+    assert "cannot write AGENTS.md: it is read-only" in outcome.stderr and "nothing was changed" in outcome.stderr
+    assert snapshot(repo) == before and not (repo / MANIFEST).exists()  # not even the rule files
+    assert run_cli("agents", "compile", "--check").exit_code == 1  # still said to be out of date
+    (repo / "AGENTS.md").chmod(0o644)
+    assert run_cli("agents", "compile").exit_code == 0 and "Payments trap" in (repo / "AGENTS.md").read_text(
+        encoding="utf-8"
+    )
+
+
+def test_the_summary_says_once_why_a_file_is_left_alone_and_counts_in_words(repo: Path, run_cli: Any) -> None:
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    run_cli("upsert", "--kind", "decision", "--slug", "fts", "--title", "Search with FTS5", "--body", "LIKE was slow.")
+    (repo / "AGENTS.md").write_text("# Mine\n", encoding="utf-8")
+    outcome = run_cli("agents", "compile")
+    assert outcome.exit_code == 0
+    lines = outcome.stdout.splitlines()
+    assert re.fullmatch(r"project demo: block \d+ of 6144 bytes \(1 trap, 1 decision\), 1 rule group", lines[0])
+    assert "  AGENTS.md: has no memosite markers: left alone (--init adds them)" in lines
+    assert "  .cursor/rules/memosite-payments.mdc: created" in lines
+
+
+def test_the_demo_says_how_to_check_its_files_and_the_check_passes(tmp_path: Path, run_cli: Any) -> None:
+    outcome = run_cli("demo", "--vault", str(tmp_path / "demo-vault"))
+    assert outcome.exit_code == 0
+    [line] = [line for line in outcome.stdout.splitlines() if "check them as CI would: " in line]
+    command = shlex.split(line.split("check them as CI would: ", 1)[1])
+    assert command[0] == "memosite" and command[-1] == "--check"
+    assert run_cli(*command[1:]).exit_code == 0
+
+
+def test_the_demo_never_writes_into_a_directory_it_did_not_make(tmp_path: Path, run_cli: Any) -> None:
+    # --vault ~/work/shop would put the demo's files beside it, in ~/work/shop-repo: that may be yours.
+    theirs = tmp_path / "shop-repo"
+    theirs.mkdir()
+    (theirs / "README.md").write_text("# The real shop\n", encoding="utf-8")
+    before = snapshot(theirs)
+    outcome = run_cli("demo", "--vault", str(tmp_path / "shop"))
+    assert outcome.exit_code == 0 and snapshot(theirs) == before
+    assert f"files agents read: left alone, {theirs} is not the demo's (choose another --vault)" in outcome.stdout
+    data = run_cli("demo", "--vault", str(tmp_path / "shop"), "--json").json()
+    assert data["agentFiles"] == {"repository": str(theirs), "files": []} and snapshot(theirs) == before
+
+
+@pytest.mark.parametrize("value", [10**9, 0, "6144", True, None])
+def test_a_block_budget_from_the_shared_config_is_bounded_like_the_option(
+    repo: Path, vault_dir: Path, run_cli: Any, value: Any
+) -> None:
+    # config.json comes from the team's remote: a budget of a gigabyte would put every record
+    # into every session of every agent.
+    trap(run_cli, "t1")
+    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    (vault_dir / "config.json").write_text(json.dumps({**config, "agents": {"maxBytes": value}}), encoding="utf-8")
+    outcome = run_cli("agents", "compile")
+    assert outcome.exit_code == 1 and "invalid agents.maxBytes" in outcome.stderr and outcome.stderr.count("\n") == 1
+    assert not (repo / "AGENTS.md").exists()
+
+
+def test_a_manifest_listing_a_persons_rule_file_cannot_make_compile_rewrite_or_remove_it(
+    repo: Path, run_cli: Any
+) -> None:
+    # A commit to the shared manifest names a teammate's own files, named like memosite's.
+    trap(run_cli, "pay", "--title", "Payments trap", "--path", "src/payments/client.py")
+    rules = repo / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    kept = {
+        rules / "memosite-payments.mdc": "---\nglobs: src/**\n---\nOur payments rules, Ελληνικά 🚀.\n",
+        rules / "memosite-old.mdc": "---\nalwaysApply: true\n---\nA rule the team wrote.\n",
+    }
+    for path, text in kept.items():
+        path.write_text(text, encoding="utf-8")
+    listed = [".cursor/rules/memosite-payments.mdc", ".cursor/rules/memosite-old.mdc"]
+    (repo / MANIFEST).write_text(json.dumps({"files": listed}), encoding="utf-8")
+    code, data = compile_json(run_cli)
+    assert code == 0 and all(path.read_text(encoding="utf-8") == text for path, text in kept.items())
+    reason = "is in the manifest but lacks memosite's note: a person's file, left alone"
+    for name in listed:
+        assert {"path": name, "action": "skip", "reason": reason} in data["files"]
+    assert not set(listed) & set(json.loads((repo / MANIFEST).read_text(encoding="utf-8"))["files"])

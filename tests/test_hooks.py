@@ -476,7 +476,7 @@ def test_a_wrong_command_line_is_one_line_and_exit_1_never_the_blocking_2(
 ) -> None:
     done = run_exe(memosite_exe, "hook", *argv, stdin="{}")
     assert done.returncode == 1 and done.stdout == ""
-    assert message in done.stderr.splitlines()[0]
+    assert message in done.stderr and done.stderr.count("\n") == 1
 
 
 @settings(max_examples=150, deadline=None)
@@ -660,3 +660,175 @@ def test_any_prompt_gets_at_most_a_few_records_within_the_budget(memory: Path, v
     assert len(recall.records) <= MAX_RECORDS
     assert len(recall.markdown().encode("utf-8")) <= MAX_BYTES
     assert all(".." not in path.split("/") and not path.startswith("/") for path in named_paths(prompt))
+
+
+# --- a new user's steps and an attacker's (review of issue 26) -----------------------------------------
+
+
+@pytest.mark.parametrize("claimed", ["Stop", "PreToolUse", "</additionalContext>", None])
+def test_an_answer_names_the_event_the_hook_runs_at_whatever_the_payload_claims(
+    memory: Path, claimed: str | None
+) -> None:
+    # Claude Code checks hookEventName against the event that ran the hook: an answer that named
+    # the payload's word would fail its schema and bring nothing.
+    data = json.loads(payload("claude-code", "SessionStart", memory))
+    data["hook_event_name"] = claimed
+    code, out = hook("session-start", stdin=json.dumps(data))
+    answer = json.loads(out)
+    jsonschema.validate(answer, _CONTEXT)
+    assert code == 0 and answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    prompt = json.loads(payload("claude-code", "UserPromptSubmit", memory, prompt="NOT NULL migration orders table"))
+    prompt["hook_event_name"] = claimed
+    answer = json.loads(hook("prompt", stdin=json.dumps(prompt).replace(SESSION, "other"))[1])
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
+class _StdinKeptOpen(io.RawIOBase):
+    """An agent's stdin: the payload in pieces, then nothing more ever comes (a read would hang)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        assert self.pieces, "read past the payload: with stdin kept open this read would hang"
+        return self.pieces.pop(0)
+
+
+def test_a_payload_in_pieces_is_read_to_its_end_and_not_one_read_further() -> None:
+    whole = json.dumps({"session_id": "s", "prompt": "why does {config} break? see {x}", "cwd": "/"}).encode()
+    cut = whole.index(b"}") + 1  # the first piece ends on a brace inside the prompt
+    pieces = [whole[:cut], whole[cut : cut + 7], whole[cut + 7 :]]
+    assert runner.read_payload(_StdinKeptOpen(pieces)) == whole
+
+
+def test_a_file_name_from_a_transcript_cannot_write_markdown_into_the_session_record(
+    memory: Path, vault_dir: Path, tmp_path: Path
+) -> None:
+    name = "notes`\n\n## Injected heading\n<script>alert(1)</script>.md"
+    edit = json.dumps(
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "name": "Write", "input": {"file_path": f"{memory}/{name}"}}]},
+        }
+    )
+    log = transcript("claude-code", tmp_path, memory, edit)
+    assert hook("session-end", stdin=payload("claude-code", "SessionEnd", memory, transcript=str(log)))[0] == 0
+    record = read_record(vault_dir / f"projects/demo/sessions/{session_slug('claude-code', SESSION)}.md")
+    assert name in record.frontmatter["touchedFiles"]  # kept as it was, as data
+    listed = [line for line in record.body.splitlines() if line.startswith("- ")]
+    assert len(listed) == 3 and "Injected heading" in listed[-1] and listed[-1].startswith("- ``")
+    assert not any(line.startswith(("#", "<")) for line in record.body.splitlines())
+
+
+def test_installing_in_a_second_scope_is_refused_so_the_agent_never_runs_memosite_twice(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    assert run_cli("init").exit_code == 0
+    assert run_cli("hooks", "install", "claude-code", "--scope", "user").exit_code == 0
+    user_file = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    before = user_file.read_bytes()
+    for scope in ("project", "local"):
+        outcome = run_cli("hooks", "install", "claude-code", "--scope", scope)
+        assert outcome.exit_code == 1 and outcome.stderr.count("\n") == 1
+        assert "already in ~/.claude/settings.json (user scope)" in outcome.stderr
+        assert "memosite hooks uninstall claude-code --scope user" in outcome.stderr
+    assert not (repo / ".claude").exists() and user_file.read_bytes() == before
+    assert run_cli("hooks", "install", "claude-code", "--scope", "user").exit_code == 0  # the same scope again
+    # A teammate commits the project scope's hooks: status says the agent runs both.
+    shared = repo / ".claude" / "settings.json"
+    shared.parent.mkdir()
+    command = {"type": "command", "command": "memosite hook prompt --agent claude-code"}
+    shared.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [command]}]}}), encoding="utf-8")
+    statuses = run_cli("hooks", "status", "claude-code", "--json").json()["hooks"]
+    assert [s["scope"] for s in statuses] == ["project", "user"]
+    assert all("set in 2 scopes: Claude Code runs each, keep one" in s["note"] for s in statuses)
+
+
+def test_a_prompt_with_a_pasted_log_is_matched_on_what_the_person_wrote_around_it(memory: Path) -> None:
+    # A megabyte of log: matching each of its words would run past the time limit and, needing
+    # four words of thousands, would match anything. The person's words are at its start or end.
+    log = "\n".join(f"INFO worker-{n} heartbeat ok, queue депth {n % 7} 🚀" for n in range(25000))
+    # A long prompt needs four of its words in a record (terms_needed): the person names enough.
+    question = "The NOT NULL migration locks the orders table again: should we backfill in batches?"
+    for number, prompt in enumerate((f"{question}\n{log}", f"{log}\n{question}")):
+        stdin = payload("claude-code", "UserPromptSubmit", memory, prompt=prompt).replace(SESSION, f"paste-{number}")
+        assert "NOT NULL migrations lock the orders table" in _recalled(hook("prompt", stdin=stdin)[1])
+    middle = f"{log[: len(log) // 2]}\n{question}\n{log[len(log) // 2 :]}"
+    stdin = payload("claude-code", "UserPromptSubmit", memory, prompt=middle).replace(SESSION, "paste-middle")
+    assert hook("prompt", stdin=stdin) == (0, "")
+
+
+_prose = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="⟦`~"), max_size=300)
+_not_prose = st.sampled_from(["# Heading", "```py\n⟦code⟧\n\n⟦more⟧\n```", "~~~\n⟦x⟧\n~~~", "### ⟦h3⟧"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(paragraphs=st.lists(st.one_of(_prose, _not_prose)))
+def test_a_rule_line_is_one_line_of_prose_within_its_limit(paragraphs: list[str]) -> None:
+    from memosite.mdtext import rule_line
+
+    line = rule_line("\n\n".join(paragraphs), 120)
+    assert "\n" not in line and "⟦" not in line and len(line) <= 122
+    assert line == " ".join(line.split())
+
+
+def test_the_files_agents_read_and_the_prompt_hook_give_a_record_the_same_rule(
+    memory: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    # One rule, spelled once: a body that opens with a heading and holds code is summed up by its
+    # prose in AGENTS.md as in what a prompt adds (no "## Symptom" inlined into either).
+    body = "## Symptom\n\nВебхук теряет подпись: проверяй сырое тело запроса 🚀.\n\n```py\nverify(raw_body)\n```\n"
+    args = ["upsert", "--kind", "trap", "--slug", "webhook", "--title", "Webhook signatures", "--body", body]
+    assert run_cli(*args, "--path", "src/payments/webhook.py").exit_code == 0
+    assert run_cli("agents", "compile").exit_code == 0
+    rule = "Вебхук теряет подпись: проверяй сырое тело запроса 🚀."
+    agents_md = (memory / "AGENTS.md").read_text(encoding="utf-8")
+    block_line = next(line for line in agents_md.splitlines() if "Webhook" in line)
+    assert f"— {rule} Paths:" in block_line and "Symptom" not in block_line
+    prompt = payload("claude-code", "UserPromptSubmit", memory, prompt="Fix src/payments/webhook.py please")
+    context = _recalled(hook("prompt", stdin=prompt.replace(SESSION, "rule-line"))[1])
+    assert f"— {rule} (paths:" in context and "Symptom" not in context
+
+
+def test_the_brief_at_session_start_stays_within_what_claude_code_shows_as_it_is(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    # Claude Code caps context from a hook at 10,000 characters: longer, the model gets a 2 KB
+    # preview. A team's bootstrap.maxBytes of 64 KB must not turn the brief into that preview.
+    for n in range(40):
+        kind = "trap" if n < 10 else "decision"
+        title = f"Запись {n}: миграция блокирует таблицу заказов 🚀 {'ü' * 20}"
+        body = f"Правило {n}. " + "Добавь колонку без NOT NULL, заполни партиями, затем ограничение. " * 4
+        args = ["upsert", "--kind", kind, "--slug", f"r{n}", "--title", title, "--body", body, "--allow-duplicate"]
+        assert run_cli(*args).exit_code == 0
+    config = json.loads((vault_dir / "config.json").read_text(encoding="utf-8"))
+    config["bootstrap"] = {"maxBytes": 65536}
+    (vault_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, out = hook("session-start", stdin=payload("claude-code", "SessionStart", repo))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and 6000 < len(context) <= 10_000 and "memosite upsert --kind trap" in context
+    # Agents that document no such cap get the brief the team configured.
+    gemini = hook("session-start", "--agent", "gemini-cli", stdin=payload("gemini-cli", "SessionStart", repo))[1]
+    assert len(json.loads(gemini)["hookSpecificOutput"]["additionalContext"]) > 10_000
+
+
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+def test_a_cloned_repositorys_settings_link_cannot_make_install_write_outside_it(
+    repo: Path, tmp_path: Path, run_cli: Any, action: str
+) -> None:
+    # A repository ships .claude/settings.json as a link to the person's own user settings (or
+    # any JSON of another tool): installing "for the project" must not rewrite what it points at.
+    user_settings = tmp_path / "home" / ".claude" / "settings.json"
+    user_settings.parent.mkdir(parents=True)
+    command = {"type": "command", "command": "memosite hook prompt"}
+    mine = json.dumps({"theme": "dark", "hooks": {"UserPromptSubmit": [{"hooks": [command]}]}})
+    user_settings.write_text(mine, encoding="utf-8")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").symlink_to(user_settings)
+    outcome = run_cli("hooks", action, "claude-code")
+    assert outcome.exit_code == 1 and outcome.stderr.count("\n") == 1
+    assert ".claude/settings.json leads out of the repository" in outcome.stderr
+    assert user_settings.read_text(encoding="utf-8") == mine

@@ -13,7 +13,8 @@ and ``--diff`` stop there — and :func:`apply_plan` writes it:
   ``.memosite-agents.json`` at the repository's root. A rule file the manifest lists and the
   memory no longer needs is removed; a file the manifest does not list is a person's and is never
   written over or removed, whatever its name. The manifest comes from the shared repository, so it
-  is data: an entry that is not a memosite rule file name is ignored.
+  is data: an entry that is not a memosite rule file name is ignored, and a listed file that
+  lacks the note memosite writes into each is a person's too.
 
 The output depends only on the memory, the settings and the repository's code: compiling twice
 gives the same bytes, and ``--check`` fails exactly when a file differs from what a compile writes.
@@ -22,7 +23,7 @@ gives the same bytes, and ``--check`` fails exactly when a file differs from wha
 from __future__ import annotations
 
 import difflib
-import json
+import os
 import re
 import stat
 from collections.abc import Sequence
@@ -33,25 +34,35 @@ from typing import Any, Literal
 
 from memosite.agentfiles.block import Block, render_block
 from memosite.agentfiles.markers import append_block, block_file, find_block, replace_block, with_newlines
-from memosite.agentfiles.rules import RULE_DIRS, RULE_PREFIX, RuleSet, group_traps, render_rule, rule_path
+from memosite.agentfiles.repofiles import (
+    MANIFEST,
+    Repository,
+    inside,
+    manifest_bytes,
+    read_bounded,
+    read_manifest,
+)
+from memosite.agentfiles.rules import (
+    RuleSet,
+    carries_note,
+    group_traps,
+    render_rule,
+    rule_path,
+)
 from memosite.agentfiles.selection import Selection, select_memory
 from memosite.agentfiles.settings import AgentFilesSettings
 from memosite.errors import InvalidArguments, SafetyViolation, StorageError
 from memosite.vault import Vault, atomic_write_bytes
 
-MANIFEST = ".memosite-agents.json"
 AGENTS_MD = "AGENTS.md"
 # The other files that carry the block, by the name ``--with`` gives them.
 BLOCK_FILES = {"claude": "CLAUDE.md", "copilot": ".github/copilot-instructions.md"}
-_MANIFEST_ABOUT = (
-    "The files `memosite agents compile` wrote. It rewrites and removes only these; every other file is yours."
-)
-_RULE_NAME = re.compile(
-    r"^(?P<dir>\.cursor/rules|\.claude/rules|\.github/instructions)/"
-    + re.escape(RULE_PREFIX)
-    + r"[a-z0-9][a-z0-9-]*(?P<suffix>\.instructions\.md|\.mdc|\.md)$"
-)
-MAX_READ = 16 * 1024 * 1024
+# The manifest is shared through git and may name any file: one memosite rewrites or removes must
+# also still say it is memosite's.
+_NO_NOTE = "is in the manifest but lacks memosite's note: a person's file, left alone"
+# Claude Code reads a file that CLAUDE.md imports (a line such as `@AGENTS.md`) as part of it: a
+# block of its own there would reach every session twice.
+_IMPORTS_AGENTS_MD = re.compile(rb"(?<!\S)@(?:\./)?" + re.escape(AGENTS_MD.encode()) + rb"(?![\w./-])")
 
 Action = Literal["create", "update", "delete", "unchanged", "skip"]
 
@@ -129,51 +140,8 @@ def _text(data: bytes | None) -> str:
     return "" if data is None else data.decode("utf-8", errors="replace")
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
-def _read(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_READ + 1)
-    except OSError as exc:
-        raise StorageError(f"cannot read {path.name}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_READ:
-        raise InvalidArguments(f"{path.name} is larger than {MAX_READ // (1024 * 1024)} MB: not a file agents read")
-    return data
-
-
-class _Repository:
-    """The product repository as a compile sees it: where each named file really lies."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.real_root = root.resolve()
-
-    def locate(self, name: str) -> tuple[Path | None, str]:
-        """Where ``name`` (relative to the root) would be read and written: its real path, or
-        None and why it is left alone (a link out of the repository, a directory, a dangling link)."""
-        path = self.root / name
-        try:
-            real = path.resolve()
-        except (OSError, RuntimeError):
-            return None, "cannot be resolved (a symlink loop?): left alone"
-        if not _inside(real, self.real_root):
-            return None, "leads out of the repository: left alone"
-        if path.is_symlink() and not real.exists():
-            return None, "is a symlink to nothing: left alone"
-        if real.exists() and not real.is_file():
-            return None, "is not a regular file: left alone"
-        return real, ""
-
-
 def _block_change(
-    repo: _Repository, name: str, inner: str, *, init: bool, create: bool, seen: dict[Path, str]
+    repo: Repository, name: str, inner: str, *, init: bool, create: bool, seen: dict[Path, str]
 ) -> FileChange | None:
     real, why = repo.locate(name)
     if real is None:
@@ -185,8 +153,11 @@ def _block_change(
         if not create:
             return None
         return FileChange(name, "create", None, with_newlines(block_file(inner), b"\n"), target=real)
-    before = _read(real)
+    before = read_bounded(real)
     span = find_block(before, name)
+    if span is None and name == BLOCK_FILES["claude"] and _IMPORTS_AGENTS_MD.search(before):
+        why = f"imports {AGENTS_MD}, whose block Claude Code reads: left alone"
+        return FileChange(name, "skip", before, reason=why)
     if span is None:
         if not init:
             return FileChange(name, "skip", before, reason="has no memosite markers: left alone (--init adds them)")
@@ -196,37 +167,7 @@ def _block_change(
     return FileChange(name, "unchanged" if after == before else "update", before, after, target=real)
 
 
-def read_manifest(root: Path) -> list[str]:
-    """The rule files an earlier compile wrote, as the manifest lists them (only names a compile
-    could have written: the manifest is shared through git and may say anything)."""
-    path = root / MANIFEST
-    if not path.is_file():
-        return []
-    try:
-        data = json.loads(_read(path).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InvalidArguments(
-            f"{MANIFEST} is not valid JSON ({exc}): restore it from git, or delete it (memosite then"
-            " leaves the rule files it wrote before in place, as a person's)"
-        ) from exc
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        raise InvalidArguments(f"{MANIFEST} lists no files: restore it from git, or delete it")
-    return sorted({entry for entry in files if isinstance(entry, str) and _is_rule_name(entry)})
-
-
-def _is_rule_name(name: str) -> bool:
-    match = _RULE_NAME.match(name)
-    if match is None:
-        return False
-    return any(match["dir"] == directory and match["suffix"] == suffix for directory, suffix in RULE_DIRS.values())
-
-
-def manifest_bytes(files: Sequence[str]) -> bytes:
-    return (json.dumps({"about": _MANIFEST_ABOUT, "files": sorted(files)}, indent=2) + "\n").encode("utf-8")
-
-
-def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) -> tuple[list[FileChange], list[str]]:
+def _rule_changes(repo: Repository, wanted: dict[str, str], listed: list[str]) -> tuple[list[FileChange], list[str]]:
     """Changes to rule files, and the files the manifest lists afterwards."""
     changes: list[FileChange] = []
     managed: list[str] = []
@@ -243,11 +184,14 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
             changes.append(FileChange(name, "create", None, after, target=real))
             managed.append(name)
             continue
-        before = _read(real)
+        before = read_bounded(real)
         if name not in listed:
             changes.append(
                 FileChange(name, "skip", before, reason="is not in the manifest: a person's file, left alone")
             )
+            continue
+        if not carries_note(before):
+            changes.append(FileChange(name, "skip", before, reason=_NO_NOTE))
             continue
         changes.append(FileChange(name, "unchanged" if before == after else "update", before, after, target=real))
         managed.append(name)
@@ -259,7 +203,11 @@ def _rule_changes(repo: _Repository, wanted: dict[str, str], listed: list[str]) 
             # Through a link memosite would remove a file it never wrote, maybe outside the repository.
             changes.append(FileChange(name, "skip", reason=why or "is a symlink: left alone"))
         elif real.exists():
-            changes.append(FileChange(name, "delete", _read(real), None, reason="no longer needed", target=real))
+            before = read_bounded(real)
+            if carries_note(before):
+                changes.append(FileChange(name, "delete", before, None, reason="no longer needed", target=real))
+            else:
+                changes.append(FileChange(name, "skip", before, reason=_NO_NOTE))
     return changes, managed
 
 
@@ -285,9 +233,9 @@ def plan_compile(
     root = root.absolute()
     if not root.is_dir():
         raise InvalidArguments(f"no repository at {root}: run it in the product repository or give --repo DIR")
-    if _inside(root.resolve(), vault.root.resolve()):
+    if inside(root.resolve(), vault.root.resolve()):
         raise SafetyViolation("agents compile writes into a product repository, never into the vault")
-    if _inside(vault.root.resolve(), root.resolve()):
+    if inside(vault.root.resolve(), root.resolve()):
         raise SafetyViolation(
             f"refusing to compile into {root.name}: the vault lies inside it; keep the vault outside the repository"
         )
@@ -295,7 +243,7 @@ def plan_compile(
     block = render_block(selection, max_bytes=settings.max_bytes, site_url=settings.site_url)
     rules = group_traps(selection.scoped)
     plan = CompilePlan(root, project, selection, block, rules, settings.max_bytes)
-    repo = _Repository(root)
+    repo = Repository(root)
     seen: dict[Path, str] = {}
     for name, create in [(AGENTS_MD, True), *((path, key in with_files) for key, path in BLOCK_FILES.items())]:
         change = _block_change(repo, name, block.inner, init=init, create=create, seen=seen)
@@ -311,7 +259,7 @@ def plan_compile(
     plan.changes += rule_changes
     plan.listed, plan.managed = listed, managed
     manifest_real, why = repo.locate(MANIFEST)
-    before = _read(manifest_real) if manifest_real is not None and manifest_real.exists() else None
+    before = read_bounded(manifest_real) if manifest_real is not None and manifest_real.exists() else None
     if manifest_real is None:
         plan.changes.append(FileChange(MANIFEST, "skip", reason=why))
     elif managed:
@@ -329,6 +277,7 @@ def apply_plan(plan: CompilePlan) -> CompilePlan:
     Before a rule file is created the manifest already lists it (with every file listed before), so
     a compile stopped half way never leaves a file of memosite's that the next one takes for a
     person's."""
+    _check_writable(plan)
     manifest = next((change for change in plan.changes if change.path == MANIFEST), None)
     creating = [c.path for c in plan.out_of_date if c.action == "create" and c.path in plan.managed]
     if creating and manifest is not None and manifest.target is not None:
@@ -346,6 +295,29 @@ def apply_plan(plan: CompilePlan) -> CompilePlan:
         _write(change.target, change.after, change.path)
     plan.written = True
     return plan
+
+
+def _check_writable(plan: CompilePlan) -> None:
+    """STORAGE_ERROR, before anything is written, when a file the plan changes is read-only or its
+    folder cannot be written: a compile either writes every file it names or none."""
+    for change in plan.out_of_date:
+        if change.target is None:
+            continue
+        try:
+            # A replace by rename would go through a file its owner made read-only: theirs to lift.
+            locked = change.target.exists() and not change.target.stat().st_mode & 0o222
+        except OSError as exc:
+            raise StorageError(f"cannot write {change.path}: {exc.strerror or exc}; nothing was changed") from exc
+        if locked:
+            raise StorageError(
+                f"cannot write {change.path}: it is read-only; make it writable (chmod u+w) to compile into it"
+                " — nothing was changed"
+            )
+        folder = change.target.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not os.access(folder, os.W_OK):
+            raise StorageError(f"cannot write {change.path}: its folder is not writable — nothing was changed")
 
 
 def _write(target: Path, data: bytes, name: str) -> None:

@@ -50,6 +50,8 @@ class HookAgent:
     context_shape: Literal["hookSpecificOutput", "additional_context"]
     empty_answer: str  # what stdout holds when a hook has nothing to add
     note: str = ""
+    # The longest context the agent puts in front of the model as it is (None: none documented).
+    context_chars: int | None = None
 
 
 # How long an agent lets each hook run before it gives up on it: above memosite's own limits
@@ -74,6 +76,9 @@ AGENTS: dict[str, HookAgent] = {
         timeout_unit="s",
         context_shape="hookSpecificOutput",
         empty_answer="",  # empty stdout on exit 0 adds nothing (plain text would become context)
+        # "Hook output injected into context … is capped at 10,000 characters": longer, it is saved
+        # to a file and the model gets a 2 KB preview of it.
+        context_chars=10_000,
     ),
     "gemini-cli": HookAgent(
         name="gemini-cli",

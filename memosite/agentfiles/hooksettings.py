@@ -60,7 +60,17 @@ def settings_path(agent: HookAgent, scope: str, root: Path | None, home: Path) -
         return home / relative[2:]
     if root is None:
         raise InvalidArguments(f"no repository here for the {scope} settings: run this in the product repository")
-    return root / relative
+    path = root / relative
+    try:
+        real = path.resolve()
+        real.relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        # A repository's settings file that is a link elsewhere (your user settings, another
+        # tool's JSON) came with the repository: what it points at is not its to change.
+        raise InvalidArguments(
+            f"{relative} leads out of the repository: memosite leaves it alone; nothing was changed"
+        ) from None
+    return path
 
 
 def read_settings(path: Path) -> dict[str, Any]:
@@ -226,12 +236,37 @@ def _status(agent: HookAgent, scope: str, path: Path, shown: str, settings: Mapp
     return HookStatus(agent.name, scope, shown, path.exists(), installed, missing, others, note=agent.note)
 
 
+def scopes_with_memosite(agent: HookAgent, *, root: Path | None, home: Path) -> list[str]:
+    """The scopes whose settings (for the repository at ``root``) already run memosite's hooks."""
+    found = []
+    for scope in agent.settings:
+        try:
+            path = settings_path(agent, scope, root, home)
+            settings = read_settings(path) if path.exists() else {}
+        except InvalidArguments:
+            continue  # no repository for this scope, or a file memosite cannot read: none of ours
+        if inspect(agent, settings)[0]:
+            found.append(scope)
+    return found
+
+
 def install_hooks(
     agent_name: str, scope: str, *, root: Path | None, home: Path, command: HookCommand, shown: str
 ) -> HookStatus:
-    """Put memosite's hooks into the agent's settings for ``scope`` (no write when already there)."""
+    """Put memosite's hooks into the agent's settings for ``scope`` (no write when already there).
+
+    INVALID_ARGUMENTS when another scope already holds them: the agent runs the hooks of every
+    scope, so the session would get the brief twice and be recorded twice."""
     agent = agent_named(agent_name)
     path = settings_path(agent, scope, root, home)
+    elsewhere = [other for other in scopes_with_memosite(agent, root=root, home=home) if other != scope]
+    if elsewhere:
+        other = elsewhere[0]
+        raise InvalidArguments(
+            f"memosite's hooks are already in {agent.settings[other]} ({other} scope) and {agent.title} runs"
+            f" every scope's hooks: remove them there first (memosite hooks uninstall {agent.name} --scope"
+            f" {other}); nothing was changed"
+        )
     before = read_settings(path)
     after = with_memosite(agent, before, command)
     changed = after != before or not path.exists()
@@ -271,5 +306,10 @@ def hook_status(agent_name: str | None, *, root: Path | None, home: Path) -> lis
             settings = read_settings(path) if path.exists() else {}
             statuses.append(_status(agent, scope, path, shown, settings))
         present = [status for status in statuses if status.exists]
+        ours = [status for status in present if status.installed]
+        for status in ours if len(ours) > 1 else []:
+            status.note = "; ".join(
+                [*filter(None, [status.note]), f"set in {len(ours)} scopes: {agent.title} runs each, keep one"]
+            )
         found += present or statuses[:1]
     return found

@@ -46,10 +46,18 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 _FILE_LIKE = re.compile(r"\.[A-Za-z0-9]{1,12}$")
 # What every agent's frontmatter carries unquoted or quoted without harm.
 _SAFE_PATTERN = re.compile(r"^[^\s,\"'`\\{}&!|>%@#:]([^\x00-\x1f\x7f,\"'`\\]*[^\s,\"'`\\])?$")
+# The start of the note every rule file memosite writes carries (kept the same from one version to
+# the next: it is how a file says it is memosite's).
+NOTE_MARK = "<!-- Written by `memosite agents compile`"
 _HEADER_NOTE = (
-    "<!-- Written by `memosite agents compile` from this project's reviewed memory; edits are replaced."
+    f"{NOTE_MARK} from this project's reviewed memory; edits are replaced."
     " Keep your own rules in files of your own. -->"
 )
+
+
+def carries_note(data: bytes) -> bool:
+    """Whether a rule file's bytes hold memosite's note (a file without it is a person's)."""
+    return NOTE_MARK.encode("utf-8") in data
 
 
 def safe_pattern(pattern: str) -> bool:

@@ -20,18 +20,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from memosite.agentfiles.settings import MAX_MAX_BYTES
 from memosite.bootstrap import BriefItem, build_bootstrap
 from memosite.errors import InvalidArguments
 from memosite.freshness import RecordVerdict, Repository, judge_cite, read_cites
 from memosite.index import IndexEntry
+from memosite.mdtext import rule_line
 from memosite.search import MAX_LIMIT, search_records
 from memosite.vault import Vault
-from memosite.views import digest
 
 RULE_CHARS = 240  # one line per record: its rule, not its story
-# The brief is read with room for far more decisions than a block can hold; the block's own
-# budget decides what is shown.
-_BRIEF_READ_BYTES = 64 * 1024
+# The brief is read with room for everything the largest block can hold; the block's own budget
+# decides what is shown.
+_BRIEF_READ_BYTES = MAX_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,6 @@ class Selection:
     more: dict[str, int] = field(default_factory=dict)
     # Records held back because their cited code is not what they were written about, by verdict.
     unfresh: dict[str, list[str]] = field(default_factory=dict)
-
-
-def one_line(body: str, limit: int = RULE_CHARS) -> str:
-    """A record's rule: its first paragraph (as the views sum a body up) on one line."""
-    text, _ = digest(body, limit)
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " …"
 
 
 class _Freshness:
@@ -104,7 +98,7 @@ def _from_brief(item: BriefItem) -> MemoryItem:
         id=item.id,
         kind=item.kind,
         title=item.title,
-        rule=one_line(item.body),
+        rule=rule_line(item.body, RULE_CHARS),
         path=item.path,
         severity=item.severity,
         occurrences=item.occurrences or 1,
@@ -118,7 +112,7 @@ def _from_entry(entry: IndexEntry) -> MemoryItem:
         id=entry.id,
         kind=entry.kind,
         title=entry.title,
-        rule=one_line(entry.body),
+        rule=rule_line(entry.body, RULE_CHARS),
         path=entry.path,
         severity=entry.severity,
         occurrences=entry.occurrences or 1,

@@ -18,6 +18,9 @@ from memosite.errors import InvalidArguments
 
 DEFAULT_MAX_BYTES = 6 * 1024
 MIN_MAX_BYTES = 1024
+# Every session of every agent reads the block: beyond this it is no longer a brief (and the
+# brief it is chosen from is read no further).
+MAX_MAX_BYTES = 64 * 1024
 RULE_AGENTS = ("cursor", "claude", "copilot")
 # A site address is written into Markdown links and frontmatter-free text: plain http(s), no
 # spaces, quotes, angle brackets or parentheses that could end the link early.
@@ -26,8 +29,8 @@ _SITE_URL = re.compile(r"^https?://[^\s\"'<>()\[\]\\`]+$")
 
 def check_max_bytes(value: Any, name: str) -> int:
     """``value`` as a block budget, or INVALID_ARGUMENTS naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_MAX_BYTES:
-        raise InvalidArguments(f"invalid {name} {value!r}: expected an integer of at least {MIN_MAX_BYTES}")
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_MAX_BYTES <= value <= MAX_MAX_BYTES:
+        raise InvalidArguments(f"invalid {name} {value!r}: expected an integer from {MIN_MAX_BYTES} to {MAX_MAX_BYTES}")
     return value
 
 

@@ -62,14 +62,19 @@ def compile_(
     root = Path(repo_dir).absolute() if repo_dir else app.product_root
     if root is None:
         raise InvalidArguments("no repository here: run this in the product repository, or give --repo DIR")
+    project = app.project
+    if repo_dir and app.project_explicit is None:
+        # The memory compiled into a repository is that repository's project, wherever the
+        # command runs: another project's traps must never land in it.
+        from memosite.config import resolve_project
+
+        project = resolve_project(None, app.env, root).id
     settings = AgentFilesSettings.from_config(app.vault.config)
     if max_bytes is not None:
         settings = replace(settings, max_bytes=check_max_bytes(max_bytes, "--max-bytes"))
     if site_url is not None:
         settings = replace(settings, site_url=check_site_url(site_url, "--site-url"))
-    plan = plan_compile(
-        app.vault, app.project, root, settings=settings, init=init, with_files=with_files, now=utc_now()
-    )
+    plan = plan_compile(app.vault, project, root, settings=settings, init=init, with_files=with_files, now=utc_now())
     if writing:
         apply_plan(plan)
     if show_diff and not app.as_json:
@@ -84,23 +89,23 @@ def compile_(
 
 def _summary(plan: object, *, checking: bool) -> str:
     from memosite.agentfiles.compile import CompilePlan
+    from memosite.text import counted
 
     assert isinstance(plan, CompilePlan)
     block = plan.block
     lines = [
         f"project {plan.project}: block {block.bytes} of {plan.max_bytes} bytes "
-        f"({len(block.traps)} traps, {len(block.decisions)} decisions"
-        + "".join(f"; {count} more {noun}s left out" for noun, count in block.left_out.items() if count)
-        + f"), {len(plan.rules.groups)} rule groups"
+        f"({counted(len(block.traps), 'trap')}, {counted(len(block.decisions), 'decision')}"
+        + "".join(f"; {counted(count, f'more {noun}')} left out" for noun, count in block.left_out.items() if count)
+        + f"), {counted(len(plan.rules.groups), 'rule group')}"
     ]
     verbs = {"create": "created", "update": "updated", "delete": "removed", "unchanged": "up to date"}
     if checking:
         verbs = {"create": "missing", "update": "out of date", "delete": "stale", "unchanged": "up to date"}
     for change in plan.changes:
-        said = verbs.get(change.action, "left alone")
-        lines.append(
-            f"  {change.path}: {said}" + (f" ({change.reason})" if change.reason and change.action == "skip" else "")
-        )
+        # A file left alone says why in its own words ("has no memosite markers: left alone …").
+        said = change.reason if change.action == "skip" else verbs[change.action]
+        lines.append(f"  {change.path}: {said}")
     for verdict, ids in sorted(plan.selection.unfresh.items()):
         lines.append(f"  held back, cited code {verdict}: {', '.join(ids)} (memosite verify)")
     if plan.rules.unsafe_patterns:

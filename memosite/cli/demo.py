@@ -16,9 +16,10 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
 
     Without --vault the demo goes to ./memosite-demo, never into your real vault.
     """
+    import shlex
     from pathlib import Path
 
-    from memosite.demo import DEMO_PROJECT, write_demo_agent_files, write_demo_vault
+    from memosite.demo import DEMO_PROJECT, demo_repository, write_demo_agent_files, write_demo_vault
 
     if serve_site:
         from memosite.site.server import parse_dev_addr
@@ -40,11 +41,19 @@ def demo(app: App, serve_site: bool, dev_addr: str) -> None:
     written = f"{result.records} sample records written" if result.records else "sample records already there"
     lines = [f"demo vault: {vault.root}, project {project} ({written})"]
     lines += [f"  {vault.relative(path)}" for path in views]
-    compiled = [change.path for change in agent_files.changes if change.action != "skip"]
-    lines.append(f"files agents read (memosite agents compile): {agent_files.root}")
-    lines += [f"  {path}" for path in compiled]
     data = {**result.to_json(), "views": [vault.relative(p) for p in views]}
-    data["agentFiles"] = {"repository": str(agent_files.root), "files": compiled}
+    if agent_files is None:
+        where = demo_repository(vault)
+        lines.append(f"files agents read: left alone, {where} is not the demo's (choose another --vault)")
+        data["agentFiles"] = {"repository": str(where), "files": []}
+    else:
+        compiled = [change.path for change in agent_files.changes if change.action != "skip"]
+        lines.append(f"files agents read (memosite agents compile): {agent_files.root}")
+        lines += [f"  {path}" for path in compiled]
+        again = ["memosite", "--vault", str(vault.root), "--project", project, "agents", "compile"]
+        again += ["--repo", str(agent_files.root), "--check"]
+        lines.append(f"  compile them again, or check them as CI would: {shlex.join(again)}")
+        data["agentFiles"] = {"repository": str(agent_files.root), "files": compiled}
     app.emit(data, "\n".join(lines))
     if serve_site:
         from memosite.cli.site import serve_with_logs

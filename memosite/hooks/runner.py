@@ -141,7 +141,7 @@ def read_payload(stream: BinaryIO) -> bytes:
     """The JSON object on ``stream``: read until it is complete or the stream ends (an agent may
     keep stdin open after writing the payload, so waiting for the end alone could hang)."""
     decoder = json.JSONDecoder()
-    data = b""
+    data = bytearray()  # grown in place: a pasted log of megabytes is not copied at every read
     try:
         fd: int | None = stream.fileno()  # read what is there, never wait to fill a buffer
     except (AttributeError, OSError, ValueError):
@@ -151,15 +151,16 @@ def read_payload(stream: BinaryIO) -> bytes:
         if not chunk:
             break
         data += chunk
+        if not (chunk.rstrip() or bytes(data[-256:]).rstrip()).endswith(b"}"):
+            continue  # an object is not complete before its closing brace: no need to parse again
         try:
-            text = data.decode("utf-8").lstrip()
-            decoder.raw_decode(text)
+            decoder.raw_decode(data.decode("utf-8").lstrip())
         except (UnicodeDecodeError, ValueError):
             continue
         break
     if len(data) > MAX_PAYLOAD:
         raise InvalidArguments(f"the hook payload is larger than {MAX_PAYLOAD // (1024 * 1024)} MB")
-    return data
+    return bytes(data)
 
 
 # --- the handlers --------------------------------------------------------------------------------
@@ -174,7 +175,10 @@ class HookContext:
 
     @property
     def event(self) -> str:
-        return self.payload.event or self.args.agent.events[self.args.handler][-1]
+        """The agent's event this hook runs at: the payload's when it is one the hook is installed
+        for, else the hook's own (an answer naming any other event fails the agent's schema)."""
+        events = self.args.agent.events[self.args.handler]
+        return self.payload.event if self.payload.event in events else events[-1]
 
 
 def _cwd(payload: HookInput) -> Path | None:
@@ -221,6 +225,11 @@ def _session_start(context: HookContext, vault: Vault, project: str) -> str:
     from memosite.recall import forget_old_sessions, remember_shown
 
     brief = build_bootstrap(vault, project, now=context.now)
+    cap = context.args.agent.context_chars
+    if cap is not None and len(brief.markdown) + len(SAVE_HINT) + 2 > cap:
+        # A brief past what the agent shows as it is (a larger bootstrap.maxBytes, say) is cut to
+        # fit: the model gets all of a shorter brief rather than a preview of a longer one.
+        brief = build_bootstrap(vault, project, max_bytes=cap - len(SAVE_HINT) - 2, now=context.now)
     items = [*brief.context, *brief.traps, *brief.decisions, *brief.pending]
     if not items:
         return context.args.agent.empty_answer
@@ -254,7 +263,7 @@ def _session_end(context: HookContext, vault: Vault, project: str) -> str:
         raise InvalidArguments("the payload names no session_id: nothing to record")
     root = vault.product_root or _cwd(payload)
     facts = read_transcript(payload.transcript_path, root)
-    ended = payload.event is None or payload.event in ENDING_EVENTS
+    ended = context.event in ENDING_EVENTS
     report = SessionReport(agent.name, agent.title, payload.session_id, ended, payload.reason, facts)
     record_agent_session(vault, project, report, now=context.now)
     if facts.touched and not facts.saved_traps:
@@ -291,7 +300,7 @@ def main(
     try:
         args = parse_args(argv)
     except InvalidArguments as exc:
-        sys.stderr.write(f"memosite hook: {exc.message}\n{USAGE}\n")
+        sys.stderr.write(f"memosite hook: {exc.message} (memosite hook --help)\n")
         return 1
     if args is None:
         out.write(USAGE + "\n")
