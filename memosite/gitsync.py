@@ -18,6 +18,8 @@ and a ``post-merge`` hook that brings the index and the views in step afterwards
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shlex
@@ -26,11 +28,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memosite import gitcommand
 from memosite.errors import MemositeError, StorageError
+from memosite.gitlock import inspect_index_lock, remove_stale_index_lock
 from memosite.kinds import VIEW_FILES
+from memosite.schema import format_iso, utc_now
+from memosite.sync.allowlist import refusal
 from memosite.vault import DISPOSABLE_PATTERNS, Vault, atomic_write_text, warn
 
 if TYPE_CHECKING:
@@ -40,6 +48,8 @@ BLOCK_START = "# >>> memosite: disposable files, rebuilt from the records (manag
 BLOCK_END = "# <<< memosite <<<"
 ATTRIBUTES_START = "# >>> memosite: record-aware merging (managed block) >>>"
 HOOK_MARK = "# memosite post-merge hook"
+GUARD_HOOK_MARK = "# memosite reference-transaction hook"
+READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
 FALLBACK_NAME = "memosite"
 FALLBACK_EMAIL = "memosite@localhost"
 
@@ -61,12 +71,15 @@ _IDENTITY_MISSING = re.compile(
 # --- running git -------------------------------------------------------------------------------
 
 
-def git_env(actor: Actor | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment git runs in: the caller's, plus the actor as author when it names one.
+def git_env(
+    actor: Actor | None = None, extra: Mapping[str, str] | None = None, *, inherit: bool = True
+) -> dict[str, str]:
+    """The environment git runs in: the caller's (``inherit``; else only what is added to it), plus
+    the actor as author when it names one.
 
     Nothing is forced when there is no actor: the person's own ``user.name``/``user.email`` (or
     ``GIT_AUTHOR_*`` they set) author the commit."""
-    env = dict(os.environ)
+    env = dict(os.environ) if inherit else {}
     if actor is not None and actor.name:
         env["GIT_AUTHOR_NAME"] = actor.name
         env["GIT_AUTHOR_EMAIL"] = actor.email or FALLBACK_EMAIL
@@ -77,26 +90,28 @@ def git_env(actor: Actor | None = None, extra: Mapping[str, str] | None = None) 
 
 def run_git(
     root: Path,
-    *args: str,
+    command: str,
+    *options: str,
+    args: Sequence[str] = (),
+    paths: Sequence[str] | None = None,
+    config: Sequence[str] = (),
     actor: Actor | None = None,
     env: Mapping[str, str] | None = None,
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``git -C root args`` and return what it did (never raises for a git failure)."""
-    return subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=git_env(actor, env),
+    """Run ``git -C root command options`` through the guarded runner
+    (:func:`memosite.gitcommand.run_git`: values in ``args``/``paths`` never read as options),
+    authored by ``actor``; never raises for a git failure."""
+    return gitcommand.run_git(
+        root,
+        command,
+        *options,
+        args=args,
+        paths=paths,
+        config=config,
+        env=git_env(actor, env, inherit=False),
         input=input,
-        check=False,
     )
-
-
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_git(root, *args)
 
 
 def first_line(text: str) -> str:
@@ -115,8 +130,9 @@ FALLBACK_RECHECK_SECONDS = 60.0
 
 
 def identity_options(root: Path) -> list[str]:
-    """The fallback identity options when git has no committer identity, else none (for git
-    commands other than ``commit`` that need one, such as ``merge``)."""
+    """The fallback identity (``user.name=memosite`` … as configuration items) when git has no
+    committer identity, else none (for git commands other than ``commit`` that need one, such as
+    ``merge``)."""
     known = _FALLBACKS.get(root)
     if known is not None and known[1] > time.monotonic():
         return known[0]
@@ -128,25 +144,37 @@ def identity_options(root: Path) -> list[str]:
 
 
 def identity_fallback(root: Path) -> list[str]:
-    """``-c user.name=memosite`` / ``-c user.email=…`` for whichever of the two git lacks."""
+    """``user.name=memosite`` / ``user.email=…`` (configuration items) for whichever of the two git
+    lacks."""
     options: list[str] = []
     for key, value in (("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)):
-        if not run_git(root, "config", "--get", key).stdout.strip():
-            options += ["-c", f"{key}={value}"]
-    return options or ["-c", f"user.name={FALLBACK_NAME}", "-c", f"user.email={FALLBACK_EMAIL}"]
+        if not run_git(root, "config", "--get", args=[key]).stdout.strip():
+            options.append(f"{key}={value}")
+    return options or [f"user.name={FALLBACK_NAME}", f"user.email={FALLBACK_EMAIL}"]
 
 
 def commit(
-    root: Path, args: Sequence[str], *, actor: Actor | None = None, env: Mapping[str, str] | None = None
+    root: Path,
+    message: str,
+    *,
+    actor: Actor | None = None,
+    env: Mapping[str, str] | None = None,
+    no_verify: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """``git commit args`` authored by ``actor`` (or git's identity; ``memosite`` when git has none)."""
+    """``git commit -q -m message`` authored by ``actor`` (or git's identity; ``memosite`` when git
+    has none)."""
     known = _FALLBACKS.get(root)
     options = known[0] if known is not None and known[1] > time.monotonic() else []
-    result = run_git(root, *options, "commit", *args, actor=actor, env=env)
+    verify = "--no-verify" if no_verify else "--verify"
+
+    def attempt(identity: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        return run_git(root, "commit", "-q", verify, "-m", message, config=identity, actor=actor, env=env)
+
+    result = attempt(options)
     if result.returncode != 0 and not options and _IDENTITY_MISSING.search(result.stderr):
         options = identity_fallback(root)
         _FALLBACKS[root] = (options, time.monotonic() + FALLBACK_RECHECK_SECONDS)
-        result = run_git(root, *options, "commit", *args, actor=actor, env=env)
+        result = attempt(options)
     return result
 
 
@@ -177,9 +205,32 @@ def merged_gitignore(existing: str) -> str:
     return _merge_block(existing, BLOCK_START, gitignore_block())
 
 
+# Attributes a tree could set that change how a file is checked out, merged or exported. Listed
+# unspecified (``!attr``) for every path in ``info/attributes``, which git reads after every
+# ``.gitattributes`` in the tree: whatever a tree says, the vault's files are treated as if it said
+# nothing (a ``working-tree-encoding=UTF-16LE`` would otherwise rewrite records on checkout).
+NEUTRAL_ATTRIBUTES = (
+    "text",
+    "eol",
+    "crlf",
+    "filter",
+    "ident",
+    "working-tree-encoding",
+    "diff",
+    "export-subst",
+    "export-ignore",
+    "whitespace",
+    "conflict-marker-size",
+    "delta",
+    "encoding",
+)
+
+
 def attributes_block() -> str:
-    """Which merge driver each vault file goes to (later lines win in gitattributes)."""
+    """Which merge driver each vault file goes to (later lines win in gitattributes), after a line
+    that sets every attribute a tree's ``.gitattributes`` could use back to unspecified."""
     lines = [
+        "* " + " ".join(f"!{name}" for name in NEUTRAL_ATTRIBUTES),
         "* merge=memosite-file",
         "*.jsonl merge=memosite-union",
         "/projects/*/*/*.md merge=memosite-record",
@@ -193,7 +244,7 @@ def git_dir(root: Path) -> Path:
     dot_git = root / ".git"
     if dot_git.is_dir():
         return dot_git
-    result = run_git(root, "rev-parse", "--absolute-git-dir")
+    result = run_git(root, "rev-parse", "--absolute-git-dir", env=READ_ONLY)
     if result.returncode != 0:
         raise StorageError(f"not a git repository: {root}")
     return Path(result.stdout.strip())
@@ -226,6 +277,38 @@ def hook_text() -> str:
     )
 
 
+def guard_hook_text() -> str:
+    """The ``reference-transaction`` hook: a plain ``git fetch``/``git pull`` of a remote-tracking
+    branch asks memosite first (:mod:`memosite.sync.guard`), and git drops the update when the
+    commits it brings hold what a shared vault may not; other ref updates never start Python."""
+    python = shlex.quote(sys.executable)
+    return (
+        "#!/bin/sh\n"
+        f"{GUARD_HOOK_MARK} (managed by memosite): a plain git fetch or git pull in the vault is\n"
+        "# refused when the commits it brings hold what a shared vault may not (memosite's README, Team\n"
+        "# memory across machines). Delete this file to turn it off.\n"
+        '[ "$1" = prepared ] || exit 0\n'
+        "updates=$(cat)\n"
+        'case "$updates" in *" refs/remotes/"*) ;; *) exit 0 ;; esac\n'
+        f"[ -x {python} ] || exit 0\n"
+        f"printf '%s\\n' \"$updates\" | exec {python} -m memosite.sync.guard reference-transaction\n"
+    )
+
+
+# Settings of the vault's own repository that keep a person's plain `git pull` there from touching
+# submodules, running a command-transport or taking objects git finds malformed (memosite's own git
+# calls pass them on every command line: memosite.gitcommand.SAFE_CONFIG).
+REPOSITORY_SAFETY = {
+    "submodule.recurse": "false",
+    "fetch.recurseSubmodules": "false",
+    "protocol.ext.allow": "never",
+    "protocol.fd.allow": "never",
+    "fetch.fsckObjects": "true",
+    "core.protectNTFS": "true",
+    "core.protectHFS": "true",
+}
+
+
 # A plain `git pull` in the vault must merge (through the drivers), whatever the person's global
 # config says: a rebase replays local commits without the drivers' view of both sides (and drops
 # commits whose change the remote already holds), and git refuses to pull at all without a setting.
@@ -241,11 +324,39 @@ def _pull_settings_set(config_text: str) -> bool:
     )
 
 
+def _config_body(config_text: str, section: str) -> str:
+    pattern = re.compile(rf"^\[{re.escape(section)}\]\s*$(?P<body>.*?)(?=^\s*\[|\Z)", re.MULTILINE | re.DOTALL)
+    return "".join(m.group("body") for m in pattern.finditer(config_text))
+
+
+def _safety_set(config_text: str) -> bool:
+    for key, value in REPOSITORY_SAFETY.items():
+        section, _, name = key.rpartition(".")
+        title = section.replace(".", ' "', 1) + '"' if "." in section else section
+        body = _config_body(config_text, title)
+        if not re.search(rf"^\s*{re.escape(name)}\s*=\s*{value}\s*$", body, re.MULTILINE | re.IGNORECASE):
+            return False
+    return True
+
+
+def _install_hook(directory: Path, name: str, mark: str, text: str) -> None:
+    """Write memosite's hook ``name`` when there is none, or when memosite's own is out of date
+    (a person's own hook is left alone)."""
+    hook = directory / "hooks" / name
+    try:
+        current = hook.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        current = None
+    if current is None or (mark in current and current != text):
+        atomic_write_text(hook, text, mode=0o755)
+
+
 def ensure_merge_setup(root: Path) -> None:
-    """Register memosite's merge drivers, their attributes and the post-merge hook in the vault
-    repository (each only when missing or out of date; a person's own hook is left alone), and
-    make a plain ``git pull`` there merge (``pull.rebase=false``, ``pull.ff=true`` in the vault's
-    own config, over any global setting)."""
+    """Register memosite's merge drivers, their attributes and its hooks (``post-merge``,
+    ``reference-transaction``) in the vault repository (each only when missing or out of date; a
+    person's own hook is left alone); make a plain ``git pull`` there merge (``pull.rebase=false``,
+    ``pull.ff=true`` in the vault's own config, over any global setting) and stay away from
+    submodules and command transports (:data:`REPOSITORY_SAFETY`)."""
     directory = git_dir(root)
     info = directory / "info" / "attributes"
     try:
@@ -261,22 +372,21 @@ def ensure_merge_setup(root: Path) -> None:
         config_text = ""
     if not _drivers_registered(config_text):
         for name, argument in MERGE_DRIVERS.items():
-            run_git(root, "config", f"merge.{name}.name", f"memosite {argument or 'view'} merge")
-            result = run_git(root, "config", f"merge.{name}.driver", driver_command(argument))
+            run_git(root, "config", "--local", args=[f"merge.{name}.name", f"memosite {argument or 'view'} merge"])
+            result = run_git(root, "config", "--local", args=[f"merge.{name}.driver", driver_command(argument)])
             if result.returncode != 0:
                 raise StorageError(f"cannot register the merge driver {name}: {first_line(result.stderr)}")
+    settings: dict[str, str] = {}
     if not _pull_settings_set(config_text):
-        for key, value in PULL_SETTINGS.items():
-            result = run_git(root, "config", "--local", f"pull.{key}", value)
-            if result.returncode != 0:
-                raise StorageError(f"cannot set pull.{key} in the vault repository: {first_line(result.stderr)}")
-    hook = directory / "hooks" / "post-merge"
-    try:
-        current = hook.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        current = None
-    if current is None or (HOOK_MARK in current and current != hook_text()):
-        atomic_write_text(hook, hook_text(), mode=0o755)
+        settings.update({f"pull.{key}": value for key, value in PULL_SETTINGS.items()})
+    if not _safety_set(config_text):
+        settings.update(REPOSITORY_SAFETY)
+    for key, value in settings.items():
+        result = run_git(root, "config", "--local", args=[key, value])
+        if result.returncode != 0:
+            raise StorageError(f"cannot set {key} in the vault repository: {first_line(result.stderr)}")
+    _install_hook(directory, "post-merge", HOOK_MARK, hook_text())
+    _install_hook(directory, "reference-transaction", GUARD_HOOK_MARK, guard_hook_text())
 
 
 def ensure_repo(vault: Vault) -> None:
@@ -287,13 +397,14 @@ def ensure_repo(vault: Vault) -> None:
         raise StorageError("vaultGit is enabled but git is not installed")
     if not (vault.root / ".git").exists():
         # vaultGit.branch, else the person's init.defaultBranch, else main (what hosted remotes expect).
-        branch = vault.config.git_branch
+        branch = gitcommand.branch_name(vault.config.git_branch, "vaultGit.branch")
         if branch is None and not any(
-            _git(vault.root, "config", scope, "--get", "init.defaultBranch").stdout.strip()
+            run_git(vault.root, "config", scope, "--get", args=["init.defaultBranch"]).stdout.strip()
             for scope in ("--global", "--system")
         ):
             branch = "main"
-        result = _git(vault.root, "init", "-q", *(["-b", branch] if branch else []))
+        initial = [f"--initial-branch={branch}"] if branch else []
+        result = run_git(vault.root, "init", "-q", *initial)
         if result.returncode != 0:
             raise StorageError(f"git init failed: {result.stderr.strip()}")
     gitignore = vault.root / ".gitignore"
@@ -304,10 +415,10 @@ def ensure_repo(vault: Vault) -> None:
     wanted = merged_gitignore(existing)
     if wanted != existing:
         atomic_write_text(gitignore, wanted)
-        tracked = _git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+        tracked = run_git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
         stale = [name for name in tracked.stdout.split("\0") if name]
         if stale:
-            _git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", "--", *stale)
+            run_git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", paths=stale)
     ensure_merge_setup(vault.root)
 
 
@@ -318,71 +429,204 @@ def merge_in_progress(root: Path) -> bool:
     merge_head = (dot_git if dot_git.is_dir() else git_dir(root)) / "MERGE_HEAD"
     if not merge_head.exists():
         return False
-    done = run_git(root, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD", env={"GIT_OPTIONAL_LOCKS": "0"})
+    done = run_git(root, "merge-base", "--is-ancestor", args=["MERGE_HEAD", "HEAD"], env=READ_ONLY)
     return done.returncode != 0
+
+
+# --- staging: only what a shared vault may hold --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A changed file a vault commit leaves out: a shared vault may not hold it (``reason``)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Staged:
+    """What :func:`stage_shared` staged: whether anything is to be committed, and what it left out."""
+
+    changed: bool
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _add_all(root: Path) -> None:
+    add = run_git(root, "add", "-A")
+    if add.returncode != 0 and "index.lock" in add.stderr and recover_index_lock(root):
+        add = run_git(root, "add", "-A")
+    if add.returncode != 0:
+        raise StorageError(f"git add failed: {first_line(add.stderr)}{_lock_hint(root, add.stderr)}")
+
+
+def stage_shared(root: Path) -> Staged:
+    """Stage every change of the work tree (``git add -A``), then take back out of the index what a
+    shared vault may not hold (:mod:`memosite.sync.allowlist`: a stray ``.DS_Store``, a symlink, an
+    executable, a ``.gitattributes`` …), so no commit of this machine carries what other machines
+    refuse. The files themselves stay on disk."""
+    _add_all(root)
+    head = run_git(root, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"], env=READ_ONLY).stdout.strip()
+    listed = run_git(root, "diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", args=[head or EMPTY_TREE])
+    if listed.returncode != 0:
+        raise StorageError(f"git diff failed: {first_line(listed.stderr)}")
+    fields = listed.stdout.split("\0")
+    new_paths: list[str] = []
+    tracked_paths: list[str] = []
+    left_out: list[LeftOut] = []
+    changed = False
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.lstrip(":").split()
+        if len(parts) < 5 or not path:
+            continue
+        old_mode, new_mode, new_blob, status = parts[0], parts[1], parts[3], parts[4]
+        if status.startswith("D"):
+            changed = True
+            continue
+        why = refusal(path, new_mode, partial(_blob, root, new_blob))
+        if why is None:
+            changed = True
+            continue
+        left_out.append(LeftOut(path, why))
+        (tracked_paths if old_mode != "000000" else new_paths).append(path)
+    if new_paths:
+        run_git(root, "rm", "-q", "--cached", "--ignore-unmatch", paths=new_paths)
+    if tracked_paths:
+        run_git(root, "reset", "-q", args=["HEAD"], paths=tracked_paths)
+    return Staged(changed, left_out)
+
+
+def _blob(root: Path, blob: str) -> bytes:
+    done = gitcommand.run_git_bytes(root, "cat-file", "blob", args=[blob])
+    return done.stdout if done.returncode == 0 else b""
 
 
 def commit_tree(root: Path, message: str, *, actor: Actor | None = None) -> bool:
     """Commit the whole work tree on top of HEAD with plumbing (``write-tree``/``commit-tree``),
-    which ignores a ``MERGE_HEAD`` git has not cleaned up yet; False when nothing changed."""
-    if run_git(root, "add", "-A").returncode != 0:
-        raise StorageError("git add failed")
+    which ignores a ``MERGE_HEAD`` git has not cleaned up yet; False when nothing changed. What a
+    shared vault may not hold is left out (:func:`stage_shared`)."""
+    stage_shared(root)
     tree = run_git(root, "write-tree").stdout.strip()
-    head = run_git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}").stdout.strip()
-    if head and run_git(root, "rev-parse", f"{head}^{{tree}}").stdout.strip() == tree:
+    head = run_git(root, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"]).stdout.strip()
+    if head and run_git(root, "rev-parse", args=[f"{head}^{{tree}}"]).stdout.strip() == tree:
         return False
-    args = ["commit-tree", tree, *(["-p", head] if head else []), "-m", message]
-    made = run_git(root, *args, actor=actor)
+    parents = ["-p", head] if head else []
+
+    def attempt(identity: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        return run_git(root, "commit-tree", *parents, "-m", message, args=[tree], config=identity, actor=actor)
+
+    made = attempt(())
     if made.returncode != 0 and _IDENTITY_MISSING.search(made.stderr):
-        made = run_git(root, *identity_fallback(root), *args, actor=actor)
+        made = attempt(identity_fallback(root))
     if made.returncode != 0:
         raise StorageError(f"git commit-tree failed: {first_line(made.stderr)}")
-    moved = run_git(root, "update-ref", "-m", f"commit: {message.splitlines()[0]}", "HEAD", made.stdout.strip())
+    subject = f"commit: {message.splitlines()[0]}"
+    moved = run_git(root, "update-ref", "-m", subject, args=["HEAD", made.stdout.strip()])
     if moved.returncode != 0:
         raise StorageError(f"git update-ref failed: {first_line(moved.stderr)}")
     return True
+
+
+# --- a stuck vault git ---------------------------------------------------------------------------
+
+PROBLEM_FILE = "vault-git-problem.json"
+
+
+def recover_index_lock(root: Path) -> bool:
+    """Remove the vault repository's ``index.lock`` when a killed git left it (no git process
+    holds it: :mod:`memosite.gitlock`), saying so; True when one was removed."""
+    removed = remove_stale_index_lock(root, git_dir(root))
+    if removed is not None:
+        warn(f"removed {removed.path}: it was left by a git that was killed (no git process held it)")
+    return removed is not None
+
+
+def _lock_hint(root: Path, stderr: str) -> str:
+    if "index.lock" not in stderr:
+        return ""
+    found = inspect_index_lock(root, git_dir(root))
+    return f" ({found.describe()})" if found is not None else ""
+
+
+def vault_git_problem(vault: Vault) -> str | None:
+    """Why vault git cannot commit now, if it cannot: an ``index.lock`` held for too long or left
+    by a killed git, or the error of the last commit that failed (kept until one succeeds)."""
+    if (vault.root / ".git").exists():
+        try:
+            found = inspect_index_lock(vault.root, git_dir(vault.root))
+        except StorageError:
+            found = None
+        if found is not None and found.stuck:
+            return found.describe()
+    try:
+        noted = json.loads(vault.internal_path(PROBLEM_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return None
+    return str(noted.get("message")) if isinstance(noted, dict) and noted.get("message") else None
+
+
+def _note_problem(vault: Vault, message: str | None) -> None:
+    path = vault.internal_path(PROBLEM_FILE)
+    if message is None:
+        path.unlink(missing_ok=True)
+        return
+    text = json.dumps({"at": format_iso(utc_now()), "message": message}, ensure_ascii=False) + "\n"
+    atomic_write_text(path, text, durable=False)
 
 
 # --- commits -----------------------------------------------------------------------------------
 
 
 def commit_now(vault: Vault, message: str) -> bool:
-    """Commit everything in the vault, authored by ``vault.actor``; returns False when there was
-    nothing to commit — or while a merge is waiting to be finished (``memosite sync`` finishes it
-    and commits what was written meanwhile: a write must not complete a merge half resolved)."""
+    """Commit everything in the vault a shared vault may hold (:func:`stage_shared`), authored by
+    ``vault.actor``; returns False when there was nothing to commit — or while a merge is waiting
+    to be finished (``memosite sync`` finishes it and commits what was written meanwhile: a write
+    must not complete a merge half resolved). A stale ``index.lock`` is removed first."""
     ensure_repo(vault)
     if merge_in_progress(vault.root):
         warn("a git merge in the vault is unfinished: `memosite sync` finishes it (the change is kept, not committed)")
         return False
-    add = _git(vault.root, "add", "-A")
-    if add.returncode != 0:
-        raise StorageError(f"git add failed: {add.stderr.strip()}")
-    if _git(vault.root, "diff", "--cached", "--quiet").returncode == 0:
+    recover_index_lock(vault.root)
+    if not stage_shared(vault.root).changed:
         return False
-    result = commit(vault.root, ["-q", "-m", message], actor=vault.actor)
+    result = commit(vault.root, message, actor=vault.actor)
     if result.returncode != 0:
-        raise StorageError(f"git commit failed: {first_line(result.stderr or result.stdout)}")
+        output = result.stderr or result.stdout
+        raise StorageError(f"git commit failed: {first_line(output)}{_lock_hint(vault.root, output)}")
     return True
 
 
 def request_commit(vault: Vault, message: str) -> None:
     """Ask for a vault commit. Failures warn: the Markdown write already happened and stands.
 
-    With ``vaultGit.push: "auto"`` a commit also schedules a push; it runs in the background
-    after a short quiet spell, so the write never waits for the network."""
+    While vault git cannot commit (:func:`vault_git_problem`), every write says so in a warning
+    line and ``memosite status`` names the problem until a commit succeeds. With
+    ``vaultGit.push: "auto"`` a commit also schedules a push; it runs in the background after a
+    short quiet spell, so the write never waits for the network."""
     if not vault.config.git_enabled:
         return
     try:
         if vault.config.git_atomic:
             queued = _queued_messages(vault)
             full = message if not queued else f"{message}\n\n" + "\n".join(queued)
-            if commit_now(vault, full):
+            committed = commit_now(vault, full)
+            _note_problem(vault, None)
+            if committed:
                 vault.internal_path("pending-commits").unlink(missing_ok=True)
                 _schedule_auto_push(vault)
         else:
             queue_commit(vault, message)
+            problem = vault_git_problem(vault)
+            if problem is not None:
+                warn(f"vault git is stuck: {problem}; this change is saved, not committed (memosite status)")
     except (StorageError, OSError) as exc:
-        warn(f"vault commit skipped: {getattr(exc, 'message', exc)}")
+        problem = str(getattr(exc, "message", exc))
+        with contextlib.suppress(StorageError, OSError):
+            _note_problem(vault, problem)
+        warn(f"vault git is stuck: {problem}; this change is saved, not committed (memosite status)")
 
 
 def queue_commit(vault: Vault, message: str) -> None:

@@ -107,9 +107,12 @@ def status(app: App) -> None:
             lines.append(f"vault git  {state}")
         if report.sync is not None and git is not None and git.enabled:
             lines.extend(f"sync       {line}" for line in report.sync.lines())
+        lines.extend(f"problem    {problem}" for problem in report.problems)
         return "\n".join(lines)
 
     app.emit(report.to_json(), text)
+    if report.problems:
+        raise SystemExit(1)
 
 
 def _project_source(source: str) -> str:
