@@ -8,6 +8,10 @@ text the remote already has is not its to refuse — with memosite's scanner
 (:func:`memosite.secrets.scan_text`, the one every write path uses). A finding refuses the sync,
 naming the file, the line and the rule; nothing is committed or pushed.
 
+Compiled views are not scanned as they leave (they are rebuilt from records, each scanned when it
+changes; what a view shows of a record another machine wrote is on the remote already); a hand
+edit of a view is scanned before sync commits it.
+
 The commits to push are also held to the allowlist (:mod:`memosite.sync.incoming`): a commit
 another machine would refuse is refused here first, before it can block the team.
 """
@@ -22,6 +26,7 @@ from memosite.errors import SafetyViolation
 from memosite.secrets import SecretFinding, scan_text
 from memosite.sync.allowlist import is_shared
 from memosite.sync.incoming import check_commits
+from memosite.sync.paths import classify
 from memosite.sync.repo import Repo
 
 _ZERO = frozenset("0")
@@ -40,7 +45,8 @@ class Leak:
         when = (
             f" (in commit {self.commit[:7]}, not pushed yet)" if self.commit else " (changed here, not committed yet)"
         )
-        return f"{where}{when} holds what looks like a secret: {self.finding.kind}"
+        view = " (a compiled view: the secret is in a record it shows)" if classify(self.path) == "view" else ""
+        return f"{where}{when} holds what looks like a secret: {self.finding.kind}{view}"
 
 
 def added_hunks(new: bytes, old: Iterable[bytes]) -> list[tuple[int, str]]:
@@ -75,9 +81,11 @@ def scan_added(path: str, new: bytes, old: Iterable[bytes], commit: str | None) 
     return leaks
 
 
-def _refuse(leaks: Sequence[Leak], remedy: str) -> None:
-    if not leaks:
+def _refuse(found: Sequence[Leak], remedy: str) -> None:
+    if not found:
         return
+    # A secret in a compiled view came from a record: the record is what to name first.
+    leaks = sorted(found, key=lambda leak: classify(leak.path) == "view")
     more = f" (and {len(leaks) - 1} more)" if len(leaks) > 1 else ""
     raise SafetyViolation(
         f"refusing to sync: {leaks[0].line()}{more}; nothing was committed or pushed. {remedy}",
@@ -116,7 +124,13 @@ def check_outgoing(repo: Repo, head: str, theirs: str | None, *, target: str) ->
         " and memosite sync again (the files stay as they are and are committed anew)."
     )
     check_commits(repo, [head], exclude, source=f"to push to {target}", outcome=f"nothing was pushed. {remedy}")
-    entries = [e for e in repo.introduced([head], exclude) if not e.removed and is_shared(e.path, e.mode)]
+    # Compiled views are left out: they are rebuilt from the records, every record version that leaves
+    # is scanned, and what a view shows of another machine's record is already on the remote.
+    entries = [
+        e
+        for e in repo.introduced([head], exclude)
+        if not e.removed and is_shared(e.path, e.mode) and classify(e.path) != "view"
+    ]
     wanted = {e.blob for e in entries} | {b for e in entries for b in e.parent_blobs if set(b) != _ZERO}
     contents = repo.blobs(wanted)
     leaks: list[Leak] = []

@@ -275,12 +275,13 @@ def _commit_local(vault: Vault, repo: Repo, result: SyncResult) -> bool:
     conflicts of records purged here. Nothing is committed when a pending file holds a secret
     (SAFETY_VIOLATION); a file a shared vault may not hold stays out of the commit (and is
     reported)."""
-    check_pending(repo, repo.dirty())
-    committed = gitsync.flush_pending(vault)
-    _end_purged(vault, result)
     pending = repo.dirty(refresh=True)
     if _catch_up_hand_edits(vault, repo, pending):
         pending = repo.dirty(refresh=True)
+    check_pending(repo, pending)  # the views rewritten from the edited records included
+    committed = gitsync.flush_pending(vault)
+    _end_purged(vault, result)
+    pending = repo.dirty(refresh=True)
     shared = [path for path in pending if is_shared(path)]
     if pending:
         listed = "\n".join(shared[:50]) + (f"\n… and {len(shared) - 50} more" if len(shared) > 50 else "")
