@@ -107,6 +107,16 @@ def test_text_the_remote_already_holds_is_not_this_machines_to_refuse(team: Team
     assert result.pushed and result.integration == "merge"
 
 
+def test_a_symlink_in_the_vault_is_never_followed_to_scan_or_commit_what_it_points_at(team: Team) -> None:
+    a, _ = synced_pair(team)
+    outside = team.base / "elsewhere.env"
+    outside.write_text(f"GH_TOKEN={TOKEN}\n", encoding="utf-8")
+    (a.root / "projects/demo/traps/linked.md").symlink_to(outside)
+    result = sync_vault(a)  # not refused: the link is left out, not read
+    assert [item.path for item in result.left_out] == ["projects/demo/traps/linked.md"]
+    assert TOKEN not in remote_history(team)
+
+
 def test_a_clean_sync_scans_only_what_leaves(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="second", body="Nothing secret: sha256 " + hashlib.sha256(b"x").hexdigest() + "\n")

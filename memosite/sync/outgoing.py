@@ -18,6 +18,7 @@ another machine would refuse is refused here first, before it can block the team
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,9 +105,13 @@ def check_pending(repo: Repo, paths: Sequence[str]) -> None:
     before = repo.blobs(committed.values())
     leaks: list[Leak] = []
     for path in shared:
+        target = repo.root / path
         try:
-            data = (repo.root / path).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            # Only a regular file is committed (a symlink is left out): never follow one to read it.
+            if not stat.S_ISREG(target.lstat().st_mode):
+                continue
+            data = target.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
             continue
         old = [before[committed[path]]] if path in committed and committed[path] in before else []
         leaks.extend(scan_added(path, data, old, None))
