@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import overload
 
-from memosite.errors import InvalidArguments
+from memosite.errors import InvalidArguments, StorageError
 
 # Each is passed as ``-c key=value`` before the command (see the module docstring for why).
 SAFE_CONFIG: tuple[str, ...] = (
@@ -156,6 +156,29 @@ def run_git_bytes(
     """:func:`run_git` for output that is not text (blobs)."""
     argv = git_argv(command, options, args=args, paths=paths, config=config, root=root)
     return subprocess.run(argv, capture_output=True, env=_environment(env), input=input, check=False)
+
+
+# --- reading git's answers ---------------------------------------------------------------------
+
+
+def first_line(text: str) -> str:
+    """The first meaningful line of git's output (for one-line error messages)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("hint:"):
+            return line.removeprefix("fatal: ").removeprefix("error: ")
+    return "git failed"
+
+
+def git_dir(root: Path) -> Path:
+    """A repository's git directory (``.git``, or where a ``.git`` file points)."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    result = run_git(root, "rev-parse", "--absolute-git-dir", env={"GIT_OPTIONAL_LOCKS": "0"})
+    if result.returncode != 0:
+        raise StorageError(f"not a git repository: {root}")
+    return Path(result.stdout.strip())
 
 
 # --- values at the boundary --------------------------------------------------------------------

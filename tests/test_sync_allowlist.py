@@ -236,7 +236,7 @@ def test_a_project_directory_must_be_a_project_id() -> None:
 
 
 def test_memosites_own_gitignore_block_may_be_shared() -> None:
-    from memosite.gitsync import gitignore_block, merged_gitignore
+    from memosite.gitsetup import gitignore_block, merged_gitignore
 
     assert refusal(".gitignore", FILE, gitignore_block().encode) is None
     legacy = ".memosite/index.sqlite*\n.memosite/vault.lock\n.memosite/pending-commits\n.memosite-tmp-*\n"

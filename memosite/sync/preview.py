@@ -14,8 +14,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from memosite.gitcommand import remote_location
-from memosite.gitsync import first_line, run_git
+from memosite.gitcommand import first_line, remote_location
+from memosite.gitsync import run_git
 from memosite.sync.errors import SyncError, UnrelatedHistory
 from memosite.sync.incoming import check_commits
 from memosite.sync.merging import preview_merge

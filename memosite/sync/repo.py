@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memosite import gitcommand
-from memosite.gitsync import first_line, git_dir, git_env, run_git
+from memosite.gitcommand import first_line, git_dir
+from memosite.gitsync import git_env, run_git
 from memosite.provenance import Actor
 from memosite.sync.errors import NoRemote, SyncError
 

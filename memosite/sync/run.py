@@ -84,7 +84,7 @@ def fetch(repo: Repo, target: RemoteTarget) -> None:
     result = repo.run("fetch", "-q", "--no-tags", "--prune", "--refmap=", args=[target.location, refspec])
     if result.returncode != 0:
         refuse_malformed(result.stderr, target.label)
-        raise SyncError(f"cannot fetch from {target.label}: {gitsync.first_line(result.stderr)}")
+        raise SyncError(f"cannot fetch from {target.label}: {gitcommand.first_line(result.stderr)}")
 
 
 _FSCK = re.compile(r"^(?:error|fatal): object ([0-9a-f]{7,64}): (\w+): (.*)$", re.MULTILINE)
@@ -347,7 +347,9 @@ def _integrate(
             config=[*identity, *MERGE_CONFIG],
         )
         if not repo.merge_in_progress():
-            raise SyncError(f"git merge of {target.branch_label(branch)} failed: {gitsync.first_line(merged.stderr)}")
+            raise SyncError(
+                f"git merge of {target.branch_label(branch)} failed: {gitcommand.first_line(merged.stderr)}"
+            )
         message = f"sync: merge {target.branch_label(branch)} ({counted(incoming, 'commit')})"
         _complete_merge(vault, repo, result, message)
         result.integration = "merge"
@@ -375,7 +377,7 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
     lines += [f"conflict ended by purge: {c.path} (removed {c.sidecar})" for c in result.ended_by_purge]
     done = gitsync.commit(repo.root, "\n".join(lines).strip(), actor=vault.actor, no_verify=True)
     if done.returncode != 0:
-        raise SyncError(f"cannot commit the merge: {gitsync.first_line(done.stderr or done.stdout)}")
+        raise SyncError(f"cannot commit the merge: {gitcommand.first_line(done.stderr or done.stdout)}")
 
 
 def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResult) -> None:
@@ -455,7 +457,7 @@ def _push(vault: Vault, repo: Repo, target: RemoteTarget, branch: str, head: str
     output = pushed.stdout + pushed.stderr
     if any(sign in output for sign in RETRY_PUSH):
         return False
-    message = f"push to {target.label} failed: {gitsync.first_line(pushed.stderr or pushed.stdout)}"
+    message = f"push to {target.label} failed: {gitcommand.first_line(pushed.stderr or pushed.stdout)}"
     note_push(vault, head, message)
     raise PushFailed(f"{message}; the changes are committed here and go out with the next sync")
 
