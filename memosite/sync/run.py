@@ -1,13 +1,18 @@
 """``memosite sync``: the one owner of the sync sequence.
 
-1. fetch the remote (no lock: only git's remote-tracking refs change);
-2. under the vault lock: finish a merge a plain ``git pull`` left waiting, join the remote's
-   history when the vault has none yet, commit pending local changes, then fast-forward to the
-   remote or merge it (record-aware, :mod:`memosite.sync.merging`), re-index exactly the paths that
-   changed and, after a merge, rewrite the views of the touched kinds into the merge commit;
-3. push (no lock: a write never waits for the network). A push the remote refuses because it
-   moved on meanwhile goes back to 1; any other refusal is reported and remembered for
-   ``memosite status``.
+1. fetch the remote (no lock) into ``refs/memosite/incoming/``, check every commit it brings
+   against the allowlist (:mod:`memosite.sync.incoming`: REFUSED_CONTENT, and nothing moves) and
+   only then move the remote-tracking branch;
+2. under the vault lock: finish a merge a plain ``git pull`` left waiting (checked the same way),
+   join the remote's history when the vault has none yet, scan the pending local changes for
+   secrets and commit them (:mod:`memosite.sync.outgoing`; what a shared vault may not hold stays
+   out), then fast-forward to the remote or merge it (record-aware, :mod:`memosite.sync.merging`),
+   re-index exactly the paths that changed and, after a merge, rewrite the views of the touched
+   kinds into the merge commit;
+3. check what the commits to push bring (allowlist, secrets), then push (no lock: a write never
+   waits for the network). A push the remote refuses because it moved on meanwhile — or because
+   another push was updating the branch that moment — goes back to 1; any other refusal is
+   reported and remembered for ``memosite status``.
 
 Tombstones travel as part of this: ``tombstones.jsonl`` merges as a union, a purge on one side
 removes the record through the merge, and a purge meeting an edit is settled by
