@@ -5,8 +5,10 @@ Target (issue 12): cost proportional to the changes, not the vault — the 1,000
 
 Machine A builds the vault and publishes it to a bare remote; machine B joins it. Then, for each
 size, A changes that many records (bodies and ``updated`` rewritten, as a teammate's edits would)
-and pushes; B syncs them in, timed, once as a fast-forward (nothing local) and once as a real
-merge (B changed one record of its own meanwhile). Each figure is the median of ``--rounds``.
+and pushes — timed too: the push side commits, checks and scans for secrets what leaves — and B
+syncs them in, timed, once as a fast-forward (nothing local) and once as a real merge (B changed
+one record of its own meanwhile). Each figure is the median of ``--rounds``; CPU time counts
+memosite's process and the git processes it ran.
 
 Run: .venv/bin/python benchmarks/bench_sync.py [--records 10000] [--sizes 100,1000] [--rounds 3]
 """
@@ -57,10 +59,22 @@ def change_records(vault: Vault, count: int, rng: random.Random) -> None:
         path.write_text(serialize_record(record), encoding="utf-8")
 
 
+def cpu_seconds() -> float:
+    """User and system time of this process and of the children it waited for (git)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def timed_sync(vault: Vault) -> tuple[float, str, int]:
     started = time.perf_counter()
     result = sync_vault(vault)
     return time.perf_counter() - started, result.integration, len(result.changed) + len(result.added)
+
+
+def cpu_of_sync(vault: Vault) -> float:
+    started = cpu_seconds()
+    sync_vault(vault)
+    return cpu_seconds() - started
 
 
 def main() -> None:
@@ -90,12 +104,13 @@ def main() -> None:
 
         noop = [timed_sync(b)[0] for _ in range(5)]
         figures: dict[tuple[str, int], float] = {}
+        pushes: dict[int, list[float]] = {size: [] for size in sizes}
         for size in sizes:
             for mode in ("fast-forward", "merge"):
                 runs = []
                 for _ in range(args.rounds):
                     change_records(a, size, rng)
-                    sync_vault(a)
+                    pushes[size].append(cpu_of_sync(a))
                     if mode == "merge":
                         upsert_record(b, PROJECT, kind="trap", slug="local-change", body=sentence(rng, 12))
                     seconds, integration, arrived = timed_sync(b)
@@ -104,6 +119,7 @@ def main() -> None:
                     sync_vault(a)  # take B's merge back, so the next round starts even
                 figures[(mode, size)] = statistics.median(runs)
         noop += [timed_sync(b)[0] for _ in range(5)]
+        noop_cpu = statistics.median(cpu_of_sync(b) for _ in range(5))
 
         print(f"\nsync into a {args.records}-record vault (median of {args.rounds}):")
         print(f"{'changed records':>16} {'fast-forward':>14} {'merge':>10}")
@@ -117,6 +133,10 @@ def main() -> None:
                 ratio = figures[(mode, large)] / figures[(mode, small)]
                 verdict = "ok" if ratio <= target else "over target"
                 print(f"ratio {large}/{small} ({mode}): {ratio:.1f}x (target <= {target:.0f}x) {verdict}")
+        print(f"\npush of the changed records (commit, checks, secret scan), CPU (median of {2 * args.rounds}):")
+        for size in sizes:
+            print(f"{size:>16} {statistics.median(pushes[size]) * 1000:>11.0f} ms")
+        print(f"{'no-op baseline':>16} {noop_cpu * 1000:>11.0f} ms")
         median_noop = statistics.median(noop)
         verdict = "ok" if median_noop <= 0.5 else "over target"
         spread = f"median {median_noop * 1000:.0f} ms, max {max(noop) * 1000:.0f} ms"

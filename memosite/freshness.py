@@ -20,13 +20,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments
+from memosite.gitcommand import is_commit_id, run_git, run_git_bytes
 
 Verdict = Literal["fresh", "drifted", "missing"]
 VERDICTS: tuple[Verdict, ...] = ("fresh", "drifted", "missing")
@@ -168,6 +168,9 @@ def read_cites(frontmatter: Mapping[str, Any]) -> list[Cite]:
         if not _SHA256_RE.match(sha):
             raise InvalidArguments(f"invalid cites[{n}].sha256: expected 64 hex digits (pin it with --cite)")
         commit = item.get("commit")
+        if commit and not is_commit_id(commit):
+            # A commit reaches git's command line: anything but hex digits (``--output=<path>``) is refused here.
+            raise InvalidArguments(f"invalid cites[{n}].commit {str(commit)[:80]!r}: expected 7 to 64 hex digits")
         cites.append(
             Cite(clean_cite_path(item["path"]), _parse_lines(item.get("lines")), sha, str(commit) if commit else None)
         )
@@ -229,11 +232,11 @@ class Repository:
         candidate = (here / path).as_posix()
         return candidate if self.read(candidate) is not None else None
 
-    def _run(self, *args: str) -> str | None:
-        from memosite.gitsync import run_git
-
+    def _run(
+        self, command: str, *options: str, args: Sequence[str] = (), paths: Sequence[str] | None = None
+    ) -> str | None:
         try:
-            done = run_git(self.root, *args)
+            done = run_git(self.root, command, *options, args=args, paths=paths)
         except OSError:
             return None
         return done.stdout if done.returncode == 0 else None
@@ -247,7 +250,7 @@ class Repository:
     @property
     def head(self) -> str | None:
         if self._head is None and self.is_git:
-            out = self._run("rev-parse", "HEAD")
+            out = self._run("rev-parse", "--verify", "-q", args=["HEAD"])
             self._head = out.strip() if out else ""
         return self._head or None
 
@@ -272,8 +275,6 @@ class Repository:
         """Which of ``commits`` this repository holds (one git call for the ones not asked yet)."""
         wanted = [c for c in dict.fromkeys(commits) if c not in self._known_commits]
         if wanted and self.is_git:
-            from memosite.gitsync import run_git
-
             try:
                 done = run_git(
                     self.root, "cat-file", "--batch-check", input="".join(f"{c}^{{commit}}\n" for c in wanted)
@@ -289,7 +290,7 @@ class Repository:
         key = (commit, path)
         if key not in self._logs:
             out = self._run(
-                "log", f"--max-count={MAX_COMMITS_REPORTED}", "--format=%h %s", f"{commit}..HEAD", "--", path
+                "log", f"--max-count={MAX_COMMITS_REPORTED}", "--format=%h %s", args=[f"{commit}..HEAD"], paths=[path]
             )
             self._logs[key] = [line for line in (out or "").splitlines() if line.strip()]
         return self._logs[key]
@@ -298,7 +299,7 @@ class Repository:
         """The new name git gives ``path`` since ``commit`` (committed or staged renames), if any."""
         if commit not in self._rename_maps:
             # The working tree against the commit: a `git mv` not yet committed counts too.
-            out = self._run("diff", "--name-status", "-M", commit, "--")
+            out = self._run("diff", "--name-status", "-M", args=[commit], paths=[])
             renames: dict[str, str] = {}
             for line in (out or "").splitlines():
                 parts = line.split("\t")
@@ -311,9 +312,7 @@ class Repository:
         key = (commit, path)
         if key not in self._old:
             try:
-                done = subprocess.run(
-                    ["git", "-C", str(self.root), "show", f"{commit}:{path}"], capture_output=True, check=False
-                )
+                done = run_git_bytes(self.root, "cat-file", "blob", args=[f"{commit}:{path}"])
                 self._old[key] = done.stdout if done.returncode == 0 else None
             except OSError:
                 self._old[key] = None

@@ -10,46 +10,44 @@ it names someone (an MCP session: ``<client> via memosite``); otherwise git's ow
 identity does, and ``memosite`` only when git has none. With ``vaultGit.push: "auto"`` a commit
 also schedules a debounced background push (:mod:`memosite.sync.autopush`).
 
-The repository is also set up for team sync (:mod:`memosite.sync`): merge drivers in
-``.git/config`` and the attributes that route each file to one (``.git/info/attributes``), so a
-plain ``git pull`` in the vault merges records field by field instead of writing conflict markers,
-and a ``post-merge`` hook that brings the index and the views in step afterwards.
+The repository is also set up for team sync (:mod:`memosite.gitsetup`: merge drivers, attributes,
+hooks). Every git call goes through the guarded runner (:mod:`memosite.gitcommand`), and a commit
+holds only what a shared vault may (:func:`stage_shared`, by :mod:`memosite.sync.allowlist`). When
+vault git cannot commit, every write says so and ``memosite status`` names why
+(:func:`vault_git_problem`); a ``.git/index.lock`` a killed git left is removed
+(:mod:`memosite.gitlock`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memosite import gitcommand
 from memosite.errors import MemositeError, StorageError
-from memosite.kinds import VIEW_FILES
-from memosite.vault import DISPOSABLE_PATTERNS, Vault, atomic_write_text, warn
+from memosite.gitcommand import first_line, git_dir
+from memosite.gitlock import inspect_index_lock, remove_stale_index_lock
+from memosite.gitsetup import ensure_merge_setup, merged_gitignore
+from memosite.schema import format_iso, utc_now
+from memosite.sync.allowlist import refusal
+from memosite.vault import Vault, atomic_write_text, warn
 
 if TYPE_CHECKING:
     from memosite.provenance import Actor
 
-BLOCK_START = "# >>> memosite: disposable files, rebuilt from the records (managed block) >>>"
-BLOCK_END = "# <<< memosite <<<"
-ATTRIBUTES_START = "# >>> memosite: record-aware merging (managed block) >>>"
-HOOK_MARK = "# memosite post-merge hook"
+READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
 FALLBACK_NAME = "memosite"
 FALLBACK_EMAIL = "memosite@localhost"
-
-# The merge drivers memosite registers: name -> the driver's argument (None: keep ours, `true`).
-MERGE_DRIVERS: dict[str, str | None] = {
-    "memosite-record": "record",
-    "memosite-union": "union",
-    "memosite-file": "file",
-    "memosite-view": None,
-}
 
 _IDENTITY_MISSING = re.compile(
     r"Please tell me who you are|Author identity unknown|Committer identity unknown|"
@@ -61,12 +59,15 @@ _IDENTITY_MISSING = re.compile(
 # --- running git -------------------------------------------------------------------------------
 
 
-def git_env(actor: Actor | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment git runs in: the caller's, plus the actor as author when it names one.
+def git_env(
+    actor: Actor | None = None, extra: Mapping[str, str] | None = None, *, inherit: bool = True
+) -> dict[str, str]:
+    """The environment git runs in: the caller's (``inherit``; else only what is added to it), plus
+    the actor as author when it names one.
 
     Nothing is forced when there is no actor: the person's own ``user.name``/``user.email`` (or
     ``GIT_AUTHOR_*`` they set) author the commit."""
-    env = dict(os.environ)
+    env = dict(os.environ) if inherit else {}
     if actor is not None and actor.name:
         env["GIT_AUTHOR_NAME"] = actor.name
         env["GIT_AUTHOR_EMAIL"] = actor.email or FALLBACK_EMAIL
@@ -77,35 +78,28 @@ def git_env(actor: Actor | None = None, extra: Mapping[str, str] | None = None) 
 
 def run_git(
     root: Path,
-    *args: str,
+    command: str,
+    *options: str,
+    args: Sequence[str] = (),
+    paths: Sequence[str] | None = None,
+    config: Sequence[str] = (),
     actor: Actor | None = None,
     env: Mapping[str, str] | None = None,
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``git -C root args`` and return what it did (never raises for a git failure)."""
-    return subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=git_env(actor, env),
+    """Run ``git -C root command options`` through the guarded runner
+    (:func:`memosite.gitcommand.run_git`: values in ``args``/``paths`` never read as options),
+    authored by ``actor``; never raises for a git failure."""
+    return gitcommand.run_git(
+        root,
+        command,
+        *options,
+        args=args,
+        paths=paths,
+        config=config,
+        env=git_env(actor, env, inherit=False),
         input=input,
-        check=False,
     )
-
-
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_git(root, *args)
-
-
-def first_line(text: str) -> str:
-    """The first meaningful line of git's output (for one-line error messages)."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("hint:"):
-            return line.removeprefix("fatal: ").removeprefix("error: ")
-    return "git failed"
 
 
 # Vaults whose git was found without an identity: root -> (fallback options, until when). A long
@@ -115,8 +109,9 @@ FALLBACK_RECHECK_SECONDS = 60.0
 
 
 def identity_options(root: Path) -> list[str]:
-    """The fallback identity options when git has no committer identity, else none (for git
-    commands other than ``commit`` that need one, such as ``merge``)."""
+    """The fallback identity (``user.name=memosite`` … as configuration items) when git has no
+    committer identity, else none (for git commands other than ``commit`` that need one, such as
+    ``merge``)."""
     known = _FALLBACKS.get(root)
     if known is not None and known[1] > time.monotonic():
         return known[0]
@@ -128,155 +123,38 @@ def identity_options(root: Path) -> list[str]:
 
 
 def identity_fallback(root: Path) -> list[str]:
-    """``-c user.name=memosite`` / ``-c user.email=…`` for whichever of the two git lacks."""
+    """``user.name=memosite`` / ``user.email=…`` (configuration items) for whichever of the two git
+    lacks."""
     options: list[str] = []
     for key, value in (("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)):
-        if not run_git(root, "config", "--get", key).stdout.strip():
-            options += ["-c", f"{key}={value}"]
-    return options or ["-c", f"user.name={FALLBACK_NAME}", "-c", f"user.email={FALLBACK_EMAIL}"]
+        if not run_git(root, "config", "--get", args=[key]).stdout.strip():
+            options.append(f"{key}={value}")
+    return options or [f"user.name={FALLBACK_NAME}", f"user.email={FALLBACK_EMAIL}"]
 
 
 def commit(
-    root: Path, args: Sequence[str], *, actor: Actor | None = None, env: Mapping[str, str] | None = None
+    root: Path,
+    message: str,
+    *,
+    actor: Actor | None = None,
+    env: Mapping[str, str] | None = None,
+    no_verify: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """``git commit args`` authored by ``actor`` (or git's identity; ``memosite`` when git has none)."""
+    """``git commit -q -m message`` authored by ``actor`` (or git's identity; ``memosite`` when git
+    has none)."""
     known = _FALLBACKS.get(root)
     options = known[0] if known is not None and known[1] > time.monotonic() else []
-    result = run_git(root, *options, "commit", *args, actor=actor, env=env)
+    verify = "--no-verify" if no_verify else "--verify"
+
+    def attempt(identity: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        return run_git(root, "commit", "-q", verify, "-m", message, config=identity, actor=actor, env=env)
+
+    result = attempt(options)
     if result.returncode != 0 and not options and _IDENTITY_MISSING.search(result.stderr):
         options = identity_fallback(root)
         _FALLBACKS[root] = (options, time.monotonic() + FALLBACK_RECHECK_SECONDS)
-        result = run_git(root, *options, "commit", *args, actor=actor, env=env)
+        result = attempt(options)
     return result
-
-
-# --- the repository ----------------------------------------------------------------------------
-
-
-def _managed_block(start: str, lines: Sequence[str]) -> str:
-    return "\n".join([start, *lines, BLOCK_END]) + "\n"
-
-
-def _merge_block(existing: str, start: str, block: str) -> str:
-    begin = existing.find(start)
-    end = existing.find(BLOCK_END, begin) if begin != -1 else -1
-    if begin != -1 and end > begin:
-        return existing[:begin] + block + existing[end + len(BLOCK_END) :].lstrip("\n")
-    if existing and not existing.endswith("\n"):
-        existing += "\n"
-    return existing + ("\n" if existing else "") + block
-
-
-def gitignore_block() -> str:
-    return _managed_block(BLOCK_START, DISPOSABLE_PATTERNS)
-
-
-def merged_gitignore(existing: str) -> str:
-    """``existing`` with memosite's block added, or replaced when it is out of date; every other
-    line stays as the person wrote it."""
-    return _merge_block(existing, BLOCK_START, gitignore_block())
-
-
-def attributes_block() -> str:
-    """Which merge driver each vault file goes to (later lines win in gitattributes)."""
-    lines = [
-        "* merge=memosite-file",
-        "*.jsonl merge=memosite-union",
-        "/projects/*/*/*.md merge=memosite-record",
-        *(f"/projects/*/{name} merge=memosite-view" for name in VIEW_FILES),
-    ]
-    return _managed_block(ATTRIBUTES_START, lines)
-
-
-def git_dir(root: Path) -> Path:
-    """The vault repository's git directory (``.git``, or where a ``.git`` file points)."""
-    dot_git = root / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    result = run_git(root, "rev-parse", "--absolute-git-dir")
-    if result.returncode != 0:
-        raise StorageError(f"not a git repository: {root}")
-    return Path(result.stdout.strip())
-
-
-def driver_command(argument: str | None) -> str:
-    if argument is None:
-        return "true"
-    return f"{shlex.quote(sys.executable)} -m memosite.sync.driver {argument} %O %A %B %P"
-
-
-_DRIVER_PYTHON = re.compile(r"driver\s*=\s*'?([^'\n]+?)'?\s+-m\s+memosite\.sync\.driver")
-
-
-def _drivers_registered(config_text: str) -> bool:
-    if not all(f'[merge "{name}"]' in config_text for name in MERGE_DRIVERS):
-        return False
-    pythons = _DRIVER_PYTHON.findall(config_text)
-    return len(pythons) >= sum(1 for a in MERGE_DRIVERS.values() if a) and all(Path(p).exists() for p in pythons)
-
-
-def hook_text() -> str:
-    python = shlex.quote(sys.executable)
-    return (
-        "#!/bin/sh\n"
-        f"{HOOK_MARK} (managed by memosite): after a git pull or git merge in the vault it brings the\n"
-        "# index and the compiled views in step with the merged records. Delete this file to turn it off.\n"
-        f"[ -x {python} ] || exit 0\n"
-        f'exec {python} -m memosite.sync.hook post-merge "$@"\n'
-    )
-
-
-# A plain `git pull` in the vault must merge (through the drivers), whatever the person's global
-# config says: a rebase replays local commits without the drivers' view of both sides (and drops
-# commits whose change the remote already holds), and git refuses to pull at all without a setting.
-PULL_SETTINGS = {"rebase": "false", "ff": "true"}
-_PULL_SECTION = re.compile(r"^\[pull\]\s*$(?P<body>.*?)(?=^\s*\[|\Z)", re.MULTILINE | re.DOTALL)
-
-
-def _pull_settings_set(config_text: str) -> bool:
-    body = "".join(m.group("body") for m in _PULL_SECTION.finditer(config_text))
-    return all(
-        re.search(rf"^\s*{key}\s*=\s*{value}\s*$", body, re.MULTILINE | re.IGNORECASE)
-        for key, value in PULL_SETTINGS.items()
-    )
-
-
-def ensure_merge_setup(root: Path) -> None:
-    """Register memosite's merge drivers, their attributes and the post-merge hook in the vault
-    repository (each only when missing or out of date; a person's own hook is left alone), and
-    make a plain ``git pull`` there merge (``pull.rebase=false``, ``pull.ff=true`` in the vault's
-    own config, over any global setting)."""
-    directory = git_dir(root)
-    info = directory / "info" / "attributes"
-    try:
-        existing = info.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        existing = ""
-    wanted = _merge_block(existing, ATTRIBUTES_START, attributes_block())
-    if wanted != existing:
-        atomic_write_text(info, wanted)
-    try:
-        config_text = (directory / "config").read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        config_text = ""
-    if not _drivers_registered(config_text):
-        for name, argument in MERGE_DRIVERS.items():
-            run_git(root, "config", f"merge.{name}.name", f"memosite {argument or 'view'} merge")
-            result = run_git(root, "config", f"merge.{name}.driver", driver_command(argument))
-            if result.returncode != 0:
-                raise StorageError(f"cannot register the merge driver {name}: {first_line(result.stderr)}")
-    if not _pull_settings_set(config_text):
-        for key, value in PULL_SETTINGS.items():
-            result = run_git(root, "config", "--local", f"pull.{key}", value)
-            if result.returncode != 0:
-                raise StorageError(f"cannot set pull.{key} in the vault repository: {first_line(result.stderr)}")
-    hook = directory / "hooks" / "post-merge"
-    try:
-        current = hook.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        current = None
-    if current is None or (HOOK_MARK in current and current != hook_text()):
-        atomic_write_text(hook, hook_text(), mode=0o755)
 
 
 def ensure_repo(vault: Vault) -> None:
@@ -287,13 +165,14 @@ def ensure_repo(vault: Vault) -> None:
         raise StorageError("vaultGit is enabled but git is not installed")
     if not (vault.root / ".git").exists():
         # vaultGit.branch, else the person's init.defaultBranch, else main (what hosted remotes expect).
-        branch = vault.config.git_branch
+        branch = gitcommand.branch_name(vault.config.git_branch, "vaultGit.branch")
         if branch is None and not any(
-            _git(vault.root, "config", scope, "--get", "init.defaultBranch").stdout.strip()
+            run_git(vault.root, "config", scope, "--get", args=["init.defaultBranch"]).stdout.strip()
             for scope in ("--global", "--system")
         ):
             branch = "main"
-        result = _git(vault.root, "init", "-q", *(["-b", branch] if branch else []))
+        initial = [f"--initial-branch={branch}"] if branch else []
+        result = run_git(vault.root, "init", "-q", *initial)
         if result.returncode != 0:
             raise StorageError(f"git init failed: {result.stderr.strip()}")
     gitignore = vault.root / ".gitignore"
@@ -304,10 +183,10 @@ def ensure_repo(vault: Vault) -> None:
     wanted = merged_gitignore(existing)
     if wanted != existing:
         atomic_write_text(gitignore, wanted)
-        tracked = _git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+        tracked = run_git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
         stale = [name for name in tracked.stdout.split("\0") if name]
         if stale:
-            _git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", "--", *stale)
+            run_git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", paths=stale)
     ensure_merge_setup(vault.root)
 
 
@@ -318,71 +197,204 @@ def merge_in_progress(root: Path) -> bool:
     merge_head = (dot_git if dot_git.is_dir() else git_dir(root)) / "MERGE_HEAD"
     if not merge_head.exists():
         return False
-    done = run_git(root, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD", env={"GIT_OPTIONAL_LOCKS": "0"})
+    done = run_git(root, "merge-base", "--is-ancestor", args=["MERGE_HEAD", "HEAD"], env=READ_ONLY)
     return done.returncode != 0
+
+
+# --- staging: only what a shared vault may hold --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A changed file a vault commit leaves out: a shared vault may not hold it (``reason``)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Staged:
+    """What :func:`stage_shared` staged: whether anything is to be committed, and what it left out."""
+
+    changed: bool
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _add_all(root: Path) -> None:
+    add = run_git(root, "add", "-A")
+    if add.returncode != 0 and "index.lock" in add.stderr and recover_index_lock(root):
+        add = run_git(root, "add", "-A")
+    if add.returncode != 0:
+        raise StorageError(f"git add failed: {first_line(add.stderr)}{_lock_hint(root, add.stderr)}")
+
+
+def stage_shared(root: Path) -> Staged:
+    """Stage every change of the work tree (``git add -A``), then take back out of the index what a
+    shared vault may not hold (:mod:`memosite.sync.allowlist`: a stray ``.DS_Store``, a symlink, an
+    executable, a ``.gitattributes`` …), so no commit of this machine carries what other machines
+    refuse. The files themselves stay on disk."""
+    _add_all(root)
+    head = run_git(root, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"], env=READ_ONLY).stdout.strip()
+    listed = run_git(root, "diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", args=[head or EMPTY_TREE])
+    if listed.returncode != 0:
+        raise StorageError(f"git diff failed: {first_line(listed.stderr)}")
+    fields = listed.stdout.split("\0")
+    new_paths: list[str] = []
+    tracked_paths: list[str] = []
+    left_out: list[LeftOut] = []
+    changed = False
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.lstrip(":").split()
+        if len(parts) < 5 or not path:
+            continue
+        old_mode, new_mode, new_blob, status = parts[0], parts[1], parts[3], parts[4]
+        if status.startswith("D"):
+            changed = True
+            continue
+        why = refusal(path, new_mode, partial(_blob, root, new_blob))
+        if why is None:
+            changed = True
+            continue
+        left_out.append(LeftOut(path, why))
+        (tracked_paths if old_mode != "000000" else new_paths).append(path)
+    if new_paths:
+        run_git(root, "rm", "-q", "--cached", "--ignore-unmatch", paths=new_paths)
+    if tracked_paths:
+        run_git(root, "reset", "-q", args=["HEAD"], paths=tracked_paths)
+    return Staged(changed, left_out)
+
+
+def _blob(root: Path, blob: str) -> bytes:
+    done = gitcommand.run_git_bytes(root, "cat-file", "blob", args=[blob])
+    return done.stdout if done.returncode == 0 else b""
 
 
 def commit_tree(root: Path, message: str, *, actor: Actor | None = None) -> bool:
     """Commit the whole work tree on top of HEAD with plumbing (``write-tree``/``commit-tree``),
-    which ignores a ``MERGE_HEAD`` git has not cleaned up yet; False when nothing changed."""
-    if run_git(root, "add", "-A").returncode != 0:
-        raise StorageError("git add failed")
+    which ignores a ``MERGE_HEAD`` git has not cleaned up yet; False when nothing changed. What a
+    shared vault may not hold is left out (:func:`stage_shared`)."""
+    stage_shared(root)
     tree = run_git(root, "write-tree").stdout.strip()
-    head = run_git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}").stdout.strip()
-    if head and run_git(root, "rev-parse", f"{head}^{{tree}}").stdout.strip() == tree:
+    head = run_git(root, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"]).stdout.strip()
+    if head and run_git(root, "rev-parse", args=[f"{head}^{{tree}}"]).stdout.strip() == tree:
         return False
-    args = ["commit-tree", tree, *(["-p", head] if head else []), "-m", message]
-    made = run_git(root, *args, actor=actor)
+    parents = ["-p", head] if head else []
+
+    def attempt(identity: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        return run_git(root, "commit-tree", *parents, "-m", message, args=[tree], config=identity, actor=actor)
+
+    made = attempt(())
     if made.returncode != 0 and _IDENTITY_MISSING.search(made.stderr):
-        made = run_git(root, *identity_fallback(root), *args, actor=actor)
+        made = attempt(identity_fallback(root))
     if made.returncode != 0:
         raise StorageError(f"git commit-tree failed: {first_line(made.stderr)}")
-    moved = run_git(root, "update-ref", "-m", f"commit: {message.splitlines()[0]}", "HEAD", made.stdout.strip())
+    subject = f"commit: {message.splitlines()[0]}"
+    moved = run_git(root, "update-ref", "-m", subject, args=["HEAD", made.stdout.strip()])
     if moved.returncode != 0:
         raise StorageError(f"git update-ref failed: {first_line(moved.stderr)}")
     return True
+
+
+# --- a stuck vault git ---------------------------------------------------------------------------
+
+PROBLEM_FILE = "vault-git-problem.json"
+
+
+def recover_index_lock(root: Path) -> bool:
+    """Remove the vault repository's ``index.lock`` when a killed git left it (no git process
+    holds it: :mod:`memosite.gitlock`), saying so; True when one was removed."""
+    removed = remove_stale_index_lock(root, git_dir(root))
+    if removed is not None:
+        warn(f"removed {removed.path}: it was left by a git that was killed (no git process held it)")
+    return removed is not None
+
+
+def _lock_hint(root: Path, stderr: str) -> str:
+    if "index.lock" not in stderr:
+        return ""
+    found = inspect_index_lock(root, git_dir(root))
+    return f" ({found.describe()})" if found is not None else ""
+
+
+def vault_git_problem(vault: Vault) -> str | None:
+    """Why vault git cannot commit now, if it cannot: an ``index.lock`` held for too long or left
+    by a killed git, or the error of the last commit that failed (kept until one succeeds)."""
+    if (vault.root / ".git").exists():
+        try:
+            found = inspect_index_lock(vault.root, git_dir(vault.root))
+        except StorageError:
+            found = None
+        if found is not None and found.stuck:
+            return found.describe()
+    try:
+        noted = json.loads(vault.internal_path(PROBLEM_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return None
+    return str(noted.get("message")) if isinstance(noted, dict) and noted.get("message") else None
+
+
+def _note_problem(vault: Vault, message: str | None) -> None:
+    path = vault.internal_path(PROBLEM_FILE)
+    if message is None:
+        path.unlink(missing_ok=True)
+        return
+    text = json.dumps({"at": format_iso(utc_now()), "message": message}, ensure_ascii=False) + "\n"
+    atomic_write_text(path, text, durable=False)
 
 
 # --- commits -----------------------------------------------------------------------------------
 
 
 def commit_now(vault: Vault, message: str) -> bool:
-    """Commit everything in the vault, authored by ``vault.actor``; returns False when there was
-    nothing to commit — or while a merge is waiting to be finished (``memosite sync`` finishes it
-    and commits what was written meanwhile: a write must not complete a merge half resolved)."""
+    """Commit everything in the vault a shared vault may hold (:func:`stage_shared`), authored by
+    ``vault.actor``; returns False when there was nothing to commit — or while a merge is waiting
+    to be finished (``memosite sync`` finishes it and commits what was written meanwhile: a write
+    must not complete a merge half resolved). A stale ``index.lock`` is removed first."""
     ensure_repo(vault)
     if merge_in_progress(vault.root):
         warn("a git merge in the vault is unfinished: `memosite sync` finishes it (the change is kept, not committed)")
         return False
-    add = _git(vault.root, "add", "-A")
-    if add.returncode != 0:
-        raise StorageError(f"git add failed: {add.stderr.strip()}")
-    if _git(vault.root, "diff", "--cached", "--quiet").returncode == 0:
+    recover_index_lock(vault.root)
+    if not stage_shared(vault.root).changed:
         return False
-    result = commit(vault.root, ["-q", "-m", message], actor=vault.actor)
+    result = commit(vault.root, message, actor=vault.actor)
     if result.returncode != 0:
-        raise StorageError(f"git commit failed: {first_line(result.stderr or result.stdout)}")
+        output = result.stderr or result.stdout
+        raise StorageError(f"git commit failed: {first_line(output)}{_lock_hint(vault.root, output)}")
     return True
 
 
 def request_commit(vault: Vault, message: str) -> None:
     """Ask for a vault commit. Failures warn: the Markdown write already happened and stands.
 
-    With ``vaultGit.push: "auto"`` a commit also schedules a push; it runs in the background
-    after a short quiet spell, so the write never waits for the network."""
+    While vault git cannot commit (:func:`vault_git_problem`), every write says so in a warning
+    line and ``memosite status`` names the problem until a commit succeeds. With
+    ``vaultGit.push: "auto"`` a commit also schedules a push; it runs in the background after a
+    short quiet spell, so the write never waits for the network."""
     if not vault.config.git_enabled:
         return
     try:
         if vault.config.git_atomic:
             queued = _queued_messages(vault)
             full = message if not queued else f"{message}\n\n" + "\n".join(queued)
-            if commit_now(vault, full):
+            committed = commit_now(vault, full)
+            _note_problem(vault, None)
+            if committed:
                 vault.internal_path("pending-commits").unlink(missing_ok=True)
                 _schedule_auto_push(vault)
         else:
             queue_commit(vault, message)
+            problem = vault_git_problem(vault)
+            if problem is not None:
+                warn(f"vault git is stuck: {problem}; this change is saved, not committed (memosite status)")
     except (StorageError, OSError) as exc:
-        warn(f"vault commit skipped: {getattr(exc, 'message', exc)}")
+        problem = str(getattr(exc, "message", exc))
+        with contextlib.suppress(StorageError, OSError):
+            _note_problem(vault, problem)
+        warn(f"vault git is stuck: {problem}; this change is saved, not committed (memosite status)")
 
 
 def queue_commit(vault: Vault, message: str) -> None:

@@ -287,10 +287,10 @@ def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
 def _git_user(cwd: Path | None) -> dict[str, str]:
     """``user.name`` and ``user.email`` as git resolves them here, asked of one git process (the
     last value of a key wins, as ``git config --get`` has it)."""
-    from memosite.gitsync import run_git
+    from memosite.gitcommand import run_git
 
     try:
-        done = run_git(cwd or Path.cwd(), "config", "--null", "--get-regexp", r"^user\.(name|email)$")
+        done = run_git(cwd or Path.cwd(), "config", "--null", "--get-regexp", args=[r"^user\.(name|email)$"])
     except OSError:
         return {}
     found: dict[str, str] = {}

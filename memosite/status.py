@@ -4,8 +4,11 @@ Read-only: nothing here writes a record, refreshes the index or creates a vault.
 index with the files (so a stale index is reported, not silently fixed; a file no refresh can read
 is reported as invalid, not as the index lagging), counts records by kind and status, ids that two
 files of one kind hold, the expired records a gc pass would sweep, ``.conflict.`` sidecars, an
-interrupted unit of work, the state of vault git, and the configuration: a loosening of review the
-team's ``config.json`` makes that waits for a person here, and settings found in the wrong file.
+interrupted unit of work, the state of vault git — stuck when it cannot commit (an
+``index.lock`` a killed git left, or held too long; the last commit's error), which
+:attr:`StatusReport.problems` names and makes ``memosite status`` exit non-zero — and the
+configuration: a loosening of review the team's ``config.json`` makes that waits for a person
+here, and settings found in the wrong file.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from memosite.acceptance import config_report
 from memosite.config import ProjectIdentity
 from memosite.errors import InvalidRecord, StorageError
+from memosite.gitsync import vault_git_problem
 from memosite.index import queries
 from memosite.indexing import read_record, record_file_stats
 from memosite.policy import ConfigReport
@@ -61,9 +65,15 @@ class GitState:
     enabled: bool
     repository: bool
     pending_commits: int = 0
+    stuck: str | None = None  # why vault git cannot commit now (memosite.gitsync.vault_git_problem)
 
     def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "repository": self.repository, "pendingCommits": self.pending_commits}
+        return {
+            "enabled": self.enabled,
+            "repository": self.repository,
+            "pendingCommits": self.pending_commits,
+            "stuck": self.stuck,
+        }
 
 
 @dataclass
@@ -89,6 +99,14 @@ class StatusReport:
     def total(self) -> int:
         return sum(sum(by_status.values()) for by_status in self.counts.values())
 
+    @property
+    def problems(self) -> list[str]:
+        """What keeps the vault from working as it should (``memosite status`` exits non-zero)."""
+        found = [f"vault git is stuck: {self.git.stuck}"] if self.git is not None and self.git.stuck else []
+        if self.sync is not None and self.sync.refused_remote is not None:
+            found.append(f"vaultGit.remote: {self.sync.refused_remote}")
+        return found
+
     def to_json(self) -> dict[str, Any]:
         return {
             "vault": self.vault,
@@ -108,6 +126,7 @@ class StatusReport:
             "sync": self.sync.to_json() if self.sync is not None else None,
             "sharedIds": [{"id": record_id, "paths": paths} for record_id, paths in self.shared_ids.items()],
             "config": self.config.to_json(),
+            "problems": self.problems,
         }
 
 
@@ -177,6 +196,7 @@ def vault_status(
             enabled=vault.config.git_enabled,
             repository=(vault.root / ".git").exists(),
             pending_commits=_pending_commits(vault),
+            stuck=vault_git_problem(vault) if vault.config.git_enabled else None,
         )
         if not report.index.missing:
             from memosite.curator import plan_gc

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_sync_support import git, isolate_git, write_config
 
-from memosite import gitsync
+from memosite import gitsetup, gitsync
 from memosite.provenance import Actor
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -91,7 +91,7 @@ def test_the_repository_is_set_up_for_record_aware_merging(git_vault: Vault) -> 
     for path, driver in expected.items():
         assert git(root, "check-attr", "merge", "--", path).strip().endswith(f"merge: {driver}"), path
     hook = root / ".git" / "hooks" / "post-merge"
-    assert gitsync.HOOK_MARK in hook.read_text(encoding="utf-8") and hook.stat().st_mode & stat.S_IXUSR
+    assert gitsetup.HOOK_MARK in hook.read_text(encoding="utf-8") and hook.stat().st_mode & stat.S_IXUSR
     assert ".gitattributes" not in git(root, "ls-files")  # attributes live in .git/info, per clone
 
 
@@ -104,7 +104,7 @@ def test_setup_is_idempotent_and_repairs_a_stale_interpreter(git_vault: Vault) -
     gitsync.ensure_repo(git_vault)
     assert sys.executable in git(root, "config", "--get", "merge.memosite-record.driver")
     assert (root / ".git" / "info" / "attributes").read_text(encoding="utf-8") == attributes
-    assert attributes.count(gitsync.ATTRIBUTES_START) == 1
+    assert attributes.count(gitsetup.ATTRIBUTES_START) == 1
 
 
 def test_a_persons_own_post_merge_hook_is_left_alone(git_vault: Vault) -> None:

@@ -374,7 +374,7 @@ def test_status_reports_without_changing_anything(vault: Vault, run_cli) -> None
     assert report["index"]["notIndexed"] == ["projects/demo/specs/by-hand.md"] and not report["index"]["upToDate"]
     assert report["expiredAwaitingGc"] == 1
     assert report["conflicts"] == ["projects/demo/traps/a.conflict.1a2b3c.md"]
-    assert report["git"] == {"enabled": False, "repository": False, "pendingCommits": 0}
+    assert report["git"] == {"enabled": False, "repository": False, "pendingCommits": 0, "stuck": None}
     text = run_cli("status").stdout
     assert "1 not indexed" in text and "1 expired record awaits gc" in text
     after = sorted((p, p.stat().st_mtime_ns) for p in vault.root.rglob("*") if p.is_file())

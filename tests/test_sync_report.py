@@ -63,6 +63,7 @@ SYNC_KEYS = {
     "remote", "url", "branch", "dryRun", "committedLocal", "integration", "incoming", "outgoing", "pushed",
     "remoteAdded", "finishedMerge", "records", "conflicts", "purged", "keptAfterPurge", "conflictsEndedByPurge",
     "config",
+    "conflictsBroughtIn", "leftOut",
 }  # fmt: skip
 VERSION_KEYS = {
     "exists",
@@ -84,7 +85,8 @@ def test_the_json_of_sync_conflicts_and_resolve_keeps_its_shape(team: Team, run_
     synced = run_cli("sync", "--vault", str(b.root), "--json").json()
     assert set(synced) == SYNC_KEYS
     assert set(synced["records"]) == {"added", "changed", "removed", "merged"}
-    assert set(synced["conflicts"][0]) == {"path", "sidecar", "reason"}
+    assert set(synced["conflicts"][0]) == {"path", "sidecar", "reason", "resolve"}
+    assert synced["conflicts"][0]["resolve"] == "memosite resolve lock-order --take mine|theirs"
     [conflict] = run_cli("conflicts", "--vault", str(b.root), "--json").json()["conflicts"]
     assert set(conflict) == {
         "path",

@@ -121,6 +121,50 @@ def same_everywhere(*vaults: Vault) -> None:
         assert not any(b"<<<<<<<" in data for data in files[0].values())
 
 
+Entry = tuple[str, bytes] | None  # (git mode, content; for a gitlink the commit id) or None: remove
+
+
+def push_forged(
+    team: Team, entries: dict[str, Entry], message: str = "hand-made commit", *, date: str | None = None
+) -> str:
+    """What an attacker with push access does: a commit made with git's plumbing (any path, mode or
+    content, whatever attributes would say) on top of the remote's main, pushed there. ``date``
+    sets its author and committer date (``@<seconds> +0000``). Returns the commit."""
+    store = team.base / "mallory.git"
+    if not store.exists():
+        git(team.base, "init", "-q", "--bare", str(store))
+    git(store, "fetch", "-q", str(team.remote), "+refs/heads/main:refs/heads/main")
+    index = team.base / "mallory.index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    env.update({"GIT_AUTHOR_NAME": "Mallory", "GIT_AUTHOR_EMAIL": "m@example.org"})
+    env.update({"GIT_COMMITTER_NAME": "Mallory", "GIT_COMMITTER_EMAIL": "m@example.org"})
+    if date is not None:
+        env.update({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+
+    def run(*args: str, input: bytes | None = None) -> str:
+        done = subprocess.run(["git", "-C", str(store), *args], input=input, capture_output=True, env=env, check=False)
+        if done.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {done.stderr.decode('utf-8', 'replace')}")
+        return done.stdout.decode("utf-8").strip()
+
+    parent = run("rev-parse", "main")
+    run("read-tree", parent)
+    lines = []
+    for path, entry in entries.items():
+        if entry is None:
+            lines.append(f"0 {'0' * 40}\t{path}")
+            continue
+        mode, content = entry
+        oid = content.decode("ascii") if mode == "160000" else run("hash-object", "-w", "--stdin", input=content)
+        lines.append(f"{mode} {oid}\t{path}")
+    run("update-index", "-z", "--index-info", input="".join(line + "\0" for line in lines).encode("utf-8"))
+    commit = run("commit-tree", run("write-tree"), "-p", parent, "-m", message)
+    run("update-ref", "refs/heads/main", commit)
+    run("push", "-q", str(team.remote), "main:main")
+    index.unlink()
+    return commit
+
+
 def make_team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
     """Yield a :class:`Team` (a test module's ``team`` fixture: ``yield from make_team(...)``)."""
     isolate_git(tmp_path, monkeypatch)

@@ -20,7 +20,7 @@ from memosite import gitsync
 from memosite import vault as vault_module
 from memosite.curator import run_gc
 from memosite.demo import write_demo_vault
-from memosite.gitsync import BLOCK_START, merged_gitignore
+from memosite.gitsetup import BLOCK_START, merged_gitignore
 from memosite.lookup import get_record
 from memosite.mutation import mutation
 from memosite.salience import record_feedback, record_hits

@@ -108,9 +108,12 @@ def status(app: App) -> None:
         if report.sync is not None and git is not None and git.enabled:
             lines.extend(f"sync       {line}" for line in report.sync.lines())
         lines.extend(f"config     {line}" for line in report.config.lines())
+        lines.extend(f"problem    {problem}" for problem in report.problems)
         return "\n".join(lines)
 
     app.emit(report.to_json(), text)
+    if report.problems:
+        raise SystemExit(1)
 
 
 def _project_source(source: str) -> str:

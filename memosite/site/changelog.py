@@ -22,7 +22,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+from memosite.config import validate_project_id
 from memosite.expiration import is_expired_iso
+from memosite.gitcommand import run_git
 from memosite.index import IndexEntry
 from memosite.schema import parse_datetime
 from memosite.vault import Vault
@@ -147,13 +149,12 @@ def git_events(vault: Vault, project: str, *, limit: int = 500) -> list[ChangeEv
     if not vault.config.git_enabled or not (vault.root / ".git").exists():
         return []
     try:
-        done = subprocess.run(
-            ["git", "-C", str(vault.root), "log", f"-{limit}", "--format=%H%x1f%cI%x1f%s", "--", f"projects/{project}"],
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            check=False,
+        done = run_git(
+            vault.root,
+            "log",
+            f"--max-count={int(limit)}",
+            "--format=%H%x1f%cI%x1f%s",
+            paths=[f"projects/{validate_project_id(project)}"],
             timeout=30,
         )
     except (OSError, subprocess.SubprocessError):

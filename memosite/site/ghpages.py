@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, StorageError
+from memosite.gitcommand import branch_name, remote_location, run_git
 from memosite.schema import format_iso, utc_now
 from memosite.site.build import BuildResult, build_site
 from memosite.vault import Vault
@@ -49,17 +50,25 @@ class GhPagesResult:
 
 
 def _git(
-    args: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = True
+    command: str,
+    *options: str,
+    args: Sequence[str] = (),
+    paths: Sequence[str] | None = None,
+    cwd: Path | None = None,
+    scope: tuple[Path, Path] | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
+    """git through memosite's guarded runner (values in ``args``/``paths`` never read as options);
+    ``scope`` is the throwaway repository and the built site (``--git-dir``/``--work-tree``)."""
+    git_dir, work_tree = scope if scope is not None else (None, None)
     try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", check=False
-        )
+        done = run_git(cwd, command, *options, args=args, paths=paths, env=env, git_dir=git_dir, work_tree=work_tree)
     except FileNotFoundError as exc:
         raise StorageError("git is not installed (needed for --gh-pages)") from exc
     if check and done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
-        raise StorageError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
+        raise StorageError(f"git {command} failed: {detail[-1] if detail else done.returncode}")
     return done
 
 
@@ -70,12 +79,13 @@ def _looks_like_location(remote: str) -> bool:
 def resolve_remote(remote: str, search: Sequence[Path]) -> str:
     """A remote URL or path as given, or the URL of a named remote of the first repository in
     ``search`` (the working directory, then the vault) that has it."""
+    remote_location(remote)
     if _looks_like_location(remote):
         return str(Path(remote).expanduser()) if remote.startswith("~") else remote
     for directory in search:
         if not directory.is_dir():
             continue
-        found = _git(["remote", "get-url", remote], cwd=directory, check=False)
+        found = _git("remote", "get-url", args=[remote], cwd=directory, check=False)
         if found.returncode == 0 and found.stdout.strip():
             return found.stdout.strip()
     places = ", ".join(str(d) for d in search)
@@ -98,7 +108,7 @@ def github_pages_url(remote_url: str) -> str | None:
 
 def _identity_env() -> dict[str, str]:
     env = dict(os.environ)
-    configured = _git(["config", "--get", "user.email"], check=False).stdout.strip()
+    configured = _git("config", "--get", args=["user.email"], check=False).stdout.strip()
     if not configured:
         for key, value in _FALLBACK_IDENTITY.items():
             env.setdefault(key, value)
@@ -123,10 +133,9 @@ def publish_gh_pages(
 
     Without ``site_url``, a GitHub remote's Pages address is used (if the config has none).
     """
-    if _git(["check-ref-format", "--branch", branch], check=False).returncode != 0:
-        raise InvalidArguments(f"invalid branch name {branch!r}")
+    branch_name(branch)
     url = resolve_remote(remote, [cwd or Path.cwd(), vault.root])
-    heads = _git(["ls-remote", "--heads", url, f"refs/heads/{branch}"], check=False)
+    heads = _git("ls-remote", "--heads", args=[url, f"refs/heads/{branch}"], check=False)
     if heads.returncode != 0:
         detail = heads.stderr.strip().splitlines()
         raise StorageError(f"cannot reach git remote {remote!r}: {detail[-1] if detail else 'unknown error'}")
@@ -146,19 +155,19 @@ def publish_gh_pages(
         )
         (site / ".nojekyll").touch()  # GitHub Pages would otherwise drop paths starting with "_"
         git_dir = Path(tmp) / "repo.git"
-        _git(["init", "--quiet", "--bare", str(git_dir)])
-        scoped = ["--git-dir", str(git_dir), "--work-tree", str(site)]
+        _git("init", "--quiet", "--bare", args=[str(git_dir)])
+        scoped = (git_dir, site)
         if parent is not None:
-            _git([*scoped, "fetch", "--quiet", "--depth=1", url, f"refs/heads/{branch}"])
-        _git([*scoped, "add", "--all", "--force", "."])
-        tree = _git([*scoped, "write-tree"]).stdout.strip()
+            _git("fetch", "--quiet", "--depth=1", args=[url, f"refs/heads/{branch}"], scope=scoped)
+        _git("add", "--all", "--force", paths=["."], scope=scoped)
+        tree = _git("write-tree", scope=scoped).stdout.strip()
         text = message or (
             f"memosite: publish {result.records} records of {', '.join(result.projects) or 'no project'}"
             f" ({format_iso(utc_now())})"
         )
-        commit_args = [*scoped, "commit-tree", tree, "-m", text]
-        if parent is not None:
-            commit_args += ["-p", parent]
-        commit = _git(commit_args, env=_identity_env()).stdout.strip()
-        _git([*scoped, "push", "--quiet", url, f"{commit}:refs/heads/{branch}"])
+        parents = ["-p", parent] if parent is not None else []
+        commit = _git(
+            "commit-tree", "-m", text, *parents, args=[tree], scope=scoped, env=_identity_env()
+        ).stdout.strip()
+        _git("push", "--quiet", args=[url, f"{commit}:refs/heads/{branch}"], scope=scoped)
     return GhPagesResult(remote=url, branch=branch, commit=commit, parent=parent, build=result)

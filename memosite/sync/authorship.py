@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from memosite.sync.merging import deletions_in
 from memosite.sync.paths import blob_id
 from memosite.sync.repo import CommitInfo, MadeHere, Repo
-from memosite.sync.tombstones import latest_deletions, parse_tombstones
 from memosite.vault import Vault
 
 Place = Literal["in-place", "sidecar"]
@@ -183,7 +183,8 @@ class Authorship:
                 text = self.vault.tombstones_path.read_text(encoding="utf-8")
             except (FileNotFoundError, UnicodeDecodeError):
                 text = ""
-            self._deletions = latest_deletions(parse_tombstones(text))
+            # Bounded by the commits that brought each tombstone in: none claims the future.
+            self._deletions = deletions_in(self.repo, text, ("HEAD",) if self.has_history else ())
         return self._deletions
 
     def _removal(self, path: str, sidecar: str, made_in: CommitInfo | None) -> Removal:

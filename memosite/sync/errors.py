@@ -27,3 +27,10 @@ class PushFailed(SyncError):
     """The merge is done and committed here, but the remote did not take the push."""
 
     code = "PUSH_FAILED"
+
+
+class RefusedContent(SyncError):
+    """Commits hold what a shared vault may not (:mod:`memosite.sync.allowlist`), or a conflict
+    sidecar holding no version its record ever had: refused before anything reached the work tree."""
+
+    code = "REFUSED_CONTENT"

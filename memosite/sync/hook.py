@@ -2,7 +2,10 @@
 index in step with the records the merge changed and, after a true merge, rewrite the views of
 the touched kinds and commit them with any conflict sidecars the merge driver wrote.
 
-Never fails git: the merge is done when the hook runs; a problem is one warning line.
+Never fails git: the merge is done when the hook runs; a problem is one warning line. A pull that
+brought what a shared vault may not hold (:mod:`memosite.sync.incoming`; the ``reference-transaction``
+hook refuses it at the fetch, but ``git pull <url>`` fetches around it) is not indexed: the warning
+names the commit and the path, and how to undo the pull.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from pathlib import Path
 from memosite import gitsync
 from memosite.errors import MemositeError
 from memosite.indexing import ensure_index
+from memosite.sync.errors import RefusedContent
+from memosite.sync.incoming import check_commits
 from memosite.sync.repo import Repo
 from memosite.sync.resync import recompile, resync_changes
 from memosite.vault import Vault
@@ -26,6 +31,13 @@ def after_merge(vault: Vault) -> list[str]:
     old, new = repo.rev("ORIG_HEAD"), repo.head()
     if new is None or old == new:
         return []
+    check_commits(
+        repo,
+        [new],
+        [old] if old else [],
+        source="what this git pull brought in",
+        outcome=f"memosite indexed nothing of it; `git -C {vault.root} reset --merge ORIG_HEAD` undoes the pull",
+    )
     with vault.lock(timeout=HOOK_LOCK_SECONDS):
         ensure_index(vault)
         resynced = resync_changes(vault, repo.diff(old, new))
@@ -49,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                 after_merge(vault)
         finally:
             vault.close()
+    except RefusedContent as exc:
+        sys.stderr.write(f"memosite post-merge: {exc.message}\n")
     except MemositeError as exc:
         sys.stderr.write(f"memosite post-merge: {exc.message} (run `memosite sync` or `memosite reindex`)\n")
     except OSError as exc:

@@ -1,7 +1,7 @@
 """Finishing a ``git merge`` of the remote into the vault, and predicting one for a dry run.
 
 Sync runs ``git merge --no-commit`` with memosite's drivers told only to report (see
-:data:`memosite.sync.repo.MERGE_OPTIONS`): git merges every path one side changed, and leaves each
+:data:`memosite.sync.repo.MERGE_CONFIG`): git merges every path one side changed, and leaves each
 path both sides changed unmerged, the local text in place. :func:`resolve_unmerged` then settles
 all of them in this process (one ``cat-file`` for every version), by the rules of
 :mod:`memosite.sync.resolution`, and stages the result. :func:`preview_merge` applies the same
@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
+from memosite.schema import utc_now
 from memosite.sync.paths import classify
 from memosite.sync.repo import Change, Repo
 from memosite.sync.resolution import MergeContext, Resolution, resolve_path
-from memosite.sync.tombstones import latest_deletions, parse_tombstones
+from memosite.sync.tombstones import CLOCK_SKEW, bounded_deletions, parse_tombstone_lines
 from memosite.vault import INTERNAL_DIR, TOMBSTONES_FILE, atomic_write_bytes
 
 TOMBSTONES_PATH = f"{INTERNAL_DIR}/{TOMBSTONES_FILE}"
@@ -55,16 +57,38 @@ def resolve_unmerged(repo: Repo) -> list[Resolution]:
         tombstones = (repo.root / TOMBSTONES_PATH).read_text(encoding="utf-8")
     except (FileNotFoundError, UnicodeDecodeError):
         tombstones = ""
-    deletions = latest_deletions(parse_tombstones(tombstones))
+    deletions = deletions_in(repo, tombstones, ("HEAD", "MERGE_HEAD"))
     context = MergeContext(
         tombstone_at=deletions.get,
-        last_commit_seconds=lambda side, path: repo.last_commit_seconds(
-            "HEAD" if side == "local" else "MERGE_HEAD", path
+        last_commit_seconds=lambda side, path: not_after_now(
+            repo.last_commit_seconds("HEAD" if side == "local" else "MERGE_HEAD", path)
         ),
     )
     rest = [resolve_path(p, *versions(p), context) for p in sorted(stages) if classify(p) != "jsonl"]
     _apply(repo, rest)
     return resolutions + rest
+
+
+def deletions_in(repo: Repo, tombstones: str, refs: tuple[str, ...]) -> dict[str, datetime]:
+    """The newest deletion instant of each path of ``tombstones`` (the text of a
+    ``tombstones.jsonl``), each bounded by the commit of ``refs``' history that brought its line in
+    (:func:`memosite.sync.tombstones.bounded_deletions`): a tombstone cannot claim the future."""
+    lines = parse_tombstone_lines(tombstones)
+    if not lines:
+        return {}
+    carried: dict[str, int] = {}
+    for ref in refs:
+        for line, seconds in repo.blame_times(ref, TOMBSTONES_PATH).items():
+            carried[line] = min(seconds, carried.get(line, seconds))
+    return bounded_deletions(lines, carried.get, utc_now())
+
+
+def not_after_now(seconds: int | None) -> int | None:
+    """A commit time, but never later than now plus the clock allowance (a commit dated in the
+    future claims no more than a tombstone may)."""
+    if seconds is None:
+        return None
+    return min(seconds, int((utc_now() + CLOCK_SKEW).timestamp()))
 
 
 def _no_tombstones(path: str) -> None:
@@ -147,11 +171,11 @@ def preview_merge(repo: Repo, ours: str, theirs: str) -> MergePreview:
     preview.incoming = [c for p, c in sorted(remote.items()) if p not in local]
     contents = repo.blobs(oid for by_path in ids.values() for oid in by_path.values())
     logs = [repo.show(commit, TOMBSTONES_PATH) or b"" for commit in (ours, theirs)]
-    deletions = latest_deletions(parse_tombstones(b"".join(logs).decode("utf-8", "replace")))
+    deletions = deletions_in(repo, b"".join(logs).decode("utf-8", "replace"), (ours, theirs))
     sides = {"local": ours, "remote": theirs}
     context = MergeContext(
         tombstone_at=deletions.get,
-        last_commit_seconds=lambda side, path: repo.last_commit_seconds(sides[side], path),
+        last_commit_seconds=lambda side, path: not_after_now(repo.last_commit_seconds(sides[side], path)),
     )
     for path in contested:
         base_v, ours_v, theirs_v = (

@@ -4,7 +4,8 @@ The remote is fetched into a throw-away repository that borrows the vault's obje
 alternates), so the vault's refs and object store stay as they are; pending local changes are
 turned into a would-be commit in that same scratch store (a temporary git index), and the merge is
 predicted by the rules the real one uses (:func:`memosite.sync.merging.preview_merge`). No file of
-the vault, its index or its repository is written.
+the vault, its index or its repository is written. What the remote's commits bring is checked as a
+sync checks it (:mod:`memosite.sync.incoming`): a dry run refuses what a sync would refuse.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from memosite.gitsync import first_line, run_git
+from memosite.gitcommand import first_line, remote_location
+from memosite.gitsync import run_git
 from memosite.sync.errors import SyncError, UnrelatedHistory
+from memosite.sync.incoming import check_commits
 from memosite.sync.merging import preview_merge
 from memosite.sync.paths import classify
-from memosite.sync.repo import RemoteTarget, Repo
+from memosite.sync.repo import Change, RemoteTarget, Repo
 from memosite.sync.result import SyncResult
-from memosite.sync.run import check_enabled, choose_branch
+from memosite.sync.run import check_enabled, choose_branch, refuse_malformed
 from memosite.vault import Vault
 
 _SCRATCH_IDENTITY = {
@@ -38,7 +41,7 @@ def preview_sync(vault: Vault, *, remote: str | None = None) -> SyncResult:
     target = repo.resolve_remote(remote or vault.config.git_remote) if has_repo else None
     if target is None:
         wanted = remote or vault.config.git_remote
-        target = RemoteTarget("origin", wanted, one_off=True) if wanted else repo.resolve_remote(None)
+        target = RemoteTarget("origin", remote_location(wanted), one_off=True) if wanted else repo.resolve_remote(None)
     with tempfile.TemporaryDirectory(prefix="memosite-dry-run-") as scratch:
         store = Path(scratch) / "remote.git"
         _scratch_store(store, repo if has_repo else None)
@@ -54,12 +57,29 @@ def preview_sync(vault: Vault, *, remote: str | None = None) -> SyncResult:
         if not has_repo:
             result.committed_local = True
         theirs = heads.get(branch)
+        if theirs is not None:
+            check_commits(
+                view,
+                [theirs],
+                [ours] if ours else [],
+                source=target.branch_label(branch),
+                outcome="a sync would refuse it (nothing was written)",
+            )
         _predict(view, ours, theirs, target, branch, result)
+        result.note_brought_in(c.path for c in _incoming_changes(view, ours, theirs) if c.status == "A")
     return result
 
 
+def _incoming_changes(view: Repo, ours: str | None, theirs: str | None) -> list[Change]:
+    """What ``theirs`` changed since the last commit both sides share (all of it for a join)."""
+    if theirs is None or ours == theirs:
+        return []
+    base = view.merge_base(ours, theirs) if ours else None
+    return view.diff(base, theirs)
+
+
 def _scratch_store(store: Path, repo: Repo | None) -> None:
-    made = run_git(store.parent, "init", "-q", "--bare", str(store))
+    made = run_git(store.parent, "init", "-q", "--bare", args=[str(store)])
     if made.returncode != 0:
         raise SyncError(f"dry run: cannot make a scratch repository: {first_line(made.stderr)}")
     if repo is not None:
@@ -71,10 +91,11 @@ def _fetch_into(root: Path, store: Path, target: RemoteTarget) -> dict[str, str]
     """Fetch every branch of the remote into the scratch store; ``branch -> commit``."""
     env = {"GIT_DIR": str(store), "GIT_OPTIONAL_LOCKS": "0"}
     # Run from the vault so a relative remote path means what it means to the vault's own git.
-    fetched = run_git(root, "fetch", "-q", "--no-tags", target.url, "+refs/heads/*:refs/heads/*", env=env)
+    fetched = run_git(root, "fetch", "-q", "--no-tags", args=[target.url, "+refs/heads/*:refs/heads/*"], env=env)
     if fetched.returncode != 0:
+        refuse_malformed(fetched.stderr, target.label)
         raise SyncError(f"cannot fetch from {target.label}: {first_line(fetched.stderr)}")
-    listed = run_git(store, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/")
+    listed = run_git(store, "for-each-ref", "--format=%(objectname) %(refname:short)", args=["refs/heads/"])
     return {name: sha for sha, _, name in (line.partition(" ") for line in listed.stdout.splitlines()) if name}
 
 
@@ -94,7 +115,7 @@ def _would_be_head(vault: Vault, view: Repo, scratch: Path, result: SyncResult) 
     view.git("add", "-A", env=env)
     tree = view.git("write-tree", env=env).strip()
     parents = ["-p", head] if head else []
-    return view.git("commit-tree", tree, *parents, "-m", "dry run", env=env).strip()
+    return view.git("commit-tree", *parents, "-m", "dry run", args=[tree], env=env).strip()
 
 
 def _predict(

@@ -14,25 +14,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memosite.gitsync import first_line, git_dir, git_env, run_git
+from memosite import gitcommand
+from memosite.gitcommand import first_line, git_dir
+from memosite.gitsync import git_env, run_git
 from memosite.provenance import Actor
 from memosite.sync.errors import NoRemote, SyncError
 
 READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
-# Merges and fast-forwards run by sync: no hooks (memosite's post-merge hook would wait for the lock
-# sync holds), no renames (two records are never one record renamed), drivers that only report, so
-# every file both sides changed is resolved here in one process.
-MERGE_OPTIONS = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
+# Merges and fast-forwards run by sync (with no hook, as every git call of memosite's: its
+# post-merge hook would wait for the lock sync holds): drivers that only report, so every file both
+# sides changed is resolved here in one process, and what arrives is written as plain files (the
+# allowlist refused any symlink before; this keeps one from being made even so).
+MERGE_CONFIG = (
     "merge.memosite-record.driver=false",
-    "-c",
     "merge.memosite-union.driver=false",
-    "-c",
     "merge.memosite-file.driver=false",
-    "-c",
     "merge.memosite-view.driver=false",
+    "core.symlinks=false",
 )
 
 
@@ -42,6 +40,28 @@ class Change:
 
     status: str
     path: str
+
+
+@dataclass(frozen=True)
+class Introduced:
+    """A path a commit brought in (:meth:`Repo.introduced`): its mode and blob in the commit (mode
+    ``000000``: removed), and its blob in each parent (zeros where a parent lacks it)."""
+
+    commit: str
+    parents: tuple[str, ...]
+    path: str
+    mode: str
+    blob: str
+    parent_blobs: tuple[str, ...]
+
+    @property
+    def removed(self) -> bool:
+        return set(self.mode) == {"0"}
+
+    @property
+    def added(self) -> bool:
+        """No parent held the path (a file new in this commit)."""
+        return all(set(blob) == {"0"} for blob in self.parent_blobs)
 
 
 @dataclass(frozen=True)
@@ -84,6 +104,9 @@ class MadeHere:
 # Where a sync keeps what it fetched from a URL that is not (yet) a remote of the repository;
 # removed when the sync ends, so a one-off sync leaves no remote and no ref behind.
 ONE_OFF_REFS = "refs/memosite/one-off"
+# Where a fetch lands before memosite has checked what it brings (memosite.sync.incoming): only a
+# commit that passed moves a remote-tracking branch, which a plain `git merge` would take.
+INCOMING_REFS = "refs/memosite/incoming"
 
 
 @dataclass(frozen=True)
@@ -103,8 +126,13 @@ class RemoteTarget:
 
     @property
     def refs(self) -> str:
-        """The prefix of the remote-tracking refs of its branches."""
+        """The prefix of the remote-tracking refs of its branches (what sync accepted)."""
         return ONE_OFF_REFS if self.one_off else f"refs/remotes/{self.name}"
+
+    @property
+    def fetched(self) -> str:
+        """The prefix of the refs a fetch writes, before what they bring is checked."""
+        return f"{INCOMING_REFS}/{'-one-off' if self.one_off else self.name}"
 
     @property
     def label(self) -> str:
@@ -126,30 +154,51 @@ class Repo:
     # --- running ---------------------------------------------------------------------------
     def run(
         self,
-        *args: str,
+        command: str,
+        *options: str,
+        args: Sequence[str] = (),
+        paths: Sequence[str] | None = None,
+        config: Sequence[str] = (),
         actor: Actor | None = None,
         input: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        return run_git(self.root, *args, actor=actor, input=input, env={**self.env, **(env or {})})
+        """``git command options`` in the vault (values only in ``args``/``paths``: see
+        :mod:`memosite.gitcommand`)."""
+        return run_git(
+            self.root,
+            command,
+            *options,
+            args=args,
+            paths=paths,
+            config=config,
+            actor=actor,
+            input=input,
+            env={**self.env, **(env or {})},
+        )
 
-    def git(self, *args: str, input: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    def git(
+        self,
+        command: str,
+        *options: str,
+        args: Sequence[str] = (),
+        paths: Sequence[str] | None = None,
+        config: Sequence[str] = (),
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
         """stdout of a git command that must succeed."""
-        result = self.run(*args, input=input, env=env)
+        result = self.run(command, *options, args=args, paths=paths, config=config, input=input, env=env)
         if result.returncode != 0:
-            raise SyncError(f"git {args[0]} failed: {first_line(result.stderr or result.stdout)}")
+            raise SyncError(f"git {command} failed: {first_line(result.stderr or result.stdout)}")
         return result.stdout
 
-    def read_bytes(self, *args: str, input: bytes | None = None) -> bytes:
-        result = subprocess.run(
-            ["git", "-C", str(self.root), *args],
-            input=input,
-            capture_output=True,
-            env=git_env(None, {**READ_ONLY, **self.env}),
-            check=False,
+    def read_bytes(self, command: str, *options: str, args: Sequence[str] = (), input: bytes | None = None) -> bytes:
+        result = gitcommand.run_git_bytes(
+            self.root, command, *options, args=args, input=input, env=git_env(None, {**READ_ONLY, **self.env})
         )
         if result.returncode != 0:
-            raise SyncError(f"git {args[0]} failed: {first_line(result.stderr.decode('utf-8', 'replace'))}")
+            raise SyncError(f"git {command} failed: {first_line(result.stderr.decode('utf-8', 'replace'))}")
         return result.stdout
 
     # --- refs ------------------------------------------------------------------------------
@@ -158,7 +207,7 @@ class Repo:
         return git_dir(self.root)
 
     def rev(self, ref: str) -> str | None:
-        result = self.run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", env=READ_ONLY)
+        result = self.run("rev-parse", "--verify", "-q", args=[f"{ref}^{{commit}}"], env=READ_ONLY)
         return result.stdout.strip() or None if result.returncode == 0 else None
 
     def head(self) -> str | None:
@@ -182,19 +231,20 @@ class Repo:
             return ""
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        return self.run("merge-base", "--is-ancestor", older, newer, env=READ_ONLY).returncode == 0
+        return self.run("merge-base", "--is-ancestor", args=[older, newer], env=READ_ONLY).returncode == 0
 
     def merge_base(self, left: str, right: str) -> str | None:
-        result = self.run("merge-base", left, right, env=READ_ONLY)
+        result = self.run("merge-base", args=[left, right], env=READ_ONLY)
         return result.stdout.strip() or None if result.returncode == 0 else None
 
     def count(self, range_: str) -> int:
-        return int(self.git("rev-list", "--count", range_, env=READ_ONLY).strip() or 0)
+        return int(self.git("rev-list", "--count", args=[range_], env=READ_ONLY).strip() or 0)
 
-    def remote_heads(self, target: RemoteTarget) -> dict[str, str]:
-        """``branch -> commit`` of ``target``'s remote-tracking refs as of the last fetch."""
-        prefix = f"{target.refs}/"
-        out = self.git("for-each-ref", "--format=%(objectname) %(refname)", prefix, env=READ_ONLY)
+    def remote_heads(self, target: RemoteTarget, *, fetched: bool = False) -> dict[str, str]:
+        """``branch -> commit`` of ``target``'s remote-tracking refs as sync last accepted them (with
+        ``fetched``: as the last fetch found them, checked or not)."""
+        prefix = f"{target.fetched if fetched else target.refs}/"
+        out = self.git("for-each-ref", "--format=%(objectname) %(refname)", args=[prefix], env=READ_ONLY)
         heads = {}
         for line in out.splitlines():
             sha, _, ref = line.partition(" ")
@@ -207,18 +257,15 @@ class Repo:
         return (self.git_dir / "MERGE_HEAD").exists()
 
     def parents(self, commit: str) -> list[str]:
-        return self.git("rev-list", "--parents", "-n", "1", commit, env=READ_ONLY).split()[1:]
+        return self.git("rev-list", "--parents", "--max-count=1", args=[commit], env=READ_ONLY).split()[1:]
 
     # --- content ---------------------------------------------------------------------------
     def diff(self, old: str | None, new: str | None, *, cached: bool = False) -> list[Change]:
         """What changed from ``old`` to ``new`` (``new`` None with ``cached``: the staged tree)."""
-        args = ["diff", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"]
-        if cached:
-            args.append("--cached")
-        args.append(old or _EMPTY_TREE)
-        if new is not None:
-            args.append(new)
-        fields = self.git(*args, env=READ_ONLY).split("\0")
+        staged = ("--cached",) if cached else ()
+        commits = [old or _EMPTY_TREE, *([new] if new is not None else [])]
+        options = ("--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", *staged)
+        fields = self.git("diff", *options, args=commits, env=READ_ONLY).split("\0")
         changes = []
         for status, path in zip(fields[0::2], fields[1::2], strict=False):
             if status and path:
@@ -248,7 +295,7 @@ class Repo:
         """``path -> blob id`` in ``commit`` for those of ``paths`` it holds."""
         if not paths:
             return {}
-        out = self.git("ls-tree", "-z", "--full-tree", commit, "--", *paths, env=READ_ONLY)
+        out = self.git("ls-tree", "-z", "--full-tree", args=[commit], paths=paths, env=READ_ONLY)
         found = {}
         for entry in out.split("\0"):
             meta, _, path = entry.partition("\t")
@@ -263,11 +310,12 @@ class Repo:
 
     def last_commit_seconds(self, ref: str, path: str) -> int | None:
         """When ``ref``'s history last changed ``path`` (commit time, seconds)."""
-        out = self.run("log", "-1", "--format=%ct", ref, "--", path, env=READ_ONLY).stdout.strip()
+        out = self.run("log", "--max-count=1", "--format=%ct", args=[ref], paths=[path], env=READ_ONLY).stdout.strip()
         return int(out) if out.isdigit() else None
 
-    def _commits(self, *args: str) -> list[CommitInfo]:
-        result = self.run("log", _COMMIT_FORMAT, *args, env=READ_ONLY)
+    def _commits(self, *options: str, refs: Sequence[str], path: str) -> list[CommitInfo]:
+        history = ("-m", "--full-history", "--topo-order", *options)
+        result = self.run("log", _COMMIT_FORMAT, *history, args=refs, paths=[path], env=READ_ONLY)
         found = []
         for line in result.stdout.splitlines() if result.returncode == 0 else []:
             sha, author, at, seconds = [*line.split("\0"), "", "", ""][:4]
@@ -278,18 +326,75 @@ class Repo:
     def first_writer(self, blob: str, path: str) -> CommitInfo | None:
         """The commit reachable from HEAD that first gave ``path`` the content ``blob`` (a merge
         that produced it counts: a field-by-field merge writes a version of its own)."""
-        rows = self._commits("-m", "--full-history", "--topo-order", f"--find-object={blob}", "HEAD", "--", path)
+        rows = self._commits(f"--find-object={blob}", refs=["HEAD"], path=path)
         return rows[-1] if rows else None
 
     def first_addition(self, path: str, refs: Sequence[str] = ("HEAD",)) -> CommitInfo | None:
         """The commit reachable from ``refs`` in which ``path`` first appeared."""
-        rows = self._commits("-m", "--full-history", "--topo-order", "--diff-filter=A", *refs, "--", path)
+        rows = self._commits("--diff-filter=A", refs=refs, path=path)
         return rows[-1] if rows else None
 
     def last_removal(self, path: str) -> CommitInfo | None:
         """The latest commit reachable from HEAD that removed ``path``."""
-        rows = self._commits("-m", "--full-history", "--topo-order", "--diff-filter=D", "HEAD", "--", path)
+        rows = self._commits("--diff-filter=D", refs=["HEAD"], path=path)
         return rows[0] if rows else None
+
+    def introduced(self, include: Sequence[str], exclude: Sequence[str] = ()) -> list[Introduced]:
+        """Every path each commit reachable from ``include`` (and not from ``exclude``) brought in:
+        for an ordinary commit what it changed from its parent, for a merge what differs from every
+        parent (what the merge itself made); deletions included. Oldest commit first."""
+        if not include:
+            return []
+        walk = ("--reverse", "--topo-order", "--raw", "-z", "--no-renames", "--no-abbrev", "-c", "--root")
+        revisions = [*include, *(f"^{commit}" for commit in exclude)]
+        out = self.git(
+            "log", "--format=%x01%H %P", *walk, "--no-ext-diff", "--no-textconv", args=revisions, env=READ_ONLY
+        )
+        found: list[Introduced] = []
+        commit, parents = "", tuple[str, ...]()
+        tokens = iter(out.split("\0"))
+        for token in tokens:
+            token = token.lstrip("\n")
+            if token.startswith("\x01"):
+                commit, *rest = token[1:].split()
+                parents = tuple(rest)
+            elif token.startswith(":") and commit:
+                path = next(tokens, "")
+                columns = token.lstrip(":").split()
+                count = token.index(token.lstrip(":")) + 1  # one mode per parent, then the result's
+                modes, blobs = columns[:count], columns[count : 2 * count]
+                if len(modes) == count and len(blobs) == count:
+                    found.append(Introduced(commit, parents, path, modes[-1], blobs[-1], tuple(blobs[:-1])))
+        return found
+
+    def held(self, path: str, blob: str, refs: Sequence[str]) -> bool:
+        """Whether ``path`` had the content ``blob`` in some commit reachable from ``refs`` (a
+        merge that produced it counts)."""
+        found = self.run(
+            "log", "--format=%H", "--max-count=1", "-m", f"--find-object={blob}", args=refs, paths=[path], env=READ_ONLY
+        )
+        return found.returncode == 0 and bool(found.stdout.strip())
+
+    def blame_times(self, ref: str, path: str) -> dict[str, int]:
+        """Each line of ``path`` in ``ref`` and the commit time (seconds) of the commit that brought
+        it in (``git blame``); empty when ``ref`` holds no such file."""
+        result = self.run("blame", "--porcelain", args=[ref], paths=[path], env=READ_ONLY)
+        if result.returncode != 0:
+            return {}
+        times: dict[str, int] = {}
+        lines: dict[str, int] = {}
+        commit = ""
+        for line in result.stdout.split("\n"):
+            if line.startswith("\t"):
+                text = line[1:]
+                seconds = times.get(commit)
+                if seconds is not None and (text not in lines or seconds < lines[text]):
+                    lines[text] = seconds
+            elif line.startswith("committer-time "):
+                times[commit] = int(line.split(" ", 1)[1])
+            elif len(line) > 40 and " " in line and all(c in "0123456789abcdef" for c in line.split(" ", 1)[0]):
+                commit = line.split(" ", 1)[0]
+        return lines
 
     def made_here(self) -> MadeHere:
         """The commits this clone made itself, as its HEAD reflog (``.git/logs/HEAD``) remembers
@@ -312,6 +417,15 @@ class Repo:
         since = next((int(f) for f in reversed(first[:-1]) if f.isdigit()), 0)
         return MadeHere(frozenset(commits), since)
 
+    def cloned(self) -> bool:
+        """Whether this repository was made by ``git clone`` (its HEAD reflog begins there)."""
+        try:
+            with (self.git_dir / "logs" / "HEAD").open(encoding="utf-8", errors="replace") as log:
+                first = log.readline()
+        except OSError:
+            return False
+        return first.partition("\t")[2].startswith("clone:")
+
     def blob_at(self, commit: str, path: str) -> str | None:
         """The blob id of ``path`` in ``commit`` (None when it holds no such file)."""
         return self.tree_blobs(commit, [path]).get(path)
@@ -326,7 +440,7 @@ class Repo:
 
     # --- remotes ---------------------------------------------------------------------------
     def remotes(self) -> dict[str, str]:
-        out = self.run("config", "--get-regexp", r"^remote\..*\.url$", env=READ_ONLY).stdout
+        out = self.run("config", "--get-regexp", args=[r"^remote\..*\.url$"], env=READ_ONLY).stdout
         found = {}
         for line in out.splitlines():
             key, _, url = line.partition(" ")
@@ -336,7 +450,11 @@ class Repo:
     def resolve_remote(self, wanted: str | None) -> RemoteTarget:
         """The remote named ``wanted``: a remote of the repository, or one whose URL it is, or a
         URL or path that is none of them (a one-off target, named as it would be kept: ``origin``
-        when there is none yet); without ``wanted``, ``origin``. Changes nothing."""
+        when there is none yet); without ``wanted``, ``origin``. Changes nothing. INVALID_ARGUMENTS
+        for a value git would read as an option or as a command to run (``--upload-pack=…``,
+        ``ext::…``)."""
+        if wanted is not None:
+            gitcommand.remote_location(wanted)
         remotes = self.remotes()
         if wanted is None:
             if "origin" in remotes:
@@ -356,7 +474,7 @@ class Repo:
     def keep_remote(self, target: RemoteTarget) -> RemoteTarget:
         """Make a one-off ``target`` a remote of the repository under its name, its fetched
         branches its remote-tracking refs."""
-        result = self.run("remote", "add", target.name, target.url)
+        result = self.run("remote", "add", args=[target.name, target.url])
         if result.returncode != 0:
             raise SyncError(f"cannot add the remote {target.url}: {first_line(result.stderr)}")
         kept = RemoteTarget(target.name, target.url)
@@ -368,7 +486,11 @@ class Repo:
 
     def forget_one_off(self) -> None:
         """Remove what a one-off sync fetched (its refs; the objects stay until git's gc)."""
-        listed = self.run("for-each-ref", "--format=%(refname)", f"{ONE_OFF_REFS}/", env=READ_ONLY).stdout.split()
+        self.forget_refs(ONE_OFF_REFS)
+
+    def forget_refs(self, prefix: str) -> None:
+        """Remove every ref under ``prefix`` (one ``update-ref`` transaction)."""
+        listed = self.run("for-each-ref", "--format=%(refname)", args=[f"{prefix}/"], env=READ_ONLY).stdout.split()
         if listed:
             self.run("update-ref", "--stdin", input="".join(f"delete {ref}\n" for ref in listed))
 

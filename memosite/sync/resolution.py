@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from memosite.gitcommand import run_git_bytes
 from memosite.settings import MACHINE_KEYS, TEAM_DEFAULTS, present_keys, settings_text, with_value, without
 from memosite.sync.paths import classify, sidecar_path
 from memosite.sync.recordmerge import merge_record
@@ -245,5 +245,5 @@ def merge_text_file(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | N
             file = Path(scratch) / name
             file.write_bytes(data)
             files.append(os.fspath(file))
-        result = subprocess.run(["git", "merge-file", "-p", "-q", *files], capture_output=True, check=False)
+        result = run_git_bytes(None, "merge-file", "-p", "-q", args=files)
     return result.stdout if result.returncode == 0 else None

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from memosite.gitsync import LeftOut
 from memosite.policy import ConfigReport
 from memosite.schema import format_iso
-from memosite.sync.paths import classify
+from memosite.sync.paths import classify, parse_sidecar
 from memosite.sync.repo import RemoteTarget
 from memosite.sync.resolution import Resolution
 from memosite.sync.resync import ResyncResult
@@ -21,16 +24,29 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
+if TYPE_CHECKING:
+    from memosite.sync.conflicts import Conflict
+
+
 @dataclass(frozen=True)
 class ConflictNote:
-    """A record (or file) both sides changed in the same place: the remote version is ``sidecar``."""
+    """A record (or file) both sides changed in the same place: the remote version is ``sidecar``;
+    ``resolve`` is the command that ends it on this machine."""
 
     path: str
     sidecar: str
     reason: str
+    resolve: str | None = None
+
+    def with_resolve(self, conflict: Conflict | None) -> ConflictNote:
+        """This note with the command that ends ``conflict`` (as ``memosite conflicts`` gives it)."""
+        if conflict is None:
+            return self
+        choice = "mine|theirs" if conflict.mine is not None else "in-place|sidecar"
+        return dataclasses.replace(self, resolve=f"memosite resolve {conflict.ref} --take {choice}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "sidecar": self.sidecar, "reason": self.reason}
+        return {"path": self.path, "sidecar": self.sidecar, "reason": self.reason, "resolve": self.resolve}
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,8 @@ class SyncResult:
     purged: list[PurgeNote] = field(default_factory=list)
     kept_after_purge: list[PurgeNote] = field(default_factory=list)
     ended_by_purge: list[ConflictNote] = field(default_factory=list)  # sidecars of purged records, removed
+    brought_in: list[ConflictNote] = field(default_factory=list)  # conflicts other machines made, now here
+    left_out: list[LeftOut] = field(default_factory=list)  # files changed here a shared vault may not hold
     remote_added: str | None = None  # the URL became this remote of the repository
     config: ConfigReport | None = None  # review policy changes and ignored settings, after the sync
 
@@ -92,6 +110,14 @@ class SyncResult:
         for target, found in ((self.added, resynced.added), (self.changed, resynced.changed)):
             target.extend(p for p in found if p not in target)
         self.removed.extend(p for p in resynced.removed if p not in self.removed)
+
+    def note_brought_in(self, paths: Iterable[str]) -> None:
+        """Note the conflict sidecars among ``paths`` (new here) that this sync did not make."""
+        made = {note.sidecar for note in (*self.conflicts, *self.brought_in)}
+        for path in sorted(paths):
+            name = parse_sidecar(path) if classify(path) == "sidecar" else None
+            if name is not None and path not in made:
+                self.brought_in.append(ConflictNote(name.original, path, "this sync brought it in"))
 
     def note_resolutions(self, resolutions: list[Resolution]) -> None:
         for resolution in resolutions:
@@ -139,6 +165,8 @@ class SyncResult:
             "keptAfterPurge": [p.to_json() for p in self.kept_after_purge],
             "conflictsEndedByPurge": [c.to_json() for c in self.ended_by_purge],
             "config": self.config.to_json() if self.config is not None else None,
+            "conflictsBroughtIn": [c.to_json() for c in self.brought_in],
+            "leftOut": [{"path": item.path, "reason": item.reason} for item in self.left_out],
         }
 
     def lines(self) -> list[str]:
@@ -160,7 +188,16 @@ class SyncResult:
             out.append(
                 f"conflict: {conflict.path} ({conflict.reason}); the version here {stays} in place,"
                 f" the incoming one {kept} in {conflict.sidecar}"
+                + (f"; end it: {conflict.resolve}" if conflict.resolve else "")
             )
+        for conflict in self.brought_in:
+            comes = "would come in" if self.dry_run else "came in"
+            out.append(
+                f"conflict {comes}: {conflict.path} and its sidecar {conflict.sidecar}, made on another machine"
+                + (f"; end it: {conflict.resolve}" if conflict.resolve else "")
+            )
+        for item in self.left_out:
+            out.append(f"left out of the commit: {item.path} ({item.reason})")
         for note in self.purged:
             out.append(f"purged: {note.path} ({note.reason})")
         for note in self.kept_after_purge:
@@ -170,8 +207,11 @@ class SyncResult:
             out.append(f"conflict ended by the purge of {ended.path}: its sidecar {ended.sidecar} {removed}")
         if self.conflicts and self.dry_run:
             out.append(f"a sync would write {counted(len(self.conflicts), 'conflict')} (nothing was written)")
-        elif self.conflicts:
-            out.append("see them with `memosite conflicts`; end each with `memosite resolve ID --take mine|theirs`")
+        elif self.conflicts or self.brought_in:
+            out.append(
+                "see them with `memosite conflicts`; end each with `memosite resolve ID --take mine|theirs`"
+                " (or edit the record, then `memosite resolve ID`)"
+            )
         out.extend(self.config.lines() if self.config is not None else [])
         return out
 

@@ -1,13 +1,18 @@
 """``memosite sync``: the one owner of the sync sequence.
 
-1. fetch the remote (no lock: only git's remote-tracking refs change);
-2. under the vault lock: finish a merge a plain ``git pull`` left waiting, join the remote's
-   history when the vault has none yet, commit pending local changes, then fast-forward to the
-   remote or merge it (record-aware, :mod:`memosite.sync.merging`), re-index exactly the paths that
-   changed and, after a merge, rewrite the views of the touched kinds into the merge commit;
-3. push (no lock: a write never waits for the network). A push the remote refuses because it
-   moved on meanwhile goes back to 1; any other refusal is reported and remembered for
-   ``memosite status``.
+1. fetch the remote (no lock) into ``refs/memosite/incoming/``, check every commit it brings
+   against the allowlist (:mod:`memosite.sync.incoming`: REFUSED_CONTENT, and nothing moves) and
+   only then move the remote-tracking branch;
+2. under the vault lock: finish a merge a plain ``git pull`` left waiting (checked the same way),
+   join the remote's history when the vault has none yet, scan the pending local changes for
+   secrets and commit them (:mod:`memosite.sync.outgoing`; what a shared vault may not hold stays
+   out), then fast-forward to the remote or merge it (record-aware, :mod:`memosite.sync.merging`),
+   re-index exactly the paths that changed and, after a merge, rewrite the views of the touched
+   kinds into the merge commit;
+3. check what the commits to push bring (allowlist, secrets), then push (no lock: a write never
+   waits for the network). A push the remote refuses because it moved on meanwhile — or because
+   another push was updating the branch that moment — goes back to 1; any other refusal is
+   reported and remembered for ``memosite status``.
 
 Tombstones travel as part of this: ``tombstones.jsonl`` merges as a union, a purge on one side
 removes the record through the merge, and a purge meeting an edit is settled by
@@ -18,19 +23,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from memosite import gitsync
+from memosite import gitcommand, gitsync
 from memosite.acceptance import settle_policy
 from memosite.config import load_config
+from memosite.gitsync import LeftOut
 from memosite.indexing import ensure_index, rebuild_views, refresh_project, remember_directories
 from memosite.settings import TEAM_DEFAULTS
-from memosite.sync.conflicts import end_conflicts_of_purged
-from memosite.sync.errors import PushFailed, SyncError, UnrelatedHistory
+from memosite.sync.allowlist import is_shared, refusal
+from memosite.sync.conflicts import end_conflicts_of_purged, list_conflicts
+from memosite.sync.errors import PushFailed, RefusedContent, SyncError, UnrelatedHistory
+from memosite.sync.incoming import check_commits
 from memosite.sync.merging import resolve_unmerged
+from memosite.sync.outgoing import check_outgoing, check_pending
 from memosite.sync.paths import blob_id, classify, sidecar_path
-from memosite.sync.repo import MERGE_OPTIONS, Change, RemoteTarget, Repo
+from memosite.sync.repo import INCOMING_REFS, MERGE_CONFIG, Change, RemoteTarget, Repo
 from memosite.sync.resolution import merge_config, union_lines
 from memosite.sync.result import ConflictNote, SyncResult, counted
 from memosite.sync.resync import recompile, resync_changes
@@ -38,6 +48,9 @@ from memosite.sync.state import note_push, note_sync, read_state
 from memosite.vault import Vault, atomic_write_bytes
 
 MAX_ATTEMPTS = 5
+# What git says when a push lost a race: the remote moved on (rejected as not a fast-forward), or
+# another push was updating the branch at that very moment ("cannot lock ref … but expected …").
+RETRY_PUSH = ("[rejected]", "non-fast-forward", "fetch first", "cannot lock ref", "failed to update ref")
 
 
 def check_enabled(vault: Vault) -> None:
@@ -48,11 +61,12 @@ def check_enabled(vault: Vault) -> None:
         )
 
 
-def remote_branch(repo: Repo, target: RemoteTarget, configured: str | None) -> str:
-    """The remote branch to sync with (see :func:`choose_branch`)."""
+def remote_branch(repo: Repo, target: RemoteTarget, configured: str | None, *, fetched: bool = False) -> str:
+    """The remote branch to sync with (see :func:`choose_branch`), among the branches sync accepted
+    (or, with ``fetched``, those the last fetch found)."""
     if configured:
-        return configured
-    return choose_branch(None, repo.branch(), repo.remote_heads(target))
+        return gitcommand.branch_name(configured, "vaultGit.branch")
+    return choose_branch(None, repo.branch(), repo.remote_heads(target, fetched=fetched))
 
 
 def choose_branch(configured: str | None, local: str | None, heads: dict[str, str]) -> str:
@@ -71,10 +85,53 @@ def choose_branch(configured: str | None, local: str | None, heads: dict[str, st
 
 
 def fetch(repo: Repo, target: RemoteTarget) -> None:
-    refspec = [f"+refs/heads/*:{target.refs}/*"] if target.one_off else []
-    result = repo.run("fetch", "-q", "--no-tags", "--prune", target.location, *refspec)
+    """Fetch the remote's branches into :attr:`RemoteTarget.fetched` only (``--refmap=`` keeps git
+    from moving the remote-tracking branches too): they move when what they bring passed."""
+    refspec = f"+refs/heads/*:{target.fetched}/*"
+    result = repo.run("fetch", "-q", "--no-tags", "--prune", "--refmap=", args=[target.location, refspec])
     if result.returncode != 0:
-        raise SyncError(f"cannot fetch from {target.label}: {gitsync.first_line(result.stderr)}")
+        refuse_malformed(result.stderr, target.label)
+        raise SyncError(f"cannot fetch from {target.label}: {gitcommand.first_line(result.stderr)}")
+
+
+_FSCK = re.compile(r"^(?:error|fatal): object ([0-9a-f]{7,64}): (\w+): (.*)$", re.MULTILINE)
+
+
+def refuse_malformed(stderr: str, source: str) -> None:
+    """REFUSED_CONTENT when git's own check of fetched objects (``fetch.fsckObjects``) refused one:
+    a ``.gitmodules`` whose ``update`` runs a command, a tree naming ``..`` or ``.git``."""
+    found = _FSCK.search(stderr)
+    if found is not None:
+        blob, check, what = found.groups()
+        raise RefusedContent(
+            f"refusing {source}: git's check of what it brings refused object {blob[:7]} ({check}: {what});"
+            " nothing was merged or written here"
+        )
+
+
+def accept_fetched(vault: Vault, repo: Repo, target: RemoteTarget, branch: str) -> str | None:
+    """Check every commit the fetched ``branch`` brings (:mod:`memosite.sync.incoming`: raises
+    REFUSED_CONTENT, and nothing moves) and move the remote-tracking branch to it; returns that
+    commit (None: the remote has no such branch). A clone syncing for the first time has its own
+    history checked too: ``git clone`` took it unchecked."""
+    fetched, tracking = f"{target.fetched}/{branch}", f"{target.refs}/{branch}"
+    theirs = repo.rev(fetched)
+    if theirs is None:
+        if repo.rev(tracking) is not None:
+            repo.git("update-ref", "-d", args=[tracking])
+        return None
+    head = repo.head()
+    include, exclude = [theirs], [head] if head else []
+    if head is not None and _unchecked_clone(vault, repo):
+        include, exclude = [theirs, head], []
+    check_commits(repo, include, exclude, source=target.branch_label(branch))
+    repo.git("update-ref", "-m", "sync: checked", args=[tracking, theirs])
+    return theirs
+
+
+def _unchecked_clone(vault: Vault, repo: Repo) -> bool:
+    """A vault made by ``git clone`` that memosite never synced (its history came in unchecked)."""
+    return not read_state(vault).get("lastSync") and repo.cloned()
 
 
 def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool = False) -> SyncResult:
@@ -102,6 +159,8 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
         elif not target.one_off:
             _track(repo, target, result.branch)
     finally:
+        # What a fetch brought is kept only where it passed (the remote-tracking branch).
+        repo.forget_refs(INCOMING_REFS)
         if target.one_off:
             repo.forget_one_off()
     result.config = settle_policy(vault)  # a tightening of review applies now; a loosening waits
@@ -111,16 +170,19 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
 
 def _sync_with(vault: Vault, repo: Repo, target: RemoteTarget, allow_unrelated: bool) -> SyncResult:
     fetch(repo, target)
-    branch = remote_branch(repo, target, vault.config.git_branch)
+    branch = remote_branch(repo, target, vault.config.git_branch, fetched=True)
     tracking = f"{target.refs}/{branch}"
     result = SyncResult.of(target, branch)
     for attempt in range(MAX_ATTEMPTS):
         if attempt:
             fetch(repo, target)
+        accept_fetched(vault, repo, target, branch)
         with vault.lock():
+            gitsync.recover_index_lock(repo.root)
             ensure_index(vault)
             if attempt == 0:
                 if repo.merge_in_progress():
+                    _check_unfinished_merge(repo)
                     _complete_merge(vault, repo, result, "sync: finish the merge a git pull left unfinished")
                     result.finished_merge = True
                 if repo.head() is None:
@@ -131,6 +193,7 @@ def _sync_with(vault: Vault, repo: Repo, target: RemoteTarget, allow_unrelated: 
         head, theirs = repo.head(), repo.rev(tracking)
         if head is None or head == theirs:
             break
+        check_outgoing(repo, head, theirs, target=target.label)
         outgoing = repo.count(f"{theirs}..{head}" if theirs else head)
         if _push(vault, repo, target, branch, head):
             result.outgoing += outgoing
@@ -138,7 +201,14 @@ def _sync_with(vault: Vault, repo: Repo, target: RemoteTarget, allow_unrelated: 
             break
     else:
         raise SyncError(f"{target.label} kept changing while syncing ({MAX_ATTEMPTS} tries): run memosite sync again")
+    describe_conflicts(vault, result)
     return result
+
+
+def _check_unfinished_merge(repo: Repo) -> None:
+    """Refuse to finish a merge a plain ``git pull`` left when what it brings may not be shared."""
+    hint = f"nothing was committed; `git -C {repo.root} merge --abort` undoes that pull"
+    check_commits(repo, ["MERGE_HEAD"], ["HEAD"], source="the merge a git pull left unfinished", outcome=hint)
 
 
 def _catch_up_hand_edits(vault: Vault, repo: Repo, dirty: list[str]) -> bool:
@@ -210,16 +280,29 @@ def _end_purged(vault: Vault, result: SyncResult, refs: Sequence[str] = ("HEAD",
 def _commit_local(vault: Vault, repo: Repo, result: SyncResult) -> bool:
     """Commit what is pending here: queued commits and files changed outside memosite (their
     index rows and views brought in step first, so the commit is whole), and the end of the
-    conflicts of records purged here."""
-    committed = gitsync.flush_pending(vault)
-    _end_purged(vault, result)
+    conflicts of records purged here. Nothing is committed when a pending file holds a secret
+    (SAFETY_VIOLATION); a file a shared vault may not hold stays out of the commit (and is
+    reported)."""
     pending = repo.dirty(refresh=True)
     if _catch_up_hand_edits(vault, repo, pending):
         pending = repo.dirty(refresh=True)
+    check_pending(repo, pending)  # the views rewritten from the edited records included
+    committed = gitsync.flush_pending(vault)
+    _end_purged(vault, result)
+    pending = repo.dirty(refresh=True)
+    shared = [path for path in pending if is_shared(path)]
     if pending:
-        listed = "\n".join(pending[:50]) + (f"\n… and {len(pending) - 50} more" if len(pending) > 50 else "")
+        listed = "\n".join(shared[:50]) + (f"\n… and {len(shared) - 50} more" if len(shared) > 50 else "")
         committed = gitsync.commit_now(vault, f"sync: commit local changes\n\n{listed}") or committed
+        result.left_out = [_left_out(repo.root, path) for path in repo.dirty()]
     return committed
+
+
+def _left_out(root: Path, path: str) -> LeftOut:
+    """Why a file changed here stays out of every commit (the allowlist's reason)."""
+    target = root / path
+    mode = "120000" if target.is_symlink() else "100755" if os.access(target, os.X_OK) else "100644"
+    return LeftOut(path, refusal(path, mode) or "git left it out")
 
 
 def _integrate(
@@ -245,8 +328,9 @@ def _integrate(
     incoming = repo.count(f"{ours}..{theirs}")
     if base == ours:
         changes = repo.diff(ours, theirs)
-        repo.git(*MERGE_OPTIONS, "merge", "--ff-only", "-q", theirs)
+        repo.git("merge", "--ff-only", "-q", args=[theirs], config=MERGE_CONFIG)
         result.note_resync(resync_changes(vault, changes))
+        result.note_brought_in(c.path for c in changes if c.status == "A")
         ended = _end_purged(vault, result)  # a purge that came in, made where the sidecar was not yet
         if ended:
             gitsync.commit_now(vault, "sync: end the conflicts of purged records\n\n" + "\n".join(ended))
@@ -261,10 +345,19 @@ def _integrate(
         identity = gitsync.identity_options(repo.root)
         options = ["--allow-unrelated-histories"] if unrelated else []
         merged = repo.run(
-            *identity, *MERGE_OPTIONS, "merge", "--no-commit", "--no-ff", "-X", "no-renames", *options, theirs
+            "merge",
+            "--no-commit",
+            "--no-ff",
+            "-X",
+            "no-renames",
+            *options,
+            args=[theirs],
+            config=[*identity, *MERGE_CONFIG],
         )
         if not repo.merge_in_progress():
-            raise SyncError(f"git merge of {target.branch_label(branch)} failed: {gitsync.first_line(merged.stderr)}")
+            raise SyncError(
+                f"git merge of {target.branch_label(branch)} failed: {gitcommand.first_line(merged.stderr)}"
+            )
         message = f"sync: merge {target.branch_label(branch)} ({counted(incoming, 'commit')})"
         _complete_merge(vault, repo, result, message)
         result.integration = "merge"
@@ -281,17 +374,18 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
         changes.setdefault(resolution.path, Change("D" if resolution.content is None else "M", resolution.path))
     resynced = resync_changes(vault, list(changes.values()))
     result.note_resync(resynced)
+    result.note_brought_in(c.path for c in changes.values() if c.status == "A")
     recompile(vault, resynced.kinds)
     _end_purged(vault, result, ("HEAD", "MERGE_HEAD"))
-    repo.git("add", "-A")
+    gitsync.stage_shared(repo.root)
     lines = [message, ""]
     lines += [f"conflict: {c.path} -> {c.sidecar} ({c.reason})" for c in result.conflicts]
     lines += [f"purged: {p.path} ({p.reason})" for p in result.purged]
     lines += [f"kept after purge: {p.path} ({p.reason})" for p in result.kept_after_purge]
     lines += [f"conflict ended by purge: {c.path} (removed {c.sidecar})" for c in result.ended_by_purge]
-    done = gitsync.commit(repo.root, ["-q", "--no-verify", "-m", "\n".join(lines).strip()], actor=vault.actor)
+    done = gitsync.commit(repo.root, "\n".join(lines).strip(), actor=vault.actor, no_verify=True)
     if done.returncode != 0:
-        raise SyncError(f"cannot commit the merge: {gitsync.first_line(done.stderr or done.stdout)}")
+        raise SyncError(f"cannot commit the merge: {gitcommand.first_line(done.stderr or done.stdout)}")
 
 
 def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResult) -> None:
@@ -302,8 +396,8 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
     if theirs is None:
         return
     if repo.branch() != branch:
-        repo.git("symbolic-ref", "HEAD", f"refs/heads/{branch}")
-    listing = repo.git("ls-tree", "-r", "-z", "--full-tree", theirs).split("\0")
+        repo.git("symbolic-ref", args=["HEAD", f"refs/heads/{branch}"])
+    listing = repo.git("ls-tree", "-r", "-z", "--full-tree", args=[theirs]).split("\0")
     remote_ids: dict[str, str] = {}
     for entry in listing:
         meta, _, path = entry.partition("\t")
@@ -319,10 +413,10 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
     }
     differing = {path: data for path, data in local_files.items() if blob_id(data) != remote_ids[path]}
     remote_versions = repo.blobs(remote_ids[path] for path in differing)
-    repo.git("reset", "-q", theirs)
+    repo.git("reset", "-q", args=[gitcommand.commit_id(theirs)], paths=[], config=MERGE_CONFIG)
     missing = [path for path in remote_ids if path not in local_files]
     if missing:
-        repo.git("checkout-index", "-u", "-q", "-z", "--stdin", input="\0".join(missing))
+        repo.git("checkout-index", "-u", "-q", "-z", "--stdin", input="\0".join(missing), config=MERGE_CONFIG)
     for path, local in sorted(differing.items()):
         remote_version = remote_versions.get(remote_ids[path], b"")
         kind = classify(path)
@@ -349,21 +443,34 @@ def _join(vault: Vault, repo: Repo, branch: str, tracking: str, result: SyncResu
         if classify(path) == "record":
             sidecar = sidecar_path(path, remote_versions.get(remote_ids[path], b""))
             result.conflicts.append(ConflictNote(path, sidecar, "this vault already held a different version"))
+    result.note_brought_in(remote_ids)
+
+
+def describe_conflicts(vault: Vault, result: SyncResult) -> None:
+    """Give every conflict the sync made or brought in the command that ends it (its record's id,
+    or the sidecar's id, and the ``--take`` choices this machine has)."""
+    notes = [*result.conflicts, *result.brought_in]
+    if not notes:
+        return
+    wanted = {note.sidecar for note in notes}
+    known = {c.sidecar: c for c in list_conflicts(vault, details=True, vault_files=True) if c.sidecar in wanted}
+    result.conflicts = [note.with_resolve(known.get(note.sidecar)) for note in result.conflicts]
+    result.brought_in = [note.with_resolve(known.get(note.sidecar)) for note in result.brought_in]
 
 
 def _push(vault: Vault, repo: Repo, target: RemoteTarget, branch: str, head: str) -> bool:
     """Push ``head``; False when the remote moved on meanwhile (fetch and merge again)."""
-    pushed = repo.run("push", "--porcelain", target.location, f"{head}:refs/heads/{branch}")
+    pushed = repo.run("push", "--porcelain", args=[target.location, f"{head}:refs/heads/{branch}"])
     if pushed.returncode == 0:
         if target.one_off:  # git moves a named remote's tracking ref itself, not a URL's
-            repo.git("update-ref", f"{target.refs}/{branch}", head)
+            repo.git("update-ref", args=[f"{target.refs}/{branch}", head])
         note_push(vault, head, None)
         point_remote_head(repo, target, branch)
         return True
     output = pushed.stdout + pushed.stderr
-    if "[rejected]" in output or "non-fast-forward" in output or "fetch first" in output:
+    if any(sign in output for sign in RETRY_PUSH):
         return False
-    message = f"push to {target.label} failed: {gitsync.first_line(pushed.stderr or pushed.stdout)}"
+    message = f"push to {target.label} failed: {gitcommand.first_line(pushed.stderr or pushed.stdout)}"
     note_push(vault, head, message)
     raise PushFailed(f"{message}; the changes are committed here and go out with the next sync")
 
@@ -378,11 +485,11 @@ def point_remote_head(repo: Repo, target: RemoteTarget, branch: str) -> bool:
         return False
     if gitsync.run_git(location, "rev-parse", "--is-bare-repository").stdout.strip() != "true":
         return False
-    if gitsync.run_git(location, "rev-parse", "-q", "--verify", "HEAD^{commit}").returncode == 0:
+    if gitsync.run_git(location, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"]).returncode == 0:
         return False
-    if gitsync.run_git(location, "rev-parse", "-q", "--verify", f"refs/heads/{branch}").returncode != 0:
+    if gitsync.run_git(location, "rev-parse", "-q", "--verify", args=[f"refs/heads/{branch}"]).returncode != 0:
         return False
-    return gitsync.run_git(location, "symbolic-ref", "HEAD", f"refs/heads/{branch}").returncode == 0
+    return gitsync.run_git(location, "symbolic-ref", args=["HEAD", f"refs/heads/{branch}"]).returncode == 0
 
 
 def _local_repository(url: str, root: Path) -> Path | None:
@@ -399,5 +506,5 @@ def _track(repo: Repo, target: RemoteTarget, branch: str) -> None:
     """Let a plain ``git pull``/``git push`` in the vault use the same remote branch."""
     local = repo.branch()
     if local and f'[branch "{local}"]' not in repo.config_text():
-        repo.run("config", f"branch.{local}.remote", target.name)
-        repo.run("config", f"branch.{local}.merge", f"refs/heads/{branch}")
+        repo.run("config", "--local", args=[f"branch.{local}.remote", target.name])
+        repo.run("config", "--local", args=[f"branch.{local}.merge", f"refs/heads/{branch}"])

@@ -11,10 +11,11 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from memosite.errors import InvalidArguments
 from memosite.sync.autopush import push_scheduled
 from memosite.sync.conflicts import Conflict, list_conflicts
 from memosite.sync.errors import NoRemote, SyncError
-from memosite.sync.repo import Repo
+from memosite.sync.repo import READ_ONLY, Repo
 from memosite.sync.result import counted
 from memosite.sync.state import read_state
 from memosite.vault import Vault
@@ -51,6 +52,7 @@ class SyncState:
     push_error: PushError | None = None
     push_scheduled: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
+    refused_remote: str | None = None  # why vaultGit.remote is never handed to git
 
     @property
     def pending_push(self) -> bool:
@@ -75,12 +77,15 @@ class SyncState:
             "pushError": self.push_error.to_json() if self.push_error else None,
             "pushScheduled": self.push_scheduled,
             "conflicts": [c.to_json() for c in self.conflicts],
+            "refusedRemote": self.refused_remote,
         }
 
     def lines(self) -> list[str]:
         """Human lines for ``memosite status`` (which labels them ``sync``)."""
         if not self.enabled:
             return ["vault git is off"]
+        if self.refused_remote is not None:
+            return [f"vaultGit.remote: {self.refused_remote}"]
         if self.remote is None and self.url is None:
             return ["no remote (memosite config set vaultGit.remote <url or path>, or pass --remote to memosite sync)"]
         if self.remote is None:
@@ -135,8 +140,11 @@ def sync_state(vault: Vault, *, conflict_details: bool = False) -> SyncState:
     if not repository or not state.enabled:
         return state
     # git missing or the repository unreadable: say what is known without it.
-    with contextlib.suppress(OSError, SyncError):
-        _compare_with_remote(vault, Repo(vault.root), state, last_sync)
+    try:
+        with contextlib.suppress(OSError, SyncError):
+            _compare_with_remote(vault, Repo(vault.root), state, last_sync)
+    except InvalidArguments as exc:  # vaultGit.remote is a value git must never be given
+        state.refused_remote = exc.message
     return state
 
 
@@ -152,7 +160,7 @@ def _compare_with_remote(vault: Vault, repo: Repo, state: SyncState, last_sync: 
     state.branch = branch
     head, theirs = repo.head(), repo.rev(f"{target.refs}/{branch}") if branch and not target.one_off else None
     if head is not None and theirs is not None:
-        counts = repo.git("rev-list", "--left-right", "--count", f"{head}...{theirs}", env={"GIT_OPTIONAL_LOCKS": "0"})
+        counts = repo.git("rev-list", "--left-right", "--count", args=[f"{head}...{theirs}"], env=READ_ONLY)
         ahead, _, behind = counts.strip().partition("\t")
         state.ahead, state.behind = int(ahead or 0), int(behind or 0)
     elif head is not None:

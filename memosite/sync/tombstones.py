@@ -7,12 +7,17 @@ instant is the latest of the edited version's ``updated``/``lastHit``/``lastSeen
 — or, for a hand edit that changed none of them, the end of the second its commit was made. A
 purge strictly newer than the edit wins and the record goes; otherwise the record stays and the
 sync reports it (never a silent loss: a tie keeps the record).
+
+A tombstone cannot claim the future: its ``deletedAt`` counts for no later than the commit that
+brought its line into history (that commit's time, plus :data:`CLOCK_SKEW` for clocks a little
+apart) and no later than now plus the same allowance (:func:`bounded_deletions`). A purge dated
+2099 that arrived in a commit made an hour ago is an hour-old purge: an edit made since then stays.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,8 +25,15 @@ from typing import Any
 from memosite.schema import parse_datetime
 from memosite.sync.recordmerge import edit_fields, edit_instant
 
+CLOCK_SKEW = timedelta(minutes=5)
+
 
 def parse_tombstones(text: str) -> list[dict[str, Any]]:
+    return [entry for _, entry in parse_tombstone_lines(text)]
+
+
+def parse_tombstone_lines(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Each tombstone with the line that holds it (lines that are no JSON object are skipped)."""
     entries = []
     for line in text.splitlines():
         try:
@@ -29,8 +41,32 @@ def parse_tombstones(text: str) -> list[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(entry, dict):
-            entries.append(entry)
+            entries.append((line, entry))
     return entries
+
+
+def bounded_deletions(
+    lines: Iterable[tuple[str, Mapping[str, Any]]], carried_at: Callable[[str], int | None], now: datetime
+) -> dict[str, datetime]:
+    """The newest deletion instant of each tombstoned path, each tombstone's ``deletedAt`` bounded
+    by ``carried_at(line)`` (the commit time, in seconds, of the commit that brought the line in;
+    None: not committed yet, so written here) plus :data:`CLOCK_SKEW`, and by ``now`` plus it."""
+    latest: dict[str, datetime] = {}
+    ceiling = now + CLOCK_SKEW
+    for line, entry in lines:
+        path, stamp = entry.get("path"), entry.get("deletedAt")
+        if not isinstance(path, str) or stamp is None:
+            continue
+        try:
+            moment = parse_datetime(stamp)
+        except (ValueError, TypeError):
+            continue
+        carried = carried_at(line)
+        bound = ceiling if carried is None else min(ceiling, datetime.fromtimestamp(carried, UTC) + CLOCK_SKEW)
+        moment = min(moment, bound)
+        if path not in latest or moment > latest[path]:
+            latest[path] = moment
+    return latest
 
 
 def latest_deletions(entries: Iterable[Mapping[str, Any]]) -> dict[str, datetime]:
