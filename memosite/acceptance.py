@@ -41,9 +41,9 @@ def _last_change(vault: Vault) -> tuple[str | None, str | None]:
     if not (vault.root / ".git").exists():
         return here, None
     quiet = {"GIT_OPTIONAL_LOCKS": "0"}  # a report takes no lock and refreshes no git index
-    if run_git(vault.root, "diff", "--quiet", "HEAD", "--", CONFIG_FILE, env=quiet).returncode == 1:
+    if run_git(vault.root, "diff", "--quiet", args=["HEAD"], paths=[CONFIG_FILE], env=quiet).returncode == 1:
         return f"{here}, not committed yet", None
-    done = run_git(vault.root, "log", "-1", "--format=%h%x00%an <%ae>", "--", CONFIG_FILE, env=quiet)
+    done = run_git(vault.root, "log", "-1", "--format=%h%x00%an <%ae>", paths=[CONFIG_FILE], env=quiet)
     commit, _, author = done.stdout.strip().partition("\0")
     return (author or None, commit) if done.returncode == 0 and commit else (here, None)
 

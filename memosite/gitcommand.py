@@ -220,7 +220,9 @@ def branch_name(value: str | None, what: str = "branch") -> str | None:
     """A branch name that ``git check-ref-format --branch`` accepts (None passes through)."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value or value.startswith("-") or _CONTROL.search(value):
+    # "@{" is git's reflog syntax: inside a repository check-ref-format --branch would resolve
+    # "@{-1}" to the branch checked out before instead of refusing it.
+    if not isinstance(value, str) or not value or value.startswith("-") or _CONTROL.search(value) or "@{" in value:
         raise InvalidArguments(f"invalid {what} name {value!r}")
     try:
         checked = run_git(None, "check-ref-format", "--branch", args=[value])

@@ -21,6 +21,7 @@ from test_trust import cite_trap, repo
 
 from memosite.errors import InvalidArguments
 from memosite.gitcommand import NO_END_OF_OPTIONS, branch_name, commit_id, git_argv, remote_location
+from memosite.settings import MACHINE_FILE
 from memosite.vault import Vault
 
 __all__ = ["repo"]  # the product-repository fixture, shared with test_trust
@@ -109,9 +110,11 @@ def test_a_synced_record_citing_an_option_never_truncates_a_file(team: Team, vic
 
 
 def configure(vault: Vault, **vault_git: object) -> None:
-    config = json.loads((vault.root / "config.json").read_text(encoding="utf-8"))
-    config["vaultGit"].update(vault_git)
-    (vault.root / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    """This machine's vault git settings, written by hand (as an older config or an editor would)."""
+    path = vault.root / MACHINE_FILE
+    settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    settings.setdefault("vaultGit", {}).update(vault_git)
+    path.write_text(json.dumps(settings), encoding="utf-8")
 
 
 COMMANDS = {
@@ -132,7 +135,8 @@ def test_a_remote_in_the_config_that_runs_a_command_is_refused(
     configure(a, remote=COMMANDS[attack].format(marker=marker))
     done = run_cli("sync", "--vault", str(a.root), *(["--dry-run"] if dry_run else []))
     assert done.exit_code != 0 and len(done.stderr.strip().splitlines()) == 1
-    assert "refusing the remote" in done.stderr
+    # Refused where this machine's settings are read, and again where git would get it.
+    assert "vaultGit.remote" in done.stderr or "refusing the remote" in done.stderr
     assert not marker.exists()
 
 
@@ -157,7 +161,7 @@ def test_status_names_a_refused_remote_and_exits_non_zero(team: Team, run_cli: A
     a, _ = synced_pair(team)
     configure(a, remote="--upload-pack=touch pwned")
     done = run_cli("status", "--vault", str(a.root))
-    assert done.exit_code != 0 and "refusing the remote '--upload-pack=touch pwned'" in done.stdout
+    assert done.exit_code != 0 and "'--upload-pack=touch pwned'" in done.stdout + done.stderr
 
 
 # --- memosite publish --gh-pages: --remote and --branch -----------------------------------------
