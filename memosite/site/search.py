@@ -28,7 +28,8 @@ FOLDED_FIELDS = {"title_folded": "title", "text_folded": "text"}
 _TAGS = re.compile(r"<[^>]*>")
 _ENTITY = re.compile(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);")
 # Punctuation that separates words, as FTS5's tokenizer reads it (and a full stop not in a number).
-_PUNCTUATION = r"[\s\-_,:;!?=\[\]()\\\"'`/|<>{}*#~]+|\.(?!\d)"
+# Written so that JavaScript reads it alike with and without the "u" flag (no needless escapes).
+_PUNCTUATION = "[\\s\\-_,:;!?=\\[\\]()\\\\\"'`/|<>{}*#~]+|\\.(?!\\d)"
 
 
 @functools.cache
