@@ -1,5 +1,5 @@
-"""``memosite export-docs``: plain Markdown that plain MkDocs and Zensical build without the plugin,
-neutralised and secret-checked, with a Memory page that works in Chromium on both."""
+"""``memosite export-docs``: plain Markdown that plain MkDocs, ProperDocs and Zensical build without
+the plugin, neutralised and secret-checked, with a Memory page that works in Chromium on each."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ markdown_extensions:
   - admonition
   - attr_list
   - tables
+  - md_in_html
   - toc:
       permalink: true
   - pymdownx.superfences
@@ -87,11 +88,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return project
 
 
-@pytest.fixture(scope="module", params=["mkdocs", "zensical"])
+@pytest.fixture(scope="module", params=["mkdocs", "properdocs", "zensical"])
 def built(request: pytest.FixtureRequest, exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp(request.param)
     shutil.copytree(exported, work / "team")
-    command = [str(_generator(request.param)), "build"] + (["--strict"] if request.param == "mkdocs" else [])
+    command = [str(_generator(request.param)), "build"] + (["--strict"] if request.param != "zensical" else [])
     done = subprocess.run(
         command, cwd=work / "team", capture_output=True, text=True, encoding="utf-8", timeout=600, check=False
     )
@@ -220,3 +221,18 @@ def test_cli_export_docs_prints_the_lines_to_add(tmp_path: Path, vault: Vault, r
 )
 def test_neutralise_markdown(markdown: str, expected: str) -> None:
     assert neutralise_markdown(markdown).startswith(expected)
+
+
+def test_every_exported_page_has_one_front_matter_block(exported: Path) -> None:
+    for path in sorted((exported / "docs/memory").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith("---\ntitle: "), path
+        block, _, rest = text[4:].partition("\n---\n")
+        assert "\n---" not in block and not rest.lstrip("\n").startswith("---"), path
+    memory = (exported / "docs/memory/index.md").read_text(encoding="utf-8")
+    assert memory.startswith('---\ntitle: "Memory"\nhide:\n  - toc\nsearch:\n  exclude: true\n---\n')
+
+
+def test_the_memory_page_hides_its_table_of_contents_on_every_generator(built: Path) -> None:
+    page = (built / "memory/index.html").read_text(encoding="utf-8")
+    assert "hide:" not in page and "- toc" not in page and "memosite-memory__table" in page
