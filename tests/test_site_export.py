@@ -4,6 +4,7 @@ the plugin, neutralised and secret-checked, with a Memory page that works in Chr
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import json
 import shutil
@@ -14,9 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments, SafetyViolation
-from memosite.site.export import export_docs, neutralise_markdown
+from memosite.site.export import export_docs, front_matter, neutralise_markdown
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
@@ -236,3 +240,24 @@ def test_every_exported_page_has_one_front_matter_block(exported: Path) -> None:
 def test_the_memory_page_hides_its_table_of_contents_on_every_generator(built: Path) -> None:
     page = (built / "memory/index.html").read_text(encoding="utf-8")
     assert "hide:" not in page and "- toc" not in page and "memosite-memory__table" in page
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    title=st.text(min_size=1, max_size=40),
+    tags=st.lists(st.text(min_size=1, max_size=20), max_size=4),
+    hide=st.booleans(),
+    searchable=st.booleans(),
+)
+def test_front_matter_is_one_block_whose_values_read_back_as_escaped_text(
+    title: str, tags: list[str], hide: bool, searchable: bool
+) -> None:
+    meta = {"tags": tags, **({"hide": ["toc", "<script>"]} if hide else {})}
+    block = front_matter(title, meta, searchable=searchable)
+    assert block.startswith("---\n") and block.endswith("\n---\n") and block.count("\n---\n") == 1
+    data = yaml.safe_load(block[4:-5])
+    assert html.unescape(data["title"]) == title.replace("\r\n", "\n") or "&#x" in data["title"]
+    assert "<" not in data["title"] and all("<" not in tag for tag in data.get("tags", []))
+    assert len(data.get("tags", [])) == len(tags)
+    assert data.get("hide") == (["toc"] if hide else None)
+    assert (data.get("search") == {"exclude": True}) is not searchable
