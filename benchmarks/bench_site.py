@@ -5,6 +5,7 @@ fast ``memosite serve`` shows a change.
     .venv/bin/python benchmarks/bench_site.py --sizes 1000 --rounds 1 --skip-serve
     .venv/bin/python benchmarks/bench_site.py --code /path/to/other/checkout   # the same figures for other code
     .venv/bin/python benchmarks/bench_site.py --sizes 10000 --serve-only --serve-rounds 5
+    .venv/bin/python benchmarks/bench_site.py --engines mkdocs properdocs zensical --demo --sizes 1000
 
 Every build runs in a new process; its CPU (user + system) and wall time and peak memory come
 from the operating system (``wait4``). Each round runs, in turn:
@@ -16,9 +17,12 @@ from the operating system (``wait4``). Each round runs, in turn:
 * ``plain-bodies`` plain MkDocs of the record bodies alone (one page per record).
 
 Rounds alternate so that neither side always gets the warm OS caches; the best of the rounds
-counts. Targets (issue 13): cold <= 1.1x plain-same; warm <= plain-bodies; in serve at the largest
-size: an edited record visible <= 1.5 s, a new record (its page, the search index and
-records.json) <= 3 s, ready <= 30 s with a warm cache.
+counts. With ``--engines``, each size (and with ``--demo`` the ``memosite demo`` vault) is built
+cold by ``memosite build --engine`` for each engine named instead, the first one the baseline of
+the ratios (ProperDocs and Zensical run in child processes, whose CPU counts too).
+Targets (issue 13): cold <= 1.1x plain-same; warm <= plain-bodies; in serve at the largest size:
+an edited record visible <= 1.5 s, a new record (its page, the search index and records.json)
+<= 3 s, ready <= 30 s with a warm cache.
 """
 
 from __future__ import annotations
@@ -243,6 +247,50 @@ def prepare_plain(code: Path, vault_root: Path, work: Path) -> tuple[Path, Path]
     return _plain_config(code, same, nav, work), _plain_config(code, bodies, [{"Home": "index.md"}], work)
 
 
+_ENGINE_BUILD = textwrap.dedent(
+    """
+    import logging, sys
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)
+    sys.path.insert(0, sys.argv[1])
+    from memosite.site.engines import build_with_engine
+    from memosite.vault import Vault
+    build_with_engine(Vault.open(sys.argv[2], create=False), sys.argv[4], out_dir=sys.argv[3])
+    """
+)
+
+
+def write_demo_vault_at(root: Path) -> None:
+    from memosite.demo import write_demo_vault
+    from memosite.vault import Vault
+
+    vault = Vault.open(root)
+    write_demo_vault(vault)
+    vault.close()
+
+
+def bench_engines(code: Path, vault_root: Path, engines: list[str], rounds: int, work: Path) -> dict[str, list[Run]]:
+    """Cold builds of one vault by each engine, the order turned round every other round."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    runs: dict[str, list[Run]] = {engine: [] for engine in engines}
+    for n in range(rounds):
+        for engine in engines if n % 2 == 0 else list(reversed(engines)):
+            shutil.rmtree(vault_root / ".memosite" / "site-cache", ignore_errors=True)
+            shutil.rmtree(work / "site", ignore_errors=True)
+            args = [sys.executable, "-c", _ENGINE_BUILD, str(code), str(vault_root), str(work / "site"), engine]
+            runs[engine].append(_measure(args, env))
+    return runs
+
+
+def _print_engines(label: str, runs: dict[str, list[Run]]) -> None:
+    baseline = _best(next(iter(runs.values())))
+    for engine, measured in runs.items():
+        best = _best(measured)
+        cpus = "–".join(f"{r.cpu:.1f}" for r in sorted(measured, key=lambda r: r.cpu))
+        walls = "–".join(f"{r.wall:.1f}" for r in sorted(measured, key=lambda r: r.wall))
+        ratio = f"CPU {best.cpu / baseline.cpu:.2f} wall {best.wall / baseline.wall:.2f}"
+        print(f"{label:>8} {engine:>13} {cpus:>16} {walls:>16} {best.rss_mb:>6.0f}  {ratio}", flush=True)
+
+
 def _touch_one_record(vault_root: Path, marker: str) -> Path:
     path = sorted((vault_root / "projects" / PROJECT / "traps").glob("*.md"))[0]
     text = path.read_text(encoding="utf-8").rstrip("\n")
@@ -371,6 +419,8 @@ def main() -> None:
     parser.add_argument("--serve-only", action="store_true", help="only the serve figures, at the largest size")
     parser.add_argument("--serve-rounds", type=int, default=3, help="edits and new records measured in serve")
     parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parent.parent, help="checkout to measure")
+    parser.add_argument("--engines", nargs="+", help="cold builds by these engines instead (the first is the baseline)")
+    parser.add_argument("--demo", action="store_true", help="with --engines: the demo vault too")
     args = parser.parse_args()
     code = args.code.resolve()
     sys.path.insert(0, str(code))
@@ -380,6 +430,16 @@ def main() -> None:
     print(f"code: {code}")
     header = f"{'records':>8} {'build':>13} {'CPU s':>16} {'wall s':>16} {'MB':>6}"
     print(header)
+    if args.engines:
+        for size in (["demo"] if args.demo else []) + list(args.sizes):
+            with tempfile.TemporaryDirectory(prefix="memosite-bench-") as tmp:
+                work = Path(tmp)
+                if size == "demo":
+                    write_demo_vault_at(work / "vault")
+                else:
+                    write_synthetic_vault(work / "vault", int(size))
+                _print_engines(str(size), bench_engines(code, work / "vault", args.engines, args.rounds, work))
+        return
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="memosite-bench-") as tmp:
             work = Path(tmp)

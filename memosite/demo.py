@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memosite.errors import InvalidArguments
-from memosite.mutation import mutation
+from memosite.freshness import Cite, parse_cite_spec, span_digest, split_lines
+from memosite.mutation import Mutation, mutation
 from memosite.schema import format_iso, utc_now
 from memosite.store import append_event, derive_slug, upsert_record
-from memosite.vault import Vault
+from memosite.sync.paths import sidecar_path
+from memosite.vault import CONFLICT_MARK, Vault
+from memosite.verify import verify_project
 
 if TYPE_CHECKING:
     from memosite.agentfiles.compile import CompilePlan
@@ -26,6 +29,7 @@ class _Seed:
     body: str
     frontmatter: dict[str, Any]
     path: str | None = None
+    cites: tuple[str, ...] = ()  # code of the demo repository the record cites (PATH:START-END)
 
 
 _TRAPS = [
@@ -36,6 +40,16 @@ _TRAPS = [
         "Always pass `Idempotency-Key: <order id>` to the payments client; the gateway keeps keys for 24 h.\n",
         {"title": "Payment retries must carry an idempotency key", "severity": "critical", "tags": ["payments"]},
         "src/payments/client.py",
+        ("src/payments/client.py:4-11",),
+    ),
+    _Seed(
+        "trap",
+        16,
+        "A refund must send the idempotency key of the charge it refunds, or the gateway refunds twice "
+        "when the request is retried.\n",
+        {"title": "Refunds reuse the charge's idempotency key", "severity": "high", "tags": ["payments"]},
+        "src/payments/refunds.py",
+        ("src/payments/client.py:4-11", "src/payments/refunds.py:3-8"),
     ),
     _Seed(
         "trap",
@@ -107,6 +121,13 @@ _DECISIONS = [
     ),
     _Seed(
         "decision",
+        8,
+        "Full-text search stays, with `pg_trgm` trigram matching on product names so typos still find "
+        "the product (`iphnoe` finds iPhone).\n",
+        {"title": "Product search tolerates typos", "id": "search-typos", "supersedes": "search-full-text"},
+    ),
+    _Seed(
+        "decision",
         6,
         "Proposal: move background jobs from cron to a queue (Dramatiq + Redis) so retries and back-off are visible.\n",
         {"title": "Move background jobs to a queue", "status": "paused", "id": "jobs-queue"},
@@ -123,7 +144,8 @@ _OTHERS = [
     _Seed(
         "spec",
         25,
-        "# Checkout v2\n\n- One page, address autocomplete\n- Apple Pay and cards\n- Idempotent order submission\n",
+        "# Checkout v2\n\n- One page, address autocomplete\n- Apple Pay and cards\n- Idempotent order submission"
+        " (see [the idempotency trap](../traps/payment-retries-must-carry-an-idempotency-key.md))\n",
         {"title": "Checkout v2", "id": "checkout-v2"},
     ),
     _Seed(
@@ -192,6 +214,63 @@ _OTHERS = [
     ),
 ]
 
+# Written by an agent, waiting for a person's review: published only by a build that includes it.
+_PENDING = _Seed(
+    "trap",
+    0.5,
+    "The payment gateway may deliver `charge.refunded` before `charge.succeeded`; the webhook handler "
+    "must not assume the order it reads them in.\n",
+    {
+        "title": "Webhook events can arrive out of order",
+        "severity": "medium",
+        "tags": ["payments"],
+        "review": "pending",
+        "source": "agent",
+        "author": "claude-code via memosite",
+    },
+)
+
+# The product code the citing records cite, as the demo repository holds it when they are written,
+# and the change made to it afterwards (so that one citation drifts and the other stays fresh).
+_CODE = {
+    "src/payments/client.py": (
+        '"""The payments gateway client."""\n'
+        "\n"
+        "\n"
+        "def charge(order, gateway):\n"
+        "    # The gateway keeps idempotency keys for 24 h: a retried request with the\n"
+        "    # same key is answered with the first result, never charged twice.\n"
+        "    return gateway.post(\n"
+        '        "/charges",\n'
+        '        json={"amount": order.total, "currency": order.currency},\n'
+        '        headers={"Idempotency-Key": order.id},\n'
+        "    )\n"
+    ),
+    "src/payments/refunds.py": (
+        '"""Refunds of charges."""\n'
+        "\n"
+        "def refund(charge, gateway):\n"
+        "    return gateway.post(\n"
+        '        "/refunds",\n'
+        '        json={"charge": charge.id},\n'
+        '        headers={"Idempotency-Key": charge.idempotency_key},\n'
+        "    )\n"
+    ),
+}
+_CODE_CHANGED = {
+    "src/payments/refunds.py": (
+        '"""Refunds of charges."""\n'
+        "\n"
+        "def refund(charge, gateway, reason=None):\n"
+        "    return gateway.post(\n"
+        '        "/refunds",\n'
+        '        json={"charge": charge.id, "reason": reason},\n'
+        "    )\n"
+    ),
+}
+# The record that changed on two machines at once: the other machine's version waits beside it.
+_CONFLICTED = "Session cookie loses SameSite behind the CDN"
+
 _LOGS = [
     (44, "Deployed v1.8.0 to production", {"version": "1.8.0"}),
     (41, "Rolled back v1.8.0: checkout error rate 4%", {"version": "1.8.0", "errorRate": 0.04}),
@@ -246,7 +325,7 @@ def write_demo_agent_files(
         target,
         settings=AgentFilesSettings.from_config(vault.config),
         with_files=("claude", "copilot"),
-        judge_code=False,  # the demo's records cite no code, and this directory holds none
+        judge_code=True,  # the demo repository holds the code its records cite
         now=now or utc_now(),
     )
     return apply_plan(plan)
@@ -273,15 +352,62 @@ def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | 
         )
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("written by memosite demo\n", encoding="utf-8")
+    repository = demo_repository(vault)
+    code_is_new = _write_code(repository, _CODE)
     count = 0
-    with mutation(vault, f"demo {project}"):
-        count += _write_seeds(vault, project, now)
+    with mutation(vault, f"demo {project}") as unit:
+        count += _write_seeds(vault, project, now, repository)
+        _write_conflict(unit, project)
+    if code_is_new:
+        _write_code(repository, _CODE_CHANGED, replace=True)  # the code changed after the records
+    verify_project(vault, project, repository, now=now)
     return DemoResult(vault=str(vault.root), project=project, records=count)
 
 
-def _write_seeds(vault: Vault, project: str, now: datetime) -> int:
+def _write_code(repository: Path, files: dict[str, str], *, replace: bool = False) -> bool:
+    """Write the demo repository's files that are missing (all of ``files`` with ``replace``);
+    True when it wrote any."""
+    wrote = False
+    for relative, text in files.items():
+        path = repository / relative
+        if replace or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            wrote = True
+    return wrote
+
+
+def _pinned(repository: Path, specs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The citations of ``specs`` as the demo repository's files read now (pinned to no commit:
+    the demo repository is no git repository of its own)."""
+    pinned = []
+    for spec in specs:
+        path, lines = parse_cite_spec(spec)
+        data = (repository / path).read_bytes()
+        digest = span_digest(split_lines(data), lines, data)
+        assert digest is not None, spec  # the demo's spans lie inside its files
+        pinned.append(Cite(path, lines, digest).to_json())
+    return pinned
+
+
+def _write_conflict(unit: Mutation, project: str) -> None:
+    """The other machine's version of one record, in a sync conflict sidecar beside it (unless
+    the record already has one, or is gone)."""
+    vault = unit.vault
+    slug = derive_slug("trap", {"title": _CONFLICTED}, None, utc_now())
+    path = vault.record_path(project, "trap", slug)
+    if not path.is_file() or any(path.parent.glob(f"{slug}{CONFLICT_MARK}*")):
+        return
+    text = path.read_text(encoding="utf-8")
+    theirs = text.replace("severity: high", "severity: critical", 1).rstrip("\n")
+    theirs += "\n\nThe admin app loses its session the same way.\n"
+    relative = sidecar_path(vault.relative(path), theirs.encode("utf-8"))
+    unit.write_beside(vault.root / relative, theirs)
+
+
+def _write_seeds(vault: Vault, project: str, now: datetime, repository: Path) -> int:
     count = 0
-    for seed in [*_TRAPS, *_DECISIONS, *_OTHERS]:
+    for seed in [*_TRAPS, *_DECISIONS, *_OTHERS, _PENDING]:
         moment = now - timedelta(days=seed.days_ago)
         frontmatter = {k: v for k, v in seed.frontmatter.items() if v is not None}
         frontmatter.setdefault("created", format_iso(moment))
@@ -289,6 +415,8 @@ def _write_seeds(vault: Vault, project: str, now: datetime) -> int:
         slug = derive_slug(seed.kind, frontmatter, None, moment)
         if vault.record_path(project, seed.kind, slug).exists():
             continue  # never overwrite: a person may have edited the sample
+        if seed.cites:
+            frontmatter["cites"] = _pinned(repository, seed.cites)
         upsert_record(
             vault,
             project,

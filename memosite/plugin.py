@@ -11,11 +11,14 @@ Add it to any MkDocs site::
           prefix: memory              # URL prefix of the memory section
           include_inactive_in_search: false
           include_pending: false      # publish records waiting for review (and a Review page)
+          author_emails: false        # publish authors' e-mail addresses (default: names only)
           cache: auto                 # the page cache: auto, true or false
 
 Nothing is written into ``docs_dir``: pages are generated in ``on_files``. Record pages stay out
 of the navigation (a nav entry per record would make the site grow with the square of the
-records). Record HTML is sanitised, and the build scans what it publishes for secrets (each page's
+records). The plugin turns on the Markdown extensions its pages use (attr_list, md_in_html,
+admonition, tables) and gives site search memosite's word separator (:mod:`memosite.site.search`)
+unless the site sets one. Record HTML is sanitised, and the build scans what it publishes for secrets (each page's
 content, title and table of contents, every other output file, ``records.json``, the feeds and
 the search index) and fails, leaving nothing published, when it finds one.
 
@@ -35,6 +38,7 @@ import logging
 import os
 import posixpath
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,13 +50,15 @@ from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
+from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
 
 from memosite.errors import MemositeError
 from memosite.resources import SITE_ASSETS as ASSETS
+from memosite.site.dashboard import OVERVIEW_MARK
+from memosite.site.search import with_folded_fields
 
 if TYPE_CHECKING:
     from mkdocs.livereload import LiveReloadServer  # a build never needs it (nor its watchdog, http.server)
@@ -61,10 +67,16 @@ if TYPE_CHECKING:
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
-log = logging.getLogger("mkdocs.plugins.memosite")
+# Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
+log = logging.getLogger(f"{sys.modules['mkdocs'].__name__}.plugins.memosite")
 
-OVERVIEW_MARK = "<!-- memosite:overview -->"
 SEARCH_INDEX = "search/search_index.json"
+# Changes when the search entries a build caches change shape (the folded fields): no older cache
+# entry is reused.
+SEARCH_FORMAT = 2
+# The Markdown extensions the generated pages use (attribute lists, HTML blocks holding Markdown,
+# banners, tables).
+PAGE_EXTENSIONS = ("attr_list", "md_in_html", "admonition", "tables")
 SCANNED_SUFFIXES = (".html", ".json", ".xml", ".txt")
 # Plugins whose output for a page depends only on that page and the configuration: with any other
 # plugin in the site, cache: auto keeps no pages (the plugin may add something else, e.g. a date).
@@ -87,6 +99,7 @@ class MemositePluginConfig(Config):
     prefix = c.Type(str, default="memory")
     include_inactive_in_search = c.Type(bool, default=False)
     include_pending = c.Type(bool, default=False)
+    author_emails = c.Type(bool, default=False)
     cache = c.Choice(("auto", "true", "false", True, False), default="auto")
 
 
@@ -159,8 +172,6 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._scanner: Scanner | None = None
         self._keys: dict[str, str] = {}  # src_uri -> key of this build
         self._reuse: dict[str, CachedPage | _PageState] = {}  # src_uri -> where an unrendered page comes from
-        self._details: dict[str, str] = {}  # page url -> anchor of its "Record details" section
-        self._hidden_tails: dict[str, str] = {}  # page url -> its details section, while search reads it
         self._rendered: set[str] = set()  # src_uris of virtual pages rendered by this build
         self._handled: set[str] = set()  # abs paths of outputs already scanned
         self._started_ns = 0
@@ -197,6 +208,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._cache.save()
             self._cache_dirty = False
 
+    @event_priority(50)  # before the search plugin reads its settings
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         from memosite.config import resolve_vault_root
         from memosite.site.pages import nav_section, normalize_prefix, resolve_projects
@@ -213,6 +225,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         for asset, option in zip(ASSETS, (config.extra_css, config.extra_javascript), strict=True):
             if asset not in [str(item) for item in option]:
                 option.append(asset)
+        _use_page_extensions(config)
+        _use_search_separator(config)
         self._site_name = config.site_name
         key = (
             str(self.vault_root),
@@ -221,6 +235,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             tuple(self.projects),
             self.config.include_inactive_in_search,
             self.config.include_pending,
+            self.config.author_emails,
             config.use_directory_urls,
         )
         if key != self._memory.key:
@@ -266,6 +281,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     projects=self.projects,
                     memo=self._memo,
                     include_pending=self.config.include_pending,
+                    author_emails=self.config.author_emails,
                 )
                 docs = list(files.documentation_pages())
                 scope = _site_scope(config, docs, self._memo.templates)
@@ -374,6 +390,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             return markdown
         # MkDocs themes print the title unescaped; hand them text that is already escaped.
         page.meta["title"] = html.escape(site_page.title, quote=False)
+        if "hide" in site_page.meta:
+            page.meta["hide"] = list(site_page.meta["hide"])
+        if site_page.meta.get("tags"):
+            # Search indexes them (the theme prints them, unescaped, where a tags plugin runs).
+            page.meta["tags"] = [html.escape(str(tag), quote=False) for tag in site_page.meta["tags"]]
         searchable = site_page.searchable and (
             site_page.record is None or site_page.record.searchable_by_default or self.config.include_inactive_in_search
         )
@@ -414,12 +435,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             html_text = sanitize_html(html_text)
             if "MEMOSITETASK" in html_text:
                 html_text = _TASK_TOKEN.sub(_checkbox, html_text)
-        if site_page.role == "record":
-            html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
-            details = _details_anchor(page.toc)
-            if details:
-                self._details[page.url] = details
-        elif site_page.role == "view":
+        if site_page.role == "view":
             html_text = _BADGE.sub(_badge, html_text)
         if site_page.role in ("dashboard", "changelog", "trust"):
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
@@ -431,28 +447,6 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             text = html.unescape(_TAGS.sub("", html_text))
             self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), text, _urls(html_text)], where)
         return html_text
-
-    # --- search ------------------------------------------------------------------------------
-    @event_priority(50)  # before the search plugin divides the page into sections
-    def _hide_record_details(self, context: Any, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:
-        # A record's "Record details" table stays out of the search index (_search_entries drops
-        # its entry too): the search plugin does not read it, a third of a record page's HTML.
-        anchor = self._details.get(page.url)
-        if anchor and page.content:
-            cut = page.content.find(f'<h2 id="{anchor}"')
-            if cut != -1:
-                self._hidden_tails[page.url] = page.content[cut:]
-                page.content = page.content[:cut]
-        return context
-
-    @event_priority(-50)  # after the search plugin: the page is rendered whole
-    def _show_record_details(self, context: Any, *, page: Page, config: MkDocsConfig, nav: Any) -> Any:
-        tail = self._hidden_tails.pop(page.url, None)
-        if tail is not None:
-            page.content = (page.content or "") + tail
-        return context
-
-    on_page_context = CombinedEvent(_hide_record_details, _show_record_details)
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
         # MkDocs makes a new theme environment for every build; serve would compile every theme
@@ -546,11 +540,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         except (FileNotFoundError, ValueError):
             return {}
         by_url: dict[str, list[dict[str, Any]]] = {}
-        for doc in data.get("docs", []):
-            location = str(doc.get("location", ""))
-            url, _, anchor = location.partition("#")
-            if anchor and self._details.get(url) == anchor:
-                continue
+        docs = data.get("docs", [])
+        # Folded words in fields of their own: "cafe" finds "Café" as the CLI's search does.
+        config = with_folded_fields(data.get("config", {}), docs)
+        for doc in docs:
+            url = str(doc.get("location", "")).partition("#")[0]
             by_url.setdefault(url, []).append(doc)
         ours = {f.url: uri for uri, f in virtual.items()}
         parts: list[str] = []
@@ -579,7 +573,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._search_text = fresh_texts
         for docs in by_url.values():
             self._scanner.scan(json.dumps(docs, ensure_ascii=False), SEARCH_INDEX)
-        config_text = json.dumps(data.get("config", {}), separators=(",", ":"), default=str)
+        config_text = json.dumps(config, separators=(",", ":"), default=str)
         path.write_text('{"config":' + config_text + ',"docs":[' + ",".join(parts) + "]}", encoding="utf-8")
         self._handled.add(os.path.abspath(path))
         return by_url
@@ -625,8 +619,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 def _versions() -> tuple[str, ...]:
     from importlib.metadata import PackageNotFoundError, version
 
-    found = []
-    for package in ("memosite", "mkdocs", "mkdocs-material", "pymdown-extensions", "Markdown", "nh3"):
+    # The engine running (ProperDocs answers MkDocs' imports), and what the search index holds.
+    found = [f"engine={sys.modules['mkdocs'].__name__}", f"search={SEARCH_FORMAT}"]
+    for package in ("memosite", "mkdocs", "properdocs", "mkdocs-material", "pymdown-extensions", "Markdown", "nh3"):
         try:
             found.append(f"{package}={version(package)}")
         except PackageNotFoundError:
@@ -664,6 +659,23 @@ def _site_scope(config: MkDocsConfig, docs: list[File], templates: str) -> str:
     )
 
 
+def _use_page_extensions(config: MkDocsConfig) -> None:
+    names = [item if isinstance(item, str) else next(iter(item)) for item in config.markdown_extensions]
+    for extension in PAGE_EXTENSIONS:
+        if extension not in names:
+            config.markdown_extensions.append(extension)
+
+
+def _use_search_separator(config: MkDocsConfig) -> None:
+    from memosite.site.search import separator
+
+    for name in ("search", "material/search"):
+        plugin = config.plugins.get(name)
+        settings = getattr(plugin, "config", None)
+        if settings is not None and "separator" in settings and not settings.get("separator"):
+            settings["separator"] = separator()
+
+
 def _shows_overview(file: File) -> bool:
     if not file.abs_src_path or not file.src_uri.endswith(".md"):
         return False
@@ -693,17 +705,6 @@ def _checkbox(match: re.Match[str]) -> str:
 def _badge(match: re.Match[str]) -> str:
     level = match.group(2).lower()
     return f'{match.group(1)}<span class="memosite-severity memosite-severity--{level}">{level}</span> '
-
-
-def _details_anchor(toc: Any) -> str | None:
-    found = None
-    for item in toc or ():
-        if isinstance(item, AnchorLink) and item.level <= 2 and item.title == "Record details":
-            found = item.id
-        for child in item.children or ():
-            if isinstance(child, AnchorLink) and child.level == 2 and child.title == "Record details":
-                found = child.id
-    return found
 
 
 def _urls(html_text: str) -> str:

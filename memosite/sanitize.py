@@ -15,7 +15,8 @@ import nh3
 # tables, toc) emit, on top of nh3's conservative default set.
 _EXTRA_TAGS = frozenset({"details", "summary", "figure", "figcaption", "mark", "abbr", "del", "ins"})
 
-_GENERIC_ATTRIBUTES = frozenset({"class", "id", "title", "lang", "dir"})
+# data-search-exclude: the parts of a record page that site search leaves out (an empty marker).
+_GENERIC_ATTRIBUTES = frozenset({"class", "id", "title", "lang", "dir", "data-search-exclude"})
 
 _TAG_ATTRIBUTES: dict[str, set[str]] = {
     "a": {"href", "name", "hreflang"},

@@ -1,9 +1,10 @@
-"""``memosite export-docs``: plain Markdown that plain MkDocs and Zensical build without the plugin,
-neutralised and secret-checked, with a Memory page that works in Chromium on both."""
+"""``memosite export-docs``: plain Markdown that plain MkDocs, ProperDocs and Zensical build without
+the plugin, neutralised and secret-checked, with a Memory page that works in Chromium on each."""
 
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import json
 import shutil
@@ -14,9 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments, SafetyViolation
-from memosite.site.export import export_docs, neutralise_markdown
+from memosite.site.export import export_docs, front_matter, neutralise_markdown
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
@@ -34,6 +38,7 @@ markdown_extensions:
   - admonition
   - attr_list
   - tables
+  - md_in_html
   - toc:
       permalink: true
   - pymdownx.superfences
@@ -87,11 +92,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return project
 
 
-@pytest.fixture(scope="module", params=["mkdocs", "zensical"])
+@pytest.fixture(scope="module", params=["mkdocs", "properdocs", "zensical"])
 def built(request: pytest.FixtureRequest, exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp(request.param)
     shutil.copytree(exported, work / "team")
-    command = [str(_generator(request.param)), "build"] + (["--strict"] if request.param == "mkdocs" else [])
+    command = [str(_generator(request.param)), "build"] + (["--strict"] if request.param != "zensical" else [])
     done = subprocess.run(
         command, cwd=work / "team", capture_output=True, text=True, encoding="utf-8", timeout=600, check=False
     )
@@ -220,3 +225,39 @@ def test_cli_export_docs_prints_the_lines_to_add(tmp_path: Path, vault: Vault, r
 )
 def test_neutralise_markdown(markdown: str, expected: str) -> None:
     assert neutralise_markdown(markdown).startswith(expected)
+
+
+def test_every_exported_page_has_one_front_matter_block(exported: Path) -> None:
+    for path in sorted((exported / "docs/memory").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith("---\ntitle: "), path
+        block, _, rest = text[4:].partition("\n---\n")
+        assert "\n---" not in block and not rest.lstrip("\n").startswith("---"), path
+    memory = (exported / "docs/memory/index.md").read_text(encoding="utf-8")
+    assert memory.startswith('---\ntitle: "Memory"\nhide:\n  - toc\nsearch:\n  exclude: true\n---\n')
+
+
+def test_the_memory_page_hides_its_table_of_contents_on_every_generator(built: Path) -> None:
+    page = (built / "memory/index.html").read_text(encoding="utf-8")
+    assert "hide:" not in page and "- toc" not in page and "memosite-memory__table" in page
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    title=st.text(min_size=1, max_size=40),
+    tags=st.lists(st.text(min_size=1, max_size=20), max_size=4),
+    hide=st.booleans(),
+    searchable=st.booleans(),
+)
+def test_front_matter_is_one_block_whose_values_read_back_as_escaped_text(
+    title: str, tags: list[str], hide: bool, searchable: bool
+) -> None:
+    meta = {"tags": tags, **({"hide": ["toc", "<script>"]} if hide else {})}
+    block = front_matter(title, meta, searchable=searchable)
+    assert block.startswith("---\n") and block.endswith("\n---\n") and block.count("\n---\n") == 1
+    data = yaml.safe_load(block[4:-5])
+    assert html.unescape(data["title"]) == title.replace("\r\n", "\n") or "&#x" in data["title"]
+    assert "<" not in data["title"] and all("<" not in tag for tag in data.get("tags", []))
+    assert len(data.get("tags", [])) == len(tags)
+    assert data.get("hide") == (["toc"] if hide else None)
+    assert (data.get("search") == {"exclude": True}) is not searchable

@@ -143,7 +143,7 @@ def test_severity_badges_tasklists_breadcrumbs_and_a_single_h1(site: dict) -> No
     page = _article(_record_page(root, site["paths"]["hostile"]))
     assert 'class="memosite-severity memosite-severity--critical"' in page
     assert 'type="checkbox"' in page and "task-list-item" in page
-    crumbs = re.search(r'<p class="memosite-breadcrumb">(.*?)</p>', page)
+    crumbs = re.search(r'<p class="memosite-breadcrumb"[^>]*>(.*?)</p>', page)
     assert crumbs is not None
     assert 'href="../../../"' in crumbs.group(1) and 'href="../../"' in crumbs.group(1)
     assert 'href="../../TRAPS/"' in crumbs.group(1)
@@ -169,18 +169,18 @@ def test_search_finds_records_and_leaves_out_views_dashboards_and_record_details
     assert any("zanzibar" in d["text"] for d in docs)
 
 
-def test_record_details_table_is_on_the_page_but_not_in_search(tmp_path: Path, vault: Vault) -> None:
+def test_record_details_fold_under_the_body_and_stay_out_of_search(tmp_path: Path, vault: Vault) -> None:
     body = "Retries need jitter, quokka.\n\n## Record details\n\nThe body's own section, wombat.\n"
     path = _upsert(vault, "trap", "Retry storms", body, severity="high", module="src/queue_zebra.py")
     build_site(vault, out_dir=tmp_path / "site")
     page = _article(_record_page(tmp_path / "site", path))
-    table = page[page.index('id="record-details_1"') :]
-    assert "queue_zebra" in table and "Occurrences" in table and "</table>" in table
-    assert "wombat" in page[: page.index('id="record-details_1"')]
+    details = page[page.index('<details class="memosite-details"') : page.index("</details>")]
+    assert "<summary>Record details</summary>" in details and "queue_zebra" in details and "Occurrences" in details
+    assert page.index("quokka") < page.index("wombat") < page.index('<details class="memosite-details"')
     docs = json.loads(_html(tmp_path / "site", "search/search_index.json"))["docs"]
     texts = [d["text"] for d in docs if d["location"].startswith("memory/shop/traps/retry-storms")]
     assert any("quokka" in t for t in texts) and any("wombat" in t for t in texts)
-    assert not any("queue_zebra" in t or "Occurrences" in t for t in texts)
+    assert not any("queue_zebra" in t or "Occurrences" in t or "Memory" in t for t in texts)
 
 
 def test_project_home_has_counts_changes_traps_and_charts(site: dict) -> None:
@@ -190,7 +190,7 @@ def test_project_home_has_counts_changes_traps_and_charts(site: dict) -> None:
     assert "<script" not in home.split('class="memosite-chart"', 1)[1]
     assert "Most recurring" in home and f"Rounding {SCRIPTS}" in home
     overview = _article(_html(site["site"], "index.html"))
-    assert "Live records" in overview and 'class="memosite-chart"' in overview
+    assert "memosite-overview" in overview and "Flagged stale" in overview and 'class="memosite-chart"' in overview
 
 
 def test_feeds_are_valid_atom_with_absolute_links(site: dict) -> None:
@@ -272,7 +272,7 @@ def test_a_template_override_invalidates_the_cached_pages(tmp_path: Path, vault:
     override.parent.mkdir(parents=True)
     override.write_text('{% extends "default:site/record.md.j2" %}\n', encoding="utf-8")
     original = (Path(__file__).parent.parent / "templates/site/record.md.j2").read_text(encoding="utf-8")
-    override.write_text(original.replace("## Record details", "## Everything about it"), encoding="utf-8")
+    override.write_text(original.replace("<summary>Record details", "<summary>Everything about it"), encoding="utf-8")
     build_site(vault, out_dir=tmp_path / "b")
     page = (tmp_path / "b/memory/shop/traps/cookie-loses-samesite/index.html").read_text(encoding="utf-8")
     assert "Everything about it" in page

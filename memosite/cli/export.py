@@ -15,8 +15,9 @@ from memosite.cli._common import App, vault_options
     is_flag=True,
     help="Export records that wait for review too, marked unreviewed, with a Review page per project.",
 )
+@click.option("--author-emails", is_flag=True, help="Publish authors' e-mail addresses (default: their names only).")
 @vault_options
-def export_docs(app: App, directory: str, prefix: str, include_pending: bool) -> None:
+def export_docs(app: App, directory: str, prefix: str, include_pending: bool, author_emails: bool) -> None:
     """Write the memory section into the docs folder DIR as plain Markdown pages.
 
     Records, views, project homes, What changed pages, the Memory page, records.json, the Atom
@@ -33,6 +34,7 @@ def export_docs(app: App, directory: str, prefix: str, include_pending: bool) ->
         prefix=prefix,
         projects=[app.project] if app.project_arg else None,
         include_pending=include_pending,
+        author_emails=author_emails,
     )
     payload = result.to_json()
     app.emit(
@@ -41,5 +43,6 @@ def export_docs(app: App, directory: str, prefix: str, include_pending: bool) ->
         f" {result.directory}/{result.prefix} ({len(result.files)} files)\n"
         "add to mkdocs.yml (plain MkDocs or Zensical):\n"
         f"  extra_css: [{payload['extra_css'][0]}]\n"
-        f"  extra_javascript: [{payload['extra_javascript'][0]}]",
+        f"  extra_javascript: [{payload['extra_javascript'][0]}]\n"
+        "  markdown_extensions: [admonition, attr_list, md_in_html, tables, toc]",
     )

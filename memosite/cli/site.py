@@ -49,11 +49,12 @@ def _projects(app: App) -> list[str] | None:
     return [app.project] if app.project_arg else None
 
 
-def _summary(result: BuildResult, verb: str = "built") -> str:
+def _summary(result: BuildResult, verb: str = "built", engine: str | None = None) -> str:
     megabytes = result.bytes / 1_000_000
     projects = ", ".join(result.projects) or "no projects"
+    using = f" with {engine}" if engine else ""
     summary = (
-        f"{verb} {result.records} records of {projects} into {result.site_dir}"
+        f"{verb} {result.records} records of {projects} into {result.site_dir}{using}"
         f" ({result.pages} pages, {megabytes:.1f} MB, {result.seconds:.1f} s)"
     )
     if result.kept:
@@ -105,6 +106,12 @@ _include_pending_option = click.option(
     help="Where the site goes, relative to the current directory: a new or empty folder, or one "
     "memosite built (a rebuild removes only the files the last one wrote, and only once it succeeded).",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["mkdocs", "properdocs", "zensical"]),
+    help="The generator: mkdocs (MkDocs 1.6), properdocs (its maintained continuation) or zensical "
+    "(builds memosite's exported pages). Default: properdocs when installed, else mkdocs.",
+)
 @_config_option
 @_site_url_option
 @_site_name_option
@@ -114,21 +121,24 @@ _include_pending_option = click.option(
 def build(
     app: App,
     out_dir: str,
+    engine: str | None,
     config_file: str | None,
     site_url: str | None,
     site_name: str | None,
     strict: bool,
     include_pending: bool,
 ) -> None:
-    """Build the vault's static site (MkDocs Material) into ./site.
+    """Build the vault's static site (Material for MkDocs) into ./site.
 
     Publishes every project of the vault (only the --project one if you name it). The build
     fails, and publishes nothing, if its output holds anything that looks like a secret.
     """
-    from memosite.site.build import build_site
+    from memosite.site.engines import build_with_engine, choose_engine
 
-    result = build_site(
+    chosen = choose_engine(engine)
+    result = build_with_engine(
         app.vault,
+        chosen,
         out_dir=out_dir,
         config_file=config_file,
         strict=strict,
@@ -138,7 +148,7 @@ def build(
         include_pending=include_pending,
     )
     _report_warnings(result.warnings)
-    app.emit(result.to_json(), _summary(result))
+    app.emit({**result.to_json(), "engine": chosen}, _summary(result, engine=chosen))
 
 
 @click.command()

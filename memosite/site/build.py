@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from memosite.plugin import MemositePlugin
 
 PLUGIN_NAME = "memosite"
+# MkDocs logs under "mkdocs"; ProperDocs (which answers MkDocs' imports in its build process,
+# see memosite.site.engines) under "properdocs".
+ENGINE_LOGGERS = ("mkdocs", "properdocs")
 
 
 @dataclass
@@ -60,12 +63,14 @@ class _Collect(logging.Handler):
 def _collect_mkdocs_warnings() -> Iterator[list[str]]:
     """MkDocs' warnings of this build, as a list (and not on stderr unless the caller says so)."""
     handler = _Collect()
-    logger = logging.getLogger("mkdocs")
-    logger.addHandler(handler)
+    loggers = [logging.getLogger(name) for name in ENGINE_LOGGERS]
+    for logger in loggers:
+        logger.addHandler(handler)
     try:
         yield handler.messages
     finally:
-        logger.removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)
 
 
 def _failure(exc: BaseException, warnings: Sequence[str]) -> BuildError:
@@ -170,15 +175,17 @@ def run_build(config: MkDocsConfig, *, dirty: bool = True, serve_url: str | None
     from mkdocs.exceptions import MkDocsException
 
     quiet = _NoDirtyNotice()
-    logger = logging.getLogger("mkdocs.commands.build")
-    logger.addFilter(quiet)
+    loggers = [logging.getLogger(f"{name}.commands.build") for name in ENGINE_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(quiet)
     with _collect_mkdocs_warnings() as warnings:
         try:
             build(config, dirty=dirty, serve_url=serve_url)
         except (MkDocsException, SystemExit) as exc:
             raise _failure(exc, warnings) from None
         finally:
-            logger.removeFilter(quiet)
+            for logger in loggers:
+                logger.removeFilter(quiet)
     return list(warnings)
 
 

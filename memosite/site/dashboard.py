@@ -29,6 +29,8 @@ from memosite.vault import Vault
 if TYPE_CHECKING:
     from memosite.site.pages import PublishedRecord, SitePage
 
+# Where a page of the site's own (its landing page) shows the site-wide overview.
+OVERVIEW_MARK = "<!-- memosite:overview -->"
 CHART_WEEKS = 12
 # The changelog page lists each event of its newest weeks (up to a number a week) and counts the
 # rest, so it stays one readable page, cheap to rebuild, at any size; the feed has the newest.

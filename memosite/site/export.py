@@ -29,10 +29,10 @@ from memosite.resources import SITE_ASSETS as ASSETS
 from memosite.resources import data_path
 from memosite.schema import utc_now
 from memosite.site.cache import Scanner
-from memosite.site.dashboard import render_feed
+from memosite.site.dashboard import OVERVIEW_MARK, overview_markdown, render_feed
 from memosite.site.destination import check_destination
 from memosite.site.manifest import Manifest, manifest_key, read_manifest, record_file, unchanged, within, write_manifest
-from memosite.site.pages import SitePage, collect_site_content, normalize_prefix, resolve_projects
+from memosite.site.pages import SiteContent, SitePage, collect_site_content, normalize_prefix, resolve_projects
 from memosite.vault import Vault
 from memosite.watch import recompile_projects
 
@@ -140,16 +140,54 @@ def front_matter_title(title: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+# The lines of memosite's record template that are HTML (a record's page folds its details and
+# keeps its chrome out of search): restored after neutralising, and only as whole lines, so text
+# from a record can at most add one more of these fixed, attribute-free elements.
+_STRUCTURE = frozenset(
+    {
+        '<aside class="memosite-banners" markdown data-search-exclude>',
+        "</aside>",
+        '<details class="memosite-details" markdown data-search-exclude>',
+        "<summary>Record details</summary>",
+        "</details>",
+        '<div class="memosite-links" markdown>',
+        "</div>",
+    }
+)
+# ... and the one of the landing page's overview (its table's box).
+_HOME_STRUCTURE = frozenset({'<div class="memosite-overview" markdown>', "</div>"})
+
+
+def _restore_structure(text: str, lines: frozenset[str] = _STRUCTURE) -> str:
+    restored = {line.replace("<", "&lt;"): line for line in lines}
+    return "\n".join(restored.get(line, line) for line in text.split("\n"))
+
+
+def front_matter(title: str, meta: dict[str, Any], *, searchable: bool) -> str:
+    """A page's one front-matter block: its title, ``hide``, ``tags`` and, unless ``searchable``,
+    ``search: exclude``. Every value from a record is written as :func:`front_matter_title` writes
+    a title (the generators print them unescaped)."""
+    lines = ["---", f"title: {front_matter_title(title)}"]
+    hidden = [str(item) for item in meta.get("hide") or () if str(item) in ("toc", "navigation", "footer", "tags")]
+    if hidden:
+        lines += ["hide:", *(f"  - {item}" for item in hidden)]
+    tags = [str(tag) for tag in meta.get("tags") or ()]
+    if tags:
+        lines += ["tags:", *(f"  - {front_matter_title(tag)}" for tag in tags)]
+    if not searchable:
+        lines += ["search:", "  exclude: true"]
+    return "\n".join([*lines, "---", ""])
+
+
 def _page_text(page: SitePage) -> str:
     text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
+    if page.role == "record":
+        text = _restore_structure(text)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
-    role = page.role
-    meta = ["---", f"title: {front_matter_title(page.title)}"]
-    if role != "record":
-        meta += ["search:", "  exclude: true"]
-    return "\n".join([*meta, "---", "", text])
+    searchable = page.role == "record" and (page.record is None or page.record.searchable_by_default)
+    return front_matter(page.title, page.meta, searchable=searchable) + "\n" + text
 
 
 def export_docs(
@@ -159,22 +197,27 @@ def export_docs(
     prefix: str = "memory",
     projects: list[str] | None = None,
     include_pending: bool = False,
+    author_emails: bool = False,
+    home: bool = False,
 ) -> ExportResult:
     """Write the memory section into ``directory`` (a docs folder); see the module docstring.
-    Records waiting for review are left out unless ``include_pending``."""
+    Records waiting for review are left out unless ``include_pending``; authors' e-mail addresses
+    unless ``author_emails``. With ``home``, the folder's ``index.md`` is memosite's landing page
+    with the site-wide overview (what ``memosite build --engine zensical`` publishes)."""
     prefix = normalize_prefix(prefix)
     key = manifest_key()
     destination, previous = check_destination_for_export(Path(directory), vault.root, prefix, key)
     ensure_index(vault)
     wanted = resolve_projects(vault, projects)
     recompile_projects(vault, wanted)
-    content = collect_site_content(vault, prefix=prefix, projects=wanted, include_pending=include_pending)
+    content = collect_site_content(
+        vault, prefix=prefix, projects=wanted, include_pending=include_pending, author_emails=author_emails
+    )
     files: dict[str, str] = {}
     for page in content.pages:
-        text = _page_text(page)
-        if page.record is not None and not page.record.searchable_by_default:
-            text = text.replace("\n---\n", "\nsearch:\n  exclude: true\n---\n", 1)
-        files[page.src_uri] = text
+        files[page.src_uri] = _page_text(page)
+    if home:
+        files["index.md"] = _home_text(vault, content)
     urls = {uri: _directory_url(uri) for uri in files}
     files[content.records_json_uri] = content.records_json(lambda uri: urls.get(uri, uri))
     now = utc_now()
@@ -213,6 +256,20 @@ def export_docs(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return ExportResult(str(destination), prefix, wanted, len(content.records), written, kept)
+
+
+def _home_text(vault: Vault, content: SiteContent) -> str:
+    """memosite's landing page with the site-wide overview where it says so, as an exported page."""
+    from memosite.views import env_for
+
+    landing = (data_path("site_src") / "index.md").read_text(encoding="utf-8")
+    assert content.overview is not None
+    overview, charts = overview_markdown(env_for(vault), content.overview, "")
+    text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', neutralise_markdown(overview))
+    text = _restore_structure(text, _HOME_STRUCTURE)
+    for token, svg in charts.items():
+        text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
+    return front_matter("Home", {}, searchable=False) + "\n" + landing.replace(OVERVIEW_MARK, text)
 
 
 def check_destination_for_export(

@@ -25,6 +25,7 @@ from memosite.proposals import count_proposals
 from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
 from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
+from memosite.site.links import LinksHere, ProjectLinks
 from memosite.template_files import DEFAULT_PREFIX, templates_checksum_for
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
@@ -88,7 +89,9 @@ class SitePage:
     """One virtual Markdown page of the memory section.
 
     ``charts`` maps a placeholder paragraph of the Markdown to the SVG that replaces it once the
-    page is HTML (SVG is made here, escaped, and never passes through the sanitiser)."""
+    page is HTML (SVG is made here, escaped, and never passes through the sanitiser). ``meta`` is
+    the page's front matter besides its title (``hide``, ``tags``): the plugin sets it on the page,
+    an export writes it as the page's one front-matter block."""
 
     src_uri: str
     markdown: str
@@ -96,6 +99,7 @@ class SitePage:
     title: str
     record: PublishedRecord | None = None
     charts: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def searchable(self) -> bool:
@@ -251,7 +255,9 @@ def shown_status(entry: IndexEntry, inactive: Sequence[str]) -> str:
     return entry.status
 
 
-def _record_context(record: PublishedRecord, by_id: dict[str, IndexEntry]) -> dict[str, Any]:
+def _record_context(
+    record: PublishedRecord, by_id: dict[str, IndexEntry], links: LinksHere, *, author_emails: bool
+) -> dict[str, Any]:
     entry = record.entry
     here = link_for(entry)
     view = KIND_FACTS[entry.kind].views[0] if entry.kind in KIND_FACTS and KIND_FACTS[entry.kind].views else "INDEX.md"
@@ -286,8 +292,9 @@ def _record_context(record: PublishedRecord, by_id: dict[str, IndexEntry]) -> di
         "body": body_without_title(entry.body, entry.title),
         "path": entry.path,
         "freshness": trust.freshness(record.verdict),
-        "provenance": trust.provenance(entry),
+        "provenance": trust.provenance(entry, author_emails=author_emails),
         "pending": record.pending,
+        "links": links,
     }
 
 
@@ -346,7 +353,14 @@ class RecordMemo:
 
 
 def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    return old[0] is new[0] and old[1] == new[1] and old[2] is new[2] and old[3] is new[3] and old[4] == new[4]
+    return (
+        old[0] is new[0]
+        and old[1] == new[1]
+        and old[2] is new[2]
+        and old[3] is new[3]
+        and old[4] == new[4]
+        and old[5] == new[5]
+    )
 
 
 def collect_site_content(
@@ -358,13 +372,14 @@ def collect_site_content(
     memo: RecordMemo | None = None,
     section_rows: int | None = SITE_SECTION_ROWS,
     include_pending: bool = False,
+    author_emails: bool = False,
 ) -> SiteContent:
     """The memory section's pages from the index (call ``refresh_project`` first to be current).
 
     state and scratch records never get a page, exactly as they never appear in a view; records
     waiting for review get none either (nor a row, a view row, a feed entry or a count) unless
-    ``include_pending``. With a ``memo`` from the previous build, only changed records are read
-    and rendered again.
+    ``include_pending``. Authors' e-mail addresses are left out unless ``author_emails``. With a
+    ``memo`` from the previous build, only changed records are read and rendered again.
     """
     from memosite.index.site import published_verdicts
     from memosite.sync.conflicts import list_conflicts
@@ -375,6 +390,7 @@ def collect_site_content(
     env = env_for(vault)
     checksum = templates_checksum_for(vault)
     memo = memo if memo is not None else RecordMemo()
+    checksum = f"{checksum}:{int(author_emails)}"  # a memo keeps pages of one e-mail setting
     if memo.templates != checksum:
         memo.pages.clear()
         memo.dashboards.clear()
@@ -390,6 +406,7 @@ def collect_site_content(
             left_out = {id(entry) for entry in hidden}
             entries = [entry for entry in entries if id(entry) not in left_out]
         by_id = {entry.id: entry for entry in entries}
+        graph = ProjectLinks(entries)
         published: list[PublishedRecord] = []
         for entry in entries:
             src_uri = f"{content.prefix}/{project}/{link_for(entry)}"
@@ -397,23 +414,27 @@ def collect_site_content(
             record = PublishedRecord(
                 entry, src_uri, inactive_reasons(entry, now_iso), verdict, include_pending and trust.is_pending(entry)
             )
-            # A page depends on its row, on why it is inactive now, on the rows it links to and on
-            # its verdict; rows are re-read only when their file changed, so the same objects mean
-            # the same page.
+            # A page depends on its row, on why it is inactive now, on the rows it links to, on its
+            # verdict and on what links to it; rows are re-read only when their file changed, so
+            # the same objects mean the same page.
+            links = graph.links_here(entry)
             basis = (
                 entry,
                 record.inactive,
                 by_id.get(entry.supersedes or ""),
                 by_id.get(entry.superseded_by or ""),
                 verdict,
+                links,
             )
             cached = memo.pages.get(entry.path)
             if cached is not None and _same_basis(cached[0], basis):
                 markdown = cached[1]
             else:
-                markdown = record_template.render(r=_record_context(record, by_id))
+                context = _record_context(record, by_id, links, author_emails=author_emails)
+                markdown = record_template.render(r=context)
                 memo.pages[entry.path] = (basis, markdown)
-            content.add(SitePage(src_uri, markdown, "record", entry.title, record))
+            meta = {"tags": [str(tag) for tag in entry.tags]} if entry.tags else {}
+            content.add(SitePage(src_uri, markdown, "record", entry.title, record, meta=meta))
             published.append(record)
         more = _more_note("../index.md")
         hidden_by_kind: dict[str, list[str]] = {}
@@ -456,6 +477,7 @@ def collect_site_content(
             include_pending,
             conflicts,
             frozenset(entry.path for entry in hidden),
+            author_emails,
         )
         content.add(pages.needs_review_page(env))
         content.add(pages.conflicts_page(env, vault))
@@ -471,7 +493,7 @@ def collect_site_content(
     # The Memory page is the one page published without sanitising (its form and table are HTML):
     # it comes from memosite's own template, whatever a vault's templates/ holds.
     memory = env.get_template(f"{DEFAULT_PREFIX}site/memory.md.j2").render(projects=content.projects)
-    content.add(SitePage(content.memory_uri, memory, "memory", "Memory"))
+    content.add(SitePage(content.memory_uri, memory, "memory", "Memory", meta={"hide": ["toc"]}))
     return content
 
 

@@ -35,9 +35,15 @@ CONFLICTS_PAGE = "CONFLICTS.md"
 VERDICTS = ("fresh", "drifted", "missing")
 NEEDS_REVIEW_VERDICTS = ("drifted", "missing")
 COMMITS_SHOWN = 10
+_EQUAL = "(the two versions are equal)\n"
 _BACKTICKS = re.compile(r"`+")
 # Control characters other than tab and newline: Python-Markdown uses some as placeholders.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# An e-mail address in an author (``Name <address>``, or an address alone).
+_ANGLED_EMAIL = re.compile(r"\s*<[^<>\s]*@[^<>\s]*>")
+_BARE_EMAIL = re.compile(r"([^\s<>@]+)@[^\s<>@]+")
+# A frontmatter line naming a person, as a diff shows it.
+_PERSON_LINE = re.compile(r"^([ +-]\s*(?:author|editedBy|reviewedBy)\s*:\s*)(.*)$", re.MULTILINE)
 
 
 def is_pending(entry: IndexEntry) -> bool:
@@ -119,16 +125,35 @@ def freshness(verdict: StoredVerdict | None) -> dict[str, Any] | None:
     }
 
 
-def provenance(entry: IndexEntry) -> dict[str, Any]:
-    """Who wrote the record, from where, and what a person decided about it."""
+def published_person(value: Any, *, author_emails: bool = False) -> str | None:
+    """How the site names a person (an author, a reviewer, a commit's author): as written with
+    ``author_emails``, else without the e-mail address (``Jane Doe <jane@example.org>`` → ``Jane
+    Doe``; an address alone keeps only the part before the ``@``)."""
+    text = _text(value)
+    if text is None or author_emails:
+        return text
+    name = _BARE_EMAIL.sub(r"\1", _ANGLED_EMAIL.sub("", text)).strip()
+    return name or None
+
+
+def diff_without_emails(diff: str, *, author_emails: bool = False) -> str:
+    """A record diff whose frontmatter lines naming a person read as :func:`published_person`."""
+    if author_emails or "@" not in diff:
+        return diff
+    return _PERSON_LINE.sub(lambda m: m.group(1) + (published_person(m.group(2)) or ""), diff)
+
+
+def provenance(entry: IndexEntry, *, author_emails: bool = False) -> dict[str, Any]:
+    """Who wrote the record, from where, and what a person decided about it (e-mail addresses
+    only with ``author_emails``)."""
     fm = entry.frontmatter
     return {
         "source": _text(fm.get("source")),
-        "author": _text(fm.get("author")),
+        "author": published_person(fm.get("author"), author_emails=author_emails),
         "repo_commit": _text(fm.get("repoCommit")),
         "session_id": _text(fm.get("sessionId")),
         "review": _text(fm.get("review")),
-        "reviewed_by": _text(fm.get("reviewedBy")),
+        "reviewed_by": published_person(fm.get("reviewedBy"), author_emails=author_emails),
         "reviewed_at": _when(fm.get("reviewedAt")),
         "review_reason": _text(fm.get("reviewReason")),
     }
@@ -175,10 +200,14 @@ class TrustPages:
     include_pending: bool
     conflicts: Sequence[Conflict]
     hidden: frozenset[str]  # record files the site leaves out (pending, not included)
+    author_emails: bool = False  # publish authors' e-mail addresses
 
     @property
     def base(self) -> str:
         return f"{self.prefix}/{self.project}"
+
+    def _diff(self, diff: str) -> str:
+        return diff_without_emails(diff, author_emails=self.author_emails)
 
     def needs_review_page(self, env: jinja2.Environment) -> SitePage:
         from memosite.site.pages import SitePage
@@ -213,11 +242,11 @@ class TrustPages:
                 "id": p.id,
                 "kind": p.kind,
                 "source": p.source,
-                "author": p.author,
+                "author": published_person(p.author, author_emails=self.author_emails),
                 "updated": _when(p.updated),
                 "replaces": p.replaces,
                 "link": link_for_path(p.path) if p.path in published else None,
-                "diff": code_block(p.diff or "(no change)\n", "diff"),
+                "diff": code_block(self._diff(p.diff or "(no change)\n"), "diff"),
             }
             for p in pending
             if p.path in published
@@ -242,21 +271,21 @@ class TrustPages:
                     # A record with several sidecars is resolved one sidecar at a time, by its id.
                     "ref": conflict.short_id if sidecars[conflict.path] > 1 else conflict.ref,
                     "link": link_for_path(conflict.path) if conflict.path in published else None,
-                    "local": _version(conflict.local),
-                    "remote": _version(conflict.remote),
+                    "local": _version(conflict.local, self.author_emails),
+                    "remote": _version(conflict.remote, self.author_emails),
                     "withheld": withheld,
-                    "diff": None if withheld else code_block(conflict.diff or "(the two versions are equal)\n", "diff"),
+                    "diff": None if withheld else code_block(self._diff(conflict.diff or _EQUAL), "diff"),
                 }
             )
         markdown = env.get_template("site/conflicts.md.j2").render(project=self.project, conflicts=items)
         return SitePage(f"{self.base}/{CONFLICTS_PAGE}", markdown, "trust", f"Conflicts — {self.project}")
 
 
-def _version(info: Any) -> dict[str, Any]:
+def _version(info: Any, author_emails: bool) -> dict[str, Any]:
     return {
         "exists": info.exists,
         "updated": _when(info.updated),
-        "author": info.author,
+        "author": published_person(info.author, author_emails=author_emails),
         "authored_at": _when(info.authored_at),
         "commit": info.commit,
         "uncommitted": info.uncommitted,

@@ -122,8 +122,15 @@
     cell(row, record.kind);
     cell(row, record.project);
     cell(row, record.status, "memosite-status memosite-status--" + record.status);
-    var severity = cell(row, record.severity || "");
-    if (record.severity) severity.className = "memosite-severity memosite-severity--" + record.severity;
+    /* The severity is a badge inside its cell, so it sits on the row's baseline like the text. */
+    var severity = cell(row, "", "memosite-severity-cell");
+    if (record.severity) {
+      var badge = document.createElement("span");
+      var level = SEVERITY_ORDER[record.severity] ? record.severity : "unrated";
+      badge.className = "memosite-severity memosite-severity--" + level;
+      badge.textContent = String(record.severity);
+      severity.appendChild(badge);
+    }
     var freshness = cell(row, "", "memosite-freshness-cell");
     if (record.freshness === "drifted" || record.freshness === "missing") {
       var flag = document.createElement("span");

@@ -1,0 +1,181 @@
+"""What links to a record, for the "Links here" section of its page: the records it supersedes and
+that supersede it (the whole chain, oldest first, as a short timeline), the records that cite the
+same files, and the records whose body links to it.
+
+Everything is computed from the published index rows of one project, once per build: a chain is
+followed through ``supersedes`` and ``superseded_by`` (a cycle written by hand ends it), a link is
+a Markdown link to the record's file or page (``../traps/<slug>.md``) or a wiki link naming its id
+or slug (``[[<id>]]``). Titles are data: templates pass them through ``md``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+from memosite.index import IndexEntry
+from memosite.kinds import RECORD_DIRS
+from memosite.views import link_for
+
+# Each list of a page shows this many records and counts the rest.
+SHOWN = 20
+_MARKDOWN_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)")
+_WIKI_LINK = re.compile(r"\[\[([^\]|#\n]+)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class LinkedRecord:
+    """Another record as a page names it: its title, a link relative to the page, its day and
+    status; ``current`` marks the page's own record in a timeline."""
+
+    title: str
+    link: str
+    day: str
+    status: str
+    kind: str
+    current: bool = False
+
+
+@dataclass(frozen=True)
+class SharedCode:
+    record: LinkedRecord
+    paths: tuple[str, ...]  # the cited files both records name
+
+
+@dataclass(frozen=True)
+class LinksHere:
+    """One record's "Links here"; equal values render equal sections (the page memo compares them)."""
+
+    chain: tuple[LinkedRecord, ...] = ()  # oldest first, this record included; empty when alone
+    same_code: tuple[SharedCode, ...] = ()
+    same_code_more: int = 0
+    linking: tuple[LinkedRecord, ...] = ()
+    linking_more: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.chain or self.same_code or self.linking)
+
+
+def cited_paths(entry: IndexEntry) -> tuple[str, ...]:
+    """The repository files a record cites (its ``cites``), as written."""
+    cites = entry.frontmatter.get("cites")
+    if not isinstance(cites, list):
+        return ()
+    paths = (item.get("path") for item in cites if isinstance(item, dict))
+    return tuple(dict.fromkeys(p for p in paths if isinstance(p, str) and p))
+
+
+def _kind_dir(entry: IndexEntry) -> str:
+    parts = entry.path.split("/")
+    return parts[2] if len(parts) > 3 else ""
+
+
+def link_targets(body: str) -> set[tuple[str, str]]:
+    """``(kind dir or "", name)`` of every record a body links to (``name`` a slug or an id)."""
+    found: set[tuple[str, str]] = set()
+    for raw in _MARKDOWN_LINK.findall(body):
+        if _SCHEME.match(raw) or raw.startswith("#"):
+            continue
+        path = unquote(raw.split("#", 1)[0].split("?", 1)[0]).rstrip("/")
+        name = posixpath.basename(path)
+        if name.endswith(".md"):
+            name = name[:-3]
+        if not name or name in ("index", "..", "."):
+            continue
+        directory = posixpath.basename(posixpath.dirname(path))
+        found.add((directory if directory in RECORD_DIRS else "", name))
+    for name in _WIKI_LINK.findall(body):
+        if name.strip():
+            found.add(("", name.strip()))
+    return found
+
+
+@dataclass
+class ProjectLinks:
+    """The link graph of one project's published records."""
+
+    entries: Sequence[IndexEntry]
+    _by_id: dict[str, IndexEntry] = field(default_factory=dict, init=False)
+    _successors: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
+    _by_path: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
+    _linked_from: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        by_name: dict[tuple[str, str], list[IndexEntry]] = {}
+        for entry in self.entries:
+            self._by_id.setdefault(entry.id, entry)
+            if entry.supersedes:
+                self._successors.setdefault(entry.supersedes, []).append(entry)
+            for path in cited_paths(entry):
+                self._by_path.setdefault(path, []).append(entry)
+            for key in {(_kind_dir(entry), entry.slug), ("", entry.slug), ("", entry.id)}:
+                by_name.setdefault(key, []).append(entry)
+        for entry in self.entries:
+            targets = {t.path for key in link_targets(entry.body) for t in by_name.get(key, ())}
+            for path in targets - {entry.path}:
+                self._linked_from.setdefault(path, []).append(entry)
+
+    def chain(self, entry: IndexEntry) -> list[IndexEntry]:
+        """The supersession chain through ``entry``, oldest first (just ``entry`` when alone)."""
+        seen = {entry.path}
+        older: list[IndexEntry] = []
+        current = entry
+        while current.supersedes and (previous := self._by_id.get(current.supersedes)) is not None:
+            if previous.path in seen:
+                break
+            seen.add(previous.path)
+            older.append(previous)
+            current = previous
+        newer: list[IndexEntry] = []
+        current = entry
+        while (following := self._next(current)) is not None and following.path not in seen:
+            seen.add(following.path)
+            newer.append(following)
+            current = following
+        return [*reversed(older), entry, *newer]
+
+    def _next(self, entry: IndexEntry) -> IndexEntry | None:
+        named = self._by_id.get(entry.superseded_by or "")
+        if named is not None:
+            return named
+        candidates = sorted(self._successors.get(entry.id, ()), key=lambda e: (e.created or "", e.path))
+        return candidates[0] if candidates else None
+
+    def links_here(self, entry: IndexEntry) -> LinksHere:
+        """What the record's page lists under "Links here"."""
+        here = posixpath.dirname(link_for(entry))
+        chain = self.chain(entry)
+        shared: dict[str, tuple[IndexEntry, list[str]]] = {}
+        for path in cited_paths(entry):
+            for other in self._by_path.get(path, ()):
+                if other.path != entry.path:
+                    shared.setdefault(other.path, (other, []))[1].append(path)
+        same = sorted(shared.values(), key=lambda item: (-len(item[1]), item[0].title.casefold(), item[0].path))
+        linking = sorted(self._linked_from.get(entry.path, ()), key=lambda e: (e.title.casefold(), e.path))
+        return LinksHere(
+            chain=tuple(_named(e, here, current=e is entry) for e in chain) if len(chain) > 1 else (),
+            same_code=tuple(SharedCode(_named(e, here), tuple(paths)) for e, paths in same[:SHOWN]),
+            same_code_more=max(len(same) - SHOWN, 0),
+            linking=tuple(_named(e, here) for e in linking[:SHOWN]),
+            linking_more=max(len(linking) - SHOWN, 0),
+        )
+
+
+def _named(entry: IndexEntry, here: str, *, current: bool = False) -> LinkedRecord:
+    return LinkedRecord(
+        title=entry.title,
+        link=posixpath.relpath(link_for(entry), here or "."),
+        day=(entry.created or "")[:10],
+        status=entry.status,
+        kind=entry.kind,
+        current=current,
+    )
+
+
+def project_links(entries: Iterable[IndexEntry]) -> ProjectLinks:
+    return ProjectLinks(list(entries))

@@ -1,0 +1,54 @@
+"""Site search reads words as the CLI does (memosite.site.search): every character of an unspaced
+script is a word of its own, punctuation splits words, and the folded words of an entry are what
+:func:`memosite.text.fold` makes of it."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memosite.site.search import folded_fields, folded_words, separator, with_folded_fields
+from memosite.text import fold, is_unspaced
+
+SCRIPTS = st.text(
+    alphabet=st.sampled_from(
+        list("Café Zoë ошибка счёт ελληνικά πίνακα 数据库迁移会锁表 日本語 한국어 عربى 🎉 -_.,:;!?()[]\"'`/")
+    )
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return [token for token in re.split(separator(), text) if token]
+
+
+@given(SCRIPTS)
+def test_every_unspaced_character_is_a_word_of_its_own(text: str) -> None:
+    for token in _tokens(text):
+        if any(is_unspaced(char) and ord(char) <= 0xFFFF for char in token):
+            assert len(token) == 1, token
+
+
+def test_a_cjk_query_splits_into_the_characters_the_index_holds() -> None:
+    assert _tokens("数据库迁移会锁表几分钟")[4:7] == ["移", "会", "锁"]
+    assert set(_tokens("锁表")) <= set(_tokens("数据库迁移会锁表几分钟"))
+    assert _tokens("double-charge customers.") == ["double", "charge", "customers"]
+    assert _tokens("v1.8.0 (Dramatiq + Redis)") == ["v1.8.0", "Dramatiq", "+", "Redis"]
+
+
+@given(SCRIPTS)
+def test_folded_words_are_the_cli_folding_of_the_words_it_changes(text: str) -> None:
+    words = folded_words(text).split()
+    assert len(words) == len(set(words))
+    for word in words:
+        assert word == fold(word) and word in fold(text)
+
+
+def test_cafe_and_zoe_get_folded_fields_and_plain_ascii_none() -> None:
+    doc = {"title": "Café menu", "text": "<p>Ask Zoë &amp; ωμέγα</p>", "tags": ["счёт"]}
+    assert folded_fields(doc) == {"title_folded": "cafe счет", "text_folded": "zoe ωμεγα"}
+    assert folded_fields({"title": "Retries", "text": "<p>double charge</p>"}) == {}
+    config = with_folded_fields({"fields": {"title": {"boost": 1000.0}, "text": {"boost": 1.0}}}, [doc])
+    assert config["fields"]["title_folded"] == {"boost": 1000.0} and config["fields"]["text_folded"] == {"boost": 1.0}
+    assert doc["title_folded"] == "cafe счет"
