@@ -314,11 +314,9 @@ def write_demo_agent_files(
     from memosite.agentfiles.compile import apply_plan, plan_compile
     from memosite.agentfiles.settings import AgentFilesSettings
 
-    target = demo_repository(vault)
-    if target.is_symlink() or (target.exists() and not _demo_made(target)):
+    target = claimed_demo_repository(vault)
+    if target is None:
         return None
-    target.mkdir(parents=True, exist_ok=True)
-    (target / DEMO_MARKER).write_text("written by memosite demo\n", encoding="utf-8")
     plan = plan_compile(
         vault,
         project,
@@ -329,6 +327,18 @@ def write_demo_agent_files(
         now=now or utc_now(),
     )
     return apply_plan(plan)
+
+
+def claimed_demo_repository(vault: Vault) -> Path | None:
+    """:func:`demo_repository`, made the demo's (created, marked) when it is new or empty or the
+    demo made it; None when a directory of that name holds anyone else's files: the demo writes
+    nothing there, neither code nor the agents' files."""
+    target = demo_repository(vault)
+    if target.is_symlink() or (target.exists() and not _demo_made(target)):
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    (target / DEMO_MARKER).write_text("written by memosite demo\n", encoding="utf-8")
+    return target
 
 
 def _demo_made(directory: Path) -> bool:
@@ -352,15 +362,16 @@ def write_demo_vault(vault: Vault, project: str = DEMO_PROJECT, now: datetime | 
         )
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("written by memosite demo\n", encoding="utf-8")
-    repository = demo_repository(vault)
-    code_is_new = _write_code(repository, _CODE)
+    repository = claimed_demo_repository(vault)
+    code_is_new = repository is not None and _write_code(repository, _CODE)
     count = 0
     with mutation(vault, f"demo {project}") as unit:
         count += _write_seeds(vault, project, now, repository)
         _write_conflict(unit, project)
-    if code_is_new:
-        _write_code(repository, _CODE_CHANGED, replace=True)  # the code changed after the records
-    verify_project(vault, project, repository, now=now)
+    if repository is not None:
+        if code_is_new:
+            _write_code(repository, _CODE_CHANGED, replace=True)  # the code changed after the records
+        verify_project(vault, project, repository, now=now)
     return DemoResult(vault=str(vault.root), project=project, records=count)
 
 
@@ -405,7 +416,9 @@ def _write_conflict(unit: Mutation, project: str) -> None:
     unit.write_beside(vault.root / relative, theirs)
 
 
-def _write_seeds(vault: Vault, project: str, now: datetime, repository: Path) -> int:
+def _write_seeds(vault: Vault, project: str, now: datetime, repository: Path | None) -> int:
+    """The sample records that are missing; without a demo repository (a directory of its name is
+    someone else's) the citing samples cite nothing."""
     count = 0
     for seed in [*_TRAPS, *_DECISIONS, *_OTHERS, _PENDING]:
         moment = now - timedelta(days=seed.days_ago)
@@ -415,7 +428,7 @@ def _write_seeds(vault: Vault, project: str, now: datetime, repository: Path) ->
         slug = derive_slug(seed.kind, frontmatter, None, moment)
         if vault.record_path(project, seed.kind, slug).exists():
             continue  # never overwrite: a person may have edited the sample
-        if seed.cites:
+        if seed.cites and repository is not None:
             frontmatter["cites"] = _pinned(repository, seed.cites)
         upsert_record(
             vault,

@@ -258,7 +258,10 @@ SPAWNERS = {
 }
 # Where a process may be started: the runner itself, and the background push worker (this Python,
 # memosite's own module, the vault's absolute path: no value of a file).
-SPAWNING_MODULES = {"gitcommand.py", "sync/autopush.py"}
+# The modules that start processes: git's guarded runner, the background push, and the two site
+# engines run as this interpreter's children (ProperDocs reads its request from stdin; Zensical
+# gets an absolute path memosite made for its config). Any other module goes through these.
+SPAWNING_MODULES = {"gitcommand.py", "sync/autopush.py", "site/engines.py", "site/zensical.py"}
 # Calls that run git: name -> index of the command among the positional arguments.
 RUNNERS = {"run_git": 1, "run_git_bytes": 1, "run": 0, "git": 0, "read_bytes": 0, "_git": 0, "_run": 0, "_commits": -1}
 # Flags whose value is the next word: git reads that word as the value whatever it looks like.

@@ -125,7 +125,8 @@ def build_with_zensical(
 
 
 def _run_zensical(config_file: Path, *, strict: bool) -> list[str]:
-    command = [sys.executable, "-m", "zensical", "build", "--config-file", str(config_file)]
+    # An absolute path: a value that could read as an option never reaches zensical's command line.
+    command = [sys.executable, "-m", "zensical", "build", "--config-file", str(config_file.resolve())]
     if strict:
         command.append("--strict")
     done = subprocess.run(
