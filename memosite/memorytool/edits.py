@@ -38,6 +38,7 @@ KEPT_FIELDS = frozenset(
         "supersedes",
         "supersededBy",
         "archivedReason",
+        "archivedFrom",
         "hits",
         "lastHit",
         "helpfulCount",
