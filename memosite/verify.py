@@ -25,7 +25,7 @@ from memosite.freshness import (
 )
 from memosite.index import verdicts
 from memosite.indexing import ensure_index
-from memosite.lookup import locate_record
+from memosite.lookup import find_record
 from memosite.mutation import mutation
 from memosite.schema import format_iso, utc_now
 from memosite.vault import Vault, warn
@@ -122,7 +122,7 @@ def repin_record(
     repo = Repository(repo_root)
     stamp = format_iso(now or utc_now())
     with mutation(vault, f"verify update {record_id}") as unit:
-        record, path = locate_record(vault, project, record_id=record_id)
+        record, path = find_record(vault, project, record_id=record_id)
         cites = read_cites(record.frontmatter)
         if not cites:
             raise InvalidArguments(f"{project}/{record.kind}/{path.stem} cites no code: nothing to re-pin")

@@ -44,6 +44,7 @@ class UpsertRequest:
     frontmatter: dict[str, Any]
     allow_duplicate: bool = False
     folded_paths: bool = False  # a path came with --path / path (added to the record's patterns)
+    supersedes_missing_ok: bool = False  # the caller says the record ``supersedes`` names is gone on purpose
 
     @property
     def title(self) -> str | None:
@@ -111,6 +112,7 @@ def normalize_upsert(
     frontmatter: Mapping[str, Any] | None = None,
     path: str | None = None,
     allow_duplicate: bool = False,
+    supersedes_missing_ok: bool = False,
 ) -> UpsertRequest:
     """Check an upsert's arguments and normalise them; INVALID_ARGUMENTS or SAFETY_VIOLATION
     (a secret) name what is wrong. Pure: reads nothing from disk."""
@@ -157,7 +159,15 @@ def normalize_upsert(
 
         read_cites(incoming)
     assert_no_secrets(body or "", incoming)
-    return UpsertRequest(kind, body, explicit, incoming, bool(allow_duplicate), folded_paths=bool(folded))
+    return UpsertRequest(
+        kind,
+        body,
+        explicit,
+        incoming,
+        bool(allow_duplicate),
+        folded_paths=bool(folded),
+        supersedes_missing_ok=bool(supersedes_missing_ok),
+    )
 
 
 def same_title(left: Any, right: Any) -> bool:

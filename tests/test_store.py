@@ -275,13 +275,20 @@ def test_supersedes_marks_the_older_record_superseded(vault: Vault) -> None:
     assert fm["updated"] == "2026-11-30T13:00:00.000Z"
 
 
-def test_supersedes_missing_record_reports_not_superseded(vault: Vault) -> None:
-    assert (
-        upsert_record(
-            vault, "demo", kind="decision", body="b", slug="n", frontmatter={"supersedes": "ghost"}
-        ).superseded
-        is False
+def test_supersedes_missing_record_is_refused_unless_said_to_be_gone_on_purpose(vault: Vault) -> None:
+    with pytest.raises(RecordNotFound, match="nothing was written"):
+        upsert_record(vault, "demo", kind="decision", body="b", slug="n", frontmatter={"supersedes": "ghost"})
+    assert not vault.record_path("demo", "decision", "n").exists()
+    written = upsert_record(
+        vault,
+        "demo",
+        kind="decision",
+        body="b",
+        slug="n",
+        frontmatter={"supersedes": "ghost"},
+        supersedes_missing_ok=True,
     )
+    assert written.superseded is False and written.supersedes_missing == "ghost"
 
 
 def test_a_hand_broken_existing_file_is_never_overwritten(vault: Vault) -> None:

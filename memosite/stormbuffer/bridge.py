@@ -168,6 +168,9 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
                 slug=planned.slug,
                 frontmatter=planned.frontmatter,
                 allow_duplicate=True,
+                # Superseders are written first (see _superseders_first): the record one names may
+                # arrive later in this import, or not be in the store at all.
+                supersedes_missing_ok=True,
             )
             result.records.append(
                 BridgedRecord(

@@ -1,0 +1,189 @@
+"""A new user's first day (issue 25), each test the user's steps on the command line: what they
+type, in order, and what they must see. Real files under tmp_path, the real CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memosite.indexing import read_record
+
+
+def ok(run_cli: Any, *args: str) -> dict[str, Any]:
+    outcome = run_cli(*args, "--json")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    data: dict[str, Any] = outcome.json()
+    return data
+
+
+# --- restore undoes forget ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["shipped", "paused", "completed", "active"])
+def test_restore_brings_back_the_status_the_record_had_before_forget(
+    run_cli: Any, vault_dir: Path, status: str
+) -> None:
+    ok(run_cli, "upsert", "--kind", "plan", "--slug", "rollout", "--title", "Rollout", "--body", "1. ship it")
+    ok(run_cli, "upsert", "--kind", "plan", "--slug", "rollout", "--status", status)
+    assert ok(run_cli, "forget", "rollout")["status"] == "archived"
+    restored = ok(run_cli, "restore", "rollout")
+    assert restored["status"] == status
+    fm = read_record(vault_dir / "projects/demo/plans/rollout.md").frontmatter
+    assert fm["status"] == status and "archivedFrom" not in fm
+    assert ok(run_cli, "get", "rollout")["frontmatter"]["status"] == status
+    text = run_cli("restore", "rollout")
+    assert text.exit_code == 1 and f"status is {status}" in text.stderr
+
+
+def test_restore_after_gc_archived_an_expired_record_brings_back_its_status(run_cli: Any) -> None:
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "freeze", "--body", "Freeze.", "--status", "paused")
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "freeze", "--expires-at", "2001-01-01")
+    assert ok(run_cli, "gc")["decisionsArchivedCount"] == 1
+    assert ok(run_cli, "restore", "freeze")["status"] == "paused"
+
+
+def test_forgetting_twice_keeps_the_first_status(run_cli: Any) -> None:
+    ok(run_cli, "upsert", "--kind", "plan", "--slug", "p", "--body", "b", "--status", "shipped")
+    ok(run_cli, "forget", "p")
+    ok(run_cli, "forget", "p")
+    assert ok(run_cli, "restore", "p")["status"] == "shipped"
+
+
+def test_a_record_archived_by_hand_comes_back_active(run_cli: Any, vault_dir: Path) -> None:
+    path = vault_dir / "projects/demo/plans/old.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("---\ntitle: Old plan\nstatus: archived\n---\nDone long ago.\n", encoding="utf-8")
+    assert ok(run_cli, "restore", "old")["status"] == "active"
+
+
+# --- a mistyped --supersedes --------------------------------------------------------------
+
+
+def test_a_mistyped_supersedes_is_refused_with_the_ids_it_was_probably_meant_to_be(
+    run_cli: Any, vault_dir: Path
+) -> None:
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "search-like", "--title", "Search with LIKE", "--body", "x")
+    before = sorted(p.relative_to(vault_dir) for p in (vault_dir / "projects").rglob("*.md"))
+    typo = run_cli(
+        "upsert", "--kind", "decision", "--slug", "search-fts", "--supersedes", "search-lke", "--body", "FTS5."
+    )
+    assert typo.exit_code == 1
+    assert "did you mean search-like?" in typo.stderr and "nothing was written" in typo.stderr
+    assert len(typo.stderr.splitlines()) == 1 and "Traceback" not in typo.stderr
+    assert sorted(p.relative_to(vault_dir) for p in (vault_dir / "projects").rglob("*.md")) == before
+    assert ok(run_cli, "get", "search-like")["frontmatter"]["status"] == "active"
+    as_json = run_cli(
+        "upsert", "--kind", "decision", "--slug", "s", "--supersedes", "search-lke", "--body", "F", "--json"
+    )
+    error = as_json.json()["error"]
+    assert error["code"] == "RECORD_NOT_FOUND" and error["details"]["suggestions"] == ["search-like"]
+
+
+def test_a_supersedes_of_a_record_gone_on_purpose_is_written_when_the_caller_says_so(run_cli: Any) -> None:
+    written = ok(
+        run_cli,
+        "upsert",
+        "--kind",
+        "decision",
+        "--slug",
+        "search-fts",
+        "--supersedes",
+        "does-not-exist",
+        "--supersedes-missing-ok",
+        "--body",
+        "FTS5.",
+    )
+    assert written["action"] == "created" and written["superseded"] is False
+    assert written["supersedesMissing"] == "does-not-exist"
+
+
+def test_supersedes_missing_ok_without_supersedes_is_refused(run_cli: Any) -> None:
+    alone = run_cli("upsert", "--kind", "decision", "--body", "x", "--supersedes-missing-ok")
+    assert alone.exit_code == 1 and "goes with --supersedes" in alone.stderr
+
+
+def test_a_supersedes_that_finds_its_record_still_supersedes_it(run_cli: Any) -> None:
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "old", "--body", "x")
+    assert ok(run_cli, "upsert", "--kind", "decision", "--slug", "new", "--supersedes", "old", "--body", "y")[
+        "superseded"
+    ]
+    assert ok(run_cli, "get", "old")["frontmatter"]["status"] == "superseded"
+
+
+# --- did you mean -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("serch", "search"), ("bootstap", "bootstrap"), ("restor", "restore"), ("upsret", "upsert")],
+)
+def test_a_mistyped_command_names_the_command_it_was_probably_meant_to_be(run_cli: Any, typed: str, meant: str) -> None:
+    outcome = run_cli(typed)
+    assert outcome.exit_code == 2
+    assert f"'{meant}'" in outcome.stderr and "Did you mean" in outcome.stderr
+
+
+def test_a_mistyped_subcommand_names_the_subcommand(run_cli: Any) -> None:
+    outcome = run_cli("stormbuffer", "lst")
+    assert outcome.exit_code == 2 and "'list'" in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["search", "--kidn", "trap", "x"], "--kind"),
+        (["upsert", "--kind", "trap", "--body", "b", "--severty", "high"], "--severity"),
+        (["--jsn", "status"], "--json"),
+        (["forget", "x", "--prge"], "--purge"),
+    ],
+)
+def test_a_mistyped_option_names_the_option_it_was_probably_meant_to_be(
+    run_cli: Any, args: list[str], meant: str
+) -> None:
+    outcome = run_cli(*args)
+    assert outcome.exit_code == 2 and f"'{meant}'" in outcome.stderr
+
+
+def test_a_command_nothing_resembles_suggests_nothing(run_cli: Any) -> None:
+    outcome = run_cli("zzzzqqq")
+    assert outcome.exit_code == 2 and "No such command" in outcome.stderr and "Did you mean" not in outcome.stderr
+
+
+@pytest.mark.parametrize("command", ["get", "forget", "restore", "edit"])
+def test_a_mistyped_id_names_the_nearest_ids(run_cli: Any, command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EDITOR", "true")  # an editor that saves nothing: edit never gets that far
+    ok(run_cli, "upsert", "--kind", "trap", "--slug", "lock-order", "--body", "Take locks in order.")
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "lock-free-queue", "--body", "No locks.")
+    outcome = run_cli(command, "lock-ordr")
+    assert outcome.exit_code == 1, outcome.stderr
+    assert "record not found: lock-ordr" in outcome.stderr and "did you mean lock-order" in outcome.stderr
+    assert len(outcome.stderr.splitlines()) == 1
+
+
+def test_a_mistyped_id_in_review_names_the_nearest_ids(run_cli: Any, vault_dir: Path) -> None:
+    ok(run_cli, "upsert", "--kind", "trap", "--slug", "cache-stampede", "--body", "Jitter the TTLs.")
+    for action in (["approve"], ["reject", "--reason", "no"]):
+        outcome = run_cli("review", action[0], "cache-stampde", *action[1:])
+        assert outcome.exit_code == 1 and "did you mean cache-stampede?" in outcome.stderr
+
+
+@pytest.mark.parametrize("slug", ["миграция-базы", "café-crème", "数据库-锁", "αρχείο", "🚀-launch", "مرحبا-بكم"])
+def test_ids_in_any_script_get_their_near_misses(run_cli: Any, vault_dir: Path, slug: str) -> None:
+    path = vault_dir / "projects/demo/traps" / f"{slug}.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"---\ntitle: {slug}\n---\nA trap written by hand.\n", encoding="utf-8")
+    typo = slug[:-1] + ("x" if not slug.endswith("x") else "y")
+    outcome = run_cli("get", typo, "--json")
+    assert outcome.exit_code == 1
+    assert outcome.json()["error"]["details"]["suggestions"] == [slug]
+
+
+def test_a_get_across_projects_suggests_ids_of_the_other_projects(
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ok(run_cli, "--project", "shop", "upsert", "--kind", "decision", "--slug", "use-postgres", "--body", "x")
+    monkeypatch.delenv("MEMOSITE_PROJECT")
+    outcome = run_cli("--project", "", "get", "use-postgre")
+    assert "use-postgres" in outcome.stderr
