@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_trust import CLIENT_CODE, commit_all, git, repo
 
 from memosite.indexing import read_record
+
+__all__ = ["repo"]  # the fixture: a real git repository of a product, shared with test_trust
 
 
 def ok(run_cli: Any, *args: str) -> dict[str, Any]:
@@ -187,3 +190,70 @@ def test_a_get_across_projects_suggests_ids_of_the_other_projects(
     monkeypatch.delenv("MEMOSITE_PROJECT")
     outcome = run_cli("--project", "", "get", "use-postgre")
     assert "use-postgres" in outcome.stderr
+
+
+# --- a rename keeps path lookup -----------------------------------------------------------
+
+
+def test_verify_update_moves_the_path_patterns_with_a_renamed_file(repo: Path, vault_dir: Path, run_cli: Any) -> None:
+    ok(
+        run_cli,
+        "upsert", "--kind", "trap", "--slug", "retries", "--title", "Retries need a key", "--severity", "high",
+        "--body", "Retrying a charge without an idempotency key charges twice.",
+        "--path", "src/pay/client.py", "--path-patterns", "src/pay/**", "--cite", "src/pay/client.py:10-12",
+    )  # fmt: skip
+    git(repo, "mv", "src/pay/client.py", "src/pay/gateway.py")
+    (repo / "src/pay/gateway.py").write_text("import os\n" + CLIENT_CODE, encoding="utf-8")
+    commit_all(repo, "rename the client")
+    [found] = ok(run_cli, "verify")["records"]
+    assert found["verdict"] == "missing" and found["cites"][0]["renamedTo"] == "src/pay/gateway.py"
+    said = run_cli("verify", "--update", "retries")
+    assert said.exit_code == 0
+    assert (
+        "followed the rename src/pay/client.py → src/pay/gateway.py in cites, pathPatterns, linkedPaths" in said.stdout
+    )
+    fm = read_record(vault_dir / "projects/demo/traps/retries.md").frontmatter
+    assert fm["pathPatterns"] == ["src/pay/**", "src/pay/gateway.py"] and fm["linkedPaths"] == ["src/pay/gateway.py"]
+    assert [r["id"] for r in ok(run_cli, "search", "--path", "src/pay/gateway.py")["results"]] == ["retries"]
+    brief = ok(run_cli, "bootstrap", "--path", "src/pay/gateway.py")
+    assert [t["id"] for t in brief["sections"]["traps"]] == ["retries"] and brief["sections"]["traps"][0]["matched"]
+    assert ok(run_cli, "verify")["records"][0]["verdict"] == "fresh"
+
+
+def test_verify_update_json_names_each_rename_and_the_fields_it_moved_in(
+    repo: Path, vault_dir: Path, run_cli: Any
+) -> None:
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "refunds", "--body", "Refunds are idempotent.",
+       "--cite", "src/pay/refunds.py", "--cite", "src/pay/client.py:1-2")  # fmt: skip
+    git(repo, "mv", "src/pay/refunds.py", "src/pay/returns.py")
+    commit_all(repo, "rename refunds")
+    moved = ok(run_cli, "verify", "--update", "refunds")["movedPaths"]
+    assert moved == [{"from": "src/pay/refunds.py", "to": "src/pay/returns.py", "fields": ["cites"]}]
+    unchanged = ok(run_cli, "verify", "--update", "refunds")["movedPaths"]
+    assert unchanged == []
+
+
+# --- verify --strict for CI -----------------------------------------------------------------
+
+
+def test_verify_strict_fails_ci_on_drifted_or_missing_code_and_passes_when_fresh(repo: Path, run_cli: Any) -> None:
+    ok(run_cli, "upsert", "--kind", "trap", "--slug", "span", "--body", "The span.", "--cite", "src/pay/client.py:1-3")
+    passed = run_cli("verify", "--strict")
+    assert passed.exit_code == 0 and "1 fresh" in passed.stdout
+    (repo / "src/pay/client.py").write_text(CLIENT_CODE.replace("key=2)", "key=None)"), encoding="utf-8")
+    commit_all(repo, "change a cited line")
+    assert run_cli("verify").exit_code == 0  # without --strict a report is only a report
+    drifted = run_cli("verify", "--strict")
+    assert drifted.exit_code == 1 and "drifted" in drifted.stdout
+    assert drifted.stderr == "memosite: verify --strict: 1 drifted, 0 missing in demo\n"
+    as_json = run_cli("verify", "--strict", "--json")
+    assert as_json.exit_code == 1 and as_json.json()["counts"] == {"fresh": 0, "drifted": 1, "missing": 0}
+    (repo / "src/pay/client.py").unlink()
+    commit_all(repo, "remove the client")
+    missing = run_cli("verify", "--strict")
+    assert missing.exit_code == 1 and "0 drifted, 1 missing" in missing.stderr
+
+
+def test_verify_strict_with_update_is_refused(repo: Path, run_cli: Any) -> None:
+    outcome = run_cli("verify", "--strict", "--update", "x")
+    assert outcome.exit_code == 1 and "without --update" in outcome.stderr
