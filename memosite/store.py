@@ -203,20 +203,22 @@ def _named_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None) -> 
 def derive_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None, now: datetime) -> str:
     """explicit slug → frontmatter id → slugify(title) → ``<kind>-<ms>``.
 
-    prompt and session records follow their own rule after the id instead of the title:
-    ``prompt-<sessionId>-t<turn>`` (else ``prompt-<ms>-<6 hex>``) and ``session-<sessionId>``
-    (else ``session-<ms>``), so their names say where they come from.
+    prompt and session records name themselves after their session first (after the id):
+    ``prompt-<sessionId>-t<turn>`` and ``session-<sessionId>``, so their names say where they come
+    from. Without those a prompt takes its title as any record does (the original gave it
+    ``prompt-<ms>-<6 hex>`` even when titled; a person naming a prompt expects to find it by that
+    name), and only an untitled one gets ``prompt-<ms>-<6 hex>``; a session ``session-<ms>``.
     """
     named = _named_slug(kind, frontmatter, slug)
     if named is not None:
         return named
-    if kind == "prompt":
-        return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
     if kind == "session":
         return f"session-{_epoch_ms(now)}"
     title = frontmatter.get("title")
     if isinstance(title, str) and slugify(title):
         return slugify(title)
+    if kind == "prompt":
+        return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
     return f"{kind}-{_epoch_ms(now)}"
 
 

@@ -257,3 +257,31 @@ def test_verify_strict_fails_ci_on_drifted_or_missing_code_and_passes_when_fresh
 def test_verify_strict_with_update_is_refused(repo: Path, run_cli: Any) -> None:
     outcome = run_cli("verify", "--strict", "--update", "x")
     assert outcome.exit_code == 1 and "without --update" in outcome.stderr
+
+
+# --- prompts are named by their title ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("title", "slug"),
+    [
+        ("Apple Pay merchant validation", "apple-pay-merchant-validation"),
+        ("Миграция базы", "migratsiya-bazy"),
+        ("Café crème", "cafe-creme"),
+        ("数据库", "shu-ju-ku"),
+    ],
+)
+def test_a_prompt_takes_its_title_for_its_slug_as_other_kinds_do(run_cli: Any, title: str, slug: str) -> None:
+    written = ok(run_cli, "upsert", "--kind", "prompt", "--title", title, "--body", "Implement it.")
+    assert written["id"] == slug and written["path"] == f"projects/demo/prompts/{slug}.md"
+    assert ok(run_cli, "get", slug)["frontmatter"]["title"] == title
+    again = ok(run_cli, "upsert", "--kind", "prompt", "--title", title, "--body", "Another prompt, same title.")
+    assert again["id"] == f"{slug}-2"
+
+
+def test_a_prompt_of_a_session_turn_and_an_untitled_prompt_keep_their_own_names(run_cli: Any) -> None:
+    turn = ok(run_cli, "upsert", "--kind", "prompt", "--title", "T", "--session-id", "s1", "--frontmatter",
+              '{"turn": 3}', "--body", "b")  # fmt: skip
+    assert turn["id"] == "prompt-s1-t3"
+    untitled = ok(run_cli, "upsert", "--kind", "prompt", "--body", "b")
+    assert untitled["id"].startswith("prompt-") and untitled["id"] != "prompt-s1-t3"

@@ -65,9 +65,11 @@ def test_prompt_slug_uses_session_and_turn(vault: Vault) -> None:
     assert result.id == "prompt-abc-t3"
 
 
-def test_prompt_without_session_gets_timestamp_and_random_hex(vault: Vault) -> None:
-    result = upsert_record(vault, "demo", kind="prompt", body="b", frontmatter={"title": "My prompt"}, now=NOW)
+def test_prompt_without_session_or_title_gets_timestamp_and_random_hex(vault: Vault) -> None:
+    result = upsert_record(vault, "demo", kind="prompt", body="b", now=NOW)
     assert re.fullmatch(rf"prompt-{int(NOW.timestamp() * 1000)}-[0-9a-f]{{6}}", result.id)
+    titled = upsert_record(vault, "demo", kind="prompt", body="b", frontmatter={"title": "My prompt"}, now=NOW)
+    assert titled.id == "my-prompt"
 
 
 def test_session_without_session_id_gets_a_timestamped_slug(vault: Vault) -> None:
