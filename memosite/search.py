@@ -27,6 +27,8 @@ Rules a caller can rely on:
   path covers the patterns beneath it (``src/payments`` finds ``src/payments/client.py``).
 * ``score`` is ``-bm25`` (larger is better); records without a query score ``None``. A trap without
   ``occurrences`` reports (and sorts) as seen once.
+* Without a query (``path`` or other filters alone) the ``relevance`` order is by severity —
+  critical first, unrated last — then occurrences, hits and the newest update.
 * Records waiting for review are left out unless ``include_pending``; then they come back marked
   ``pending`` (``unreviewed`` in text).
 """

@@ -3,6 +3,7 @@ type, in order, and what they must see. Real files under tmp_path, the real CLI.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +286,28 @@ def test_a_prompt_of_a_session_turn_and_an_untitled_prompt_keep_their_own_names(
     assert turn["id"] == "prompt-s1-t3"
     untitled = ok(run_cli, "upsert", "--kind", "prompt", "--body", "b")
     assert untitled["id"].startswith("prompt-") and untitled["id"] != "prompt-s1-t3"
+
+
+# --- a path-only search puts what hurts most first ---------------------------------------------
+
+
+def test_a_path_only_search_lists_the_critical_trap_first_then_by_recurrence_and_hits(run_cli: Any) -> None:
+    def trap(slug: str, severity: str | None, occurrences: int = 1, hits: int = 0) -> None:
+        fields = {"occurrences": occurrences, "hits": hits, **({"severity": severity} if severity else {})}
+        ok(run_cli, "upsert", "--kind", "trap", "--slug", slug, "--path", "src/pay/client.py", "--allow-duplicate",
+           "--body", f"Trap {slug} about the payment client.", "--frontmatter", json.dumps(fields))  # fmt: skip
+
+    trap("low-one", "low")
+    trap("unrated", None, occurrences=9)
+    trap("critical-one", "critical")
+    trap("high-rare", "high")
+    trap("high-often", "high", occurrences=4)
+    trap("high-used", "high", hits=7)
+    ok(run_cli, "upsert", "--kind", "trap", "--slug", "elsewhere", "--severity", "critical", "--path", "src/web/a.ts",
+       "--body", "Not about payments.")  # fmt: skip
+    found = ok(run_cli, "search", "--path", "src/pay/client.py")
+    assert [hit["id"] for hit in found["results"]] == [
+        "critical-one", "high-often", "high-used", "high-rare", "low-one", "unrated",
+    ]  # fmt: skip
+    text = run_cli("search", "--path", "src/pay")
+    assert text.stdout.splitlines()[0].split()[1] == "critical-one"

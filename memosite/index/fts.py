@@ -47,6 +47,9 @@ ORDERS = {
     "hits": "matched DESC, flagged, hits DESC, rank, updated DESC, path",
     "updated": "matched DESC, updated DESC, rank, path",
 }
+# Without a query there is nothing to be relevant to (``search --path X`` alone): the records that
+# hurt most come first — critical traps on top — then those that bit most often and were used most.
+UNRANKED_RELEVANCE = "flagged, severity_weight DESC, occurrences DESC, hits DESC, updated DESC, path"
 _ORDER_COLUMNS = (
     "f.rowid AS rid, f.flagged AS flagged, f.occurrences AS occurrences, f.last_seen AS last_seen, "
     "f.severity_weight AS severity_weight, f.hits AS hits, f.updated AS updated, f.path AS path"
@@ -384,11 +387,12 @@ def find(
     """The first ``limit`` matches in ``sort`` order, and how many match in all."""
     scope = search_scope(index, filters)
     if not terms:
+        order = UNRANKED_RELEVANCE if sort == "relevance" else ORDERS[sort]
         # The filters (a path pattern test per record) run once; the count comes from the same rows.
         rows = _run(
             index,
             f"WITH m AS MATERIALIZED (SELECT {_ORDER_COLUMNS}, 0 AS matched, NULL AS rank FROM search_facts AS f "
-            f"WHERE {scope.sql()}) SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {ORDERS[sort]} LIMIT ?",
+            f"WHERE {scope.sql()}) SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {order} LIMIT ?",
             [*scope.params, limit],
             parsed_query=False,
         )
