@@ -311,3 +311,32 @@ def test_a_path_only_search_lists_the_critical_trap_first_then_by_recurrence_and
     ]  # fmt: skip
     text = run_cli("search", "--path", "src/pay")
     assert text.stdout.splitlines()[0].split()[1] == "critical-one"
+
+
+# --- plain build keeps out of the product repository -------------------------------------------
+
+
+def test_plain_build_in_the_product_repository_writes_no_site_folder_there(
+    repo: Path, run_cli: Any, vault_dir: Path
+) -> None:
+    ok(run_cli, "upsert", "--kind", "trap", "--slug", "cdn-cookie", "--title", "Cookie loses SameSite",
+       "--body", "Behind the CDN the cookie loses SameSite.")  # fmt: skip
+    status_before = git(repo, "status", "--porcelain")
+    built = run_cli("build")
+    assert built.exit_code == 0, built.stderr
+    assert not (repo / "site").exists() and git(repo, "status", "--porcelain") == status_before
+    site = Path(built.stdout.split(" into ")[1].split(" (")[0])
+    cache = Path.home() / ".cache" / "memosite" / "sites"
+    assert site.parent == cache and site.name.startswith("vault-")
+    assert (site / "memory/demo/traps/cdn-cookie/index.html").is_file()
+    again = ok(run_cli, "build")  # the same folder, rebuilt: memosite's own manifest says it may
+    assert again["site_dir"] == str(site)
+    other = ok(run_cli, "--vault", str(vault_dir.parent / "other-vault"), "init", "--no-pin")
+    assert other["vault"]
+    elsewhere = ok(run_cli, "--vault", str(vault_dir.parent / "other-vault"), "build")
+    assert Path(elsewhere["site_dir"]).parent == cache and elsewhere["site_dir"] != str(site)
+
+
+def test_build_out_still_writes_where_asked(repo: Path, run_cli: Any, tmp_path: Path) -> None:
+    ok(run_cli, "upsert", "--kind", "trap", "--slug", "t", "--body", "A trap.")
+    assert ok(run_cli, "build", "--out", str(tmp_path / "public"))["site_dir"] == str(tmp_path / "public")
