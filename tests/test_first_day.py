@@ -340,3 +340,66 @@ def test_plain_build_in_the_product_repository_writes_no_site_folder_there(
 def test_build_out_still_writes_where_asked(repo: Path, run_cli: Any, tmp_path: Path) -> None:
     ok(run_cli, "upsert", "--kind", "trap", "--slug", "t", "--body", "A trap.")
     assert ok(run_cli, "build", "--out", str(tmp_path / "public"))["site_dir"] == str(tmp_path / "public")
+
+
+# --- an MCP snippet a teammate can paste ---------------------------------------------------
+
+
+def print_config(run_cli: Any, *args: str) -> tuple[str, str]:
+    outcome = run_cli("mcp", "--print-config", *args)
+    assert outcome.exit_code == 0, outcome.stderr
+    return outcome.stdout, outcome.stderr
+
+
+def test_print_config_names_plain_memosite_and_no_vault_when_both_are_this_installs_defaults(
+    run_cli: Any, memosite_exe: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMOSITE_VAULT")  # the default vault, ~/.memosite: each teammate has their own
+    monkeypatch.setenv("PATH", str(memosite_exe.parent))  # the memosite on PATH is this install
+    stdout, stderr = print_config(run_cli, "claude")
+    assert stdout == "claude mcp add memosite -- memosite mcp --project demo\n"
+    assert "note" not in stderr and str(Path.home()) not in stdout + stderr
+    snippet = json.loads(print_config(run_cli, "vscode")[0])
+    assert snippet == {
+        "servers": {"memosite": {"type": "stdio", "command": "memosite", "args": ["mcp", "--project", "demo"]}}
+    }
+
+
+def test_print_config_names_the_absolute_command_with_a_note_when_path_holds_another_memosite(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "other-bin"
+    other.mkdir()
+    (other / "memosite").write_text("#!/bin/sh\necho another install\n", encoding="utf-8")
+    (other / "memosite").chmod(0o755)
+    monkeypatch.setenv("PATH", str(other))
+    stdout, stderr = print_config(run_cli, "cursor")
+    entry = json.loads(stdout)["mcpServers"]["memosite"]
+    assert Path(entry["command"]).is_absolute() and Path(entry["command"]).parent != other
+    assert "# note: the command is this machine's" in stderr and "is another install" in stderr
+    # A vault named with --vault or MEMOSITE_VAULT is this machine's path, said so too.
+    assert entry["args"][:2] == ["mcp", "--vault"] and "is this machine's path" in stderr
+
+
+def test_the_printed_snippet_starts_a_server_an_sdk_client_can_use(
+    run_cli: Any, memosite_exe: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    monkeypatch.delenv("MEMOSITE_VAULT")
+    monkeypatch.setenv("PATH", str(memosite_exe.parent))
+    ok(run_cli, "--vault", str(Path.home() / ".memosite"), "upsert", "--kind", "trap", "--slug", "t", "--body", "b")
+    entry = json.loads(print_config(run_cli, "cursor")[0])["mcpServers"]["memosite"]
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env={"HOME": str(Path.home()), "PATH": str(memosite_exe.parent)}
+    )
+
+    async def scenario() -> None:
+        with open(tmp_path / "server.log", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                found = await session.call_tool("get", {"id": "t"})
+                assert not found.is_error and (found.structured_content or {})["project"] == "demo"
+
+    anyio.run(scenario)
