@@ -194,18 +194,23 @@ def _interrupts_after_a_change(*, enabled: bool) -> Iterator[None]:
         yield
 
 
+VAULT_HELP = "Vault directory (default: MEMOSITE_VAULT or ~/.memosite)."
+PROJECT_HELP = "Project id (default: MEMOSITE_PROJECT or derived from the working directory)."
+
+
+def vault_options_with(*, vault_help: str = VAULT_HELP, project_help: str = PROJECT_HELP) -> Callable[[F], F]:
+    """:func:`vault_options` for a command whose --vault or --project default is its own (the demo)."""
+    return functools.partial(_vault_options, vault_help=vault_help, project_help=project_help)
+
+
 def vault_options(func: F) -> F:
     """Add --vault/--project/--json and turn every MemositeError into one line (or JSON)."""
+    return _vault_options(func, vault_help=VAULT_HELP, project_help=PROJECT_HELP)
 
-    @click.option(
-        "--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite)."
-    )
-    @click.option(
-        "--project",
-        "project_arg",
-        metavar="ID",
-        help="Project id (default: MEMOSITE_PROJECT or derived from the working directory).",
-    )
+
+def _vault_options(func: F, *, vault_help: str, project_help: str) -> F:
+    @click.option("--vault", "vault_arg", metavar="DIR", help=vault_help)
+    @click.option("--project", "project_arg", metavar="ID", help=project_help)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
     @functools.wraps(func)
     def wrapper(vault_arg: str | None, project_arg: str | None, as_json: bool, **kwargs: Any) -> Any:

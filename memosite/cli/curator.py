@@ -88,9 +88,26 @@ def gc(app: App, dry_run: bool, purge: bool) -> None:
     app.emit(result.to_json(), lambda: _gc_summary(result))
 
 
-def _search_text(result: SearchResult) -> str:
+def _nothing_found(app: App, all_projects: bool) -> str:
+    """What an empty search says: which project it searched and why that one, and the vault's other
+    projects (a search run outside the project's repository lands in another project, and an empty
+    answer would read as "nothing is known")."""
+    if all_projects:
+        return "no matches in any project of the vault"
+    from memosite.cli.workspace import project_source
+
+    project = app.project
+    said = f"no matches in project {project} (from {project_source(app.identity.source)})"
+    others = [name for name in app.vault.projects() if name != project]
+    if not others:
+        return said
+    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    return f"{said}; this vault also holds {shown}: --project {others[0]}, or --all-projects"
+
+
+def _search_text(result: SearchResult, empty: str = "no matches") -> str:
     if not result.results:
-        return "no matches"
+        return empty
     lines = []
     terms = ", ".join(result.terms)
     if result.match == "any":
@@ -179,7 +196,7 @@ def search(
         include_pending=include_pending,
         author=author,
     )
-    app.emit(result.to_json(), lambda: _search_text(result))
+    app.emit(result.to_json(), lambda: _search_text(result, _nothing_found(app, all_projects)))
 
 
 @click.command()

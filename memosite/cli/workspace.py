@@ -51,7 +51,7 @@ def status(app: App) -> None:
     def text() -> str:
         lines = [
             f"vault      {report.vault} ({report.vault_source}){'' if report.vault_exists else ' — not created yet'}",
-            f"project    {report.project} ({_project_source(report.project_source)})",
+            f"project    {report.project} ({project_source(report.project_source)})",
         ]
         if not report.vault_exists:
             lines.append("next       memosite init")
@@ -112,7 +112,8 @@ def status(app: App) -> None:
     app.emit(report.to_json(), text)
 
 
-def _project_source(source: str) -> str:
+def project_source(source: str) -> str:
+    """How ``status`` and an empty search say where the project came from."""
     return {
         "explicit": "--project",
         "env": "MEMOSITE_PROJECT",

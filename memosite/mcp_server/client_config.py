@@ -61,16 +61,21 @@ def _same_file(left: str | Path, right: str | Path) -> bool:
         return False
 
 
-def portable_launch(executable: list[str], vault: Path, default_vault: Path, env: Mapping[str, str]) -> Portable:
-    """``memosite`` instead of ``executable`` when the ``memosite`` on ``env``'s ``PATH`` resolves
-    to the same script; no vault when ``vault`` is ``default_vault``. Notes say what stays
-    absolute and why."""
-    notes: list[str] = []
+def portable_executable(executable: list[str], env: Mapping[str, str]) -> tuple[list[str], str | None]:
+    """``["memosite"]`` when the ``memosite`` on ``env``'s ``PATH`` resolves to the same script as
+    ``executable``; else ``executable`` and why it is not (no memosite on PATH, or another one)."""
     found = shutil.which("memosite", path=env.get("PATH", os.defpath))
     if len(executable) == 1 and found is not None and _same_file(found, executable[0]):
-        executable = ["memosite"]
-    else:
-        why = "no memosite on PATH" if found is None else f"the memosite on PATH ({found}) is another install"
+        return ["memosite"], None
+    return executable, "no memosite on PATH" if found is None else f"the memosite on PATH ({found}) is another install"
+
+
+def portable_launch(executable: list[str], vault: Path, default_vault: Path, env: Mapping[str, str]) -> Portable:
+    """:func:`portable_executable`, and no vault when ``vault`` is ``default_vault``. Notes say
+    what stays absolute and why."""
+    notes: list[str] = []
+    executable, why = portable_executable(executable, env)
+    if why is not None:
         notes.append(
             f"the command is this machine's {shlex.join(executable)} ({why}): a teammate puts their own"
             " memosite there, or `memosite` once it is on their PATH"
