@@ -153,7 +153,11 @@ def normalize_upsert(
         older = validate_slug(str(incoming["supersedes"]), "supersedes id")
         if older in (incoming.get("id"), explicit):
             raise InvalidArguments(f"{older} cannot supersede itself")
-    validate_frontmatter({**incoming, "kind": kind}, require=False)
+    checked = validate_frontmatter({**incoming, "kind": kind}, require=False)
+    if "layer" in incoming and "layer" not in checked:
+        # A "security" layer is a topic: the record gets the tag, and (a trap) an inferred layer.
+        del incoming["layer"]
+        incoming["tags"] = checked["tags"]
     if incoming.get("cites") is not None:
         from memosite.freshness import read_cites
 

@@ -118,7 +118,7 @@ class App:
         if self._identity is None:
             from memosite.config import resolve_project
 
-            self._identity = resolve_project(self.project_arg, self.env)
+            self._identity = resolve_project(self.project_arg, self.env, vault_root=self.vault_root)
         return self._identity
 
     @property
@@ -127,10 +127,22 @@ class App:
 
     @property
     def product_root(self) -> Path | None:
-        """The git work tree of the product the command runs in (the vault must not lie in it)."""
+        """The git work tree of the product the command runs in (the vault must not lie in it);
+        None in the vault itself, whose own git repository is no product."""
         from memosite.workspace import find_work_tree
 
-        return find_work_tree(working_directory(), self.env)
+        found = find_work_tree(working_directory(), self.env)
+        if found is not None and self._in_vault(found):
+            return None
+        return found
+
+    def _in_vault(self, work_tree: Path) -> bool:
+        """Whether ``work_tree`` is the vault's own repository (or lies in the vault)."""
+        try:
+            work_tree.resolve().relative_to(self.vault_root.expanduser().resolve())
+        except (OSError, ValueError):
+            return False
+        return True
 
     @property
     def project_explicit(self) -> str | None:

@@ -117,6 +117,7 @@ def project_source(source: str) -> str:
     return {
         "explicit": "--project",
         "env": "MEMOSITE_PROJECT",
+        "vault": "the vault's project folder you are in",
         "project-file": ".memosite.toml",
         "git": "the git repository's name",
         "directory": "the directory's name",
