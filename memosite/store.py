@@ -138,10 +138,15 @@ class UpsertResult:
 
 @dataclass
 class AppendResult:
+    """The event written, echoed back: its id and file, what it says and when."""
+
     id: str
     kind: str
     project: str
     path: str
+    event: str = ""
+    details: Any = None
+    created: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -557,7 +562,15 @@ def append_event(
         )
         unit.retitle(f"append {kind}:{record_id}")
         unit.write(Record(frontmatter=fm, body=event if event.endswith("\n") else event + "\n", path=path), path)
-    return AppendResult(id=record_id, kind=kind, project=project, path=vault.relative(path))
+    return AppendResult(
+        id=record_id,
+        kind=kind,
+        project=project,
+        path=vault.relative(path),
+        event=event,
+        details=details,
+        created=now_iso,
+    )
 
 
 # --- forget / restore ------------------------------------------------------------------------

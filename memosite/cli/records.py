@@ -175,7 +175,9 @@ def append(app: App, event: str, kind: str, details_json: str | None) -> None:
         kind=kind,
         details=parse_json_option("--details", details_json),
     )
-    app.emit(result.to_json(), f"appended {result.kind} {result.id} → {result.path}")
+    said = " ".join(result.event.split())
+    shown = said if len(said) <= 80 else said[:79] + "…"
+    app.emit(result.to_json(), f"appended {result.kind} {result.id}: {shown} → {result.path}")
 
 
 @click.command()

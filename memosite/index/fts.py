@@ -123,6 +123,7 @@ class Match:
     rank: float | None
     matched: int = 0
     snippet: str = ""
+    last_hit: str | None = None
 
 
 @dataclass
@@ -425,7 +426,7 @@ def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: b
 _RESULT_COLUMNS = (
     "r.rowid AS rowid, r.id, r.kind, r.project, r.title, r.status, r.path, r.severity, r.layer, r.tags_json, "
     "r.path_patterns, r.created, r.updated, r.expires_at, f.occurrences, r.hits, r.helpful, r.stale, r.body, "
-    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason, r.folded"
+    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason, r.folded, r.last_hit"
 )
 _SNIPPET_CONTEXT = 48
 
@@ -528,6 +529,7 @@ def _load(
                 rank=rank,
                 matched=matched,
                 snippet=" ".join(snippet.split()),
+                last_hit=row["last_hit"],
             )
         )
     return found
