@@ -403,3 +403,48 @@ def test_the_printed_snippet_starts_a_server_an_sdk_client_can_use(
                 assert not found.is_error and (found.structured_content or {})["project"] == "demo"
 
     anyio.run(scenario)
+
+
+# --- the same over MCP ----------------------------------------------------------------------
+
+
+def test_an_agents_mistyped_supersedes_is_refused_over_mcp_and_written_when_it_says_the_record_is_gone(
+    run_cli: Any, vault_dir: Path
+) -> None:
+    import anyio
+    from mcp import Client
+
+    from memosite.mcp_server.server import build_server
+    from memosite.vault import Vault
+
+    ok(run_cli, "upsert", "--kind", "decision", "--slug", "search-like", "--body", "LIKE will do.")
+    vault = Vault.open(vault_dir)
+
+    async def scenario() -> None:
+        async with Client(build_server(vault, "demo"), mode="legacy") as client:
+            refused = await client.call_tool(
+                "upsert", {"kind": "decision", "slug": "search-fts", "supersedes": "search-lik", "body": "FTS5."}
+            )
+            assert refused.is_error
+            text = refused.content[0].text  # type: ignore[union-attr]
+            assert text.startswith("RECORD_NOT_FOUND: supersedes search-lik") and "did you mean search-like?" in text
+            missing = await client.call_tool("get", {"id": "search-lik", "projectId": "demo"})
+            assert missing.is_error and "did you mean search-like?" in missing.content[0].text  # type: ignore[union-attr]
+            written = await client.call_tool(
+                "upsert",
+                {
+                    "kind": "decision",
+                    "slug": "search-fts",
+                    "supersedes": "gone",
+                    "supersedesMissingOk": True,
+                    "body": "F",
+                },
+            )
+            assert not written.is_error and (written.structured_content or {})["supersedesMissing"] == "gone"
+
+    try:
+        anyio.run(scenario)
+    finally:
+        vault.close()
+    assert not (vault_dir / "projects/demo/decisions/search-fts.md").read_text(encoding="utf-8").count("search-lik\n")
+    assert ok(run_cli, "get", "search-like")["frontmatter"]["status"] == "active"
