@@ -185,12 +185,18 @@ def test_ids_in_any_script_get_their_near_misses(run_cli: Any, vault_dir: Path, 
 
 
 def test_a_get_across_projects_suggests_ids_of_the_other_projects(
-    run_cli: Any, monkeypatch: pytest.MonkeyPatch
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     ok(run_cli, "--project", "shop", "upsert", "--kind", "decision", "--slug", "use-postgres", "--body", "x")
+    ok(run_cli, "--project", "shop", "upsert", "--kind", "scratch", "--slug", "use-postgres-notes", "--body", "x")
     monkeypatch.delenv("MEMOSITE_PROJECT")
-    outcome = run_cli("--project", "", "get", "use-postgre")
-    assert "use-postgres" in outcome.stderr
+    (tmp_path / "blog").mkdir()
+    monkeypatch.chdir(tmp_path / "blog")  # project blog, which holds nothing: get looks in the others
+    outcome = run_cli("get", "use-postgre", "--json")
+    assert outcome.exit_code == 1
+    error = outcome.json()["error"]
+    assert error["message"] == "record not found: use-postgre (did you mean use-postgres?)"
+    assert error["details"]["suggestions"] == ["use-postgres"]  # never another project's scratch note
 
 
 # --- a rename keeps path lookup -----------------------------------------------------------
