@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_sync_conflicts import conflict_on_both, state
+from test_sync_support import Team, team
 from test_trust import CLIENT_CODE, commit_all, git, repo
 
 from memosite.indexing import read_record
 
-__all__ = ["repo"]  # the fixture: a real git repository of a product, shared with test_trust
+# The fixtures: a real git repository of a product (test_trust), two machines on a bare remote (sync).
+__all__ = ["repo", "team"]
 
 
 def ok(run_cli: Any, *args: str) -> dict[str, Any]:
@@ -454,3 +457,12 @@ def test_an_agents_mistyped_supersedes_is_refused_over_mcp_and_written_when_it_s
         vault.close()
     assert not (vault_dir / "projects/demo/decisions/search-fts.md").read_text(encoding="utf-8").count("search-lik\n")
     assert ok(run_cli, "get", "search-like")["frontmatter"]["status"] == "active"
+
+
+def test_a_mistyped_id_in_resolve_names_the_record_with_the_conflict(team: Team, run_cli: Any) -> None:
+    a, _ = conflict_on_both(team)
+    before = state(a)
+    outcome = run_cli("resolve", "lock-ordr", "--take", "mine", "--vault", str(a.root))
+    assert outcome.exit_code == 1 and len(outcome.stderr.splitlines()) == 1
+    assert "no conflict for 'lock-ordr'" in outcome.stderr and "(did you mean lock-order?)" in outcome.stderr
+    assert state(a) == before
