@@ -79,7 +79,7 @@ def slugify_project(name: str) -> str:
 class ProjectIdentity:
     id: str
     name: str
-    source: str  # "explicit", "env", "project-file", "git", "directory"
+    source: str  # "explicit", "env", "vault", "project-file", "git", "directory"
 
 
 CEILING_VARIABLE = "MEMOSITE_CEILING_DIRECTORIES"
@@ -118,8 +118,14 @@ def working_directory() -> Path:
         ) from None
 
 
-def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | None = None) -> ProjectIdentity:
-    """``--project`` > ``MEMOSITE_PROJECT`` > ``.memosite.toml`` upward > git repository > directory.
+def resolve_project(
+    explicit: str | None, env: Mapping[str, str], cwd: Path | None = None, *, vault_root: Path | None = None
+) -> ProjectIdentity:
+    """``--project`` > ``MEMOSITE_PROJECT`` > inside ``vault_root``'s ``projects/<p>/`` > ``.memosite.toml``
+    upward > git repository > directory.
+
+    A command run in a project's folder of the vault (or deeper: ``projects/p1/traps/``) works in
+    that project, as the original did; the vault's own git repository would otherwise name it.
 
     Every clone and every ``git worktree`` of one repository lands in the same project: the
     committed ``.memosite.toml`` says so outright; without it the id comes from the repository
@@ -134,6 +140,9 @@ def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | No
         value = env["MEMOSITE_PROJECT"]
         return ProjectIdentity(validate_project_id(value), value, "env")
     here = (cwd or working_directory()).absolute()
+    inside = project_in_vault(here, vault_root) if vault_root is not None else None
+    if inside is not None:
+        return ProjectIdentity(validate_project_id(inside), inside, "vault")
     pinning = True  # the nearest .memosite.toml decides, even one that names no id (then git does)
     for directory in upward(here, env):
         project_file = directory / PROJECT_FILE
@@ -146,6 +155,16 @@ def resolve_project(explicit: str | None, env: Mapping[str, str], cwd: Path | No
             name = git_project_name(directory)
             return ProjectIdentity(slugify_project(name), name, "git")
     return ProjectIdentity(slugify_project(here.name), here.name, "directory")
+
+
+def project_in_vault(directory: Path, vault_root: Path) -> str | None:
+    """The project whose folder of the vault holds ``directory`` (``<vault>/projects/<p>/…``), if any."""
+    try:
+        relative = directory.resolve().relative_to(vault_root.expanduser().resolve() / "projects")
+    except (OSError, ValueError):
+        return None
+    first = relative.parts[0] if relative.parts else None
+    return first if first and not first.startswith(".") else None
 
 
 def _pinned_identity(project_file: Path) -> ProjectIdentity | None:

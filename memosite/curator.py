@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memosite.archive import archive_fields
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
 from memosite.index import queries
@@ -301,7 +302,7 @@ def _apply_sweep(unit: Mutation, plan: GcPlan, result: GcResult, now: datetime, 
         if not (_sweepable(fm, plan.purge) and _is_expired(fm, vault, now)):
             continue
         if record.kind in ARCHIVE_ON_EXPIRE_KINDS and not plan.purge:
-            fm.update(status="archived", archivedReason="expired", updated=format_iso(now))
+            archive_fields(fm, format_iso(now), reason="expired")
             unit.write(record, item.path)
             result.count_archived(record.kind)
             result.archived_files.append(item.relative)

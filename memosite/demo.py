@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,6 +15,7 @@ from memosite.mutation import Mutation, mutation
 from memosite.schema import format_iso, utc_now
 from memosite.store import append_event, derive_slug, upsert_record
 from memosite.sync.paths import sidecar_path
+from memosite.userdirs import user_data_dir
 from memosite.vault import CONFLICT_MARK, Vault
 from memosite.verify import verify_project
 
@@ -292,12 +295,33 @@ class DemoResult:
 
 DEMO_MARKER = ".memosite-demo"
 DEMO_REPOSITORY_SUFFIX = "-repo"
+DEMO_DIR = "demo"
+# What the printed commands ask the demo: words of its payment trap, and the file that trap is about.
+DEMO_QUERY = "payment retries"
+DEMO_PATH = "src/payments/client.py"
 
 
-def demo_repository(vault: Vault) -> Path:
+def default_demo_root(env: Mapping[str, str] | None = None) -> Path:
+    """Where ``memosite demo`` writes without ``--vault``: ``demo`` in this user's data directory
+    (``~/.local/share/memosite/demo``). Not the directory it runs in: the README runs it in a fresh
+    clone, a git work tree, where a vault is refused (``--vault ./memosite-demo upsert`` would fail)
+    and its files would show in ``git status``."""
+    return user_data_dir(env) / DEMO_DIR
+
+
+def demo_commands(vault_root: Path, project: str = DEMO_PROJECT, program: str = "memosite") -> list[str]:
+    """Commands that query the demo from any directory: a search and the brief an agent reads
+    (``program``, as a shell reads it, runs memosite: ``memosite`` when it is on PATH, else its
+    absolute path)."""
+    base = f"{program} --vault {shlex.quote(str(vault_root))} --project {shlex.quote(project)}"
+    return [f"{base} search {shlex.quote(DEMO_QUERY)}", f"{base} bootstrap --path {DEMO_PATH}"]
+
+
+def demo_repository(vault: Vault | Path) -> Path:
     """Where the demo compiles the agents' files: a directory beside the demo vault (never in it),
     standing for the product repository the demo project's memory is about."""
-    return vault.root.parent / f"{vault.root.name}{DEMO_REPOSITORY_SUFFIX}"
+    root = vault.root if isinstance(vault, Vault) else vault
+    return root.parent / f"{root.name}{DEMO_REPOSITORY_SUFFIX}"
 
 
 def write_demo_agent_files(

@@ -18,7 +18,7 @@ from typing import Any
 from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
 from memosite.indexing import path_defaults, record_label
 from memosite.kinds import directory_for_kind
-from memosite.lookup import locate_record
+from memosite.lookup import find_record
 from memosite.mutation import mutation
 from memosite.schema import format_iso, parse_record, utc_now
 from memosite.secrets import assert_no_secrets
@@ -57,7 +57,7 @@ def _digest(data: bytes) -> str:
 
 
 def begin_edit(vault: Vault, project: str, *, record_id: str, kind: str | None = None) -> EditSession:
-    _, path = locate_record(vault, project, record_id=record_id, kind=kind)
+    _, path = find_record(vault, project, record_id=record_id, kind=kind)
     data = path.read_bytes()
     return EditSession(project, path, data.decode("utf-8"), _digest(data))
 

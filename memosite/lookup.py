@@ -11,18 +11,23 @@ from typing import Any
 
 from memosite.errors import InvalidArguments, RecordNotFound, SafetyViolation
 from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
+from memosite.index import queries
 from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
 from memosite.schema import Record, format_iso, normalize_kind, subdir_for_kind, utc_now
+from memosite.suggest import did_you_mean, near_misses
 from memosite.vault import Vault, is_record_name
 
 __all__ = [
     "PRIVATE_KINDS",
     "StoredRecord",
     "files_holding_id",
+    "find_record",
     "get_record",
     "locate_record",
     "shared_id_error",
+    "suggest_ids",
+    "with_suggestions",
     "writable_target",
 ]
 
@@ -133,6 +138,51 @@ def _locate_by_id(vault: Vault, project: str, record_id: str, kinds: tuple[str, 
     raise RecordNotFound(f"record not found: {record_id} in project {project}")
 
 
+def suggest_ids(
+    vault: Vault, project: str, typed: str, kinds: tuple[str, ...] | None = None, *, siblings: bool = False
+) -> list[str]:
+    """The ids closest to ``typed`` (:mod:`memosite.suggest`) among ``project``'s records of
+    ``kinds``, and with ``siblings`` the other projects' records ``get`` may reach."""
+    index = vault.index()
+    known = queries.project_ids(index, project, kinds)
+    if siblings:
+        known += queries.project_ids(index, None, tuple(k for k in kinds or KINDS if k not in PRIVATE_KINDS))
+    return near_misses(typed, known)
+
+
+def with_suggestions(
+    vault: Vault,
+    project: str,
+    missing: RecordNotFound,
+    *,
+    record_id: str | None = None,
+    kind: str | None = None,
+    slug: str | None = None,
+    siblings: bool = False,
+) -> RecordNotFound:
+    """``missing`` naming the ids closest to the one asked for (also as ``details.suggestions``):
+    for the commands a person types ids into. Kept off :func:`locate_record` itself, where a miss
+    is often expected (a new id) and comparing every id of a large vault would slow every write."""
+    typed = record_id or slug
+    if not typed:
+        return missing
+    kinds = (normalize_kind(kind),) if kind else None
+    near = suggest_ids(vault, project, typed, kinds, siblings=siblings)
+    if not near:
+        return missing
+    return RecordNotFound(f"{missing.message}{did_you_mean(near)}", details={**missing.details, "suggestions": near})
+
+
+def find_record(
+    vault: Vault, project: str, *, record_id: str | None = None, kind: str | None = None, slug: str | None = None
+) -> tuple[Record, Path]:
+    """:func:`locate_record`, whose miss names the nearest ids (a person typed this one)."""
+    try:
+        return locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
+    except RecordNotFound as exc:
+        raise with_suggestions(vault, project, exc, record_id=record_id, kind=kind, slug=slug) from None
+
+
 def files_holding_id(vault: Vault, project: str, record_id: str, kinds: tuple[str, ...] = KINDS) -> list[Path]:
     """The record files of ``project`` (of ``kinds``) whose frontmatter id is ``record_id``, as
     the index knows them."""
@@ -224,9 +274,9 @@ def _find(
     try:
         record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
         return stored_record(vault, record, path, now)
-    except RecordNotFound:
+    except RecordNotFound as exc:
         if not cross_project:
-            raise
+            raise with_suggestions(vault, project, exc, record_id=record_id, kind=kind, slug=slug) from None
     matches: list[tuple[Record, Path]] = []
     for sibling in vault.projects():
         if sibling == project:
@@ -247,4 +297,5 @@ def _find(
             " pass --project",
             details={"projects": projects},
         )
-    raise RecordNotFound(f"record not found: {wanted}")
+    missing = RecordNotFound(f"record not found: {wanted}")
+    raise with_suggestions(vault, project, missing, record_id=record_id, kind=kind, slug=slug, siblings=True)

@@ -258,6 +258,7 @@ RECORDED_FIELDS = frozenset(
         "supersedes",
         "supersededBy",
         "archivedReason",
+        "archivedFrom",
         "occurrences",
         "lastSeen",
         "hits",

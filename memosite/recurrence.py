@@ -249,11 +249,12 @@ def trap_module(frontmatter: Mapping[str, Any], body: str) -> str | None:
 def classify_trap(frontmatter: dict[str, Any], body: str) -> None:
     """Fill a trap's missing layer, module and tags in place (a layer written under another
     name is normalised)."""
+    tags = classify_tags(frontmatter, body)  # before the layer is settled: a security "layer" is a tag
     frontmatter["layer"] = trap_layer(frontmatter, body)
     module = trap_module(frontmatter, body)
     if module:
         frontmatter["module"] = module
-    frontmatter["tags"] = classify_tags(frontmatter, body)
+    frontmatter["tags"] = tags
 
 
 def is_recurrence(new_body: str, existing_body: str) -> bool:

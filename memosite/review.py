@@ -20,9 +20,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memosite.archive import archive_fields
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
 from memosite.indexing import path_defaults, record_label, record_title
-from memosite.lookup import locate_record
+from memosite.lookup import locate_record, with_suggestions
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import (
     drop_accepted_version,
@@ -191,10 +192,10 @@ class _Waiting:
 def _waiting(vault: Vault, project: str, record_id: str) -> _Waiting:
     try:
         record, path = locate_record(vault, project, record_id=record_id)
-    except RecordNotFound:
+    except RecordNotFound as exc:
         orphan = find_proposal(vault, project, record_id)
         if orphan is None:
-            raise
+            raise with_suggestions(vault, project, exc, record_id=record_id) from None
         return _Waiting(parse_proposal(orphan), record_path_of(orphan), orphan)
     proposal = proposal_path(path)
     if proposal.is_file() and not proposal.is_symlink():
@@ -281,9 +282,8 @@ def reject_records(
                 drop_accepted_version(vault, path)
                 outcome = "restored the accepted version"
             else:
+                archive_fields(record.frontmatter, stamp, reason="rejected")
                 record.frontmatter.update(
-                    status="archived",
-                    archivedReason="rejected",
                     review="rejected",
                     reviewedBy=reviewer,
                     reviewedAt=stamp,

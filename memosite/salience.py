@@ -241,14 +241,14 @@ def record_feedback(
     """Count one helpful or stale vote and set ``lastFeedback``. A record whose stale votes outweigh
     its helpful ones is flagged stale (views show it, rankings put it last). ``updated`` is left
     alone: feedback is not an edit. Raises RECORD_NOT_FOUND for an unknown id."""
-    from memosite.lookup import locate_record
+    from memosite.lookup import find_record
     from memosite.mutation import mutation
 
     if not isinstance(record_id, str) or not record_id.strip():
         raise InvalidArguments("feedback needs a record id")
     now_iso = format_iso(now or utc_now())
     with mutation(vault, "feedback") as unit:
-        record, path = locate_record(vault, project, record_id=record_id.strip())
+        record, path = find_record(vault, project, record_id=record_id.strip())
         fm = record.frontmatter
         key = "helpfulCount" if helpful else "staleCount"
         fm[key] = int(fm.get(key) or 0) + 1

@@ -248,11 +248,18 @@ def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> di
         if name in result and (not isinstance(result[name], str) or not result[name].strip()):
             raise InvalidArguments(f"invalid {name}: must be a non-empty string", details={"field": name})
     layer = result.get("layer")
+    security_layer = False
     if isinstance(layer, str) and layer.strip().lower() not in LAYERS:
-        from memosite.recurrence import normalize_layer
+        from memosite.recurrence import is_security_label, normalize_layer
 
-        # Another name for a layer (frontend, infra, qa, Frontend…) means that layer.
-        result["layer"] = normalize_layer(layer) or layer
+        # Another name for a layer (frontend, infra, qa, Frontend…) means that layer; "security"
+        # (in any language) is a topic, not a layer: promoted into tags, as the seed says.
+        named = normalize_layer(layer)
+        security_layer = named is None and is_security_label(layer)
+        if security_layer:
+            del result["layer"]
+        else:
+            result["layer"] = named or layer
     for name, allowed in _ENUM_FIELDS.items():
         if name in result and result[name] is not None:
             result[name] = _normalize_enum(name, result[name], allowed)
@@ -275,6 +282,8 @@ def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> di
     for name in ("tags", "pathPatterns", "linkedPaths"):
         if name in result and result[name] is not None:
             result[name] = _string_list(name, result[name])
+    if security_layer and "security" not in (result.get("tags") or []):
+        result["tags"] = [*(result.get("tags") or []), "security"]
     if require:
         missing = [name for name in REQUIRED_FIELDS if result.get(name) in (None, "")]
         if missing:

@@ -27,6 +27,8 @@ Rules a caller can rely on:
   path covers the patterns beneath it (``src/payments`` finds ``src/payments/client.py``).
 * ``score`` is ``-bm25`` (larger is better); records without a query score ``None``. A trap without
   ``occurrences`` reports (and sorts) as seen once.
+* Without a query (``path`` or other filters alone) the ``relevance`` order is by severity —
+  critical first, unrated last — then occurrences, hits and the newest update.
 * Records waiting for review are left out unless ``include_pending``; then they come back marked
   ``pending`` (``unreviewed`` in text).
 * Relevance is hybrid when ``memosite[semantic]`` is installed and ``search.semantic`` is not false
@@ -53,7 +55,7 @@ from memosite.kinds import KINDS, UNSEARCHED_KINDS
 from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
 from memosite.schema import STATUSES, format_iso, is_flagged_stale, utc_now
-from memosite.vault import Vault
+from memosite.vault import Vault, warn
 
 if TYPE_CHECKING:
     from memosite.embedding import Embedder
@@ -88,6 +90,7 @@ class SearchHit:
     layer: str | None = None
     occurrences: int = 0
     hits: int = 0
+    last_hit: str | None = None
     helpful: int = 0
     stale: int = 0
     path_patterns: list[str] = field(default_factory=list)
@@ -125,6 +128,7 @@ class SearchHit:
             "layer": self.layer,
             "occurrences": self.occurrences,
             "hits": self.hits,
+            "lastHit": self.last_hit,
             "helpfulCount": self.helpful,
             "staleCount": self.stale,
             "flaggedStale": self.flagged_stale,
@@ -349,8 +353,10 @@ def search_records(
     """Find records of ``project`` (every project when None) matching ``query`` and the filters.
 
     ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``hit_ids``
-    acknowledges that the caller used those records (a hit each, at most once per ``session_id``);
-    it needs a project. ``explain`` gives each hit its place in each ranking.
+    acknowledges that the caller used those records (a hit each, at most once per ``session_id``):
+    in ``project``, or — a search of every project — in the project of the hit of that id, else
+    the one project holding it (an id several projects hold, and none of the hits, counts nothing).
+    ``explain`` gives each hit its place in each ranking.
     """
     from memosite.indexing import ensure_index, semantic_embedder
 
@@ -359,8 +365,6 @@ def search_records(
         raise InvalidArguments(f"invalid sort {sort!r}: expected one of {', '.join(SORTS)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidArguments(f"invalid limit {limit!r}: expected 1 to {MAX_LIMIT}")
-    if hit_ids and project is None:
-        raise InvalidArguments("acknowledging hits needs a project")
     if query is not None and not isinstance(query, str):
         raise InvalidArguments("the query must be text")
     now_iso = format_iso(now)
@@ -394,10 +398,11 @@ def search_records(
         hit.freshness = stored.verdict if stored is not None else None
         hit.pending = hit.path in pending
     recorded: list[str] = []
-    if hit_ids and project is not None:
+    if hit_ids:
         from memosite.salience import record_hits
 
-        recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
+        for holder, ids in _hit_projects(vault.index(), project, list(hit_ids), hits).items():
+            recorded += record_hits(vault, holder, ids, session_id=session_id, now=now)
     return SearchResult(
         results=hits,
         total=found.total,
@@ -420,6 +425,27 @@ def _explain(hits: list[SearchHit], found: Found) -> None:
         else:
             words = position if match.rank is not None else None
             hit.explain = {"bm25Rank": words, "vectorRank": None, "similarity": None, "fusedScore": None}
+
+
+def _hit_projects(index: Index, project: str | None, ids: list[str], hits: list[SearchHit]) -> dict[str, list[str]]:
+    """Which project each acknowledged id is counted in (see :func:`search_records`)."""
+    if project is not None:
+        return {project: ids}
+    found = {hit.id: hit.project for hit in reversed(hits)}
+    by_project: dict[str, list[str]] = {}
+    for record_id in ids:
+        holder = found.get(record_id.strip())
+        if holder is None:
+            holders = {entry.project for entry in index.by_id(record_id.strip())}
+            if len(holders) != 1:
+                warn(
+                    f"hit not counted for {record_id}: "
+                    + ("no such record" if not holders else "several projects hold it")
+                )
+                continue
+            holder = holders.pop()
+        by_project.setdefault(holder, []).append(record_id)
+    return by_project
 
 
 def _pending_paths(index: Index, projects: set[str]) -> set[str]:
@@ -448,6 +474,7 @@ def _hit(match: fts.Match, now_iso: str, mode: MatchMode | None) -> SearchHit:
         layer=match.layer,
         occurrences=match.occurrences,
         hits=match.hits,
+        last_hit=match.last_hit,
         helpful=match.helpful,
         stale=match.stale,
         path_patterns=match.path_patterns,

@@ -21,11 +21,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memosite.archive import archive_fields, restore_fields
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, PersonRequired, RecordNotFound
 from memosite.expiration import is_expired_iso, iso_or_none, resolve_expires_at
 from memosite.index import queries
 from memosite.indexing import ensure_index, read_record, record_label, refresh_project
-from memosite.lookup import files_holding_id, locate_record, shared_id_error, writable_target
+from memosite.lookup import files_holding_id, find_record, locate_record, shared_id_error, suggest_ids, writable_target
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import drop_accepted_version, keep_legacy_copies, proposal_path, read_proposal
 from memosite.provenance import agent_claims, approved_by_person, provenance_fields
@@ -41,6 +42,7 @@ from memosite.schema import (
     validate_slug,
 )
 from memosite.secrets import assert_no_secrets
+from memosite.suggest import did_you_mean
 from memosite.vault import Tombstone, Vault
 from memosite.writeplan import (
     UpsertAction,
@@ -138,10 +140,15 @@ class UpsertResult:
 
 @dataclass
 class AppendResult:
+    """The event written, echoed back: its id and file, what it says and when."""
+
     id: str
     kind: str
     project: str
     path: str
+    event: str = ""
+    details: Any = None
+    created: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -203,20 +210,22 @@ def _named_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None) -> 
 def derive_slug(kind: str, frontmatter: Mapping[str, Any], slug: str | None, now: datetime) -> str:
     """explicit slug → frontmatter id → slugify(title) → ``<kind>-<ms>``.
 
-    prompt and session records follow their own rule after the id instead of the title:
-    ``prompt-<sessionId>-t<turn>`` (else ``prompt-<ms>-<6 hex>``) and ``session-<sessionId>``
-    (else ``session-<ms>``), so their names say where they come from.
+    prompt and session records name themselves after their session first (after the id):
+    ``prompt-<sessionId>-t<turn>`` and ``session-<sessionId>``, so their names say where they come
+    from. Without those a prompt takes its title as any record does (the original gave it
+    ``prompt-<ms>-<6 hex>`` even when titled; a person naming a prompt expects to find it by that
+    name), and only an untitled one gets ``prompt-<ms>-<6 hex>``; a session ``session-<ms>``.
     """
     named = _named_slug(kind, frontmatter, slug)
     if named is not None:
         return named
-    if kind == "prompt":
-        return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
     if kind == "session":
         return f"session-{_epoch_ms(now)}"
     title = frontmatter.get("title")
     if isinstance(title, str) and slugify(title):
         return slugify(title)
+    if kind == "prompt":
+        return f"prompt-{_epoch_ms(now)}-{_random.token_hex(3)}"
     return f"{kind}-{_epoch_ms(now)}"
 
 
@@ -370,6 +379,17 @@ def _find_older(vault: Vault, project: str, older_id: str | None) -> tuple[Recor
         return None
 
 
+def _nothing_to_supersede(vault: Vault, project: str, older_id: str) -> RecordNotFound:
+    """A ``supersedes`` that names no record is most often a typo: writing anyway would leave the
+    record meant to be replaced in force. Refused, naming the ids it was probably meant to be."""
+    near = suggest_ids(vault, project, older_id)
+    return RecordNotFound(
+        f"supersedes {older_id}: no such record in project {project}{did_you_mean(near)}; nothing was written"
+        " (when it is gone on purpose, say so: --supersedes-missing-ok, or supersedesMissingOk over MCP)",
+        details={"supersedes": older_id, "suggestions": near},
+    )
+
+
 def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetime) -> tuple[UpsertPlan, Path]:
     """Gather what the vault holds for ``request`` (under the lock) and plan it."""
     slug, existing = _locate_target(vault, project, request, now)
@@ -382,6 +402,8 @@ def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetim
             # The same trap, by title, seen again: counted, not rewritten.
             recurrence = existing
     older = _find_older(vault, project, request.supersedes)
+    if older is None and request.supersedes is not None and not request.supersedes_missing_ok:
+        raise _nothing_to_supersede(vault, project, request.supersedes)
     target = existing.path if existing is not None and existing.path is not None else None
     plan = prepare_upsert(
         request,
@@ -411,10 +433,14 @@ def upsert_record(
     path: str | None = None,
     allow_duplicate: bool = False,
     cites: Sequence[str | Mapping[str, Any]] | None = None,
+    supersedes_missing_ok: bool = False,
     now: datetime | None = None,
 ) -> UpsertResult:
     """Create or update one record; ``body`` None keeps an existing record's body. ``cites`` names
-    code of the product repository (``path`` or ``path:start-end``) to pin in the record."""
+    code of the product repository (``path`` or ``path:start-end``) to pin in the record. A
+    ``supersedes`` naming no record is refused (RECORD_NOT_FOUND, with the ids it was probably
+    meant to be) unless ``supersedes_missing_ok``: then the record is written and the result says
+    nothing was superseded."""
     now = now or utc_now()
     actor = vault.actor
     if actor is not None and actor.is_agent:
@@ -427,7 +453,13 @@ def upsert_record(
     if cites:
         frontmatter = {**(frontmatter or {}), "cites": _pin(vault, cites)}
     request = normalize_upsert(
-        kind=kind, body=body, slug=slug, frontmatter=frontmatter, path=path, allow_duplicate=allow_duplicate
+        kind=kind,
+        body=body,
+        slug=slug,
+        frontmatter=frontmatter,
+        path=path,
+        allow_duplicate=allow_duplicate,
+        supersedes_missing_ok=supersedes_missing_ok,
     )
     with mutation(vault, f"upsert {request.kind}") as unit:
         plan, target = plan_upsert(vault, project, request, now)
@@ -541,7 +573,15 @@ def append_event(
         )
         unit.retitle(f"append {kind}:{record_id}")
         unit.write(Record(frontmatter=fm, body=event if event.endswith("\n") else event + "\n", path=path), path)
-    return AppendResult(id=record_id, kind=kind, project=project, path=vault.relative(path))
+    return AppendResult(
+        id=record_id,
+        kind=kind,
+        project=project,
+        path=vault.relative(path),
+        event=event,
+        details=details,
+        created=now_iso,
+    )
 
 
 # --- forget / restore ------------------------------------------------------------------------
@@ -563,7 +603,7 @@ def forget_record(
     (PERSON_REQUIRED): it may archive it, which ``restore`` undoes."""
     now_iso = format_iso(now or utc_now())
     with mutation(vault, "forget") as unit:
-        record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
+        record, path = find_record(vault, project, record_id=record_id, kind=kind, slug=slug)
         unit.retitle(f"forget {record.kind}:{record.id}{' (purge)' if purge else ''}")
         restored: list[str] = []
         actor = vault.actor
@@ -582,8 +622,7 @@ def forget_record(
             if record.status == "superseded":
                 raise InvalidTransition(f"{record.id} is superseded (terminal); use --purge to remove it")
             if record.status != "archived":
-                record.frontmatter["status"] = "archived"
-                record.frontmatter["updated"] = now_iso
+                archive_fields(record.frontmatter, now_iso)
                 unit.write(record, path)
             else:
                 unit.touch(project, [record.kind])
@@ -632,11 +671,12 @@ def restore_record(
     slug: str | None = None,
     now: datetime | None = None,
 ) -> UpsertResult:
-    """archived → active. A superseded record is terminal while its successor exists; once the
-    successor is gone it can be restored too."""
+    """archived → the status it had before it was archived (``active`` when that is not known).
+    A superseded record is terminal while its successor exists; once the successor is gone it can
+    be restored too (to ``active``)."""
     now_iso = format_iso(now or utc_now())
     with mutation(vault, "restore") as unit:
-        record, path = locate_record(vault, project, record_id=record_id, kind=kind, slug=slug)
+        record, path = find_record(vault, project, record_id=record_id, kind=kind, slug=slug)
         orphaned = record.status == "superseded" and not _successor_exists(vault, project, record)
         if record.status != "archived" and not orphaned:
             reason = " (superseded is terminal)" if record.status == "superseded" else ""
@@ -651,10 +691,7 @@ def restore_record(
                 )
             # A person restoring a rejected record accepts it.
             record.frontmatter.update(review="approved", reviewedBy=actor.name or "a person", reviewedAt=now_iso)
-        record.frontmatter["status"] = "active"
-        record.frontmatter["updated"] = now_iso
-        record.frontmatter.pop("archivedReason", None)
-        record.frontmatter.pop("supersededBy", None)
+        status = restore_fields(record.frontmatter, now_iso)
         unit.retitle(f"restore {record.kind}:{record.id}")
         unit.write(record, path)
     fm = record.frontmatter
@@ -663,7 +700,7 @@ def restore_record(
         kind=record.kind,
         project=project,
         path=vault.relative(path),
-        status="active",
+        status=status,
         created=fm["created"],
         updated=fm["updated"],
         expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),

@@ -1,10 +1,11 @@
-"""This user's own directories, outside every vault: a cache and a state directory.
+"""This user's own directories, outside every vault: a cache, a state and a data directory.
 
 Whatever could hold code (compiled templates) or prove what memosite wrote (the key that signs a
 site folder's manifest) lives here and never in a vault, because a vault's files arrive from a
 shared git remote. The places follow the XDG base directory rules: ``$XDG_CACHE_HOME/memosite``
-(else ``~/.cache/memosite``) and ``$XDG_STATE_HOME/memosite`` (else ``~/.local/state/memosite``);
-a relative ``XDG_*`` value is ignored, as the rules say. Both are created private to the user
+(else ``~/.cache/memosite``), ``$XDG_STATE_HOME/memosite`` (else ``~/.local/state/memosite``) and
+``$XDG_DATA_HOME/memosite`` (else ``~/.local/share/memosite``, where the demo lives);
+a relative ``XDG_*`` value is ignored, as the rules say. Each is created private to the user
 (0700), and one that another user could write into is never used.
 """
 
@@ -37,6 +38,12 @@ def user_cache_dir(env: Mapping[str, str] | None = None) -> Path:
 def user_state_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$XDG_STATE_HOME/memosite`` or ``~/.local/state/memosite`` (not created)."""
     return _base(os.environ if env is None else env, "XDG_STATE_HOME", ".local", "state") / APP_DIR
+
+
+def user_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_DATA_HOME/memosite`` or ``~/.local/share/memosite`` (not created): data this user keeps
+    that is no vault's (the demo)."""
+    return _base(os.environ if env is None else env, "XDG_DATA_HOME", ".local", "share") / APP_DIR
 
 
 def private_dir(path: Path) -> Path:

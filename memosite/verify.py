@@ -25,7 +25,7 @@ from memosite.freshness import (
 )
 from memosite.index import verdicts
 from memosite.indexing import ensure_index
-from memosite.lookup import locate_record
+from memosite.lookup import find_record
 from memosite.mutation import mutation
 from memosite.schema import format_iso, utc_now
 from memosite.vault import Vault, warn
@@ -107,6 +107,48 @@ def _check_is_the_repository(repo: Repository, commits: list[str]) -> None:
         )
 
 
+# The record's own path fields that name files of the repository: they follow a rename as its
+# citations do, so path lookups (search --path, the brief's path focus, dedup) keep finding it.
+PATH_FIELDS = ("pathPatterns", "linkedPaths")
+
+
+@dataclass(frozen=True)
+class PathMove:
+    """A cited file ``verify --update`` followed to its new name, and the fields it moved in:
+    ``cites`` and those of :data:`PATH_FIELDS` that named the old path."""
+
+    old: str
+    new: str
+    fields: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.old, "to": self.new, "fields": list(self.fields)}
+
+
+@dataclass
+class Repinned:
+    """What ``verify --update`` did: the record's verdict now, and the renames it followed."""
+
+    verdict: RecordVerdict
+    moved: list[PathMove] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.verdict.to_json(), "movedPaths": [move.to_json() for move in self.moved]}
+
+
+def move_paths(frontmatter: dict[str, Any], old: str, new: str) -> list[str]:
+    """Rename ``old`` to ``new`` in the record's path fields, in place, keeping each list's order
+    (an entry naming the old file exactly: a glob or a directory is the person's to change).
+    Returns the fields that changed."""
+    changed = []
+    for name in PATH_FIELDS:
+        values = frontmatter.get(name)
+        if isinstance(values, list) and old in values:
+            frontmatter[name] = list(dict.fromkeys(new if value == old else value for value in values))
+            changed.append(name)
+    return changed
+
+
 def repin_record(
     vault: Vault,
     project: str,
@@ -115,14 +157,16 @@ def repin_record(
     *,
     drop: Sequence[str] = (),
     now: datetime | None = None,
-) -> RecordVerdict:
+) -> Repinned:
     """Pin a record's citations to the repository as it is now (a person confirmed it still holds):
-    a renamed file under its new name, a span whose lines moved where they are now. ``drop`` names
-    cited paths to remove (a file that is gone for good)."""
+    a renamed file under its new name, a span whose lines moved where they are now. The record's
+    ``pathPatterns`` and ``linkedPaths`` follow a rename too (an entry naming the old file becomes
+    the new one), and the result says which. ``drop`` names cited paths to remove (a file that is
+    gone for good)."""
     repo = Repository(repo_root)
     stamp = format_iso(now or utc_now())
     with mutation(vault, f"verify update {record_id}") as unit:
-        record, path = locate_record(vault, project, record_id=record_id)
+        record, path = find_record(vault, project, record_id=record_id)
         cites = read_cites(record.frontmatter)
         if not cites:
             raise InvalidArguments(f"{project}/{record.kind}/{path.stem} cites no code: nothing to re-pin")
@@ -131,8 +175,14 @@ def repin_record(
         if unknown:
             raise InvalidArguments(f"{record.kind} {record.id} does not cite {sorted(unknown)[0]}: nothing to drop")
         kept = [cite for cite in cites if cite.path not in dropped]
+        moved: list[PathMove] = []
         if kept:
-            record.frontmatter["cites"] = pin_cites(repo, [repin_spec(repo, cite) for cite in kept])
+            specs = [repin_spec(repo, cite) for cite in kept]
+            record.frontmatter["cites"] = pin_cites(repo, specs)
+            renames = dict.fromkeys((c.path, str(s["path"])) for c, s in zip(kept, specs, strict=True))
+            for old, new in renames:
+                if old != new:
+                    moved.append(PathMove(old, new, ("cites", *move_paths(record.frontmatter, old, new))))
         else:
             record.frontmatter.pop("cites", None)
         record.frontmatter["updated"] = stamp
@@ -148,11 +198,11 @@ def repin_record(
     )
     if not judged.cites:
         verdicts.forget(vault.index(), [judged.path])
-        return judged
+        return Repinned(judged)
     verdicts.replace(
         vault.index(),
         project,
         [verdicts.StoredVerdict(judged.path, judged.verdict, repo.head, stamp, [c.to_json() for c in judged.cites])],
         complete=False,
     )
-    return judged
+    return Repinned(judged, moved)

@@ -44,6 +44,7 @@ class UpsertRequest:
     frontmatter: dict[str, Any]
     allow_duplicate: bool = False
     folded_paths: bool = False  # a path came with --path / path (added to the record's patterns)
+    supersedes_missing_ok: bool = False  # the caller says the record ``supersedes`` names is gone on purpose
 
     @property
     def title(self) -> str | None:
@@ -111,6 +112,7 @@ def normalize_upsert(
     frontmatter: Mapping[str, Any] | None = None,
     path: str | None = None,
     allow_duplicate: bool = False,
+    supersedes_missing_ok: bool = False,
 ) -> UpsertRequest:
     """Check an upsert's arguments and normalise them; INVALID_ARGUMENTS or SAFETY_VIOLATION
     (a secret) name what is wrong. Pure: reads nothing from disk."""
@@ -151,13 +153,25 @@ def normalize_upsert(
         older = validate_slug(str(incoming["supersedes"]), "supersedes id")
         if older in (incoming.get("id"), explicit):
             raise InvalidArguments(f"{older} cannot supersede itself")
-    validate_frontmatter({**incoming, "kind": kind}, require=False)
+    checked = validate_frontmatter({**incoming, "kind": kind}, require=False)
+    if "layer" in incoming and "layer" not in checked:
+        # A "security" layer is a topic: the record gets the tag, and (a trap) an inferred layer.
+        del incoming["layer"]
+        incoming["tags"] = checked["tags"]
     if incoming.get("cites") is not None:
         from memosite.freshness import read_cites
 
         read_cites(incoming)
     assert_no_secrets(body or "", incoming)
-    return UpsertRequest(kind, body, explicit, incoming, bool(allow_duplicate), folded_paths=bool(folded))
+    return UpsertRequest(
+        kind,
+        body,
+        explicit,
+        incoming,
+        bool(allow_duplicate),
+        folded_paths=bool(folded),
+        supersedes_missing_ok=bool(supersedes_missing_ok),
+    )
 
 
 def same_title(left: Any, right: Any) -> bool:

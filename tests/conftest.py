@@ -19,9 +19,11 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    # This user's cache and state directories (compiled templates, the site manifest key) follow HOME.
+    # This user's cache, state and data directories (compiled templates, the site manifest key, the
+    # demo) follow HOME.
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("MEMOSITE_VAULT", str(tmp_path / "vault"))
     monkeypatch.setenv("MEMOSITE_PROJECT", "demo")
     monkeypatch.delenv("MEMOSITE_DEBUG", raising=False)

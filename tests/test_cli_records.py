@@ -87,7 +87,8 @@ def test_get_by_kind_and_slug_and_human_output() -> None:
 
 def test_append_json_shape() -> None:
     code, data = run_json("append", "--event", "deployed", "--details", '{"v": 1}')
-    assert code == 0 and set(data) == {"id", "kind", "project", "path"} and data["kind"] == "log"
+    assert code == 0 and set(data) == {"id", "kind", "project", "path", "event", "details", "created"}
+    assert data["kind"] == "log" and data["event"] == "deployed" and data["details"] == {"v": 1}
 
 
 def test_forget_and_restore_json_shape() -> None:

@@ -136,6 +136,7 @@ def test_tools_list_offers_every_tool_with_typed_schemas(vault_dir: Path) -> Non
             "ttl",
             "expires_at",
             "supersedes",
+            "supersedesMissingOk",
             "cites",
             "sessionId",
         }

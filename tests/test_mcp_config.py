@@ -20,7 +20,8 @@ def print_config(*args: str) -> tuple[str, str]:
     return outcome.stdout, outcome.stderr
 
 
-def test_print_config_claude_is_a_claude_mcp_add_command(vault_dir: Path) -> None:
+def test_print_config_claude_is_a_claude_mcp_add_command(vault_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "")  # no memosite on PATH: the snippet names this one by its path
     stdout, stderr = print_config("--print-config", "claude")
     words = shlex.split(stdout)
     assert words[:5] == ["claude", "mcp", "add", "memosite", "--"]
@@ -31,7 +32,10 @@ def test_print_config_claude_is_a_claude_mcp_add_command(vault_dir: Path) -> Non
 
 
 @pytest.mark.parametrize(("client", "key"), [("cursor", "mcpServers"), ("vscode", "servers")])
-def test_print_config_json_clients_get_their_server_map(vault_dir: Path, client: str, key: str) -> None:
+def test_print_config_json_clients_get_their_server_map(
+    vault_dir: Path, client: str, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "")
     stdout, _ = print_config("--print-config", client)
     entry = json.loads(stdout)[key]["memosite"]
     assert Path(entry["command"]).is_absolute()

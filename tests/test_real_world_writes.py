@@ -734,7 +734,15 @@ def test_absolute_paths_are_refused(vault: Vault) -> None:
 
 
 def test_a_supersedes_of_nothing_says_so(vault: Vault) -> None:
-    result = upsert_record(vault, "demo", kind="decision", body="b", slug="b", frontmatter={"supersedes": "ghost"})
+    result = upsert_record(
+        vault,
+        "demo",
+        kind="decision",
+        body="b",
+        slug="b",
+        frontmatter={"supersedes": "ghost"},
+        supersedes_missing_ok=True,
+    )
     assert result.supersedes_missing == "ghost" and "no record ghost" in result.summary()
 
 

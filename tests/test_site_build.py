@@ -303,12 +303,10 @@ def test_cli_build_reports_a_planted_secret_on_one_line(
     assert not (tmp_path / "site").exists()
 
 
-def test_cli_build_writes_site_into_current_directory(
-    tmp_path: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cli_build_writes_site_where_out_says(tmp_path: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     _trap(vault, "Cookie loses SameSite", "Behind the CDN the cookie loses SameSite.")
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["build", "--json"])
+    result = CliRunner().invoke(cli, ["build", "--out", "site", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["site_dir"] == str(tmp_path / "site") and payload["records"] == 1

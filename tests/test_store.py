@@ -65,9 +65,11 @@ def test_prompt_slug_uses_session_and_turn(vault: Vault) -> None:
     assert result.id == "prompt-abc-t3"
 
 
-def test_prompt_without_session_gets_timestamp_and_random_hex(vault: Vault) -> None:
-    result = upsert_record(vault, "demo", kind="prompt", body="b", frontmatter={"title": "My prompt"}, now=NOW)
+def test_prompt_without_session_or_title_gets_timestamp_and_random_hex(vault: Vault) -> None:
+    result = upsert_record(vault, "demo", kind="prompt", body="b", now=NOW)
     assert re.fullmatch(rf"prompt-{int(NOW.timestamp() * 1000)}-[0-9a-f]{{6}}", result.id)
+    titled = upsert_record(vault, "demo", kind="prompt", body="b", frontmatter={"title": "My prompt"}, now=NOW)
+    assert titled.id == "my-prompt"
 
 
 def test_session_without_session_id_gets_a_timestamped_slug(vault: Vault) -> None:
@@ -275,13 +277,20 @@ def test_supersedes_marks_the_older_record_superseded(vault: Vault) -> None:
     assert fm["updated"] == "2026-11-30T13:00:00.000Z"
 
 
-def test_supersedes_missing_record_reports_not_superseded(vault: Vault) -> None:
-    assert (
-        upsert_record(
-            vault, "demo", kind="decision", body="b", slug="n", frontmatter={"supersedes": "ghost"}
-        ).superseded
-        is False
+def test_supersedes_missing_record_is_refused_unless_said_to_be_gone_on_purpose(vault: Vault) -> None:
+    with pytest.raises(RecordNotFound, match="nothing was written"):
+        upsert_record(vault, "demo", kind="decision", body="b", slug="n", frontmatter={"supersedes": "ghost"})
+    assert not vault.record_path("demo", "decision", "n").exists()
+    written = upsert_record(
+        vault,
+        "demo",
+        kind="decision",
+        body="b",
+        slug="n",
+        frontmatter={"supersedes": "ghost"},
+        supersedes_missing_ok=True,
     )
+    assert written.superseded is False and written.supersedes_missing == "ghost"
 
 
 def test_a_hand_broken_existing_file_is_never_overwritten(vault: Vault) -> None:

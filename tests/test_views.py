@@ -92,7 +92,15 @@ def test_each_superseded_decision_is_its_own_list_item(vault: Vault) -> None:
         upsert_record(vault, "demo", kind="decision", body=name, slug=name, frontmatter={"title": name.upper()})
     upsert_record(vault, "demo", kind="decision", body="d", slug="d", frontmatter={"title": "D", "supersedes": "a"})
     upsert_record(vault, "demo", kind="decision", body="e", slug="e", frontmatter={"title": "E", "supersedes": "b"})
-    upsert_record(vault, "demo", kind="decision", body="f", slug="f", frontmatter={"title": "F", "supersedes": "ghost"})
+    upsert_record(
+        vault,
+        "demo",
+        kind="decision",
+        body="f",
+        slug="f",
+        frontmatter={"title": "F", "supersedes": "ghost"},
+        supersedes_missing_ok=True,
+    )
     section = _view(vault, "DECISIONS.md").split("## Superseded")[1].split("##")[0]
     items = [line for line in section.splitlines() if line.startswith("- ")]
     assert items == [

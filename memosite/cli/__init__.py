@@ -77,6 +77,20 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(module, attribute)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click names the closest commands only among those it has loaded (none, here): a
+        mistyped command is answered with the closest names of :data:`COMMANDS` instead."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS and not ctx.resilient_parsing:
+            from memosite.suggest import near_misses
+
+            near = near_misses(name, self.list_commands(ctx))
+            hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="memosite")

@@ -118,7 +118,7 @@ class App:
         if self._identity is None:
             from memosite.config import resolve_project
 
-            self._identity = resolve_project(self.project_arg, self.env)
+            self._identity = resolve_project(self.project_arg, self.env, vault_root=self.vault_root)
         return self._identity
 
     @property
@@ -127,10 +127,22 @@ class App:
 
     @property
     def product_root(self) -> Path | None:
-        """The git work tree of the product the command runs in (the vault must not lie in it)."""
+        """The git work tree of the product the command runs in (the vault must not lie in it);
+        None in the vault itself, whose own git repository is no product."""
         from memosite.workspace import find_work_tree
 
-        return find_work_tree(working_directory(), self.env)
+        found = find_work_tree(working_directory(), self.env)
+        if found is not None and self._in_vault(found):
+            return None
+        return found
+
+    def _in_vault(self, work_tree: Path) -> bool:
+        """Whether ``work_tree`` is the vault's own repository (or lies in the vault)."""
+        try:
+            work_tree.resolve().relative_to(self.vault_root.expanduser().resolve())
+        except (OSError, ValueError):
+            return False
+        return True
 
     @property
     def project_explicit(self) -> str | None:
@@ -194,18 +206,23 @@ def _interrupts_after_a_change(*, enabled: bool) -> Iterator[None]:
         yield
 
 
+VAULT_HELP = "Vault directory (default: MEMOSITE_VAULT or ~/.memosite)."
+PROJECT_HELP = "Project id (default: MEMOSITE_PROJECT or derived from the working directory)."
+
+
+def vault_options_with(*, vault_help: str = VAULT_HELP, project_help: str = PROJECT_HELP) -> Callable[[F], F]:
+    """:func:`vault_options` for a command whose --vault or --project default is its own (the demo)."""
+    return functools.partial(_vault_options, vault_help=vault_help, project_help=project_help)
+
+
 def vault_options(func: F) -> F:
     """Add --vault/--project/--json and turn every MemositeError into one line (or JSON)."""
+    return _vault_options(func, vault_help=VAULT_HELP, project_help=PROJECT_HELP)
 
-    @click.option(
-        "--vault", "vault_arg", metavar="DIR", help="Vault directory (default: MEMOSITE_VAULT or ~/.memosite)."
-    )
-    @click.option(
-        "--project",
-        "project_arg",
-        metavar="ID",
-        help="Project id (default: MEMOSITE_PROJECT or derived from the working directory).",
-    )
+
+def _vault_options(func: F, *, vault_help: str, project_help: str) -> F:
+    @click.option("--vault", "vault_arg", metavar="DIR", help=vault_help)
+    @click.option("--project", "project_arg", metavar="ID", help=project_help)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
     @functools.wraps(func)
     def wrapper(vault_arg: str | None, project_arg: str | None, as_json: bool, **kwargs: Any) -> Any:

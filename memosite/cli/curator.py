@@ -100,9 +100,26 @@ def _explain_line(explain: dict[str, Any]) -> str:
     return f"{words} · {meaning} · {fused}"
 
 
-def _search_text(result: SearchResult, explain: bool = False) -> str:
+def _nothing_found(app: App, all_projects: bool) -> str:
+    """What an empty search says: which project it searched and why that one, and the vault's other
+    projects (a search run outside the project's repository lands in another project, and an empty
+    answer would read as "nothing is known")."""
+    if all_projects:
+        return "no matches in any project of the vault"
+    from memosite.cli.workspace import project_source
+
+    project = app.project
+    said = f"no matches in project {project} (from {project_source(app.identity.source)})"
+    others = [name for name in app.vault.projects() if name != project]
+    if not others:
+        return said
+    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    return f"{said}; this vault also holds {shown}: --project {others[0]}, or --all-projects"
+
+
+def _search_text(result: SearchResult, explain: bool = False, empty: str = "no matches") -> str:
     if not result.results:
-        return "no matches"
+        return empty
     lines = [f"(ranked by {'words and meaning' if result.ranking == 'hybrid' else 'words alone'})"] if explain else []
     terms = ", ".join(result.terms)
     if result.match == "any":
@@ -197,7 +214,7 @@ def search(
         author=author,
         explain=explain,
     )
-    app.emit(result.to_json(), lambda: _search_text(result, explain))
+    app.emit(result.to_json(), lambda: _search_text(result, explain, _nothing_found(app, all_projects)))
 
 
 @click.command()

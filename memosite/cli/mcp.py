@@ -71,12 +71,13 @@ def mcp(vault_arg: str | None, project_arg: str | None, read_only: bool, client:
 
 def _print_config(client: str, root: object, project: str | None, read_only: bool, env: dict[str, str]) -> None:
     """The snippet always pins the project: a client starts the server wherever it likes (often
-    ``/`` or the home directory), so the project of the directory this runs in is written in."""
+    ``/`` or the home directory), so the project of the directory this runs in is written in. It
+    names this machine's paths only where it must (see :mod:`memosite.mcp_server.client_config`)."""
     from pathlib import Path
 
-    from memosite.config import resolve_project, validate_project_id
+    from memosite.config import default_vault_root, resolve_project, validate_project_id
     from memosite.errors import InvalidArguments
-    from memosite.mcp_server.client_config import client_config, launch_command, memosite_executable
+    from memosite.mcp_server.client_config import client_config, launch_command, memosite_executable, portable_launch
     from memosite.mcp_server.project import is_meaningless_directory
 
     here = working_directory()
@@ -88,7 +89,10 @@ def _print_config(client: str, root: object, project: str | None, read_only: boo
         raise InvalidArguments(
             f"which project? {here} is no project: run this in your repository, or pass --project ID"
         )
-    launch = launch_command(memosite_executable(), Path(str(root)), project=pinned, read_only=read_only)
-    config = client_config(client, launch)
+    portable = portable_launch(memosite_executable(), Path(str(root)), default_vault_root(env), env)
+    launch = launch_command(portable.executable, portable.vault, project=pinned, read_only=read_only)
+    config = client_config(client, launch, portable.notes)
     sys.stdout.write(config.snippet)
     sys.stderr.write(f"# {config.hint}\n")
+    for note in config.notes:
+        sys.stderr.write(f"# note: {note}\n")

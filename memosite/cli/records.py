@@ -25,7 +25,12 @@ from memosite.cli._common import App, parse_json_option, read_optional_body, vau
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--path", "path", help="A file path the record is about (folded into pathPatterns).")
 @click.option("--path-patterns", "path_patterns", multiple=True, help="A path glob (repeatable).")
-@click.option("--supersedes", help="Id of the record this one replaces.")
+@click.option("--supersedes", help="Id of the record this one replaces (refused when there is no such record).")
+@click.option(
+    "--supersedes-missing-ok",
+    is_flag=True,
+    help="With --supersedes: the record it names is gone on purpose; write anyway (nothing is superseded).",
+)
 @click.option("--source", help="agent, human or imported.")
 @click.option("--ttl", help="Time to live: 7d, 48h, 30m, 90s, '1.5 days', or a date.")
 @click.option("--expires-at", help="Expiry: RFC 3339 or YYYY-MM-DD (end of that UTC day).")
@@ -52,6 +57,7 @@ def upsert(
     path_patterns: tuple[str, ...],
     path: str | None,
     allow_duplicate: bool,
+    supersedes_missing_ok: bool,
     cites: tuple[str, ...],
     session_id: str | None,
     **fields: str | None,
@@ -64,6 +70,8 @@ def upsert(
     from memosite.errors import InvalidArguments
     from memosite.store import upsert_record
 
+    if supersedes_missing_ok and fields.get("supersedes") is None:
+        raise InvalidArguments("--supersedes-missing-ok goes with --supersedes ID")
     if fields.get("source") not in (None, "agent"):
         app.require_person(f"upsert --source {fields['source']}")
     frontmatter = parse_json_option("--frontmatter", frontmatter_json) or {}
@@ -91,6 +99,7 @@ def upsert(
         path=path,
         allow_duplicate=allow_duplicate,
         cites=list(cites),
+        supersedes_missing_ok=supersedes_missing_ok,
     )
     app.emit(result.to_json(), result.summary())
 
@@ -166,7 +175,9 @@ def append(app: App, event: str, kind: str, details_json: str | None) -> None:
         kind=kind,
         details=parse_json_option("--details", details_json),
     )
-    app.emit(result.to_json(), f"appended {result.kind} {result.id} → {result.path}")
+    said = " ".join(result.event.split())
+    shown = said if len(said) <= 80 else said[:79] + "…"
+    app.emit(result.to_json(), f"appended {result.kind} {result.id}: {shown} → {result.path}")
 
 
 @click.command()
@@ -197,13 +208,14 @@ def forget(
 @click.option("--slug")
 @vault_options
 def restore(app: App, positional_id: str | None, record_id: str | None, kind: str | None, slug: str | None) -> None:
-    """Bring an archived record back to active (ID as an argument or with --id)."""
+    """Bring an archived record back with the status it had before it was archived (ID as an
+    argument or with --id)."""
     from memosite.store import restore_record
 
     record_id = _one_id(record_id, positional_id)
 
     result = restore_record(app.vault, app.project, record_id=record_id, kind=kind, slug=slug)
-    app.emit(result.to_json(), f"restored {result.kind} {result.id}")
+    app.emit(result.to_json(), f"restored {result.kind} {result.id} ({result.status})")
 
 
 @click.command("list")

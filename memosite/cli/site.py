@@ -100,11 +100,10 @@ _include_pending_option = click.option(
 @click.option(
     "--out",
     "out_dir",
-    default="site",
-    show_default=True,
     metavar="DIR",
-    help="Where the site goes, relative to the current directory: a new or empty folder, or one "
-    "memosite built (a rebuild removes only the files the last one wrote, and only once it succeeded).",
+    help="Where the site goes: a new or empty folder, or one memosite built (a rebuild removes only the "
+    "files the last one wrote, and only once it succeeded). Default: this vault's folder in your cache "
+    "directory (~/.cache/memosite/sites/…), never the directory you are in.",
 )
 @click.option(
     "--engine",
@@ -120,7 +119,7 @@ _include_pending_option = click.option(
 @vault_options
 def build(
     app: App,
-    out_dir: str,
+    out_dir: str | None,
     engine: str | None,
     config_file: str | None,
     site_url: str | None,
@@ -128,18 +127,21 @@ def build(
     strict: bool,
     include_pending: bool,
 ) -> None:
-    """Build the vault's static site (Material for MkDocs) into ./site.
+    """Build the vault's static site (MkDocs Material) into --out DIR, by default into this vault's
+    folder in your cache directory (the summary says where): never into the directory you are in,
+    which is most often the repository you work on.
 
     Publishes every project of the vault (only the --project one if you name it). The build
     fails, and publishes nothing, if its output holds anything that looks like a secret.
     """
+    from memosite.site.destination import default_site_dir
     from memosite.site.engines import build_with_engine, choose_engine
 
     chosen = choose_engine(engine)
     result = build_with_engine(
         app.vault,
         chosen,
-        out_dir=out_dir,
+        out_dir=out_dir if out_dir is not None else default_site_dir(app.vault.root, app.env),
         config_file=config_file,
         strict=strict,
         projects=_projects(app),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,16 @@ from memosite.cli._common import App, vault_options
 @click.option(
     "--drop", "drop", multiple=True, metavar="PATH", help="With --update: remove the citation of PATH (repeatable)."
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a record's cited code drifted or is missing (for CI); the report is printed as usual.",
+)
 @vault_options
-def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[str, ...]) -> None:
+def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[str, ...], strict: bool) -> None:
     """Check every record that cites code: fresh, drifted (with the changed lines and the commits
-    since) or missing. Verdicts are kept in the index; records are not changed (but by --update)."""
+    since) or missing. Verdicts are kept in the index; records are not changed (but by --update).
+    With --strict a drifted or missing verdict makes the exit status 1."""
     from memosite.errors import InvalidArguments
     from memosite.verify import repin_record, verify_project
 
@@ -30,14 +37,19 @@ def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[st
         raise InvalidArguments("no repository here: run this in the product repository, or give --repo DIR")
     if drop and not update_id:
         raise InvalidArguments("--drop goes with --update ID: it removes a citation of that record")
+    if strict and update_id:
+        raise InvalidArguments("--strict checks every record: run it without --update")
     if update_id:
-        judged = repin_record(app.vault, app.project, root, update_id, drop=drop)
+        repinned = repin_record(app.vault, app.project, root, update_id, drop=drop)
+        judged = repinned.verdict
         said = (
             f"re-pinned {judged.kind} {judged.id}: {judged.verdict}"
             if judged.cites
             else (f"{judged.kind} {judged.id} cites no code any more")
         )
-        app.emit(judged.to_json(), said)
+        for move in repinned.moved:
+            said += f"\n  followed the rename {move.old} → {move.new} in {', '.join(move.fields)}"
+        app.emit(repinned.to_json(), said)
         return
     result = verify_project(app.vault, app.project, root)
 
@@ -75,6 +87,13 @@ def verify(app: App, repo_dir: str | None, update_id: str | None, drop: tuple[st
         return "\n".join(lines)
 
     app.emit(result.to_json(), text)
+    counts = result.counts()
+    if strict and (counts["drifted"] or counts["missing"]):
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"memosite: verify --strict: {counts['drifted']} drifted, {counts['missing']} missing in {app.project}\n"
+        )
+        raise SystemExit(1)
 
 
 @click.command()

@@ -51,7 +51,7 @@ def status(app: App) -> None:
     def text() -> str:
         lines = [
             f"vault      {report.vault} ({report.vault_source}){'' if report.vault_exists else ' — not created yet'}",
-            f"project    {report.project} ({_project_source(report.project_source)})",
+            f"project    {report.project} ({project_source(report.project_source)})",
         ]
         if not report.vault_exists:
             lines.append("next       memosite init")
@@ -116,10 +116,12 @@ def status(app: App) -> None:
         raise SystemExit(1)
 
 
-def _project_source(source: str) -> str:
+def project_source(source: str) -> str:
+    """How ``status`` and an empty search say where the project came from."""
     return {
         "explicit": "--project",
         "env": "MEMOSITE_PROJECT",
+        "vault": "the vault's project folder you are in",
         "project-file": ".memosite.toml",
         "git": "the git repository's name",
         "directory": "the directory's name",

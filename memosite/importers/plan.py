@@ -329,6 +329,9 @@ def apply_import(vault: Vault, plan: ImportPlan) -> ImportPlan:
                     slug=planned.slug,
                     frontmatter=planned.frontmatter,
                     allow_duplicate=True,
+                    # What a source says it supersedes may never have been imported (an ADR
+                    # outside the folder): that is the source's word, not a typo of the caller's.
+                    supersedes_missing_ok=True,
                 )
             elif planned.action == "archive":
                 actor = vault.actor

@@ -54,6 +54,9 @@ ORDERS = {
     "hits": "matched DESC, flagged, hits DESC, rank, updated DESC, path",
     "updated": "matched DESC, updated DESC, rank, path",
 }
+# Without a query there is nothing to be relevant to (``search --path X`` alone): the records that
+# hurt most come first — critical traps on top — then those that bit most often and were used most.
+UNRANKED_RELEVANCE = "flagged, severity_weight DESC, occurrences DESC, hits DESC, updated DESC, path"
 _ORDER_COLUMNS = (
     "f.rowid AS rid, f.flagged AS flagged, f.occurrences AS occurrences, f.last_seen AS last_seen, "
     "f.severity_weight AS severity_weight, f.hits AS hits, f.updated AS updated, f.path AS path"
@@ -128,6 +131,7 @@ class Match:
     matched: int = 0
     snippet: str = ""
     rowid: int = 0
+    last_hit: str | None = None
 
 
 @dataclass
@@ -403,11 +407,12 @@ def find_ranked(
     """The first ``limit`` matches in ``sort`` order as rows (nothing loaded), and the total."""
     scope = search_scope(index, filters)
     if not terms:
+        order = UNRANKED_RELEVANCE if sort == "relevance" else ORDERS[sort]
         # The filters (a path pattern test per record) run once; the count comes from the same rows.
         rows = _run(
             index,
             f"WITH m AS MATERIALIZED (SELECT {_ORDER_COLUMNS}, 0 AS matched, NULL AS rank FROM search_facts AS f "
-            f"WHERE {scope.sql()}) SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {ORDERS[sort]} LIMIT ?",
+            f"WHERE {scope.sql()}) SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {order} LIMIT ?",
             [*scope.params, limit],
             parsed_query=False,
         )
@@ -485,7 +490,7 @@ def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: b
 _RESULT_COLUMNS = (
     "r.rowid AS rowid, r.id, r.kind, r.project, r.title, r.status, r.path, r.severity, r.layer, r.tags_json, "
     "r.path_patterns, r.created, r.updated, r.expires_at, f.occurrences, r.hits, r.helpful, r.stale, r.body, "
-    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason, r.folded"
+    "json_extract(r.frontmatter, '$.archivedReason') AS archived_reason, r.folded, r.last_hit"
 )
 _SNIPPET_CONTEXT = 48
 
@@ -599,6 +604,7 @@ def _load(
                 matched=matched,
                 snippet=" ".join(snippet.split()),
                 rowid=rowid,
+                last_hit=row["last_hit"],
             )
         )
     return found

@@ -491,3 +491,18 @@ def holding(index: Index, rowids: Sequence[int], terms: Sequence[tuple[str | Non
 
 
 _TEXT = "r.title || char(10) || r.body || char(10) || r.tags"
+
+
+def project_ids(index: Index, project: str | None, kinds: Sequence[str] | None = None) -> list[str]:
+    """The ids of ``project``'s records (every project's when None), of ``kinds`` when given: what a
+    mistyped id is compared with."""
+    where: list[str] = ["1"]
+    params: list[Any] = []
+    if project is not None:
+        where.append("project = ?")
+        params.append(project)
+    if kinds:
+        where.append(f"kind IN ({_marks(kinds)})")
+        params.extend(kinds)
+    sql = f"SELECT DISTINCT id FROM records WHERE {' AND '.join(where)} ORDER BY id"
+    return [str(row[0]) for row in index.conn.execute(sql, params)]

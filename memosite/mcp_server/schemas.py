@@ -62,7 +62,10 @@ RECORD = obj(
         "pending": BOOLEAN,
     }
 )
-APPENDED = obj({"id": STRING, "kind": STRING, "project": STRING, "path": STRING})
+APPENDED = obj(
+    {"id": STRING, "kind": STRING, "project": STRING, "path": STRING, "event": STRING, "created": STRING},
+    optional={"details": {}},
+)
 FORGOTTEN = obj(
     {"id": STRING, "kind": STRING, "status": {"enum": ["archived", "purged"]}, "purged": BOOLEAN, "restored": STRINGS}
 )

@@ -109,7 +109,20 @@ class StoreTools:
         ] = None,
         ttl: Annotated[str | None, Field(description="Time to live: '7d', '48h', '30m' or a date.")] = None,
         expires_at: Annotated[str | None, Field(description="Expiry: RFC 3339 or YYYY-MM-DD.")] = None,
-        supersedes: Annotated[str | None, Field(description="Id of the record this one replaces.")] = None,
+        supersedes: Annotated[
+            str | None,
+            Field(
+                description="Id of the record this one replaces. An id that names no record is refused "
+                "(the error lists the nearest ids) unless supersedesMissingOk is true."
+            ),
+        ] = None,
+        supersedesMissingOk: Annotated[
+            bool,
+            Field(
+                description="With supersedes: the record it names is gone on purpose, so write anyway "
+                "(nothing is superseded). Leave it false to catch a mistyped id."
+            ),
+        ] = False,
         cites: Annotated[
             list[str] | None,
             Field(
@@ -153,6 +166,7 @@ class StoreTools:
                 path=path,
                 allow_duplicate=allowDuplicate,
                 cites=cites,
+                supersedes_missing_ok=supersedesMissingOk,
             )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=True), name="upsert")

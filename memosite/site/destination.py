@@ -13,15 +13,18 @@ any symlink) into the vault, or that holds the vault, is refused before anything
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memosite.errors import InvalidArguments
 from memosite.site.manifest import Manifest, manifest_key, read_manifest, record_file, relative_paths, unchanged
 from memosite.site.manifest import write_manifest as write_signed_manifest
+from memosite.userdirs import private_dir, user_cache_dir
 
 MANIFEST = ".memosite-site.json"
 GENERATOR = "memosite build"
@@ -42,6 +45,19 @@ class Placement:
     """What placing a site changed beyond writing it."""
 
     kept: list[str] = field(default_factory=list)  # files of the previous build a person edited since
+
+
+def default_site_dir(vault_root: Path, env: Mapping[str, str] | None = None) -> Path:
+    """Where ``memosite build`` puts the site when no ``--out`` names a folder:
+    ``<user cache>/sites/<vault name>-<10 hex of the vault's path>`` (``$XDG_CACHE_HOME/memosite``,
+    else ``~/.cache/memosite``). Never the directory the command runs in: that is most often the
+    product repository, whose ``git status`` a ``site/`` folder would fill. A built site is derived
+    and disposable, so it is a cache; it is this user's, so it is kept per user and per vault
+    (two vaults never share one folder), outside every vault and repository."""
+    resolved = vault_root.expanduser().resolve()
+    digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:10]
+    base = private_dir(user_cache_dir(env))
+    return base / "sites" / f"{resolved.name or 'vault'}-{digest}"
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -20,10 +20,11 @@ from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, 
 from memosite.provenance import PROVENANCE_FIELDS, REVIEW_FIELDS, Actor
 from memosite.secrets import assert_no_secrets
 from memosite.stormbuffer import lifecycle
-from memosite.stormbuffer.codec import render_record
+from memosite.stormbuffer.codec import render_record, says_the_same, source_head
 from memosite.stormbuffer.mapping import (
     BLOCK_KEY,
     KIND_FROM_MEMOSITE,
+    SOURCE_HEAD,
     STATUS_FROM_MEMOSITE,
     Sidecar,
     apply_sidecar,
@@ -33,6 +34,7 @@ from memosite.stormbuffer.mapping import (
     same_instant,
     storm_kind_for,
     superseded_by_map,
+    without_source_head,
 )
 from memosite.stormbuffer.model import (
     GLOBAL_SCOPE,
@@ -138,7 +140,9 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
     from memosite.schema import normalize_kind, validate_slug
     from memosite.store import upsert_record
 
-    items = [item.record for item in store.records()]
+    stored = store.records()
+    items = [item.record for item in stored]
+    heads = {item.record.key: source_head(item.text, item.record) for item in stored if item.text is not None}
     newer = superseded_by_map(items)
     result = BridgeResult("import", str(store.path), store.info.project_id, project)
     plan: list[_Planned] = []
@@ -148,6 +152,10 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
             continue
         sidecar = read_sidecar(store, record.id)
         frontmatter = apply_sidecar(memosite_view(record, newer.get(record.key)), sidecar)
+        head = heads.get(record.key)
+        if head is not None and isinstance(frontmatter.get(BLOCK_KEY), dict):
+            # The file's own layout, so an export writes it back byte for byte while it is unchanged.
+            frontmatter[BLOCK_KEY] = {**frontmatter[BLOCK_KEY], SOURCE_HEAD: head}
         kind = normalize_kind(frontmatter.pop("kind"))
         if sidecar is not None and sidecar.slug:
             slug = validate_slug(sidecar.slug)
@@ -168,6 +176,9 @@ def import_store(vault: Vault, project: str, store: Store) -> BridgeResult:
                 slug=planned.slug,
                 frontmatter=planned.frontmatter,
                 allow_duplicate=True,
+                # Superseders are written first (see _superseders_first): the record one names may
+                # arrive later in this import, or not be in the store at all.
+                supersedes_missing_ok=True,
             )
             result.records.append(
                 BridgedRecord(
@@ -230,6 +241,7 @@ class _Exported:
     memosite_kind: str
     slug: str
     frontmatter: dict[str, Any]
+    text: str | None = None  # the source's own file, when the record is unchanged since its import
 
 
 def export_project(vault: Vault, project: str, store_path: Path, *, name: str | None = None) -> BridgeResult:
@@ -288,7 +300,7 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
         sidecars = {}
         for item in planned:
             view = memosite_view(item.record, newer.get(item.record.key))
-            sidecars[item.record.key] = make_sidecar(item.frontmatter, item.slug, view)
+            sidecars[item.record.key] = make_sidecar(without_source_head(item.frontmatter), item.slug, view)
             assert_no_secrets(item.record.body, item.record.frontmatter())
             sidecar = sidecars[item.record.key]
             if sidecar is not None:
@@ -296,7 +308,8 @@ def export_project(vault: Vault, project: str, store_path: Path, *, name: str | 
         for item in planned:
             before = existing.get(item.record.key)
             record_changed = before is None or render_record(before.record) != render_record(item.record)
-            written = store.save(item.record, known=known).path if record_changed else before.path if before else None
+            saved = store.save(item.record, known=known, text=item.text) if record_changed else None
+            written = saved.path if saved is not None else before.path if before else None
             sidecar_changed = _write_sidecar(store, item.record.id, sidecars[item.record.key])
             if not (record_changed or sidecar_changed):
                 result.unchanged += 1
@@ -401,7 +414,9 @@ def _to_storm(
         )
     except InvalidArguments as exc:
         raise InvalidRecord(f"{where}: {exc.message}", details=exc.details) from exc
-    return _Exported(record, kind, path.stem, {**fm})
+    head = block.get(SOURCE_HEAD)
+    kept = f"{head}{body}" if isinstance(head, str) and says_the_same(f"{head}{body}", record) else None
+    return _Exported(record, kind, path.stem, {**fm}, kept)
 
 
 def _check_unique(vault: Vault, planned: list[_Exported], paths: list[Path]) -> None:

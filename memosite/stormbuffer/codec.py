@@ -97,3 +97,22 @@ def render_record(record: StormRecord) -> str:
     """The whole file: fence, frontmatter, fence, blank line, body exactly as held."""
     validate_record(record)
     return f"{FENCE}\n{render_frontmatter(record)}{FENCE}\n\n{record.body}"
+
+
+def source_head(text: str, record: StormRecord) -> str | None:
+    """What a record file says before its body (fences, TOML, blank line) when it is not what
+    :func:`render_record` would write — a hand-laid-out file (``tags = ["a", "b"]`` on one line,
+    other quotes or spacing); None when rendering gives the file back as it is."""
+    if not text.endswith(record.body) or text == render_record(record):
+        return None
+    return text[: len(text) - len(record.body)]
+
+
+def says_the_same(text: str, record: StormRecord) -> bool:
+    """Whether the record file ``text`` holds exactly ``record``, however its TOML is laid out: then
+    writing ``text`` keeps a store's bytes where rendering would change them, as Stormbuffer's own
+    transfer keeps a record's markdown unless the record changed."""
+    try:
+        return render_record(parse_record(text)) == render_record(record)
+    except InvalidRecord:
+        return False

@@ -34,6 +34,10 @@ from memosite.schema import format_iso, same_value
 from memosite.stormbuffer.model import StormRecord, parse_timestamp
 
 BLOCK_KEY = "stormbuffer"  # the memosite frontmatter key holding Stormbuffer-only fields
+# In the block: the imported file's text before its body, when it was laid out otherwise than memosite
+# renders it (``tags = ["a", "b"]`` on one line …). An export writes that file back while the record
+# says the same, so a store's records keep their bytes through memosite (see ``codec.source_head``).
+SOURCE_HEAD = "source_head"
 
 KIND_TO_MEMOSITE = {"fact": "spec", "decision": "decision", "procedure": "spec", "checkpoint": "state"}
 KIND_FROM_MEMOSITE = {
@@ -162,6 +166,16 @@ class Sidecar:
             basis=dict(data.get("basis", {})),
             omit=[str(key) for key in data.get("omit", [])],
         )
+
+
+def without_source_head(frontmatter: Mapping[str, Any]) -> dict[str, Any]:
+    """``frontmatter`` without the block's :data:`SOURCE_HEAD`: how the file was laid out is no
+    memosite fact a sidecar has to keep."""
+    result = dict(frontmatter)
+    block = result.get(BLOCK_KEY)
+    if isinstance(block, Mapping) and SOURCE_HEAD in block:
+        result[BLOCK_KEY] = {key: value for key, value in block.items() if key != SOURCE_HEAD}
+    return result
 
 
 def make_sidecar(original: Mapping[str, Any], slug: str, view: Mapping[str, Any]) -> Sidecar | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from memosite.errors import InvalidArguments, InvalidRecord, RecordNotFound, StorageError
 from memosite.secrets import assert_no_secrets
 from memosite.stormbuffer import lifecycle
-from memosite.stormbuffer.codec import decode_record_bytes, parse_record, render_record
+from memosite.stormbuffer.codec import decode_record_bytes, parse_record, render_record, says_the_same
 from memosite.stormbuffer.locate import (
     STORE_DIR_NAME,
     find_store,
@@ -48,10 +48,12 @@ _MIN_PREFIX = 4
 
 @dataclass(frozen=True)
 class StoredStormRecord:
-    """A record and the file it lives in."""
+    """A record and the file it lives in (``text``: the file's text as read, or to be written when
+    it must keep a layout of its own; None writes what :func:`render_record` gives)."""
 
     record: StormRecord
     path: Path
+    text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self, *, body: bool = True) -> dict[str, Any]:
         return {**self.record.to_json(body=body), "path": str(self.path)}
@@ -163,13 +165,14 @@ class Store:
             data = path.read_bytes()
         except OSError as exc:
             raise InvalidRecord(f"{path}: cannot read: {exc.strerror or exc}", details={"field": "file"}) from exc
-        record = parse_record(decode_record_bytes(data, path), path)
+        text = decode_record_bytes(data, path)
+        record = parse_record(text, path)
         if record.scope != self.scope:
             raise InvalidRecord(
                 f"{path}: record {record.id} is outside this store's scope ({record.scope!r}, not {self.scope!r})",
                 details={"field": "scope"},
             )
-        return StoredStormRecord(record, path)
+        return StoredStormRecord(record, path, text)
 
     def scan(self) -> builtins.list[StoredStormRecord]:
         """Every record, in file order. A broken file, a foreign scope or a repeated id raises."""
@@ -234,17 +237,25 @@ class Store:
             )
 
     def _write(self, item: StoredStormRecord) -> StoredStormRecord:
-        atomic_write_text(item.path, render_record(item.record))
+        atomic_write_text(item.path, item.text if item.text is not None else render_record(item.record))
         return item
 
     # --- changes -------------------------------------------------------------------------
-    def save(self, record: StormRecord, *, known: Mapping[str, Path] | None = None) -> StoredStormRecord:
+    def save(
+        self, record: StormRecord, *, known: Mapping[str, Path] | None = None, text: str | None = None
+    ) -> StoredStormRecord:
         """Write ``record`` as is (validated, secret-scanned): in place if its id exists, else new.
 
         ``known`` maps ids to files from a scan the caller made holding this store's lock, so a
-        batch of saves does not rescan the store for each record.
+        batch of saves does not rescan the store for each record. ``text`` is the file to write
+        instead of the rendered record, when it says exactly the same (a source's own layout, kept
+        byte for byte); text that says anything else is refused.
         """
         validate_record(record)
+        if text is not None and not says_the_same(text, record):
+            raise InvalidRecord(
+                f"record {record.id}: the text to keep does not hold this record", details={"field": "text"}
+            )
         assert_no_secrets(record.body, record.frontmatter())
         self.check_scope(record.scope)
         with self.lock():
@@ -253,7 +264,7 @@ class Store:
             path = known.get(record.key) or self.new_record_path(record.id)
             if record.key not in known and path.exists():
                 raise InvalidRecord(f"{path} exists but holds another record", details={"field": "id"})
-            return self._write(StoredStormRecord(record, path))
+            return self._write(StoredStormRecord(record, path, text))
 
     def add(
         self,

@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 from memosite.errors import InvalidArguments, InvalidRecord, RecordNotFound
 from memosite.kinds import RECORD_DIRS
 from memosite.schema import Record, parse_record
+from memosite.suggest import did_you_mean, near_misses
 from memosite.sync.authorship import PLACES, Authorship, Origin, Place, Removal, Writer
 from memosite.sync.paths import SidecarName, blob_id, classify, parse_sidecar, record_project
 from memosite.sync.recordmerge import COUNTERS, EARLIEST_WINS, LATEST_WINS
@@ -351,7 +352,8 @@ def find_conflicts(vault: Vault, ref: str, project: str | None = None) -> list[C
     chosen = exact or [c for c in candidates if ref in (c.record_id, c.slug, c.path)]
     if not chosen:
         where = f" in project {project}" if project else ""
-        raise RecordNotFound(f"no conflict for {ref!r}{where} (memosite conflicts lists them)")
+        near = near_misses(ref, [name for c in candidates for name in (c.record_id, c.slug, c.short_id) if name])
+        raise RecordNotFound(f"no conflict for {ref!r}{where}{did_you_mean(near)} (memosite conflicts lists them)")
     paths = sorted({c.path for c in chosen})
     if len(paths) > 1:
         raise InvalidArguments(f"{ref!r} names conflicts of several files ({', '.join(paths)}): give a sidecar's id")
