@@ -116,7 +116,7 @@ def test_demo_help_agrees_with_itself_and_with_the_readme(run_cli: Any) -> None:
     assert "(default: acme-shop)" in shown and "--serve" in shown
     readme = README.read_text(encoding="utf-8")
     first = readme.split("## Try it on a fresh machine", 1)[1].split("## ", 1)[0]
-    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/memosite demo --serve" in first
+    assert 'python3 -m venv .venv && .venv/bin/pip install ".[semantic]" && .venv/bin/memosite demo --serve' in first
     assert "~/.local/share/memosite/demo" in first and "./memosite-demo" not in first
 
 
