@@ -336,7 +336,7 @@ def test_search_explain_prints_each_rank_and_the_fused_score(shop: Vault, run_cl
     shop.close()
     text = run_cli("--vault", str(shop.root), "--project", P, "search", "--explain", *SYNONYM_QUERY.split()).stdout
     assert "(ranked by words and meaning)" in text
-    assert "bm25 - · meaning #1 (similarity 0." in text and "fused 0.0" in text
+    assert "words: no match · meaning #1 (similarity 0." in text and "fused 0.0" in text
     data = run_cli(
         "--vault", str(shop.root), "--project", P, "search", "--explain", "--json", "payment", "retries"
     ).json()
@@ -578,3 +578,19 @@ def test_an_index_without_vectors_never_loads_the_model(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "quantum chromodynamics on a lattice",
+        "the weather in the mountains is nice today",
+        "recipe for a lemon tart with meringue",
+        "Überraschungsei für Kinder",
+    ],
+)
+def test_a_query_about_nothing_the_vault_knows_finds_nothing(shop: Vault, query: str) -> None:
+    put(shop, "decision", "db-pool", "Postgres connection pool per worker", "Each worker opens its own pool.\n")
+    found = search_records(shop, P, query, explain=True, now=NOW)
+    assert found.ranking == "hybrid"
+    assert found.results == [] and found.total == 0
