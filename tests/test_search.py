@@ -582,7 +582,8 @@ def test_search_json_says_the_match_and_the_terms(shop: Vault, run_cli) -> None:
 def test_cli_text_says_how_many_hold_every_term_and_that_the_others_rank_by_relevance(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
     text = run_cli("search", "payment", "gateway", "idempotency").stdout
     assert text.startswith(
-        "(1 record holds every term; records holding some of payment, gateway, idempotency* rank among them by relevance)"
+        "(1 record holds every term; records holding some of payment, gateway, idempotency* "
+        "rank among them by relevance)"
     )
 
 
