@@ -31,7 +31,7 @@ class Pieces:
     """The vocabulary: each piece's id is its place in the list, and a lower id merges first."""
 
     def __init__(self, pieces: Sequence[str]) -> None:
-        self.ids = {piece: n for n, piece in enumerate(pieces)}
+        self.ids = dict(zip(pieces, range(len(pieces)), strict=True))
         self.bytes = [self.ids.get(f"<0x{value:02X}>") for value in range(256)]
         self._memo: dict[str, list[int]] = {}
 
