@@ -1,10 +1,12 @@
 """Retrieval and gc timings on vaults of 1,000 and 10,000 records.
 
-Prints, per vault size: the time to index the files (``reindex``) and the index's size on disk (with
-the share of the trigram table that serves unspaced scripts), in-process search p50/p95 over a fixed
-query set (FTS syntax, filters, natural-language questions, Chinese and Japanese), the end-to-end
-wall time of a ``memosite search`` CLI call (median of several), bootstrap briefs p50/p95, and gc
-wall time (the first pass, which has real work, and a second one with nothing left to do).
+Prints, per vault size: the time to index the files (``reindex``, wall and CPU, and with hybrid search
+on the CPU time of the same reindex with it off: what computing the vectors costs) and the index's
+size on disk (with the shares of the trigram table that serves unspaced scripts and of the vectors),
+in-process search p50/p95 over a fixed query set (FTS syntax, filters, natural-language questions,
+Chinese and Japanese), the end-to-end wall time of a ``memosite search`` CLI call (median of several),
+bootstrap briefs p50/p95, and gc wall time (the first pass, which has real work, and a second one
+with nothing left to do).
 
 A share of the records (``--unspaced``, 5 % by default) carry Chinese or Japanese paragraphs, as a
 project with an international team accumulates.
@@ -214,16 +216,25 @@ def build_vault(root: Path, count: int, seed: int = 3, unspaced: float = 0.05) -
     return vault
 
 
-def index_sizes(vault: Vault) -> tuple[float, float]:
-    """The index file's size and the part the trigram table takes, in MB (after a checkpoint)."""
+def index_sizes(vault: Vault) -> tuple[float, float, float]:
+    """The index file's size and the parts the trigram table and the vectors take, in MB (after a
+    checkpoint)."""
     conn = sqlite3.connect(vault.index_path)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         total = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
         trigram = conn.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'records_trigram%'")
-        return total / 1e6, trigram.fetchone()[0] / 1e6
+        vectors = conn.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'vectors%'")
+        return total / 1e6, trigram.fetchone()[0] / 1e6, vectors.fetchone()[0] / 1e6
     finally:
         conn.close()
+
+
+def timed_reindex(vault: Vault) -> tuple[float, float]:
+    """Wall and CPU seconds of a ``reindex`` of the bench project."""
+    started, cpu = time.perf_counter(), time.process_time()
+    reindex(vault, [PROJECT])
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -297,14 +308,21 @@ def measure(size: int, rounds: int, cli_runs: int, unspaced: float, modes: list[
         root.mkdir(parents=True)
         set_semantic(root, "hybrid" in modes)
         vault = write_vault(root, size, unspaced=unspaced)
-        started = time.perf_counter()
-        reindex(vault, [PROJECT])
-        figures = {
-            "reindex_s": time.perf_counter() - started,
-            "records": float(vault.index().count(PROJECT)),
-        }
-        figures["index_mb"], figures["trigram_mb"] = index_sizes(vault)
+        figures: dict[str, float] = {}
+        figures["reindex_s"], figures["reindex_cpu_s"] = timed_reindex(vault)
+        figures["records"] = float(vault.index().count(PROJECT))
+        figures["index_mb"], figures["trigram_mb"], figures["vectors_mb"] = index_sizes(vault)
         vault.close()
+        if "hybrid" in modes:
+            # The baseline of the same run: the same reindex with hybrid search off computes no vector.
+            set_semantic(root, False)
+            vault = Vault.open(root)
+            figures["reindex_words_s"], figures["reindex_words_cpu_s"] = timed_reindex(vault)
+            vault.close()
+            set_semantic(root, True)
+            vault = Vault.open(root)
+            reindex(vault, [PROJECT])
+            vault.close()
         for mode in modes:
             figures.update(
                 {f"{mode} {key}": value for key, value in measure_mode(root, mode, rounds, cli_runs).items()}
@@ -340,8 +358,8 @@ def main() -> None:
         f"CLI: median of {args.cli_runs} runs; {args.unspaced:.0%} of records in unspaced scripts"
     )
     header = (
-        f"{'records':>8} {'reindex s':>9} {'index MB':>8} {'trigram MB':>10} {'gc s':>6} {'changed':>8} "
-        f"{'gc again s':>10}"
+        f"{'records':>8} {'reindex s':>9} {'cpu s':>6} {'words cpu s':>11} {'index MB':>8} {'trigram MB':>10} "
+        f"{'vectors MB':>10} {'gc s':>6} {'changed':>8} {'gc again s':>10}"
     )
     per_mode = (
         f"{'':8} {'mode':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cli ms':>7} {'cli cpu':>7} "
@@ -351,8 +369,9 @@ def main() -> None:
         f = measure(size, args.rounds, args.cli_runs, args.unspaced, modes)
         print(header)
         print(
-            f"{int(f['records']):>8} {f['reindex_s']:>9.2f} {f['index_mb']:>8.1f} {f['trigram_mb']:>10.2f} "
-            f"{f['gc_s']:>6.2f} {int(f['gc_changed']):>8} {f['gc_again_s']:>10.2f}"
+            f"{int(f['records']):>8} {f['reindex_s']:>9.2f} {f['reindex_cpu_s']:>6.2f} "
+            f"{f.get('reindex_words_cpu_s', float('nan')):>11.2f} {f['index_mb']:>8.1f} {f['trigram_mb']:>10.2f} "
+            f"{f['vectors_mb']:>10.2f} {f['gc_s']:>6.2f} {int(f['gc_changed']):>8} {f['gc_again_s']:>10.2f}"
         )
         print(per_mode)
         for mode in modes:

@@ -349,7 +349,7 @@ class _Gatherer:
         # matched as written, as search does).
         self.parsed = parsed if parsed is not None and not parsed.empty and parsed.raw is None else None
         self.words = TaskWords.weigh(self.index, project, self.parsed) if self.parsed is not None else None
-        self.embedder = semantic_embedder(vault) if self.parsed is not None else None
+        self.embedder = semantic_embedder(vault, self.parsed.text) if self.parsed is not None else None
         if self.embedder is not None:
             fill_missing_vectors(vault, self.embedder)
         self.focus: dict[str, dict[int, Focused]] = {}

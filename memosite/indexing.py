@@ -9,6 +9,7 @@ records a write or a refresh touches are embedded; ``reindex`` embeds them all a
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -139,14 +140,26 @@ def build_entry(vault: Vault, record: Record, path: Path, stat: os.stat_result |
     return entry
 
 
-def semantic_embedder(vault: Vault) -> Embedder | None:
+def semantic_embedder(vault: Vault, query: str | None = None) -> Embedder | None:
     """The embedding model when hybrid search is on for ``vault``: ``search.semantic`` is not false
-    and ``memosite[semantic]`` is installed. None otherwise (words alone)."""
+    and ``memosite[semantic]`` is installed. None otherwise (words alone), and — without loading the
+    model — for a ``query`` the model cannot read or when the index holds no vector yet (``reindex``
+    computes them). An installed package whose model cannot be used says why, once, on stderr."""
     if not vault.config.search_semantic:
         return None
-    from memosite.embedding import load_embedder  # numpy and the model: only when asked for
+    from memosite.embedding import load_embedder, reads, unavailable  # numpy: only when the model loads
 
-    return load_embedder()
+    if query is not None and (not reads(query) or not vectors.any_stored(vault.index())):
+        return None
+    model = load_embedder()
+    if model is None and unavailable() is not None:
+        _warn_once(f"search ranks by words alone: {unavailable()}")
+    return model
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    warn(message)
 
 
 def attach_vectors(vault: Vault, entries: Sequence[IndexEntry]) -> None:
@@ -181,6 +194,7 @@ def fill_missing_vectors(vault: Vault, embedder: Embedder) -> int:
         vectors.store_rows(
             index, embedder.name, [(item.rowid, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)]
         )
+        vectors.drop_other_models(index, embedder.name)
     except sqlite3.Error as exc:
         warn(f"index vectors not saved ({exc}); search ranks by words until they are")
         return 0

@@ -168,7 +168,7 @@ def recall_for_prompt(
         found = search_records(vault, project, query, kinds=["trap", "decision"], status=_LIVE, limit=10, now=now)
         for hit in found.results:
             if (hit.matched_terms or 0) < result.needed:
-                break  # results come with the records holding more terms first
+                continue  # relevance (and meaning, with hybrid on) may rank a record holding fewer first
             if hit.id not in skip and hit.id not in chosen and _usable(hit):
                 chosen[hit.id] = (hit, False, hit.matched_terms or 0)
     index = vault.index()

@@ -247,6 +247,25 @@ def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: i
     return lexical
 
 
+def _find_by_meaning_too(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: int) -> Found | None:
+    """The hybrid search of ``text`` (:func:`find_hybrid`), or None where only words can rank: hybrid
+    is off or not installed, a "quoted phrase", FTS5 syntax that finds something as written, a query
+    the model cannot read, an index without vectors. None of those loads the model."""
+    from memosite.indexing import semantic_embedder
+
+    if not vault.config.search_semantic:
+        return None
+    parsed = parse_query(text)
+    if any(term.kind == "phrase" for term in parsed.terms):
+        return None
+    if parsed.raw is not None:
+        as_written = find_matches(vault.index(), text, filters, sort="relevance", limit=limit)
+        if as_written.raw:
+            return as_written
+    embedder = semantic_embedder(vault, text)
+    return find_hybrid(vault, text, filters, limit=limit, embedder=embedder) if embedder is not None else None
+
+
 def match_of(index: Index, text: str, filters: fts.SearchFilters) -> MatchMode | None:
     """The ``match`` :func:`find_matches` would report for ``text`` — ``all`` when a record in
     scope holds every term, ``any`` when records hold only some, None for none — by existence
@@ -358,7 +377,7 @@ def search_records(
     the one project holding it (an id several projects hold, and none of the hits, counts nothing).
     ``explain`` gives each hit its place in each ranking.
     """
-    from memosite.indexing import ensure_index, semantic_embedder
+    from memosite.indexing import ensure_index
 
     now = now or utc_now()
     if sort not in SORTS:
@@ -383,10 +402,10 @@ def search_records(
     )
     ensure_index(vault)
     text = query.strip() if isinstance(query, str) and query.strip() else None
-    embedder = semantic_embedder(vault) if text is not None and sort == "relevance" else None
-    if embedder is not None and text is not None:
-        found = find_hybrid(vault, text, filters, limit=limit, embedder=embedder)
-    else:
+    found = (
+        _find_by_meaning_too(vault, text, filters, limit=limit) if text is not None and sort == "relevance" else None
+    )
+    if found is None:
         found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
     hits = [_hit(match, now_iso, found.match) for match in found.matches]
     if explain:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -87,10 +89,10 @@ print("LOADED", model.name, vector.shape[0], "wordllama" in sys.modules)
 """
 
 
-def test_the_model_loads_with_no_network_and_no_cache_directory(tmp_path: Path) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+def _load_offline(home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
     env.pop("MEMOSITE_VAULT", None)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", _OFFLINE_LOAD],
         capture_output=True,
         text=True,
@@ -99,10 +101,18 @@ def test_the_model_loads_with_no_network_and_no_cache_directory(tmp_path: Path) 
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
-    # The package's own module (which configures logging and may download) is never imported.
-    assert done.stdout.split() == ["LOADED", embedding.MODEL_NAME, str(embedding.DIMENSIONS), "False"]
-    assert not (tmp_path / "cache").exists() and not (tmp_path / ".cache").exists()
+
+
+def test_the_model_loads_with_no_network_and_keeps_only_its_vocabulary_in_the_user_cache(tmp_path: Path) -> None:
+    for _ in range(2):  # the first load writes the compact vocabulary, the second reads it
+        done = _load_offline(tmp_path)
+        assert done.returncode == 0, done.stderr
+        # The package's own module (which configures logging and may download) is never imported.
+        assert done.stdout.split() == ["LOADED", embedding.MODEL_NAME, str(embedding.DIMENSIONS), "False"]
+    model_dir = tmp_path / "cache" / "memosite" / "model"
+    assert [path.name.split("-")[0] for path in model_dir.iterdir()] == ["pieces"]
+    assert stat.S_IMODE(model_dir.stat().st_mode) == 0o700
+    assert not (tmp_path / ".cache").exists()
 
 
 def test_a_query_vector_is_unit_length() -> None:
@@ -176,7 +186,7 @@ def test_reindex_replaces_a_damaged_vector(shop: Vault) -> None:
     assert stored_vectors(shop) == before
 
 
-def test_records_indexed_with_hybrid_off_get_their_vectors_at_the_first_hybrid_search(tmp_path: Path) -> None:
+def test_an_index_without_vectors_ranks_by_words_until_reindex_computes_them(tmp_path: Path) -> None:
     vault = open_vault(tmp_path / "vault", semantic=False)
     seed(vault)
     assert stored_vectors(vault) == {}
@@ -184,8 +194,29 @@ def test_records_indexed_with_hybrid_off_get_their_vectors_at_the_first_hybrid_s
     vault = open_vault(tmp_path / "vault", semantic=True)
     try:
         result = search_records(vault, P, SYNONYM_QUERY, now=NOW)
-        assert [hit.id for hit in result.results] == ["cdn-cookie"]
+        assert (result.ranking, result.results) == ("words", [])
+        assert stored_vectors(vault) == {}  # a read computed nothing
+        reindex(vault, [P])
         assert len(stored_vectors(vault)) == 3
+        assert [hit.id for hit in search_records(vault, P, SYNONYM_QUERY, now=NOW).results] == ["cdn-cookie"]
+    finally:
+        vault.close()
+
+
+def test_records_written_with_hybrid_off_get_their_vectors_at_the_next_hybrid_search(
+    shop: Vault, tmp_path: Path
+) -> None:
+    shop.close()
+    vault = open_vault(shop.root, semantic=False)
+    try:
+        put(vault, "decision", "ledger", "Ledger entries are immutable", "Corrections are new entries.")
+    finally:
+        vault.close()
+    vault = open_vault(shop.root, semantic=True)
+    try:
+        assert len(stored_vectors(vault)) == 3
+        assert search_records(vault, P, "never edit bookkeeping lines", now=NOW).ranking == "hybrid"
+        assert len(stored_vectors(vault)) == 4
     finally:
         vault.close()
 
@@ -305,7 +336,7 @@ def test_search_explain_prints_each_rank_and_the_fused_score(shop: Vault, run_cl
     shop.close()
     text = run_cli("--vault", str(shop.root), "--project", P, "search", "--explain", *SYNONYM_QUERY.split()).stdout
     assert "(ranked by words and meaning)" in text
-    assert "bm25 - · meaning #1 (similarity 0." in text and "fused 0.0" in text
+    assert "words: no match · meaning #1 (similarity 0." in text and "fused 0.0" in text
     data = run_cli(
         "--vault", str(shop.root), "--project", P, "search", "--explain", "--json", "payment", "retries"
     ).json()
@@ -384,3 +415,182 @@ def test_the_vectors_a_process_holds_follow_every_write(shop: Vault) -> None:
     reindex(shop)  # every vector written again
     _held_equals_stored(shop)
     assert [hit.id for hit in search_records(shop, P, SYNONYM_QUERY, now=NOW).results] == ["cdn-cookie"]
+
+
+# --- loading cheaply, and never when it cannot help ---------------------------------------------
+
+_SCRIPTS = st.sampled_from(
+    [
+        "payment retries",
+        "café déjà vu",
+        "Straße",
+        "счёт оплаты",
+        "Ελληνικά",
+        "支付重试",
+        "إعادة الدفع",
+        "🚀✨",
+        "x\u2581y",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(_SCRIPTS, st.text(max_size=30)), max_size=6))
+def test_the_vocabulary_split_gives_the_ids_the_models_own_tokenizer_gives(parts: list[str]) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    files = embedding.model_files()
+    assert files is not None
+    model = embedding.load_embedder()
+    assert model is not None
+    reference = _reference_tokenizer(tokenizers, files[0])
+    text = embedding.normalise(" ".join(parts))
+    expected = reference.encode(text, add_special_tokens=False).ids if text else []
+    assert model.pieces.encode(text) == expected
+
+
+_REFERENCE: dict[str, Any] = {}
+
+
+def _reference_tokenizer(tokenizers: Any, path: Path) -> Any:
+    if "tokenizer" not in _REFERENCE:
+        tokenizer = tokenizers.Tokenizer.from_file(str(path))
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        _REFERENCE["tokenizer"] = tokenizer
+    return _REFERENCE["tokenizer"]
+
+
+def test_a_damaged_vocabulary_copy_in_the_cache_is_parsed_again(tmp_path: Path) -> None:
+    from memosite.bpe import load_pieces
+
+    files = embedding.model_files()
+    assert files is not None
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first = load_pieces(files[0], cache)
+    (copy,) = cache.iterdir()
+    copy.write_text("32000\n▁the\n", encoding="utf-8")  # cut short, as a full disk leaves it
+    again = load_pieces(files[0], cache)
+    assert again.ids == first.ids
+    assert again.encode("▁payment retries") == first.encode("▁payment retries")
+
+
+def _fake_wordllama(root: Path, *, weights: bytes | None, tokenizer: str | None, names: tuple[str, str]) -> Path:
+    """A ``wordllama`` package as another version or a damaged install leaves it."""
+    package = root / "wordllama"
+    (package / "weights").mkdir(parents=True)
+    (package / "tokenizers").mkdir()
+    (package / "__init__.py").write_text("raise ImportError('never imported')\n", encoding="utf-8")
+    if weights is not None:
+        (package / "weights" / names[0]).write_bytes(weights)
+    if tokenizer is not None:
+        (package / "tokenizers" / names[1]).write_text(tokenizer, encoding="utf-8")
+    return root
+
+
+_REAL_NAMES = ("l2_supercat_256.safetensors", "l2_supercat_tokenizer_config.json")
+
+
+@pytest.mark.parametrize(
+    ("case", "weights", "tokenizer", "names", "reason"),
+    [
+        ("other file names", b"\0" * 64, "{}", ("l3_other_512.safetensors", "l3_tokenizer.json"), "no weights/"),
+        ("weights cut short", b"\x10\0\0\0\0\0\0\0{", "{}", _REAL_NAMES, "cannot read the model's weights"),
+        ("a table of other shape", None, "{}", _REAL_NAMES, "not a 32000x256 table"),
+        ("vocabulary not JSON", None, "{not json", _REAL_NAMES, "cannot read the model's vocabulary"),
+    ],
+)
+def test_a_broken_or_other_version_of_the_model_package_is_one_line_and_words_alone(
+    shop: Vault,
+    tmp_path: Path,
+    memosite_exe: Path,
+    case: str,
+    weights: bytes | None,
+    tokenizer: str | None,
+    names: tuple[str, str],
+    reason: str,
+) -> None:
+    if weights is None:
+        header = json.dumps({"embedding.weight": {"dtype": "F16", "shape": [100, 8], "data_offsets": [0, 1600]}})
+        weights = len(header).to_bytes(8, "little") + header.encode() + b"\0" * 1600
+    if case == "vocabulary not JSON":
+        files = embedding.model_files()
+        assert files is not None
+        weights = files[1].read_bytes()
+    fake = _fake_wordllama(tmp_path / "site", weights=weights, tokenizer=tokenizer, names=names)
+    env = {**os.environ, "PYTHONPATH": str(fake), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [str(memosite_exe), "search", "--vault", str(shop.root), "--project", P, "--json", "--", "payment retries"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("memosite: warning: search ranks by words alone: ") and reason in line
+    result = json.loads(done.stdout)
+    assert result["ranking"] == "words"
+    assert [hit["id"] for hit in result["results"]] == _lexical(shop, "payment retries")
+
+
+_NEVER_LOADS = """
+import sys
+from pathlib import Path
+from memosite.search import search_records
+from memosite.vault import Vault
+vault = Vault.open(Path(sys.argv[1]))
+for query in sys.argv[2:]:
+    found = search_records(vault, "{project}", query)
+    assert found.ranking == "words", (query, found.ranking)
+print("numpy" in sys.modules, "memosite.bpe" in sys.modules)
+"""
+
+
+def test_a_search_that_cannot_use_vectors_never_loads_the_model(shop: Vault, tmp_path: Path) -> None:
+    queries = ['"signed out"', "title:login OR title:invoices", "Повторная оплата", "支付 重试", "🚀"]
+    done = subprocess.run(
+        [sys.executable, "-c", _NEVER_LOADS.replace("{project}", P), str(shop.root), *queries],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_an_index_without_vectors_never_loads_the_model(tmp_path: Path) -> None:
+    vault = open_vault(tmp_path / "vault", semantic=False)
+    seed(vault)
+    vault.close()
+    (tmp_path / "vault" / "config.local.json").write_text(json.dumps({"search": {"semantic": True}}), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _NEVER_LOADS.replace("{project}", P), str(tmp_path / "vault"), SYNONYM_QUERY],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "quantum chromodynamics on a lattice",
+        "the weather in the mountains is nice today",
+        "recipe for a lemon tart with meringue",
+        "Überraschungsei für Kinder",
+    ],
+)
+def test_a_query_about_nothing_the_vault_knows_finds_nothing(shop: Vault, query: str) -> None:
+    put(shop, "decision", "db-pool", "Postgres connection pool per worker", "Each worker opens its own pool.\n")
+    found = search_records(shop, P, query, explain=True, now=NOW)
+    assert found.ranking == "hybrid"
+    assert found.results == [] and found.total == 0

@@ -579,14 +579,19 @@ def test_search_json_says_the_match_and_the_terms(shop: Vault, run_cli) -> None:
     assert data["results"][0]["id"] == "payment-retry" and data["results"][0]["matchedTerms"] == 2
 
 
-def test_cli_text_says_how_many_hold_every_term_before_those_holding_some(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_text_says_how_many_hold_every_term_and_that_the_others_rank_by_relevance(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
     text = run_cli("search", "payment", "gateway", "idempotency").stdout
-    assert text.startswith("(1 record holds every term; then those holding the most of payment, gateway, idempotency*)")
+    assert text.startswith(
+        "(1 record holds every term; records holding some of payment, gateway, idempotency* "
+        "rank among them by relevance)"
+    )
 
 
 def test_cli_text_says_when_no_record_holds_every_term(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
     text = run_cli("search", "payment", "gateway", "postgres").stdout
-    assert text.startswith("(no record holds every term; those holding the most of payment, gateway, postgres*")
+    assert text.startswith(
+        "(no record holds every term; records holding some of payment, gateway, postgres*, most relevant"
+    )
 
 
 def test_cli_text_says_nothing_about_terms_when_every_hit_holds_all(shop: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -89,15 +89,17 @@ def gc(app: App, dry_run: bool, purge: bool) -> None:
 
 
 def _explain_line(explain: dict[str, Any]) -> str:
-    """Where each ranking put a hit: ``bm25 #2 · meaning #5 (similarity 0.61) · fused 0.0318``."""
-    words = f"bm25 #{explain['bm25Rank']}" if explain.get("bm25Rank") else "bm25 -"
+    """Where each ranking put a hit: ``words #2 · meaning #5 (similarity 0.61) · fused 0.0318``;
+    a ranking that did not find it says so, and a search by words alone shows only its rank."""
+    words = f"words #{explain['bm25Rank']}" if explain.get("bm25Rank") else "words: no match"
+    if explain.get("fusedScore") is None:
+        return words
     meaning = (
         f"meaning #{explain['vectorRank']} (similarity {explain['similarity']:.2f})"
         if explain.get("vectorRank")
-        else "meaning -"
+        else "meaning: not among the most alike"
     )
-    fused = f"fused {explain['fusedScore']:.4f}" if explain.get("fusedScore") is not None else "words alone"
-    return f"{words} · {meaning} · {fused}"
+    return f"{words} · {meaning} · fused {explain['fusedScore']:.4f}"
 
 
 def _nothing_found(app: App, all_projects: bool) -> str:
@@ -123,12 +125,12 @@ def _search_text(result: SearchResult, explain: bool = False, empty: str = "no m
     lines = [f"(ranked by {'words and meaning' if result.ranking == 'hybrid' else 'words alone'})"] if explain else []
     terms = ", ".join(result.terms)
     if result.match == "any":
-        lines.append(f"(no record holds every term; those holding the most of {terms} first)")
+        lines.append(f"(no record holds every term; records holding some of {terms}, most relevant first)")
     elif result.match == "all" and result.holding_all is not None and result.total > result.holding_all:
         held = result.holding_all
         lines.append(
             f"({held} {'record holds' if held == 1 else 'records hold'} every term; "
-            f"then those holding the most of {terms})"
+            f"records holding some of {terms} rank among them by relevance)"
         )
     for hit in result.results:
         flags = "".join(f" [{flag}]" for flag in hit.flags)

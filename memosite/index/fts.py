@@ -458,10 +458,23 @@ def find(
 def scope_weights(index: Index, filters: SearchFilters, rowids: Sequence[int] | None = None) -> dict[int, float]:
     """The records ``filters`` keep — among ``rowids``, or all of them when None — with the factor
     each one's relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream)."""
-    scope = search_scope(index, filters)
-    among = f" AND f.rowid IN ({_marks(rowids)})" if rowids is not None else ""
-    sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}{among}"
-    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [*scope.params, *(rowids or ())])}
+    return weights_in_scope(index, search_scope(index, filters), rowids)
+
+
+def weights_in_scope(index: Index, scope: Where, rowids: Sequence[int] | None = None) -> dict[int, float]:
+    """The records of ``scope`` (conditions over ``search_facts AS f``) — among ``rowids``, or all of
+    them when None — each with its ``weight``."""
+    if rowids is None:
+        sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}"
+        return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, scope.params)}
+    # The few rowids drive the loop, each looked up by rowid: left to itself the planner takes the
+    # project's index and tests every record of the project against the list (2 ms at 10,000).
+    # One JSON parameter, not one per rowid: the statement stays the same from search to search.
+    sql = (
+        "SELECT f.rowid, f.weight FROM json_each(?) AS ids CROSS JOIN search_facts AS f ON f.rowid = ids.value "
+        f"WHERE {scope.sql()}"
+    )
+    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [json.dumps(list(rowids)), *scope.params])}
 
 
 def flagged_among(index: Index, rowids: Sequence[int]) -> set[int]:

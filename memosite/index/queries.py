@@ -421,10 +421,7 @@ def section_weights(
 ) -> dict[int, float]:
     """The records of the section — among ``rowids``, or all of them when None — each with its
     relevance weight: what a ranking by meaning may put in the section."""
-    scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
-    among = f" AND f.rowid IN ({_marks(rowids)})" if rowids is not None else ""
-    sql = f"SELECT f.rowid, f.weight FROM search_facts AS f WHERE {scope.sql()}{among}"
-    return {int(row[0]): float(row[1]) for row in index.conn.execute(sql, [*scope.params, *(rowids or ())])}
+    return fts.weights_in_scope(index, _section_scope(project, section, values, now_iso, fresh_only=fresh_only), rowids)
 
 
 _KNOWLEDGE_SCOPE = "f.project = ? AND f.kind IN ('trap', 'decision') AND NOT f.pending"

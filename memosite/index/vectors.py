@@ -63,6 +63,17 @@ def missing(index: Index, model: str) -> list[VectorText]:
     ]
 
 
+def any_stored(index: Index) -> bool:
+    """Whether the index holds any vector at all (of any model)."""
+    return bool(index.conn.execute("SELECT EXISTS (SELECT 1 FROM vectors)").fetchone()[0])
+
+
+def drop_other_models(index: Index, model: str) -> None:
+    """Forget the vectors an earlier model (or an earlier way of embedding) made."""
+    with index.transaction():
+        index.conn.execute("DELETE FROM vectors WHERE model != ?", (model,))
+
+
 def count(index: Index, model: str) -> int:
     return int(index.conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0])
 
