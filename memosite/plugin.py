@@ -71,9 +71,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(f"{sys.modules['mkdocs'].__name__}.plugins.memosite")
 
 SEARCH_INDEX = "search/search_index.json"
-# Changes when the search entries a build caches change shape (the folded fields): no older cache
-# entry is reused.
-SEARCH_FORMAT = 2
+# Changes when the search entries a build caches change (the folded fields, how their words are
+# read): no older cache entry is reused.
+SEARCH_FORMAT = 3
 # The Markdown extensions the generated pages use (attribute lists, HTML blocks holding Markdown,
 # banners, tables).
 PAGE_EXTENSIONS = ("attr_list", "md_in_html", "admonition", "tables")
