@@ -134,8 +134,12 @@ def front_matter_title(title: str) -> str:
     MkDocs and Zensical both print a page's front matter title into the HTML unescaped (the page
     title, the header, the nav, the search index), so it is written as HTML text: escaped, with
     every character YAML would not keep as it is (controls, line breaks) as a character reference.
-    The YAML is a double-quoted scalar, so ``: ``, ``#``, ``---`` and quotes mean nothing in it."""
-    text = html.escape(title, quote=True)
+    The YAML is a double-quoted scalar, so ``: ``, ``#``, ``---`` and quotes mean nothing in it.
+
+    An apostrophe stays itself: the themes put a title into an attribute only escaped and
+    double-quoted, and Zensical shows the title as text in its search results, where ``&#x27;``
+    would read as those six characters in every "charge's" or "don't"."""
+    text = html.escape(title, quote=False).replace('"', "&quot;")
     text = _NOT_YAML_PRINTABLE.sub(lambda match: f"&#x{ord(match.group()):x};", text)
     return json.dumps(text, ensure_ascii=False)
 
