@@ -167,14 +167,20 @@ def test_memory_page_filters_and_badges_sit_on_the_rows_baseline(built: Built, p
 
 
 @pytest.mark.browser
-def test_the_overview_table_does_not_scroll_sideways_at_1400_px(built: Built, page: object) -> None:
-    page.goto(built.url)  # type: ignore[attr-defined]
-    widths = page.evaluate(  # type: ignore[attr-defined]
-        """() => { const table = document.querySelector('.memosite-overview table');
-            const box = table.closest('.md-typeset__scrollwrap') || table.parentElement;
-            return [box.scrollWidth, box.clientWidth, document.documentElement.scrollWidth, innerWidth]; }"""
-    )
-    assert widths[0] <= widths[1] and widths[2] <= widths[3], widths
+@pytest.mark.parametrize("width", [1400, 1024])
+def test_tables_of_counts_do_not_scroll_sideways_at_desktop_widths(built: Built, page: object, width: int) -> None:
+    # The home's overview and a project home's records by kind and status (seven status columns
+    # in the demo) fit the content column.
+    page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    for path in ("", f"{BASE}/"):
+        page.goto(f"{built.url}{path}")  # type: ignore[attr-defined]
+        widths = page.evaluate(  # type: ignore[attr-defined]
+            """() => [...document.querySelectorAll('.memosite-compact table')].map(table => {
+                const box = table.closest('.md-typeset__scrollwrap') || table.parentElement;
+                return [box.scrollWidth, box.clientWidth, document.documentElement.scrollWidth, innerWidth]; })"""
+        )
+        assert widths, path
+        assert all(w[0] <= w[1] and w[2] <= w[3] for w in widths), (path, widths)
 
 
 @pytest.mark.browser

@@ -158,8 +158,10 @@ _STRUCTURE = frozenset(
         "</div>",
     }
 )
-# ... and the one of the landing page's overview (its table's box).
-_HOME_STRUCTURE = frozenset({'<div class="memosite-overview" markdown>', "</div>"})
+# ... and the boxes of the tables of counts on the landing page and the project homes.
+_COMPACT_STRUCTURE = frozenset(
+    {'<div class="memosite-overview memosite-compact" markdown>', '<div class="memosite-compact" markdown>', "</div>"}
+)
 
 
 def _restore_structure(text: str, lines: frozenset[str] = _STRUCTURE) -> str:
@@ -188,6 +190,8 @@ def _page_text(page: SitePage) -> str:
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
     if page.role == "record":
         text = _restore_structure(text)
+    elif page.role == "dashboard":
+        text = _restore_structure(text, _COMPACT_STRUCTURE)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     searchable = page.role == "record" and (page.record is None or page.record.searchable_by_default)
@@ -270,7 +274,7 @@ def _home_text(vault: Vault, content: SiteContent) -> str:
     assert content.overview is not None
     overview, charts = overview_markdown(env_for(vault), content.overview, "")
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', neutralise_markdown(overview))
-    text = _restore_structure(text, _HOME_STRUCTURE)
+    text = _restore_structure(text, _COMPACT_STRUCTURE)
     for token, svg in charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     return front_matter("Home", {}, searchable=False) + "\n" + landing.replace(OVERVIEW_MARK, text)
