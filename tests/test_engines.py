@@ -33,6 +33,9 @@ SEARCHED = [
     ("Café menu prices are cached for a day", "The café's menu is cached by the CDN."),
     ("Ask Zoë before changing the tax rules", "Zoë owns the VAT tables; ελληνικά and ошибка notes too."),
     ("迁移会锁表几分钟", "数据库迁移会锁表几分钟，请在夜里执行。"),
+    # A stress mark (U+0301) has no precomposed letter: the word holds a combining character.
+    ("Замо\u0301к таблицы при миграции", "Миграция держит замо\u0301к на таблице заказов."),
+    ("Η μετάβαση κλειδώνει τον πίνακα", "Η μετάβαση του σχήματος κλειδώνει τον ΠΊΝΑΚΑ."),
 ]
 
 
@@ -226,6 +229,8 @@ def test_links_here_lists_the_records_that_link_to_a_record(built: Built, page: 
         ("Zoe", "Ask Zoë before changing the tax rules"),
         ("锁表", "迁移会锁表几分钟"),
         ("retries double charge", "Payment retries must carry an idempotency key"),
+        ("замок", "Замо\u0301к таблицы при миграции"),
+        ("μεταβαση πινακα", "Η μετάβαση κλειδώνει τον πίνακα"),
     ],
 )
 def test_site_search_finds_what_the_cli_finds_without_missing_words(
@@ -235,6 +240,33 @@ def test_site_search_finds_what_the_cli_finds_without_missing_words(
     hit = next((text for text in results if title in text), None)
     assert hit is not None, results
     assert "Missing" not in hit
+
+
+@pytest.mark.browser
+def test_a_search_result_shows_an_apostrophe_as_itself(built: Built, page: object) -> None:
+    results = _search(page, built, "refunds reuse")
+    hit = next(text for text in results if "Refunds reuse" in text)
+    assert "charge's" in hit and "&#x27;" not in hit and "&#39;" not in hit, hit
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("query", "title"),
+    [
+        ("замок", "Замо\u0301к таблицы при миграции"),
+        ("ΜΕΤΑΒΑΣΗ", "Η μετάβαση κλειδώνει τον πίνακα"),
+        ("锁表", "迁移会锁表几分钟"),
+        ("cafe menu", "Café menu prices are cached for a day"),
+    ],
+)
+def test_the_memory_filter_finds_a_title_folded_as_the_cli_folds_it(
+    built: Built, page: object, query: str, title: str
+) -> None:
+    page.goto(f"{built.url}memory/")  # type: ignore[attr-defined]
+    page.wait_for_selector(".memosite-memory[data-memosite-loaded]")  # type: ignore[attr-defined]
+    page.locator("input[name=q]").fill(query)  # type: ignore[attr-defined]
+    rows = page.locator(".memosite-memory__table tbody tr").all_inner_texts()  # type: ignore[attr-defined]
+    assert len(rows) == 1 and title in rows[0], rows
 
 
 def test_each_record_is_one_search_entry_without_its_details(built: Built) -> None:
