@@ -63,7 +63,6 @@ from memosite.site.search import with_folded_fields
 if TYPE_CHECKING:
     from mkdocs.livereload import LiveReloadServer  # a build never needs it (nor its watchdog, http.server)
 
-    from memosite.secrets import SecretFinding
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
@@ -498,14 +497,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         fresh = self._search_entries(site_dir, virtual)
         _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
         self._scan_outputs(site_dir, virtual)
-        findings = self._scanner.findings
-        if findings:
+        if self._scanner.findings:
             from memosite.site.output import clean_site_dir
 
             clean_site_dir(site_dir)
             self._memory = _BuildMemory(key=self._memory.key)
             self._cache.forget_added()
-            raise PluginError(_refusal(findings))
+            raise PluginError(f"memosite: refusing to publish: {self._scanner.described()}. Nothing was published.")
         written: dict[str, _PageState] = {}
         for uri, file in virtual.items():
             key = self._keys[uri]
@@ -725,12 +723,6 @@ def _remove_outputs(site_dir: Path, paths: list[str]) -> None:
     from memosite.site.output import remove_outputs
 
     remove_outputs(site_dir, paths)
-
-
-def _refusal(findings: list[SecretFinding]) -> str:
-    places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in findings[:3])
-    more = f"; and {len(findings) - 3} more" if len(findings) > 3 else ""
-    return f"memosite: refusing to publish: {places}{more}. Nothing was published."
 
 
 def _nav_mentions(nav: Any, prefix: str) -> bool:

@@ -328,6 +328,13 @@ class Scanner:
         self.clean.add(key)
         return True
 
+    def described(self, shown: int = 3) -> str:
+        """The findings as one line: the first ``shown`` (kind, file, line) and how many more."""
+        first = self.findings[:shown]
+        places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in first)
+        more = f"; and {len(self.findings) - shown} more" if len(self.findings) > shown else ""
+        return places + more
+
     def scan_all(self, texts: Iterable[str], where: str) -> bool:
         return all([self.scan(text, where) for text in texts])
 

@@ -32,7 +32,14 @@ from memosite.site.cache import Scanner
 from memosite.site.dashboard import OVERVIEW_MARK, overview_markdown, render_feed
 from memosite.site.destination import check_destination
 from memosite.site.manifest import Manifest, manifest_key, read_manifest, record_file, unchanged, within, write_manifest
-from memosite.site.pages import SiteContent, SitePage, collect_site_content, normalize_prefix, resolve_projects
+from memosite.site.pages import (
+    SiteContent,
+    SitePage,
+    collect_site_content,
+    default_site_name,
+    normalize_prefix,
+    resolve_projects,
+)
 from memosite.vault import Vault
 from memosite.watch import recompile_projects
 
@@ -233,7 +240,7 @@ def export_docs(
         files[uri] = render_feed(
             source,
             src_uri=uri,
-            site_name=f"{wanted[0]} memory" if len(wanted) == 1 else "Project memory",
+            site_name=default_site_name(wanted),
             site_url=None,
             url_for=lambda u: urls.get(u, u),
             now=now,
@@ -242,13 +249,7 @@ def export_docs(
     for uri, text in files.items():
         scanner.scan(text, uri)
     if scanner.findings:
-        first = scanner.findings[0]
-        raise SafetyViolation(
-            f"refusing to export: {first.kind} in {first.where}"
-            + (f" line {first.line}" if first.line else "")
-            + (f"; and {len(scanner.findings) - 1} more" if len(scanner.findings) > 1 else "")
-            + ". Nothing was written."
-        )
+        raise SafetyViolation(f"refusing to export: {scanner.described()}. Nothing was written.")
     destination.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".memosite-export-", dir=destination))
     try:
