@@ -83,10 +83,8 @@ DETERMINISTIC_PLUGINS = frozenset({"search", "material/search", "memosite", "tag
 # pymdownx.tasklist's checkboxes (the sanitiser removes every <input>): kept through it as tokens.
 _TASK = re.compile(r'<label class="task-list-control"><input type="checkbox" disabled( checked)?/>')
 _TASK_TOKEN = re.compile(r"MEMOSITETASK(ON|OFF)\.")
-_TAGS = re.compile(r"<[^>]*>")
 # A heading's text with no markup, entity or character the sanitiser would rewrite (no < > &).
 _PLAIN_TITLE = re.compile(r"[\w \t.,:;!?'\"()/+*=#%@$^~|\[\]{}-]*")
-_URL_ATTRIBUTES = re.compile(r'(?:href|src)="([^"]*)"')
 # Where each entry of a sitemap starts (the text before it is cut off as a piece of its own).
 _SITEMAP_ENTRY = re.compile(r"(?=<url>)")
 _BADGE = re.compile(r"(<h3[^>]*>)\[(CRITICAL|HIGH|MEDIUM|LOW|UNRATED)\] ")
@@ -440,11 +438,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
         html_text = _with_charts(html_text, site_page.charts)
         if self._scanner is not None:
-            # What a reader (or a crawler) gets of the page's own text: markup taken out, so a
-            # token that highlighting split into spans is whole again, and half as much to read.
-            where = page.file.dest_uri
-            text = html.unescape(_TAGS.sub("", html_text))
-            self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), text, _urls(html_text)], where)
+            self._scanner.scan_html(html_text, page.file.dest_uri, str(site_page.title), _toc_text(page.toc))
         return html_text
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
@@ -703,11 +697,6 @@ def _checkbox(match: re.Match[str]) -> str:
 def _badge(match: re.Match[str]) -> str:
     level = match.group(2).lower()
     return f'{match.group(1)}<span class="memosite-severity memosite-severity--{level}">{level}</span> '
-
-
-def _urls(html_text: str) -> str:
-    """The link targets of a page (a secret in a URL is no text a reader sees)."""
-    return "\n".join(html.unescape(url) for url in _URL_ATTRIBUTES.findall(html_text))
 
 
 def _toc_text(items: Any) -> str:

@@ -297,3 +297,21 @@ def test_an_unknown_engine_or_an_mkdocs_config_for_zensical_is_refused_in_one_li
     assert config.exit_code != 0 and "Traceback" not in config.stderr
     assert len(config.stderr.strip().splitlines()) == 1 and "Zensical does not run" in config.stderr
     assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_token_split_by_emphasis_in_an_archived_record_publishes_nothing_on_any_engine(
+    run_cli, vault: Vault, tmp_path: Path, engine: str
+) -> None:  # type: ignore[no-untyped-def]
+    # The Markdown holds no whole token (the write's scan lets it in); the page shows one, bold in
+    # the middle. An archived record is left out of the search index, so only the page shows it.
+    if engine not in installed_engines():
+        pytest.skip(f"{engine} is not installed")
+    token = "ghp_" + "Zq8" * 6 + "**Z**q8" + "Zq8" * 5
+    upsert_record(vault, "shop", kind="trap", body=f"Use {token} to deploy.", frontmatter={"title": "Deploy token"})
+    assert run_cli("forget", "--project", "shop", "deploy-token").exit_code == 0
+    out = tmp_path / "site"
+    built = run_cli("build", "--engine", engine, "--out", str(out))
+    assert built.exit_code != 0 and "Traceback" not in built.stderr
+    assert "refusing to publish: GitHub token in memory/shop/traps/deploy-token/" in built.stderr, built.stderr
+    assert not out.exists()

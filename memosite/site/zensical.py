@@ -11,7 +11,6 @@ nothing. Zensical folds diacritics in its search on its own.
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import shutil
@@ -37,7 +36,6 @@ from memosite.vault import Vault
 
 SCANNED_SUFFIXES = (".html", ".json", ".xml", ".txt", ".js")
 _TAGS = re.compile(r"<[^>]*>")
-_URLS = re.compile(r'(?:href|src)="([^"]*)"')
 
 
 def zensical_config(
@@ -147,8 +145,7 @@ def _refuse_secrets(site_dir: Path) -> None:
             where = path.relative_to(site_dir).as_posix()
             text = path.read_text(encoding="utf-8", errors="replace")
             if file_name.endswith(".html"):
-                urls = "\n".join(html.unescape(url) for url in _URLS.findall(text))
-                scanner.scan_all([html.unescape(_TAGS.sub(" ", text)), urls], where)
+                scanner.scan_html(text, where)
             elif "/javascripts/" not in f"/{where}":  # the theme's own bundles
                 scanner.scan(text, where)
     if scanner.findings:
