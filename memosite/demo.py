@@ -86,6 +86,16 @@ _TRAPS = [
         {"title": "Invoice rounding is half-up, not banker's", "severity": "low"},
         "src/billing/format.py",
     ),
+    # Names in several scripts: the site's search finds them as typed without accents (cafe, Zoe).
+    _Seed(
+        "trap",
+        9,
+        "The invoice PDF font covers Latin-1 only. *Zoë Brontë* of *Café Lumière* printed fine, but "
+        "Дмитрий Лебедев, Ελένη Παπαδοπούλου, محمد الأمين and 王芳 came out as empty boxes. Embed "
+        "Noto Sans in `billing/pdf.py` and keep names in NFC.\n",
+        {"title": "Invoice PDFs drop letters outside Latin-1", "severity": "medium", "tags": ["billing"]},
+        "src/billing/pdf.py",
+    ),
     _Seed(
         "trap",
         40,

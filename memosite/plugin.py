@@ -63,7 +63,6 @@ from memosite.site.search import with_folded_fields
 if TYPE_CHECKING:
     from mkdocs.livereload import LiveReloadServer  # a build never needs it (nor its watchdog, http.server)
 
-    from memosite.secrets import SecretFinding
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
@@ -71,9 +70,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(f"{sys.modules['mkdocs'].__name__}.plugins.memosite")
 
 SEARCH_INDEX = "search/search_index.json"
-# Changes when the search entries a build caches change shape (the folded fields): no older cache
-# entry is reused.
-SEARCH_FORMAT = 2
+# Changes when the search entries a build caches change (the folded fields, how their words are
+# read): no older cache entry is reused.
+SEARCH_FORMAT = 3
 # The Markdown extensions the generated pages use (attribute lists, HTML blocks holding Markdown,
 # banners, tables).
 PAGE_EXTENSIONS = ("attr_list", "md_in_html", "admonition", "tables")
@@ -84,10 +83,8 @@ DETERMINISTIC_PLUGINS = frozenset({"search", "material/search", "memosite", "tag
 # pymdownx.tasklist's checkboxes (the sanitiser removes every <input>): kept through it as tokens.
 _TASK = re.compile(r'<label class="task-list-control"><input type="checkbox" disabled( checked)?/>')
 _TASK_TOKEN = re.compile(r"MEMOSITETASK(ON|OFF)\.")
-_TAGS = re.compile(r"<[^>]*>")
 # A heading's text with no markup, entity or character the sanitiser would rewrite (no < > &).
 _PLAIN_TITLE = re.compile(r"[\w \t.,:;!?'\"()/+*=#%@$^~|\[\]{}-]*")
-_URL_ATTRIBUTES = re.compile(r'(?:href|src)="([^"]*)"')
 # Where each entry of a sitemap starts (the text before it is cut off as a piece of its own).
 _SITEMAP_ENTRY = re.compile(r"(?=<url>)")
 _BADGE = re.compile(r"(<h3[^>]*>)\[(CRITICAL|HIGH|MEDIUM|LOW|UNRATED)\] ")
@@ -441,11 +438,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             html_text = html_text.replace("<p>", '<p class="memosite-breadcrumb">', 1)
         html_text = _with_charts(html_text, site_page.charts)
         if self._scanner is not None:
-            # What a reader (or a crawler) gets of the page's own text: markup taken out, so a
-            # token that highlighting split into spans is whole again, and half as much to read.
-            where = page.file.dest_uri
-            text = html.unescape(_TAGS.sub("", html_text))
-            self._scanner.scan_all([str(site_page.title), _toc_text(page.toc), text, _urls(html_text)], where)
+            self._scanner.scan_html(html_text, page.file.dest_uri, str(site_page.title), _toc_text(page.toc))
         return html_text
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
@@ -498,14 +491,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         fresh = self._search_entries(site_dir, virtual)
         _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
         self._scan_outputs(site_dir, virtual)
-        findings = self._scanner.findings
-        if findings:
+        if self._scanner.findings:
             from memosite.site.output import clean_site_dir
 
             clean_site_dir(site_dir)
             self._memory = _BuildMemory(key=self._memory.key)
             self._cache.forget_added()
-            raise PluginError(_refusal(findings))
+            raise PluginError(f"memosite: refusing to publish: {self._scanner.described()}. Nothing was published.")
         written: dict[str, _PageState] = {}
         for uri, file in virtual.items():
             key = self._keys[uri]
@@ -707,11 +699,6 @@ def _badge(match: re.Match[str]) -> str:
     return f'{match.group(1)}<span class="memosite-severity memosite-severity--{level}">{level}</span> '
 
 
-def _urls(html_text: str) -> str:
-    """The link targets of a page (a secret in a URL is no text a reader sees)."""
-    return "\n".join(html.unescape(url) for url in _URL_ATTRIBUTES.findall(html_text))
-
-
 def _toc_text(items: Any) -> str:
     out: list[str] = []
     for item in items or ():
@@ -725,12 +712,6 @@ def _remove_outputs(site_dir: Path, paths: list[str]) -> None:
     from memosite.site.output import remove_outputs
 
     remove_outputs(site_dir, paths)
-
-
-def _refusal(findings: list[SecretFinding]) -> str:
-    places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in findings[:3])
-    more = f"; and {len(findings) - 3} more" if len(findings) > 3 else ""
-    return f"memosite: refusing to publish: {places}{more}. Nothing was published."
 
 
 def _nav_mentions(nav: Any, prefix: str) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memosite.site.build import build_site
+from memosite.site.engines import ENGINES, build_with_engine, installed_engines
 from memosite.site.export import export_docs
 from memosite.site.trust import diff_without_emails, published_person
 from memosite.store import upsert_record
@@ -48,11 +49,15 @@ def _texts(root: Path) -> dict[str, str]:
     }
 
 
-def test_a_build_publishes_authors_by_name_without_their_addresses(tmp_path: Path, vault: Vault) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_build_publishes_authors_by_name_without_their_addresses(tmp_path: Path, vault: Vault, engine: str) -> None:
+    if engine not in installed_engines():
+        pytest.skip(f"{engine} is not installed")
     _fill(vault)
-    build_site(vault, out_dir=tmp_path / "site")
+    build_with_engine(vault, engine, out_dir=tmp_path / "site", include_pending=True)
     texts = _texts(tmp_path / "site")
-    assert not [name for name, text in texts.items() if ADDRESS in text]
+    # The address's ASCII tail too: JSON may write the ë of the address as \u00eb.
+    assert not [name for name, text in texts.items() if ADDRESS in text or "kowalska@example.org" in text]
     page = texts["memory/shop/traps/retries-need-keys/index.html"]
     assert "<td>Zoë Kowalska</td>" in page and "Reviewer" in page
 

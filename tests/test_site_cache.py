@@ -46,3 +46,18 @@ def test_secret_in_a_new_sitemap_entry_is_found_after_clean_scans() -> None:
     again = Scanner(first.clean)
     assert not again.scan_entries(_sitemap([*locs, f"https://example.com/{PLANTED_TOKEN}/"]), "sitemap.xml", ENTRY)
     assert [f.kind for f in again.findings] == ["GitHub token"]
+
+
+def test_a_token_that_highlighting_split_into_spans_is_found_whole_on_every_engine() -> None:
+    # MkDocs' pages and Zensical's built pages are read by one rule: markup out, nothing added.
+    half = len(PLANTED_TOKEN) // 2
+    page = f'<pre><code><span class="n">{PLANTED_TOKEN[:half]}</span><span class="n">{PLANTED_TOKEN[half:]}</span>'
+    scanner = Scanner(set())
+    assert not scanner.scan_html(page + "</code></pre>", "memory/index.html")
+    assert [f.kind for f in scanner.findings] == ["GitHub token"]
+
+
+def test_a_token_in_a_link_target_is_found() -> None:
+    scanner = Scanner(set())
+    assert not scanner.scan_html(f'<a href="https://example.com/?t={PLANTED_TOKEN}">docs</a>', "index.html", "Title")
+    assert scanner.described() == "GitHub token in index.html line 1"

@@ -144,6 +144,12 @@ def test_front_matter_title_is_one_yaml_line_that_reads_back_as_the_title(title:
         assert html.unescape(parsed) == title
 
 
+def test_an_apostrophe_in_a_title_is_written_as_itself() -> None:
+    # Zensical shows the title as text in its search results: "&#x27;" would read as it is written.
+    assert front_matter_title("Refunds reuse the charge's key") == '"Refunds reuse the charge\'s key"'
+    assert front_matter_title('Say "no" to <b>') == '"Say &quot;no&quot; to &lt;b&gt;"'
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass

@@ -5,18 +5,28 @@ script is a word of its own, punctuation splits words, and the folded words of a
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memosite.site.search import folded_fields, folded_words, separator, with_folded_fields
-from memosite.text import fold, is_unspaced
+from memosite.text import WORD_PATTERN, fold, is_unspaced
 
-SCRIPTS = st.text(
-    alphabet=st.sampled_from(
-        list("Café Zoë ошибка счёт ελληνικά πίνακα 数据库迁移会锁表 日本語 한국어 عربى 🎉 -_.,:;!?()[]\"'`/")
+# Letters of many scripts, punctuation, and combining marks written apart from their letter (a
+# stress mark on Cyrillic, Arabic harakat, Hebrew points, a decomposed acute), and words that hold them.
+SCRIPTS = st.lists(
+    st.sampled_from(
+        [
+            *"Café Zoë ошибка счёт ελληνικά πίνακα 数据库迁移会锁表 日本語 한국어 عربى 🎉 -_.,:;!?()[]\"'`/",
+            *"\u0301\u0308\u064e\u0652\u05b8\u05bc",
+            "Замо\u0301к",
+            "الجَدْوَل",
+            "שָׁלוֹם",
+            "Cafe\u0301",
+        ]
     )
-)
+).map("".join)
 
 
 def _tokens(text: str) -> list[str]:
@@ -43,6 +53,23 @@ def test_folded_words_are_the_cli_folding_of_the_words_it_changes(text: str) -> 
     assert len(words) == len(set(words))
     for word in words:
         assert word == fold(word) and word in fold(text)
+
+
+@given(SCRIPTS)
+def test_every_indexed_word_that_folding_changes_is_searchable_folded(text: str) -> None:
+    words = set(folded_words(text).split())
+    for token in _tokens(text):
+        folded = fold(token)
+        if folded != unicodedata.normalize("NFKC", token.casefold()):
+            assert set(re.findall(WORD_PATTERN, folded)) <= words, token
+
+
+def test_a_word_with_a_combining_mark_is_found_without_it() -> None:
+    # A stress mark (U+0301) or a vowel point has no precomposed letter: it is a character of
+    # its own, and the word around it is still one word.
+    assert folded_words("Миграция держит замо\u0301к на таблице") == "замок"
+    assert folded_words("يقفل الجَدْوَل لعدة ساعات") == "الجدول"
+    assert folded_words("שָׁלוֹם") == "שלום"
 
 
 def test_cafe_and_zoe_get_folded_fields_and_plain_ascii_none() -> None:

@@ -120,12 +120,14 @@ def load_site_config(
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    from memosite.site.pages import default_site_name
+
     overrides: dict[str, Any] = {"site_dir": str(site_dir)}
     if config_file is None:
         path = data_path("mkdocs.yml")
         overrides["docs_dir"] = str(data_path("site_src"))
         published = list(projects) if projects else vault.projects()
-        overrides["site_name"] = site_name or (f"{published[0]} memory" if len(published) == 1 else "Project memory")
+        overrides["site_name"] = site_name or default_site_name(published)
     else:
         path = Path(config_file)
         if not path.is_file():
@@ -189,7 +191,8 @@ def run_build(config: MkDocsConfig, *, dirty: bool = True, serve_url: str | None
     return list(warnings)
 
 
-def _site_size(site_dir: Path) -> tuple[int, int]:
+def site_size(site_dir: Path) -> tuple[int, int]:
+    """How many HTML pages and bytes a built site holds."""
     pages = total = 0
     for directory, _dirs, names in os.walk(site_dir):
         for name in names:
@@ -241,7 +244,7 @@ def build_site(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    pages, size = _site_size(out_dir)
+    pages, size = site_size(out_dir)
     return BuildResult(
         site_dir=str(out_dir),
         projects=list(plugin.projects),

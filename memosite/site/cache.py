@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html
 import json
 import os
 import re
@@ -305,6 +306,19 @@ class PageCache:
         self._added = {}
 
 
+_TAGS = re.compile(r"<[^>]*>")
+_URL_ATTRIBUTES = re.compile(r'(?:href|src)="([^"]*)"')
+
+
+def page_texts(html_text: str) -> tuple[str, str]:
+    """What a reader (or a crawler) gets of an HTML page: its text with the markup taken out (so a
+    token that highlighting split into spans is whole again, and half as much to read) and its
+    link targets (a secret in a URL is no text a reader sees)."""
+    text = html.unescape(_TAGS.sub("", html_text))
+    urls = "\n".join(html.unescape(url) for url in _URL_ATTRIBUTES.findall(html_text))
+    return text, urls
+
+
 @dataclass
 class Scanner:
     """The secret scan of what a build publishes, remembering texts it found clean."""
@@ -328,8 +342,19 @@ class Scanner:
         self.clean.add(key)
         return True
 
+    def described(self, shown: int = 3) -> str:
+        """The findings as one line: the first ``shown`` (kind, file, line) and how many more."""
+        first = self.findings[:shown]
+        places = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in first)
+        more = f"; and {len(self.findings) - shown} more" if len(self.findings) > shown else ""
+        return places + more
+
     def scan_all(self, texts: Iterable[str], where: str) -> bool:
         return all([self.scan(text, where) for text in texts])
+
+    def scan_html(self, html_text: str, where: str, *also: str) -> bool:
+        """Scan an HTML page as :func:`page_texts` reads it, and ``also`` (its title, ...)."""
+        return self.scan_all([*also, *page_texts(html_text)], where)
 
     def scan_entries(self, text: str, where: str, boundary: re.Pattern[str]) -> bool:
         """Scan ``text`` in pieces cut just before each match of ``boundary`` (one sitemap entry

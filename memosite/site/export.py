@@ -32,7 +32,14 @@ from memosite.site.cache import Scanner
 from memosite.site.dashboard import OVERVIEW_MARK, overview_markdown, render_feed
 from memosite.site.destination import check_destination
 from memosite.site.manifest import Manifest, manifest_key, read_manifest, record_file, unchanged, within, write_manifest
-from memosite.site.pages import SiteContent, SitePage, collect_site_content, normalize_prefix, resolve_projects
+from memosite.site.pages import (
+    SiteContent,
+    SitePage,
+    collect_site_content,
+    default_site_name,
+    normalize_prefix,
+    resolve_projects,
+)
 from memosite.vault import Vault
 from memosite.watch import recompile_projects
 
@@ -134,8 +141,12 @@ def front_matter_title(title: str) -> str:
     MkDocs and Zensical both print a page's front matter title into the HTML unescaped (the page
     title, the header, the nav, the search index), so it is written as HTML text: escaped, with
     every character YAML would not keep as it is (controls, line breaks) as a character reference.
-    The YAML is a double-quoted scalar, so ``: ``, ``#``, ``---`` and quotes mean nothing in it."""
-    text = html.escape(title, quote=True)
+    The YAML is a double-quoted scalar, so ``: ``, ``#``, ``---`` and quotes mean nothing in it.
+
+    An apostrophe stays itself: the themes put a title into an attribute only escaped and
+    double-quoted, and Zensical shows the title as text in its search results, where ``&#x27;``
+    would read as those six characters in every "charge's" or "don't"."""
+    text = html.escape(title, quote=False).replace('"', "&quot;")
     text = _NOT_YAML_PRINTABLE.sub(lambda match: f"&#x{ord(match.group()):x};", text)
     return json.dumps(text, ensure_ascii=False)
 
@@ -154,8 +165,10 @@ _STRUCTURE = frozenset(
         "</div>",
     }
 )
-# ... and the one of the landing page's overview (its table's box).
-_HOME_STRUCTURE = frozenset({'<div class="memosite-overview" markdown>', "</div>"})
+# ... and the boxes of the tables of counts on the landing page and the project homes.
+_COMPACT_STRUCTURE = frozenset(
+    {'<div class="memosite-overview memosite-compact" markdown>', '<div class="memosite-compact" markdown>', "</div>"}
+)
 
 
 def _restore_structure(text: str, lines: frozenset[str] = _STRUCTURE) -> str:
@@ -184,6 +197,8 @@ def _page_text(page: SitePage) -> str:
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
     if page.role == "record":
         text = _restore_structure(text)
+    elif page.role == "dashboard":
+        text = _restore_structure(text, _COMPACT_STRUCTURE)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     searchable = page.role == "record" and (page.record is None or page.record.searchable_by_default)
@@ -225,7 +240,7 @@ def export_docs(
         files[uri] = render_feed(
             source,
             src_uri=uri,
-            site_name=f"{wanted[0]} memory" if len(wanted) == 1 else "Project memory",
+            site_name=default_site_name(wanted),
             site_url=None,
             url_for=lambda u: urls.get(u, u),
             now=now,
@@ -234,13 +249,7 @@ def export_docs(
     for uri, text in files.items():
         scanner.scan(text, uri)
     if scanner.findings:
-        first = scanner.findings[0]
-        raise SafetyViolation(
-            f"refusing to export: {first.kind} in {first.where}"
-            + (f" line {first.line}" if first.line else "")
-            + (f"; and {len(scanner.findings) - 1} more" if len(scanner.findings) > 1 else "")
-            + ". Nothing was written."
-        )
+        raise SafetyViolation(f"refusing to export: {scanner.described()}. Nothing was written.")
     destination.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".memosite-export-", dir=destination))
     try:
@@ -266,7 +275,7 @@ def _home_text(vault: Vault, content: SiteContent) -> str:
     assert content.overview is not None
     overview, charts = overview_markdown(env_for(vault), content.overview, "")
     text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', neutralise_markdown(overview))
-    text = _restore_structure(text, _HOME_STRUCTURE)
+    text = _restore_structure(text, _COMPACT_STRUCTURE)
     for token, svg in charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     return front_matter("Home", {}, searchable=False) + "\n" + landing.replace(OVERVIEW_MARK, text)

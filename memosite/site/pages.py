@@ -193,6 +193,11 @@ class SiteContent:
         return '{"records":[' + ",".join(rows) + "]}\n"
 
 
+def default_site_name(projects: Sequence[str]) -> str:
+    """The site's name when none is given: "<project> memory" for one project, else "Project memory"."""
+    return f"{projects[0]} memory" if len(projects) == 1 else "Project memory"
+
+
 def nav_section(prefix: str, projects: Sequence[str], title: str = "Memory") -> dict[str, Any]:
     """An MkDocs ``nav`` entry for the memory section: the Memory page and, per project, its home,
     its changelog and its views."""

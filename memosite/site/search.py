@@ -21,11 +21,12 @@ import re
 import unicodedata
 from typing import Any
 
-from memosite.text import UNSPACED_RANGES, fold
+from memosite.text import UNSPACED_RANGES, WORD_PATTERN, fold
 
 # Extra fields of the search index, and the boost each has (the one of the field it folds).
 FOLDED_FIELDS = {"title_folded": "title", "text_folded": "text"}
 _TAGS = re.compile(r"<[^>]*>")
+_WORD_RE = re.compile(WORD_PATTERN)
 _ENTITY = re.compile(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);")
 # Punctuation that separates words, as FTS5's tokenizer reads it (and a full stop not in a number).
 # Written so that JavaScript reads it alike with and without the "u" flag (no needless escapes).
@@ -44,18 +45,28 @@ def _plain(html_text: str) -> str:
     return _ENTITY.sub(" ", _TAGS.sub(" ", html_text))
 
 
+@functools.cache
+def _separator_re() -> re.Pattern[str]:
+    return re.compile(separator())
+
+
 def folded_words(text: str) -> str:
     """The words of ``text`` that :func:`memosite.text.fold` changes beyond case, folded, once
-    each, in order ("" when there are none)."""
+    each, in order ("" when there are none).
+
+    The words are the ones the site's search indexes: ``text`` split by :func:`separator`, so a
+    combining mark stays with its letter (``Замо́к`` with a stress mark is one word, ``замок``)."""
     if text.isascii():
         return ""
     seen: dict[str, None] = {}
-    for word in re.findall(r"\w+", unicodedata.normalize("NFC", text)):
-        if word.isascii():
+    for word in _separator_re().split(text):
+        if not word or word.isascii():
             continue
         folded = fold(word)
         if folded != unicodedata.normalize("NFKC", word.casefold()):
-            seen.setdefault(folded, None)
+            # Folding can leave a space or nothing (a lone mark): only the pieces that are words.
+            for piece in _WORD_RE.findall(folded):
+                seen.setdefault(piece, None)
     return " ".join(seen)
 
 

@@ -11,7 +11,6 @@ nothing. Zensical folds diacritics in its search on its own.
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import shutil
@@ -27,17 +26,16 @@ import yaml
 
 from memosite.errors import BuildError
 from memosite.resources import SITE_ASSETS, data_path
-from memosite.site.build import BuildResult
+from memosite.site.build import BuildResult, site_size
 from memosite.site.cache import Scanner
 from memosite.site.destination import check_destination, place_site
 from memosite.site.export import export_docs
-from memosite.site.pages import nav_section
+from memosite.site.pages import default_site_name, nav_section
 from memosite.site.search import separator
 from memosite.vault import Vault
 
 SCANNED_SUFFIXES = (".html", ".json", ".xml", ".txt", ".js")
 _TAGS = re.compile(r"<[^>]*>")
-_URLS = re.compile(r'(?:href|src)="([^"]*)"')
 
 
 def zensical_config(
@@ -90,7 +88,7 @@ def build_with_zensical(
             include_pending=include_pending, home=True,
         )  # fmt: skip
         published = exported.projects
-        name = site_name or (f"{published[0]} memory" if len(published) == 1 else "Project memory")
+        name = site_name or default_site_name(published)
         config = zensical_config(
             docs_dir=work / "docs",
             site_dir=staging,
@@ -107,11 +105,7 @@ def build_with_zensical(
         placement = place_site(staging, destination)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    pages = size = 0
-    for directory, _dirs, names in os.walk(target):
-        for file_name in names:
-            size += os.path.getsize(os.path.join(directory, file_name))
-            pages += file_name.endswith(".html")
+    pages, size = site_size(target)
     return BuildResult(
         site_dir=str(target),
         projects=published,
@@ -151,12 +145,8 @@ def _refuse_secrets(site_dir: Path) -> None:
             where = path.relative_to(site_dir).as_posix()
             text = path.read_text(encoding="utf-8", errors="replace")
             if file_name.endswith(".html"):
-                urls = "\n".join(html.unescape(url) for url in _URLS.findall(text))
-                scanner.scan_all([html.unescape(_TAGS.sub(" ", text)), urls], where)
+                scanner.scan_html(text, where)
             elif "/javascripts/" not in f"/{where}":  # the theme's own bundles
                 scanner.scan(text, where)
     if scanner.findings:
-        first = scanner.findings[:3]
-        shown = "; ".join(f"{f.kind} in {f.where}" + (f" line {f.line}" if f.line else "") for f in first)
-        more = f"; and {len(scanner.findings) - 3} more" if len(scanner.findings) > 3 else ""
-        raise BuildError(f"site build failed: refusing to publish: {shown}{more}. Nothing was published.")
+        raise BuildError(f"site build failed: refusing to publish: {scanner.described()}. Nothing was published.")

@@ -13,6 +13,34 @@
   var FRESHNESS_ORDER = { missing: 3, drifted: 2, fresh: 1 };
   var DAY_END = "T23:59:59.999Z";
 
+  /* The combining marks memosite's folding removes (memosite.text.fold strips every mark of a
+     non-zero combining class): those of Latin, Greek, Cyrillic, Hebrew and Arabic letters and the
+     kana voicing marks. tests/test_memory_filter.py holds this list to Python's, character by
+     character. */
+  var MARKS = new RegExp(
+    "[" +
+      "\\u0300-\\u034e\\u0350-\\u036f\\u0483-\\u0487" + // Latin, Greek, Cyrillic
+      "\\u0591-\\u05bd\\u05bf\\u05c1\\u05c2\\u05c4\\u05c5\\u05c7" + // Hebrew
+      "\\u0610-\\u061a\\u064b-\\u065f\\u0670\\u06d6-\\u06dc\\u06df-\\u06e4\\u06e7\\u06e8\\u06ea-\\u06ed" + // Arabic
+      "\\u1ab0-\\u1abd\\u1abf-\\u1ace\\u1dc0-\\u1dff\\u20d0-\\u20dc\\u20e1\\u20e5-\\u20f0\\ufe20-\\ufe2f" + // extended
+      "\\u3099\\u309a" + // kana voicing
+      "]",
+    "g"
+  );
+
+  /* Text as memosite's search compares it: lower case (ß as ss, a final sigma as σ), without the
+     marks above, compatibility forms made plain, so "cafe" finds "Café" and "замок" "Замо́к". */
+  function fold(text) {
+    return String(text)
+      .toLowerCase()
+      .replace(/\u00df/g, "ss")
+      .replace(/\u03c2/g, "\u03c3")
+      .normalize("NFKD")
+      .replace(/\u0345/g, "\u03b9")
+      .replace(MARKS, "")
+      .normalize("NFKC");
+  }
+
   function parseTime(value) {
     if (!value) return null;
     var time = Date.parse(value);
@@ -46,16 +74,24 @@
     if (state.severity && record.severity !== state.severity) return false;
     if (state.freshness && record.freshness !== state.freshness) return false;
     if (state.query) {
-      var haystack = [record.title, record.id, record.project, record.kind]
-        .concat(record.tags || [])
-        .join(" ")
-        .toLowerCase();
-      var words = state.query.toLowerCase().split(/\s+/).filter(Boolean);
+      var haystack = searchText(record);
+      var words = fold(state.query).split(/\s+/).filter(Boolean);
       for (var i = 0; i < words.length; i++) {
         if (haystack.indexOf(words[i]) === -1) return false;
       }
     }
     return true;
+  }
+
+  /* A record's title, id, project, kind and tags, folded once per page load. */
+  var folded = new WeakMap();
+  function searchText(record) {
+    var text = folded.get(record);
+    if (text === undefined) {
+      text = fold([record.title, record.id, record.project, record.kind].concat(record.tags || []).join(" "));
+      folded.set(record, text);
+    }
+    return text;
   }
 
   function sortValue(record, key) {
@@ -313,6 +349,10 @@
     var containers = document.querySelectorAll(".memosite-memory:not([data-memosite-ready])");
     for (var i = 0; i < containers.length; i++) setup(containers[i]);
   }
+
+  /* The folding, for other scripts of the site (and the test that holds it to memosite's). */
+  window.memosite = window.memosite || {};
+  window.memosite.fold = fold;
 
   /* Material announces each (instant) navigation on document$; the page's own load covers the
      first page, and pages where document$ never fires (opened from file://, other themes). */
