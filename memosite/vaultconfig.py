@@ -268,6 +268,25 @@ def _read_object(path: Path) -> dict[str, Any]:
     return data
 
 
+def team_settings_problem(data: bytes) -> str | None:
+    """Why ``data``, offered as a team's ``config.json`` (by a commit from the remote), is none
+    this machine can load, or None when it is one. A file every command would refuse to read
+    must never reach the work tree: it would stop every command here, the sync that could bring
+    its repair and the ``config set`` that could fix it included. The machine settings it may
+    hold are not checked: they are never used from ``config.json``."""
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return f"it is not JSON text ({exc})"
+    if not isinstance(parsed, dict):
+        return "it does not hold a JSON object"
+    try:
+        _check_settings(without(parsed, MACHINE_KEYS), "team", Path(CONFIG_FILE))
+    except InvalidArguments as exc:
+        return f"its team settings do not load ({exc.message.removeprefix(CONFIG_FILE + ': ')})"
+    return None
+
+
 def _check_settings(data: Mapping[str, Any], scope: Scope, path: Path) -> None:
     """Bad settings fail here, with the key named, not deep inside a command."""
     for section in SECTIONS:
