@@ -28,7 +28,7 @@ from memosite.indexing import ensure_index, read_record, record_label, refresh_p
 from memosite.lookup import files_holding_id, locate_record, shared_id_error, writable_target
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import drop_accepted_version, keep_legacy_copies, proposal_path, read_proposal
-from memosite.provenance import agent_claims, approved_by_person, provenance_fields
+from memosite.provenance import approved_by_person, provenance_fields
 from memosite.recurrence import is_recurrence, pattern_key
 from memosite.schema import (
     Record,
@@ -417,13 +417,8 @@ def upsert_record(
     code of the product repository (``path`` or ``path:start-end``) to pin in the record."""
     now = now or utc_now()
     actor = vault.actor
-    if actor is not None and actor.is_agent:
-        claimed = agent_claims(frontmatter or {})
-        if claimed:
-            raise PersonRequired(
-                f"{', '.join(claimed)} cannot be set by an agent ({actor.where()}): review state and"
-                " authorship are a person's to give, and memosite records the rest"
-            )
+    if actor is not None:
+        actor.refuse_claims(frontmatter or {})
     if cites:
         frontmatter = {**(frontmatter or {}), "cites": _pin(vault, cites)}
     request = normalize_upsert(

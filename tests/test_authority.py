@@ -517,13 +517,59 @@ def test_an_agent_recurring_a_persons_trap_only_counts_it(vault_dir: Path, run_c
 def test_rank_never_counts_a_pending_trap(vault_dir: Path, run_cli: Any) -> None:
     vault_with(vault_dir, review={"required": ["trap"]})
     persons_trap(run_cli)
-    # Said to have bitten forty times, but no person accepted it.
-    claims = {"occurrences": 40}
-    agent(vault_dir, "upsert", kind="trap", slug="guess", body="Maybe the cache leaks.", frontmatter=claims)
+    # Bitten again and again (each recurrence counts), but no person accepted it.
+    for _ in range(3):
+        agent(vault_dir, "upsert", kind="trap", slug="guess", title="Guess", body="Maybe the cache leaks.")
     ranked = run_cli("rank", "--json").json()
     assert [t["id"] for t in ranked["traps"]] == ["lock-order"] and ranked["total"] == 1
     over_mcp = agent(vault_dir, "rank")
     assert [t["id"] for t in over_mcp["traps"]] == ["lock-order"] and over_mcp["total"] == 1
+
+
+USAGE_CLAIMS: dict[str, Any] = {
+    "hits": 999,
+    "helpfulCount": 50,
+    "occurrences": 77,
+    "lastHit": "2099-01-01T00:00:00Z",
+    "lastSeen": "2099-01-01T00:00:00Z",
+    "staleCount": 0,
+    "lastFeedback": "2099-01-01T00:00:00Z",
+    "updated": "2099-01-01T00:00:00Z",
+    "supersededBy": "lock-order",
+    "archivedReason": "переписано агентом",
+}
+
+
+@pytest.mark.parametrize("field", sorted(USAGE_CLAIMS))
+def test_an_agent_over_mcp_cannot_rank_or_date_its_record_by_claiming_what_memosite_counts(
+    vault_dir: Path, run_cli: Any, field: str
+) -> None:
+    # Before: `hits: 999, occurrences: 77` put a prompt-injected agent's trap first in `rank` and
+    # the brief, and `updated: 2099` made it outlive any purge a teammate made.
+    vault_with(vault_dir)
+    persons_trap(run_cli)
+    claim = {field: USAGE_CLAIMS[field]}
+    refused = agent(vault_dir, "upsert", kind="trap", slug="promoted", body="Agent text 🦊.", frontmatter=claim)["error"]
+    assert refused["code"] == "INVALID_ARGUMENTS" and field in refused["message"]
+    assert not (vault_dir / "projects/demo/traps/promoted.md").exists()
+    assert [t["id"] for t in run_cli("rank", "--json").json()["traps"]] == ["lock-order"]
+
+
+def test_an_agent_in_a_shell_cannot_rank_or_date_its_record_either(
+    vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault_with(vault_dir)
+    persons_trap(run_cli)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    for field, value in USAGE_CLAIMS.items():
+        frontmatter = json.dumps({field: value}, ensure_ascii=False)
+        outcome = run_cli("upsert", "--kind", "trap", "--slug", "promoted", "--body", "Текст агента.", "--frontmatter", frontmatter)
+        assert field in one_line_refusal(outcome)
+    assert not (vault_dir / "projects/demo/traps/promoted.md").exists()
+    # Its own write without claims still goes through, as the agent's.
+    done = run_cli("upsert", "--kind", "trap", "--slug", "promoted", "--body", "Текст агента.", "--json")
+    written = read_record(vault_dir / "projects/demo/traps/promoted.md").frontmatter
+    assert done.exit_code == 0 and written["source"] == "agent" and written.get("hits", 0) == 0
 
 
 def test_the_brief_never_counts_pending_context(vault_dir: Path, run_cli: Any) -> None:
