@@ -572,6 +572,33 @@ def test_an_agent_in_a_shell_cannot_rank_or_date_its_record_either(
     assert done.exit_code == 0 and written["source"] == "agent" and written.get("hits", 0) == 0
 
 
+@pytest.mark.parametrize(
+    ("kind", "change"),
+    [
+        ("review", {"expires_at": "2020-01-01"}),
+        ("review", {"ttl": "1m"}),
+        ("scratch", {"expires_at": "2020-01-01T00:00:00Z"}),
+        ("log", {"ttl": "1s"}),
+    ],
+)
+def test_an_agent_cannot_date_a_persons_record_into_the_past_for_its_own_gc_to_purge(
+    vault_dir: Path, run_cli: Any, kind: str, change: dict[str, str]
+) -> None:
+    # Before: a person's review record (a kind no review guards) took the agent's expiry at once,
+    # and the agent's `gc` over MCP purged it, tombstone and all, on every machine that synced.
+    vault_with(vault_dir)
+    done = run_cli("upsert", "--kind", kind, "--slug", "payments-audit", "--title", "Аудит платежей", "--body", "Мои заметки 🦊.")
+    assert done.exit_code == 0, done.stderr
+    path = next(vault_dir.glob("projects/demo/*/payments-audit.md"))
+    before = path.read_bytes()
+    proposed = agent(vault_dir, "upsert", kind=kind, slug="payments-audit", **change)
+    assert proposed["action"] == "proposed" and proposed["pending"] is True
+    swept = agent(vault_dir, "gc", dryRun=False)
+    assert swept["details"]["purgedFiles"] == [] and path.read_bytes() == before
+    assert run_cli("review", "reject", "payments-audit", "--reason", "no").exit_code == 0
+    assert path.read_bytes() == before
+
+
 def test_the_brief_never_counts_pending_context(vault_dir: Path, run_cli: Any) -> None:
     vault_with(vault_dir, review={"required": ["spec"]})
     agent(vault_dir, "upsert", kind="spec", slug="checkout", body="Checkout takes cash only.")
