@@ -549,7 +549,9 @@ def test_an_agent_over_mcp_cannot_rank_or_date_its_record_by_claiming_what_memos
     vault_with(vault_dir)
     persons_trap(run_cli)
     claim = {field: USAGE_CLAIMS[field]}
-    refused = agent(vault_dir, "upsert", kind="trap", slug="promoted", body="Agent text 🦊.", frontmatter=claim)["error"]
+    refused = agent(vault_dir, "upsert", kind="trap", slug="promoted", body="Agent text 🦊.", frontmatter=claim)[
+        "error"
+    ]
     assert refused["code"] == "INVALID_ARGUMENTS" and field in refused["message"]
     assert not (vault_dir / "projects/demo/traps/promoted.md").exists()
     assert [t["id"] for t in run_cli("rank", "--json").json()["traps"]] == ["lock-order"]
@@ -563,7 +565,9 @@ def test_an_agent_in_a_shell_cannot_rank_or_date_its_record_either(
     monkeypatch.setenv("CLAUDECODE", "1")
     for field, value in USAGE_CLAIMS.items():
         frontmatter = json.dumps({field: value}, ensure_ascii=False)
-        outcome = run_cli("upsert", "--kind", "trap", "--slug", "promoted", "--body", "Текст агента.", "--frontmatter", frontmatter)
+        outcome = run_cli(
+            "upsert", "--kind", "trap", "--slug", "promoted", "--body", "Текст агента.", "--frontmatter", frontmatter
+        )
         assert field in one_line_refusal(outcome)
     assert not (vault_dir / "projects/demo/traps/promoted.md").exists()
     # Its own write without claims still goes through, as the agent's.
@@ -587,7 +591,9 @@ def test_an_agent_cannot_date_a_persons_record_into_the_past_for_its_own_gc_to_p
     # Before: a person's review record (a kind no review guards) took the agent's expiry at once,
     # and the agent's `gc` over MCP purged it, tombstone and all, on every machine that synced.
     vault_with(vault_dir)
-    done = run_cli("upsert", "--kind", kind, "--slug", "payments-audit", "--title", "Аудит платежей", "--body", "Мои заметки 🦊.")
+    done = run_cli(
+        "upsert", "--kind", kind, "--slug", "payments-audit", "--title", "Аудит платежей", "--body", "Мои заметки 🦊."
+    )
     assert done.exit_code == 0, done.stderr
     path = next(vault_dir.glob("projects/demo/*/payments-audit.md"))
     before = path.read_bytes()

@@ -315,11 +315,18 @@ def test_an_older_clone_memosite_used_here_still_moves_its_machine_settings_out(
     # in config.json.
     (clone / ".memosite").mkdir(exist_ok=True)
     (clone / ".memosite" / "index.sqlite").write_bytes(b"")
-    older = {**read_json(clone / "config.json"), "vaultGit": {"enabled": True, "push": "auto", "remote": str(team.remote)}}
+    older = {
+        **read_json(clone / "config.json"),
+        "vaultGit": {"enabled": True, "push": "auto", "remote": str(team.remote)},
+    }
     (clone / "config.json").write_text(json.dumps(older), encoding="utf-8")
     done = run_cli("list", "--vault", str(clone), "--project", P)
     assert "moved this machine's settings out of config.json" in done.stderr
-    assert read_json(clone / "config.local.json")["vaultGit"] == {"enabled": True, "push": "auto", "remote": str(team.remote)}
+    assert read_json(clone / "config.local.json")["vaultGit"] == {
+        "enabled": True,
+        "push": "auto",
+        "remote": str(team.remote),
+    }
 
 
 def test_a_machine_setting_written_into_config_json_later_is_not_used(vault: Vault, run_cli: Any) -> None:

@@ -235,10 +235,16 @@ def exported_fields(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module", params=["without md_in_html", "with md_in_html"])
-def built_fields(request: pytest.FixtureRequest, exported_fields: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built_fields(
+    request: pytest.FixtureRequest, exported_fields: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     work = tmp_path_factory.mktemp("fields-mkdocs")
     shutil.copytree(exported_fields, work / "team")
-    config = CONFIG.replace("  - attr_list\n", "  - attr_list\n  - md_in_html\n") if request.param == "with md_in_html" else CONFIG
+    config = (
+        CONFIG.replace("  - attr_list\n", "  - attr_list\n  - md_in_html\n")
+        if request.param == "with md_in_html"
+        else CONFIG
+    )
     (work / "team/mkdocs.yml").write_text(config, encoding="utf-8")
     done = subprocess.run(
         [str(_generator("mkdocs")), "build"],

@@ -157,7 +157,11 @@ def test_a_finding_names_the_line_in_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [f"projects/demo/sessions/{TOKEN}/events.jsonl", f"projects/demo/scratch/{TOKEN}.md", f"projects/demo/traps/ключ-{AWS_KEY}.md"],
+    [
+        f"projects/demo/sessions/{TOKEN}/events.jsonl",
+        f"projects/demo/scratch/{TOKEN}.md",
+        f"projects/demo/traps/ключ-{AWS_KEY}.md",
+    ],
 )
 def test_a_file_whose_name_holds_a_token_is_neither_committed_nor_pushed(team: Team, run_cli: Any, name: str) -> None:
     # Before: sync scanned what files hold, never their names; a session started with a token for

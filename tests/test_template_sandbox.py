@@ -119,7 +119,9 @@ def test_a_vault_site_template_that_tries_to_escape_fails_the_build_and_publishe
     assert not marker.exists() and not (tmp_path / "docs/memory").exists()
 
 
-def test_a_vault_template_cannot_change_the_values_it_is_given(vault: Vault, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_vault_template_cannot_change_the_values_it_is_given(
+    vault: Vault, capsys: pytest.CaptureFixture[str]
+) -> None:
     upsert_record(vault, "demo", kind="trap", body="x", slug="t", frontmatter={"title": "Kept"})
     _plant(vault.root, "rows.md.j2", "{% macro trap(e) %}{{ e.frontmatter.update({'title': 'X'}) }}{% endmacro %}")
     upsert_record(vault, "demo", kind="trap", body="y", slug="u", frontmatter={"title": "Other"})
@@ -427,7 +429,9 @@ def test_a_legitimate_override_over_many_records_stays_within_the_budget(
     vault: Vault, run_cli: Callable[..., Any]
 ) -> None:
     for n in range(300):
-        upsert_record(vault, "demo", kind="trap", slug=f"trap-{n}", body=f"Body {n} {SCRIPTS}", frontmatter={"title": f"T{n}"})
+        upsert_record(
+            vault, "demo", kind="trap", slug=f"trap-{n}", body=f"Body {n} {SCRIPTS}", frontmatter={"title": f"T{n}"}
+        )
     _plant(vault.root, "views/TRAPS.md.j2", '{% extends "default:views/TRAPS.md.j2" %}')
     _plant(vault.root, "rows.md.j2", '{% extends "default:rows.md.j2" %}')
     outcome = run_cli("compile")
