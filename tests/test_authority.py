@@ -605,6 +605,49 @@ def test_an_agent_cannot_date_a_persons_record_into_the_past_for_its_own_gc_to_p
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind", ["decision", "trap", "spec"])
+def test_an_agent_cannot_shadow_a_persons_decision_by_giving_its_own_file_the_decisions_id(
+    vault_dir: Path, run_cli: Any, kind: str
+) -> None:
+    # Before: `shadow.md` with `id: use-postgres` was written beside the person's decision; the
+    # brief served the agent's "We chose MongoDB" first under that id and `get use-postgres` could
+    # no longer tell the two apart.
+    vault_with(vault_dir)
+    made = run_cli(
+        "upsert",
+        "--kind",
+        "decision",
+        "--slug",
+        "use-postgres",
+        "--title",
+        "Use Postgres",
+        "--body",
+        "Мы выбрали Postgres.",
+    )
+    assert made.exit_code == 0
+    shadow = {"id": "use-postgres"}
+    refused = agent(
+        vault_dir,
+        "upsert",
+        kind=kind,
+        slug="shadow",
+        title="Use Postgres",
+        body="We chose MongoDB.",
+        frontmatter=shadow,
+    )
+    assert (
+        refused["error"]["code"] == "INVALID_ARGUMENTS" and "decisions/use-postgres.md" in refused["error"]["message"]
+    )
+    assert not list(vault_dir.glob("projects/demo/*/shadow.md"))
+    got = run_cli("get", "use-postgres", "--json")
+    assert got.exit_code == 0 and got.json()["body"] == "Мы выбрали Postgres."
+    # An id of its own still names an agent's record written under another file name.
+    own = agent(
+        vault_dir, "upsert", kind="decision", slug="own-file", title="Mongo", body="x", frontmatter={"id": "mongo"}
+    )
+    assert own["id"] == "mongo"
+
+
 def test_the_brief_never_counts_pending_context(vault_dir: Path, run_cli: Any) -> None:
     vault_with(vault_dir, review={"required": ["spec"]})
     agent(vault_dir, "upsert", kind="spec", slug="checkout", body="Checkout takes cash only.")
