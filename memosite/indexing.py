@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memosite.errors import InvalidRecord, SafetyViolation, StorageError
+from memosite.errors import BuildError, InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry, vectors
-from memosite.kinds import KINDS, RECORD_DIRS, kinds_in_directory, views_for_kinds
+from memosite.kinds import RECORD_DIRS, kinds_in_directory, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, format_iso, parse_record
 from memosite.template_files import templates_checksum_for
@@ -436,14 +436,21 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
 
 
 def compile_project(vault: Vault, project: str) -> list[Path]:
-    """Pick up edits made outside memosite, then rewrite every view of the project."""
-    from memosite.kinds import VIEW_FILES
-    from memosite.mutation import mutation
+    """Pick up edits made outside memosite, then rewrite every view of the project. Rewriting the
+    views is what was asked: a view that cannot be compiled (a vault template the sandbox stops)
+    is this call's error (BUILD_FAILED, or the sandbox's SAFETY_VIOLATION), not a warning after
+    which it would say it compiled them."""
+    import jinja2
 
-    with mutation(vault, f"compile {project}") as unit:
+    from memosite.mutation import mutation
+    from memosite.views import write_views
+
+    with mutation(vault, f"compile {project}"):
         refresh_project(vault, project)
-        unit.touch(project, KINDS)
-    return [vault.project_dir(project) / name for name in VIEW_FILES]
+        try:
+            return write_views(vault, project)
+        except (sqlite3.Error, jinja2.TemplateError) as exc:
+            raise BuildError(f"cannot compile the views of {project}: {describe_view_error(exc)}") from exc
 
 
 def ensure_index(vault: Vault) -> None:

@@ -91,6 +91,18 @@ class Actor:
         if self.is_agent:
             raise PersonRequired(_refusal(action, self.where()))
 
+    def refuse_claims(self, frontmatter: Mapping[str, Any], *, composed: bool = False) -> None:
+        """PERSON_REQUIRED when this actor is an agent and ``frontmatter`` sets a field no agent
+        write may (:func:`agent_claims`; with ``composed``, :func:`agent_write_claims`)."""
+        if not self.is_agent:
+            return
+        claimed = agent_write_claims(frontmatter) if composed else agent_claims(frontmatter)
+        if claimed:
+            raise PersonRequired(
+                f"{', '.join(claimed)} cannot be set by an agent ({self.where()}): review state and"
+                " authorship are a person's to give, and memosite records the rest"
+            )
+
 
 def agent_label(text: str | None, fallback: str) -> str:
     """What may stand for an agent in ``author`` and in a commit: ``text`` on one line, without
@@ -229,15 +241,32 @@ REVIEW_FIELDS = ("review", "reviewedBy", "reviewedAt", "reviewReason", *REJECTED
 PROVENANCE_FIELDS = ("author", "repoCommit", "editedBy")
 
 
+# How often a record recurred and was used, counted by memosite as it happens: a write that set
+# them would rank its record first in `rank`, the brief and the views.
+USAGE_FIELDS = ("occurrences", "lastSeen", "hits", "lastHit", "helpfulCount", "staleCount", "lastFeedback")
+# Where a record stands, as memosite records it: its last edit (which decides whether a purge from
+# another machine wins over it) and what replaced it. An import carries the dates its source
+# gives; a write an agent composes itself does not set them.
+PLACE_FIELDS = ("updated", "supersededBy", "archivedReason")
+
+
 def agent_claims(frontmatter: Mapping[str, Any]) -> list[str]:
-    """The fields of ``frontmatter`` an agent may not set: review state (it would approve
-    itself), a ``source`` other than agent (it would pass for a person) and the provenance
-    memosite records. Empty when the agent claims nothing."""
+    """The fields of ``frontmatter`` no agent write may set: review state (it would approve
+    itself), a ``source`` other than agent (it would pass for a person), the provenance memosite
+    records and the usage it counts (it would rank itself first). Empty when the agent claims
+    nothing."""
     claimed = [name for name in REVIEW_FIELDS if name in frontmatter]
     if frontmatter.get("source") not in (None, "agent"):
         claimed.append("source")
-    claimed += [name for name in PROVENANCE_FIELDS if name in frontmatter]
+    claimed += [name for name in (*PROVENANCE_FIELDS, *USAGE_FIELDS) if name in frontmatter]
     return claimed
+
+
+def agent_write_claims(frontmatter: Mapping[str, Any]) -> list[str]:
+    """:func:`agent_claims` for a write an agent composes itself (an MCP ``upsert``, an ``upsert``
+    in its shell), which also may not date itself or say what replaced a record
+    (:data:`PLACE_FIELDS`): a record dated 2099 would outlive every purge a teammate makes."""
+    return [*agent_claims(frontmatter), *(name for name in PLACE_FIELDS if name in frontmatter)]
 
 
 # Fields memosite records of a record — its identity, who wrote it and when, its review, its place

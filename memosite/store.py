@@ -26,10 +26,11 @@ from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, 
 from memosite.expiration import is_expired_iso, iso_or_none, resolve_expires_at
 from memosite.index import queries
 from memosite.indexing import ensure_index, read_record, record_label, refresh_project
+from memosite.kinds import KINDS
 from memosite.lookup import files_holding_id, find_record, locate_record, shared_id_error, suggest_ids, writable_target
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import drop_accepted_version, keep_legacy_copies, proposal_path, read_proposal
-from memosite.provenance import agent_claims, approved_by_person, provenance_fields
+from memosite.provenance import approved_by_person, provenance_fields
 from memosite.recurrence import is_recurrence, pattern_key
 from memosite.schema import (
     Record,
@@ -252,6 +253,26 @@ def _read_existing(path: Path) -> Record | None:
         raise InvalidRecord(f"{exc.message}; fix or remove the file before writing it again") from exc
 
 
+def _refuse_taken_id(vault: Vault, project: str, request: UpsertRequest, slug: str, path: Path) -> None:
+    """A write to ``slug`` whose frontmatter gives another id must not take the id of another
+    record (a file named by it, or one holding it): two records under one id would shadow the
+    first in the brief and the views and leave ``get`` unable to tell them apart (an agent named
+    its record ``shadow.md`` with a person's decision's id, and the brief served the agent's)."""
+    given = request.frontmatter.get("id")
+    if given is None or str(given) == slug:
+        return
+    own_id = str(given)
+    named = [other for kind in KINDS if (other := vault.record_path(project, kind, own_id)) != path and other.exists()]
+    holders = [other for other in files_holding_id(vault, project, own_id) if other != path]
+    taken = list(dict.fromkeys([*named, *holders]))
+    if taken:
+        raise InvalidArguments(
+            f"id {own_id} is already the id of {', '.join(record_label(other) for other in taken)}: a record"
+            f" written to {path.name} cannot take it (give it another id, or change that record)",
+            details={"id": own_id, "files": [record_label(other) for other in taken]},
+        )
+
+
 def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: datetime) -> tuple[str, Record | None]:
     """The slug to write and the record there now.
 
@@ -276,6 +297,7 @@ def _locate_target(vault: Vault, project: str, request: UpsertRequest, now: date
         if holders:
             # Another file of this kind holds the id: writing here would give two records one id.
             raise shared_id_error(named, [path, *holders] if path.exists() else holders)
+        _refuse_taken_id(vault, project, request, named, path)
         return named, _read_existing(path)
     for candidate in unique_slug_candidates(derive_slug(request.kind, request.frontmatter, None, now)):
         path = writable_target(vault, vault.record_path(project, request.kind, candidate))
@@ -443,13 +465,8 @@ def upsert_record(
     nothing was superseded."""
     now = now or utc_now()
     actor = vault.actor
-    if actor is not None and actor.is_agent:
-        claimed = agent_claims(frontmatter or {})
-        if claimed:
-            raise PersonRequired(
-                f"{', '.join(claimed)} cannot be set by an agent ({actor.where()}): review state and"
-                " authorship are a person's to give, and memosite records the rest"
-            )
+    if actor is not None:
+        actor.refuse_claims(frontmatter or {})
     if cites:
         frontmatter = {**(frontmatter or {}), "cites": _pin(vault, cites)}
     request = normalize_upsert(

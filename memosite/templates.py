@@ -11,11 +11,12 @@ rebuild.
 A vault's templates are data, not code: they arrive with everything else from the shared git
 remote. While any override takes part, every template is rendered in Jinja's immutable sandbox
 (no attribute that starts with ``_``, no module, class or function internals, no changing the
-values it is given), read without following a symlink, and never compiled to or loaded from a
-bytecode cache. What the sandbox refuses is a :class:`~memosite.errors.SafetyViolation` naming the
-template and line. memosite's own templates alone render unsandboxed, with their compiled code
-kept in this user's cache directory (outside every vault), under a key of the vault, memosite's
-version and its templates' checksum.
+values it is given, no more than :data:`RENDER_STEPS` lines of template code run in one render),
+read without following a symlink, and never compiled to or loaded from a bytecode cache. What the
+sandbox refuses is a :class:`~memosite.errors.SafetyViolation` naming the template and line.
+memosite's own templates alone render unsandboxed, with their compiled code kept in this user's
+cache directory (outside every vault), under a key of the vault, memosite's version and its
+templates' checksum.
 """
 
 from __future__ import annotations
@@ -111,10 +112,79 @@ class _VaultTemplates(jinja2.BaseLoader):
         return source, str(path), uptodate
 
 
+# How many lines of template code one render of a vault's templates may run (memosite's own run a
+# few hundred per record page or view row): a loop that never ends, or one nested to 10^10 turns,
+# is refused instead of holding every command of every teammate that synced it.
+RENDER_STEPS = 5_000_000
+
+
+class RenderBudgetExceeded(SecurityError):
+    """A vault's template ran more than :data:`RENDER_STEPS` lines in one render."""
+
+
+class _RenderBudget:
+    """Counts the lines template code runs in this thread while it is installed (``sys.settrace``:
+    only frames of compiled templates are traced line by line), and stops the render past the
+    budget. Not installed under a debugger or a coverage tool, whose tracer it would replace."""
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+    def trace(self, frame: types.FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
+        if event == "call" and frame.f_code.co_filename.endswith(TEMPLATE_SUFFIX):
+            return self.step
+        return None
+
+    def step(self, frame: types.FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
+        if event == "line":
+            self.left -= 1
+            if self.left < 0:
+                # Raised in the template's frame: the render reports it as a sandbox refusal.
+                raise RenderBudgetExceeded(
+                    f"it ran more than {RENDER_STEPS:,} lines of template code in one render"
+                    " (a loop that does not end?)"
+                )
+        return self.step
+
+
+@contextlib.contextmanager
+def render_budget(env: jinja2.Environment) -> Iterator[None]:
+    """Within the block, template code of a :class:`VaultSandbox` runs at most
+    :data:`RENDER_STEPS` lines; once a render ran out, every later one of that environment is
+    refused at once (the same template would run out again, for every record)."""
+    if not isinstance(env, VaultSandbox):
+        yield
+        return
+    if env.exhausted is not None:
+        raise env.exhausted
+    if sys.gettrace() is not None:  # a debugger, a coverage tool, or a render of this one already
+        yield
+        return
+    budget = _RenderBudget(RENDER_STEPS)
+    sys.settrace(budget.trace)
+    try:
+        yield
+    except SafetyViolation as refused:
+        if budget.left < 0:
+            env.exhausted = refused
+        raise
+    finally:
+        sys.settrace(None)
+
+
+class _BudgetedTemplate(jinja2.Template):
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        with render_budget(self.environment):
+            return super().render(*args, **kwargs)
+
+
 class VaultSandbox(ImmutableSandboxedEnvironment):
     """The environment of a vault whose own templates take part (see the module docstring)."""
 
     override_dir: Path | None = None
+    exhausted: SafetyViolation | None = None
+    rows_failed = False  # said once: the vault's rows.md.j2 cannot render a row
+    template_class = _BudgetedTemplate
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         # Nothing a template is given holds a module or a class on purpose; one that did would be
@@ -134,7 +204,13 @@ class VaultSandbox(ImmutableSandboxedEnvironment):
         error = sys.exc_info()[1]
         if isinstance(error, SecurityError):
             raise refusal(error, self.override_dir) from None
+        if isinstance(error, RecursionError):
+            raise refusal(_TOO_DEEP, self.override_dir) from None
         super().handle_exception(source)
+
+
+# A macro that calls itself without end stops at Python's recursion limit: a refusal like the others.
+_TOO_DEEP = SecurityError("it calls a macro within itself too deep (a recursion that does not end?)")
 
 
 def refusal(error: SecurityError, override_dir: Path | None) -> SafetyViolation:
@@ -162,11 +238,17 @@ def refusal(error: SecurityError, override_dir: Path | None) -> SafetyViolation:
 @contextlib.contextmanager
 def sandbox_refusals(env: jinja2.Environment) -> Iterator[None]:
     """Report a sandbox refusal raised outside ``render`` (a macro called from Python) the way
-    ``render`` reports it."""
-    try:
-        yield
-    except SecurityError as error:
-        raise refusal(error, getattr(env, "override_dir", None)) from None
+    ``render`` reports it, and hold the code run there to the render budget
+    (:func:`render_budget`)."""
+    with render_budget(env):
+        try:
+            yield
+        except SecurityError as error:
+            raise refusal(error, getattr(env, "override_dir", None)) from None
+        except RecursionError:
+            if not isinstance(env, VaultSandbox):
+                raise
+            raise refusal(_TOO_DEEP, env.override_dir) from None
 
 
 def _shown_template(filename: str, override_dir: Path | None) -> str:

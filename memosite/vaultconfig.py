@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments
-from memosite.gitfiles import git_common_dir, origin_url
+from memosite.gitfiles import git_common_dir, index_lists, origin_url
 from memosite.policy import PolicyChange, ReviewPolicy, enforced, loosened
 from memosite.schema import format_iso, utc_now
 from memosite.settings import (
@@ -268,6 +268,25 @@ def _read_object(path: Path) -> dict[str, Any]:
     return data
 
 
+def team_settings_problem(data: bytes) -> str | None:
+    """Why ``data``, offered as a team's ``config.json`` (by a commit from the remote), is none
+    this machine can load, or None when it is one. A file every command would refuse to read
+    must never reach the work tree: it would stop every command here, the sync that could bring
+    its repair and the ``config set`` that could fix it included. The machine settings it may
+    hold are not checked: they are never used from ``config.json``."""
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return f"it is not JSON text ({exc})"
+    if not isinstance(parsed, dict):
+        return "it does not hold a JSON object"
+    try:
+        _check_settings(without(parsed, MACHINE_KEYS), "team", Path(CONFIG_FILE))
+    except InvalidArguments as exc:
+        return f"its team settings do not load ({exc.message.removeprefix(CONFIG_FILE + ': ')})"
+    return None
+
+
 def _check_settings(data: Mapping[str, Any], scope: Scope, path: Path) -> None:
     """Bad settings fail here, with the key named, not deep inside a command."""
     for section in SECTIONS:
@@ -314,10 +333,16 @@ def _first_use(vault_root: Path, team_data: Mapping[str, Any], team_only: Mappin
     return MachinePlan({**machine, **accepted}, moved=found, team=dict(team_only) if found else None)
 
 
+INDEX_PATH = ".memosite/index.sqlite"
+
+
 def joining_clone(vault_root: Path) -> bool:
     """Whether the vault is a ``git clone`` (it has an ``origin``) that memosite has not used on
-    this machine yet (it built no index here: git never carries one)."""
-    if (vault_root / ".memosite" / "index.sqlite").exists():
-        return False
+    this machine yet: it built no index here. An index git tracks is no sign of that: a clone
+    checks out whatever the remote's history holds, and an index committed there (with
+    ``vaultGit.remote`` naming someone else's repository in ``config.json``) would otherwise
+    have this machine take the remote's machine settings for its own."""
     common = git_common_dir(vault_root)
-    return common is not None and origin_url(common / "config") is not None
+    if common is None or origin_url(common / "config") is None:
+        return False
+    return not (vault_root / INDEX_PATH).exists() or index_lists(vault_root, INDEX_PATH)

@@ -16,11 +16,12 @@ from typing import Any
 
 import jinja2
 
+from memosite.errors import SafetyViolation
 from memosite.index import Index, IndexEntry, fragments
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.schema import format_iso, utc_now
-from memosite.templates import environment_for, sandbox_refusals
-from memosite.vault import Vault, atomic_write_bytes
+from memosite.templates import VaultSandbox, environment_for, sandbox_refusals
+from memosite.vault import Vault, atomic_write_bytes, warn
 
 # (section name, project, kind, rows shown, rows in all) -> Markdown placed after a cut section
 MoreNote = Callable[[str, str, str, int, int], str]
@@ -86,13 +87,24 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
     if entry.kind not in DURABLE_KINDS or entry.frontmatter.get("review") == "pending":
         entry.row_view = entry.row_index = entry.row_line = ""
         return
-    with sandbox_refusals(env):  # macros run outside render(), which reports refusals itself
-        macros: Any = env.get_template("rows.md.j2").module
-        view = _RowView(entry, link_for(entry))
-        macro_name = KIND_FACTS[entry.kind].row_macro
-        entry.row_view = str(getattr(macros, macro_name)(view)) if macro_name else ""
-        entry.row_index = str(macros.index_row(view))
-        entry.row_line = str(macros.line(view))
+    try:
+        with sandbox_refusals(env):  # macros run outside render(), which reports refusals itself
+            macros: Any = env.get_template("rows.md.j2").module
+            view = _RowView(entry, link_for(entry))
+            macro_name = KIND_FACTS[entry.kind].row_macro
+            entry.row_view = str(getattr(macros, macro_name)(view)) if macro_name else ""
+            entry.row_index = str(macros.index_row(view))
+            entry.row_line = str(macros.line(view))
+    except (SafetyViolation, jinja2.TemplateError, AttributeError, TypeError) as exc:
+        if not isinstance(env, VaultSandbox):
+            raise  # memosite's own rows always render: anything else is a bug to see
+        # A vault's rows.md.j2 (a teammate's, synced) that cannot render a row costs the views
+        # their rows, not the index: reads, writes and sync go on.
+        entry.row_view = entry.row_index = entry.row_line = ""
+        if not env.rows_failed:
+            env.rows_failed = True
+            reason = exc.message if isinstance(exc, SafetyViolation) else f"{type(exc).__name__}: {exc}"
+            warn(f"the views show no rows: the vault's templates/rows.md.j2 cannot render one ({reason})")
 
 
 class _Pieces:

@@ -252,7 +252,7 @@ def prepare_upsert(
     )
     # An agent's write waits for review whatever source it names (an import run by an agent too).
     reviewed_as = "agent" if (provenance or {}).get("source") == "agent" else writer_source
-    proposal = reviewed_as == "agent" and _proposes(existing, request.kind, config)
+    proposal = reviewed_as == "agent" and _proposes(existing, request.kind, config, incoming)
     # A further agent change of a record with a change waiting builds on the waiting one.
     base = proposed if proposal and proposed is not None else existing
     if request.body is None and base is not None:
@@ -317,16 +317,27 @@ def _fields_edit(merged: dict[str, Any], writer: Mapping[str, Any]) -> dict[str,
     return {k: v for k, v in writer.items() if k not in CONTENT_PROVENANCE}
 
 
-def _proposes(existing: Record | None, kind: str, config: VaultConfig) -> bool:
+# Fields that decide when gc removes a record: for its expired reviews and scratch that means a
+# purge, which only a person decides for a record of theirs.
+EXPIRY_FIELDS = ("expires_at", "ttl")
+
+
+def _proposes(existing: Record | None, kind: str, config: VaultConfig, incoming: Mapping[str, Any]) -> bool:
     """An agent's change of ``existing`` waits beside it instead of replacing it: the record serves
     (no review of it is under way), and a person approved it (of a kind the brief serves, see
-    :data:`~memosite.provenance.GUARDED_KINDS`) or ``review.required`` names its kind. Whoever
-    wrote the text: an agent changing a person's record only in its fields proposes too."""
+    :data:`~memosite.provenance.GUARDED_KINDS`, or of any kind when the change moves its expiry)
+    or ``review.required`` names its kind. Whoever wrote the text: an agent changing a person's
+    record only in its fields proposes too."""
     if existing is None or existing.frontmatter.get("review") == "pending":
         return False
     if kind in config.review_required:
         return True
-    return kind in GUARDED_KINDS and approved_by_person(existing.frontmatter)
+    if not approved_by_person(existing.frontmatter):
+        return False
+    # An agent that dated a person's review record in the past had the next gc (its own, over
+    # MCP) purge it, on every machine: the expiry of a person's record is theirs to change.
+    moves_expiry = any(name in incoming and incoming[name] != existing.frontmatter.get(name) for name in EXPIRY_FIELDS)
+    return kind in GUARDED_KINDS or moves_expiry
 
 
 def _displaces(older: Record | None, older_id: str | None, own_id: Any) -> bool:

@@ -517,13 +517,135 @@ def test_an_agent_recurring_a_persons_trap_only_counts_it(vault_dir: Path, run_c
 def test_rank_never_counts_a_pending_trap(vault_dir: Path, run_cli: Any) -> None:
     vault_with(vault_dir, review={"required": ["trap"]})
     persons_trap(run_cli)
-    # Said to have bitten forty times, but no person accepted it.
-    claims = {"occurrences": 40}
-    agent(vault_dir, "upsert", kind="trap", slug="guess", body="Maybe the cache leaks.", frontmatter=claims)
+    # Bitten again and again (each recurrence counts), but no person accepted it.
+    for _ in range(3):
+        agent(vault_dir, "upsert", kind="trap", slug="guess", title="Guess", body="Maybe the cache leaks.")
     ranked = run_cli("rank", "--json").json()
     assert [t["id"] for t in ranked["traps"]] == ["lock-order"] and ranked["total"] == 1
     over_mcp = agent(vault_dir, "rank")
     assert [t["id"] for t in over_mcp["traps"]] == ["lock-order"] and over_mcp["total"] == 1
+
+
+USAGE_CLAIMS: dict[str, Any] = {
+    "hits": 999,
+    "helpfulCount": 50,
+    "occurrences": 77,
+    "lastHit": "2099-01-01T00:00:00Z",
+    "lastSeen": "2099-01-01T00:00:00Z",
+    "staleCount": 0,
+    "lastFeedback": "2099-01-01T00:00:00Z",
+    "updated": "2099-01-01T00:00:00Z",
+    "supersededBy": "lock-order",
+    "archivedReason": "переписано агентом",
+}
+
+
+@pytest.mark.parametrize("field", sorted(USAGE_CLAIMS))
+def test_an_agent_over_mcp_cannot_rank_or_date_its_record_by_claiming_what_memosite_counts(
+    vault_dir: Path, run_cli: Any, field: str
+) -> None:
+    # Before: `hits: 999, occurrences: 77` put a prompt-injected agent's trap first in `rank` and
+    # the brief, and `updated: 2099` made it outlive any purge a teammate made.
+    vault_with(vault_dir)
+    persons_trap(run_cli)
+    claim = {field: USAGE_CLAIMS[field]}
+    refused = agent(vault_dir, "upsert", kind="trap", slug="promoted", body="Agent text 🦊.", frontmatter=claim)[
+        "error"
+    ]
+    assert refused["code"] == "INVALID_ARGUMENTS" and field in refused["message"]
+    assert not (vault_dir / "projects/demo/traps/promoted.md").exists()
+    assert [t["id"] for t in run_cli("rank", "--json").json()["traps"]] == ["lock-order"]
+
+
+def test_an_agent_in_a_shell_cannot_rank_or_date_its_record_either(
+    vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault_with(vault_dir)
+    persons_trap(run_cli)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    for field, value in USAGE_CLAIMS.items():
+        frontmatter = json.dumps({field: value}, ensure_ascii=False)
+        outcome = run_cli(
+            "upsert", "--kind", "trap", "--slug", "promoted", "--body", "Текст агента.", "--frontmatter", frontmatter
+        )
+        assert field in one_line_refusal(outcome)
+    assert not (vault_dir / "projects/demo/traps/promoted.md").exists()
+    # Its own write without claims still goes through, as the agent's.
+    done = run_cli("upsert", "--kind", "trap", "--slug", "promoted", "--body", "Текст агента.", "--json")
+    written = read_record(vault_dir / "projects/demo/traps/promoted.md").frontmatter
+    assert done.exit_code == 0 and written["source"] == "agent" and written.get("hits", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"),
+    [
+        ("review", {"expires_at": "2020-01-01"}),
+        ("review", {"ttl": "1m"}),
+        ("scratch", {"expires_at": "2020-01-01T00:00:00Z"}),
+        ("log", {"ttl": "1s"}),
+    ],
+)
+def test_an_agent_cannot_date_a_persons_record_into_the_past_for_its_own_gc_to_purge(
+    vault_dir: Path, run_cli: Any, kind: str, change: dict[str, str]
+) -> None:
+    # Before: a person's review record (a kind no review guards) took the agent's expiry at once,
+    # and the agent's `gc` over MCP purged it, tombstone and all, on every machine that synced.
+    vault_with(vault_dir)
+    done = run_cli(
+        "upsert", "--kind", kind, "--slug", "payments-audit", "--title", "Аудит платежей", "--body", "Мои заметки 🦊."
+    )
+    assert done.exit_code == 0, done.stderr
+    path = next(vault_dir.glob("projects/demo/*/payments-audit.md"))
+    before = path.read_bytes()
+    proposed = agent(vault_dir, "upsert", kind=kind, slug="payments-audit", **change)
+    assert proposed["action"] == "proposed" and proposed["pending"] is True
+    swept = agent(vault_dir, "gc", dryRun=False)
+    assert swept["details"]["purgedFiles"] == [] and path.read_bytes() == before
+    assert run_cli("review", "reject", "payments-audit", "--reason", "no").exit_code == 0
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["decision", "trap", "spec"])
+def test_an_agent_cannot_shadow_a_persons_decision_by_giving_its_own_file_the_decisions_id(
+    vault_dir: Path, run_cli: Any, kind: str
+) -> None:
+    # Before: `shadow.md` with `id: use-postgres` was written beside the person's decision; the
+    # brief served the agent's "We chose MongoDB" first under that id and `get use-postgres` could
+    # no longer tell the two apart.
+    vault_with(vault_dir)
+    made = run_cli(
+        "upsert",
+        "--kind",
+        "decision",
+        "--slug",
+        "use-postgres",
+        "--title",
+        "Use Postgres",
+        "--body",
+        "Мы выбрали Postgres.",
+    )
+    assert made.exit_code == 0
+    shadow = {"id": "use-postgres"}
+    refused = agent(
+        vault_dir,
+        "upsert",
+        kind=kind,
+        slug="shadow",
+        title="Use Postgres",
+        body="We chose MongoDB.",
+        frontmatter=shadow,
+    )
+    assert (
+        refused["error"]["code"] == "INVALID_ARGUMENTS" and "decisions/use-postgres.md" in refused["error"]["message"]
+    )
+    assert not list(vault_dir.glob("projects/demo/*/shadow.md"))
+    got = run_cli("get", "use-postgres", "--json")
+    assert got.exit_code == 0 and got.json()["body"] == "Мы выбрали Postgres."
+    # An id of its own still names an agent's record written under another file name.
+    own = agent(
+        vault_dir, "upsert", kind="decision", slug="own-file", title="Mongo", body="x", frontmatter={"id": "mongo"}
+    )
+    assert own["id"] == "mongo"
 
 
 def test_the_brief_never_counts_pending_context(vault_dir: Path, run_cli: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sync_support import TRAP, P, Team, git, make_team, trap, write_config
+from test_sync_support import TRAP, P, Team, git, make_team, push_forged, trap, write_config
 
 from memosite.config import load_config
 from memosite.errors import InvalidArguments
@@ -268,6 +268,65 @@ def test_a_fresh_clone_does_not_take_another_machines_settings_from_config_json(
     machine = read_json(clone / "config.local.json")
     assert machine["vaultGit"] == {"enabled": True} and "sessions" not in machine
     assert (clone / TRAP).is_file() and git(evil, "for-each-ref") == ""
+
+
+@pytest.mark.parametrize("first_command", [("list",), ("sync",), ("status",)])
+def test_an_index_committed_to_the_remote_does_not_make_a_fresh_clone_take_its_machine_settings(
+    team: Team, run_cli: Any, tmp_path: Path, first_command: tuple[str, ...]
+) -> None:
+    # Before: the committed index made the clone look like a vault memosite had used here, so its
+    # first command moved the remote's vaultGit.remote (the attacker's repository) and
+    # sessions.root into config.local.json: every later sync pushed this machine's memory there.
+    a = team.machine("a")
+    trap(a)
+    sync_vault(a)
+    evil = tmp_path / "evil.git"
+    git(tmp_path, "init", "-q", "--bare", str(evil))
+    elsewhere = tmp_path / "elsewhere"
+    planted = {"vaultGit": {"enabled": True, "remote": str(evil)}, "sessions": {"root": str(elsewhere)}}
+    push_forged(
+        team,
+        {
+            "config.json": ("100644", json.dumps({**read_json(a.root / "config.json"), **planted}).encode("utf-8")),
+            ".memosite/index.sqlite": ("100644", b"SQLite format 3\0"),
+        },
+        "a vault as an older memosite left it",
+    )
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--branch", "main", str(team.remote), str(clone))
+    run_cli(*first_command, "--vault", str(clone), "--project", P)
+    run_cli("sync", "--vault", str(clone))  # refused (the history holds the index), after the first use
+    machine = read_json(clone / "config.local.json")
+    assert machine["vaultGit"] == {"enabled": True} and "sessions" not in machine
+    assert load_config(clone).git_remote is None  # the clone's own origin, never config.json's
+    run_cli("session", "start", "--vault", str(clone), "--project", P)
+    assert git(evil, "for-each-ref") == "" and not elsewhere.exists()
+
+
+def test_an_older_clone_memosite_used_here_still_moves_its_machine_settings_out(
+    team: Team, run_cli: Any, tmp_path: Path
+) -> None:
+    a = team.machine("a")
+    trap(a)
+    sync_vault(a)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--branch", "main", str(team.remote), str(clone))
+    # What an older memosite left in a clone it used: its index (never committed) and its settings
+    # in config.json.
+    (clone / ".memosite").mkdir(exist_ok=True)
+    (clone / ".memosite" / "index.sqlite").write_bytes(b"")
+    older = {
+        **read_json(clone / "config.json"),
+        "vaultGit": {"enabled": True, "push": "auto", "remote": str(team.remote)},
+    }
+    (clone / "config.json").write_text(json.dumps(older), encoding="utf-8")
+    done = run_cli("list", "--vault", str(clone), "--project", P)
+    assert "moved this machine's settings out of config.json" in done.stderr
+    assert read_json(clone / "config.local.json")["vaultGit"] == {
+        "enabled": True,
+        "push": "auto",
+        "remote": str(team.remote),
+    }
 
 
 def test_a_machine_setting_written_into_config_json_later_is_not_used(vault: Vault, run_cli: Any) -> None:

@@ -812,3 +812,21 @@ def test_the_record_holding_the_rare_word_ranks_first_whatever_the_distractor_ho
             assert ids(vault, question)[:1] == ["acks-late"]
         finally:
             vault.close()
+
+
+# --- a record far larger than anyone writes by hand -------------------------------------------------
+
+
+def test_a_huge_record_full_of_the_searched_word_is_found_with_a_snippet_of_its_start(vault: Vault) -> None:
+    # Before: snippet() walked every match of the whole body, at a cost growing with its square: a
+    # 1 MB record (a teammate's, or an agent's) made every `search` of a common word take 23 s.
+    # Figures: benchmarks/bench_large_records.py.
+    line = "Кэш сбрасывается lorem ipsum dolor — ελληνικά 缓存 🦊\n"
+    body = line * (300_000 // len(line)) + "The okapi appears only at the very end.\n"
+    upsert_record(vault, "demo", kind="trap", slug="huge", body=body, frontmatter={"title": "Huge"})
+    upsert_record(vault, "demo", kind="trap", slug="small", body="A short lorem note.", frontmatter={"title": "Small"})
+    found = {hit.id: hit for hit in search_records(vault, "demo", "lorem").results}
+    assert set(found) == {"huge", "small"}
+    assert "**lorem**" in found["huge"].snippet and len(found["huge"].snippet) < 400
+    # A word only past the snippet's source still finds the record: ranking reads the whole body.
+    assert [hit.id for hit in search_records(vault, "demo", "okapi").results] == ["huge"]

@@ -181,3 +181,19 @@ def test_a_session_id_in_another_script_is_refused_for_not_being_ascii(vault_dir
     root.mkdir()
     code, _, shown = run("show", "сессия-1", "--root", str(root))
     assert code == 1 and "ASCII letters" in shown and "'sessiya-1'" in shown
+
+
+def test_a_session_id_holding_a_token_is_refused_before_anything_is_written(vault_dir: Path) -> None:
+    # Before: the start was refused by its record's secret scan after the session's directory was
+    # made; the directory stayed, and sync carried its name (the token) to the remote.
+    import hashlib
+
+    token = "ghp_" + hashlib.sha256(b"session id test").hexdigest()[:36]
+    for session_id in (token, "s" + token, f"run-{token}"):
+        code, out, err = run("start", "--id", session_id, "--goal", "Миграция базы 🦊")
+        assert code == 1 and out == ""
+        [line] = err.strip().splitlines()
+        assert "its id holds what looks like a secret" in line and "nothing was written" in line
+        assert token not in line
+    sessions = vault_dir / "projects" / "demo" / "sessions"
+    assert not sessions.exists() or not any(token in path.name for path in sessions.iterdir())

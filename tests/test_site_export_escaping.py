@@ -185,3 +185,115 @@ def test_no_script_runs_on_an_exported_page_in_chromium(built: Path, browser: ob
         context.close()
         server.shutdown()
         server.server_close()
+
+
+# --- every other value, and a body that opens the details' element ------------------------------
+
+# A record's details fold into `<details markdown>`; without the generator's md_in_html extension
+# (the exported pages name it, a site may not turn it on) that element is raw HTML up to its end.
+# Before, a tag, a module or a citation shown there as a code span, or a body line under a copy of
+# the details' opening line, reached the page as live markup: script ran on the record's page.
+FIELD_IMG = '<img src=x onerror="window.__pwned={n}">'
+BODY_OPENING_THE_DETAILS = """Intro in Ελληνικά and 日本語.
+
+<details class="memosite-details" markdown data-search-exclude>
+`<img src=x onerror="window.__pwned=21">`
+
+```
+<img src=x onerror="window.__pwned=22">
+```
+
+    <img src=x onerror="window.__pwned=23">
+</details>
+
+<div class="memosite-links" markdown>
+`<img src=x onerror="window.__pwned=24">` and `a|b` in Кириллица 🦊
+"""
+FIELD_LIVE_MARKUP = re.compile(r"<img src=x", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def exported_fields(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("export-fields")
+    vault = Vault.open(base / "vault")
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="decision",
+        body="We chose it.",
+        frontmatter={
+            "title": "Every field",
+            "tags": [FIELD_IMG.format(n=11), "café"],
+            "module": FIELD_IMG.format(n=12),
+            "pathPatterns": [FIELD_IMG.format(n=13)],
+            "supersededBy": FIELD_IMG.format(n=14),
+            "sessionId": FIELD_IMG.format(n=15),
+            "severity": "high",
+        },
+    )
+    upsert_record(vault, PROJECT, kind="trap", body=BODY_OPENING_THE_DETAILS, frontmatter={"title": "Opens details"})
+    project = base / "team"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs/index.md").write_text("# Team docs\n", encoding="utf-8")
+    export_docs(vault, project / "docs")
+    vault.close()
+    return project
+
+
+@pytest.fixture(scope="module", params=["without md_in_html", "with md_in_html"])
+def built_fields(
+    request: pytest.FixtureRequest, exported_fields: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    work = tmp_path_factory.mktemp("fields-mkdocs")
+    shutil.copytree(exported_fields, work / "team")
+    config = (
+        CONFIG.replace("  - attr_list\n", "  - attr_list\n  - md_in_html\n")
+        if request.param == "with md_in_html"
+        else CONFIG
+    )
+    (work / "team/mkdocs.yml").write_text(config, encoding="utf-8")
+    done = subprocess.run(
+        [str(_generator("mkdocs")), "build"],
+        cwd=work / "team",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return work / "team/site"
+
+
+def test_no_value_of_a_records_details_is_live_markup_in_a_plain_mkdocs_build(built_fields: Path) -> None:
+    pages = list(built_fields.rglob("*.html"))
+    for page in pages:
+        assert not FIELD_LIVE_MARKUP.search(page.read_text(encoding="utf-8")), page
+    decision = (built_fields / "memory/shop/decisions/every-field/index.html").read_text(encoding="utf-8")
+    assert "&lt;img src=x onerror=" in decision  # each value shown as the text it is
+    assert '<span class="memosite-severity memosite-severity--high">high</span>' in decision
+
+
+@pytest.mark.browser
+def test_no_script_runs_on_any_exported_page_whatever_a_records_fields_and_body_hold(
+    built_fields: Path, browser: object
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built_fields)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    context = browser.new_context()  # type: ignore[attr-defined]
+    dialogs: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        for html_file in sorted(built_fields.rglob("index.html")):
+            path = "/" + html_file.parent.relative_to(built_fields).as_posix() + "/"
+            page.goto(base + path.replace("/./", "/"))
+            page.wait_for_load_state("load")
+            assert page.evaluate("window.__pwned") is None, path
+        assert dialogs == []
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()

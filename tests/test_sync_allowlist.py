@@ -4,6 +4,7 @@ teammate's work tree, with one line naming the commit and the path, and nothing 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -283,3 +284,56 @@ def test_a_hand_named_record_in_any_script_may_be_shared_as_a_regular_file_only(
     assert is_shared(path, FILE)
     for mode in ("100755", "120000", "160000"):
         assert not is_shared(path, mode)
+
+
+# --- config.json: shared, but only as a file every machine can load ------------------------------
+
+UNLOADABLE_CONFIGS: dict[str, bytes] = {
+    "a duration that is no number": b'{"ttl": {"scratchDays": "abc", "reviewDays": -5}}',
+    "a budget that is no integer": b'{"bootstrap": {"maxBytes": "x"}}',
+    "review that is no object": b'{"review": "off"}',
+    "a list of kinds nobody knows": '{"review": {"required": ["trap", "ловушка"]}}'.encode(),
+    "no JSON at all": b"{ttl: 7,",
+    "a JSON list": b'["ttl", 7]',
+    "text that is not UTF-8": b'{"ttl": {"scratchDays": 7}}\xff',
+}
+
+
+@pytest.mark.parametrize("attack", sorted(UNLOADABLE_CONFIGS))
+def test_a_config_json_no_machine_could_load_is_refused_before_it_wedges_every_teammate(
+    team: Team, run_cli: Any, attack: str
+) -> None:
+    # Before: sync merged it, then stopped half way (a merge left in progress); every later command
+    # here, the sync that could bring the repair and `config set` included, failed on config.json.
+    _a, b = synced_pair(team)
+    forged = push_forged(team, {"config.json": (FILE, UNLOADABLE_CONFIGS[attack])}, f"config: {attack}")
+    before = snapshot(b)
+    done = run_cli("sync", "--vault", str(b.root))
+    assert done.exit_code != 0
+    [line] = done.stderr.strip().splitlines()
+    assert forged[:7] in line and "'config.json'" in line and "nothing was merged or written here" in line
+    assert snapshot(b) == before and not (b.root / ".git" / "MERGE_HEAD").exists()
+    assert run_cli("list", "--vault", str(b.root), "--project", "demo").exit_code == 0
+    assert run_cli("config", "set", "ttl.scratchDays", "3", "--vault", str(b.root)).exit_code == 0
+
+
+def test_a_config_json_that_loads_still_travels_with_an_older_machines_settings_and_unknown_keys(
+    team: Team,
+) -> None:
+    _a, b = synced_pair(team)
+    team_file = {
+        "ttl": {"scratchDays": 3},
+        "vaultGit": {"enabled": True, "remote": "--upload-pack=touch pwned"},
+        "futureSetting": {"ünïcode": "μνήμη 记忆"},
+    }
+    push_forged(team, {"config.json": (FILE, json.dumps(team_file, ensure_ascii=False).encode("utf-8"))})
+    sync_vault(b)
+    assert json.loads((b.root / "config.json").read_text(encoding="utf-8"))["futureSetting"] == {
+        "ünïcode": "μνήμη 记忆"
+    }
+    reopened = Vault.open(b.root)
+    try:
+        assert reopened.config.scratch_days == 3 and reopened.config.git_remote == str(team.remote)
+    finally:
+        reopened.close()
+    assert not (b.root / "pwned").exists()

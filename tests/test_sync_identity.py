@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memosite.config import git_project_name, resolve_project
+from memosite.gitfiles import index_lists
 from memosite.workspace import find_work_tree
 
 
@@ -171,3 +172,46 @@ def test_a_ceiling_counts_through_a_symlink_and_relative_entries_are_ignored(
     monkeypatch.chdir(tmp_path)
     relative = dict(unpinned_env, MEMOSITE_CEILING_DIRECTORIES=f"team{os.pathsep}{tmp_path.parent}")
     assert resolve_project(None, relative, cwd=inner).id == "above"
+
+
+# --- what git's index lists, read without git ------------------------------------------------
+
+INDEXED_NAMES = [
+    ".memosite/index.sqlite",
+    ".memosite/tombstones.jsonl",
+    "config.json",
+    "projects/demo/traps/café-crème.md",
+    "projects/demo/traps/миграция.md",
+    "projects/demo/decisions/ελληνικά.md",
+    "projects/demo/decisions/数据库-锁.md",
+    "projects/demo/specs/مرحبا.md",
+    "projects/demo/plans/🦊-notes.md",
+    "projects/demo/plans/" + "long-" * 40 + "name.md",
+]
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_the_index_reader_lists_what_git_ls_files_lists(tmp_path: Path, version: int, object_format: str) -> None:
+    repo = tmp_path / "vault"
+    repo.mkdir()
+    git(repo, "init", "-q", f"--object-format={object_format}")
+    for name in INDEXED_NAMES:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(name, encoding="utf-8")
+    git(repo, "add", "-f", "--", *INDEXED_NAMES[:-3])
+    # Version 3 holds extended flags (an intent to add) between ordinary entries.
+    git(repo, "add", "-N", "--", INDEXED_NAMES[-3])
+    git(repo, "update-index", "--index-version", str(version))
+    for name in INDEXED_NAMES[:-2]:
+        assert index_lists(repo, name), name
+    for name in [*INDEXED_NAMES[-2:], "projects", ".memosite/index", "config.jso"]:
+        assert not index_lists(repo, name), name
+
+
+def test_the_index_reader_says_no_for_what_is_no_index(tmp_path: Path) -> None:
+    assert not index_lists(tmp_path, "config.json")
+    (tmp_path / ".git").mkdir()
+    for garbage in (b"", b"DIRC", b"DIRC\x00\x00\x00\x02\x00\x00\x00\x05short", b"not an index at all"):
+        (tmp_path / ".git" / "index").write_bytes(garbage)
+        assert not index_lists(tmp_path, "config.json")

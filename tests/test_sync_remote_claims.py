@@ -56,7 +56,7 @@ def test_a_tombstone_dated_2099_does_not_purge_an_edit_made_after_the_commit_tha
     result = sync_vault(b)
     [kept] = result.kept_after_purge
     assert kept.path == TRAP and kept.deleted_at is not None and kept.edited_at is not None
-    assert kept.deleted_at <= datetime.fromtimestamp(HOUR_AGO, UTC) + CLOCK_SKEW < kept.edited_at
+    assert kept.deleted_at < datetime.fromtimestamp(HOUR_AGO + 1, UTC) < kept.edited_at
     assert "kept after purge: projects/demo/traps/lock-order.md" in "\n".join(result.lines())
     assert read_record(b.root / TRAP).body == "Edited on b, after the remote's commit and before 2099.\n"
     assert b.index().by_path(TRAP) is not None
@@ -87,7 +87,7 @@ instants = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2200,
 
 @settings(max_examples=300, deadline=None)
 @given(deleted=instants, carried=st.one_of(st.none(), instants), now=instants)
-def test_a_tombstone_never_counts_later_than_its_commit_or_now_plus_the_allowance(
+def test_a_tombstone_never_counts_later_than_the_second_of_its_commit_or_now_plus_the_allowance(
     deleted: datetime, carried: datetime | None, now: datetime
 ) -> None:
     line = tombstone(TRAP, format_iso(deleted)).decode("utf-8").strip()
@@ -95,10 +95,30 @@ def test_a_tombstone_never_counts_later_than_its_commit_or_now_plus_the_allowanc
     [(path, moment)] = bounded_deletions([(line, json.loads(line))], lambda _: seconds, now).items()
     assert path == TRAP
     assert moment <= now + CLOCK_SKEW
-    if seconds is not None:
-        assert moment <= datetime.fromtimestamp(seconds, UTC) + CLOCK_SKEW
-    bound = min([now, *([datetime.fromtimestamp(seconds, UTC)] if seconds is not None else [])]) + CLOCK_SKEW
+    end_of_commit = datetime.fromtimestamp(seconds, UTC) + timedelta(milliseconds=999) if seconds is not None else None
+    if end_of_commit is not None:
+        assert moment <= end_of_commit
+    bound = min([now + CLOCK_SKEW, *([end_of_commit] if end_of_commit is not None else [])])
     assert moment == min(deleted.replace(microsecond=deleted.microsecond // 1000 * 1000), bound)
+
+
+def test_a_tombstone_dated_2099_in_a_commit_made_a_minute_ago_does_not_purge_an_edit_made_since(team: Team) -> None:
+    # Before: the commit's time counted with five minutes' allowance, so a purge dated 2099 that
+    # arrived in a commit made a minute ago still removed an edit made in those minutes.
+    _a, b = synced_pair(team)
+    minute_ago = int(time.time()) - 60
+    push_forged(
+        team,
+        {TRAP: None, ".memosite/tombstones.jsonl": ("100644", tombstone(TRAP, "2099-01-01T00:00:00.000Z"))},
+        "purge, dated in 2099",
+        date=f"@{minute_ago} +0000",
+    )
+    trap(b, body="Правка на b, сделанная после коммита — edited after the commit.\n")
+    result = sync_vault(b)
+    [kept] = result.kept_after_purge
+    assert kept.path == TRAP and kept.deleted_at is not None and kept.edited_at is not None
+    assert kept.deleted_at < datetime.fromtimestamp(minute_ago + 1, UTC) < kept.edited_at
+    assert read_record(b.root / TRAP).body.startswith("Правка на b")
 
 
 # --- forged conflict sidecars ------------------------------------------------------------------------

@@ -153,3 +153,39 @@ def test_a_finding_names_the_line_in_the_file(tmp_path: Path) -> None:
     [leak] = scan_added("projects/demo/traps/x.md", new, [old], None)
     assert leak.finding.line == 5 and leak.finding.kind == rule_of(TOKEN)
     assert subprocess.run(["git", "--version"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"projects/demo/sessions/{TOKEN}/events.jsonl",
+        f"projects/demo/scratch/{TOKEN}.md",
+        f"projects/demo/traps/ключ-{AWS_KEY}.md",
+    ],
+)
+def test_a_file_whose_name_holds_a_token_is_neither_committed_nor_pushed(team: Team, run_cli: Any, name: str) -> None:
+    # Before: sync scanned what files hold, never their names; a session started with a token for
+    # its id (refused, but its directory left behind) reached the remote in its path.
+    a, _b = synced_pair(team)
+    (a.root / name).parent.mkdir(parents=True, exist_ok=True)
+    (a.root / name).write_text("---\ntitle: Заметка\n---\nNothing secret in here.\n", encoding="utf-8")
+    remote = git(team.remote, "rev-parse", "main")
+    done = run_cli("sync", "--vault", str(a.root))
+    assert done.exit_code != 0
+    [line] = done.stderr.strip().splitlines()
+    assert "its name holds what looks like a secret" in line and "nothing was committed or pushed" in line
+    assert TOKEN not in line and AWS_KEY not in line  # the refusal never prints the secret
+    assert git(team.remote, "rev-parse", "main") == remote and TOKEN not in git(team.remote, "log", "--all", "--stat")
+
+
+def test_a_token_in_a_commit_made_by_hand_is_not_pushed_by_its_name_either(team: Team) -> None:
+    a, _b = synced_pair(team)
+    name = f"projects/demo/scratch/{TOKEN}.md"
+    (a.root / name).parent.mkdir(parents=True, exist_ok=True)
+    (a.root / name).write_text("plain text\n", encoding="utf-8")
+    git(a.root, "add", name)
+    git(a.root, "-c", "user.name=Pat", "-c", "user.email=pat@example.org", "commit", "-qm", "by hand")
+    remote = git(team.remote, "rev-parse", "main")
+    with pytest.raises(SafetyViolation, match="its name holds what looks like a secret") as refused:
+        sync_vault(a)
+    assert TOKEN not in refused.value.message and git(team.remote, "rev-parse", "main") == remote

@@ -85,18 +85,22 @@ def test_a_vault_view_template_that_tries_to_escape_runs_no_code_and_writes_no_v
 
 
 @pytest.mark.parametrize("name", ESCAPE_NAMES)
-def test_a_vault_row_template_that_tries_to_escape_is_refused_in_one_line(
+def test_a_vault_row_template_that_tries_to_escape_runs_no_code_and_costs_the_views_their_rows_only(
     name: str, vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
 ) -> None:
+    # Rows render while records are indexed, on reads too: a refusal there once stopped every
+    # write and every `list` of every machine that synced the template. It costs the views now.
     assert run_cli("upsert", "--kind", "trap", "--title", "Cache leak", "--body", "x").exit_code == 0
     marker = tmp_path / "pwned"
     payload = _escapes(marker)[name].replace("project", "e.title")
     _plant(vault_dir, "rows.md.j2", "{% macro trap(e) %}" + payload + "{% endmacro %}")
     outcome = run_cli("upsert", "--kind", "trap", "--title", "Second", "--body", "y", "--json")
-    assert outcome.exit_code == 1 and not marker.exists()
-    error = outcome.json()["error"]
-    assert error["code"] == "SAFETY_VIOLATION" and "templates/rows.md.j2" in error["message"]
-    assert not (vault_dir / "projects/demo/traps/second.md").exists()  # refused before the write
+    assert outcome.exit_code == 0 and not marker.exists()
+    assert outcome.json()["path"] == "projects/demo/traps/second.md"
+    warned = [line for line in _one_line(outcome.stderr) if "templates/rows.md.j2" in line]
+    assert warned and "sandbox" in warned[0] and "Traceback" not in outcome.stderr
+    listed = run_cli("list")
+    assert listed.exit_code == 0 and "second" in listed.stdout and not marker.exists()
 
 
 def test_a_vault_site_template_that_tries_to_escape_fails_the_build_and_publishes_nothing(
@@ -115,12 +119,15 @@ def test_a_vault_site_template_that_tries_to_escape_fails_the_build_and_publishe
     assert not marker.exists() and not (tmp_path / "docs/memory").exists()
 
 
-def test_a_vault_template_cannot_change_the_values_it_is_given(vault: Vault) -> None:
+def test_a_vault_template_cannot_change_the_values_it_is_given(
+    vault: Vault, capsys: pytest.CaptureFixture[str]
+) -> None:
     upsert_record(vault, "demo", kind="trap", body="x", slug="t", frontmatter={"title": "Kept"})
     _plant(vault.root, "rows.md.j2", "{% macro trap(e) %}{{ e.frontmatter.update({'title': 'X'}) }}{% endmacro %}")
-    with pytest.raises(SafetyViolation, match=r"templates/rows\.md\.j2 line 1"):
-        upsert_record(vault, "demo", kind="trap", body="y", slug="u", frontmatter={"title": "Other"})
+    upsert_record(vault, "demo", kind="trap", body="y", slug="u", frontmatter={"title": "Other"})
+    assert "templates/rows.md.j2 line 1: access to attribute 'update'" in capsys.readouterr().err
     assert vault.index().by_path("projects/demo/traps/t.md").title == "Kept"  # type: ignore[union-attr]
+    assert vault.index().by_path("projects/demo/traps/u.md").title == "Other"  # type: ignore[union-attr]
 
 
 def test_a_vault_template_cannot_read_a_file_through_a_symlink_or_a_parent_path(vault: Vault, tmp_path: Path) -> None:
@@ -359,3 +366,74 @@ def test_a_vault_override_of_the_memory_page_is_never_published(
     assert run_cli("export-docs", str(tmp_path / "docs")).exit_code == 0
     exported = (tmp_path / "docs/memory/index.md").read_text(encoding="utf-8")
     assert "window.__pwned" not in exported and 'class="memosite-memory"' in exported
+
+
+# --- templates that never finish -------------------------------------------------------------------
+
+ENDLESS = {
+    "nested ranges": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+    "a list walked in a walk of itself": (
+        "{% set xs = range(100000) | list %}{% for a in xs %}{% for b in xs %}{{ '' }}{% endfor %}{% endfor %}"
+    ),
+    "a recursive macro": "{% macro down(n) %}{{ down(n + 1) }}{{ down(n + 2) }}{% endmacro %}{{ down(0) }}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENDLESS))
+def test_a_vault_view_template_that_never_finishes_is_refused_and_the_command_ends(
+    name: str, vault_dir: Path, run_cli: Callable[..., Any]
+) -> None:
+    # Before: `memosite compile` (and every command that rebuilt a view) ran until killed.
+    assert run_cli("upsert", "--kind", "trap", "--title", "Кэш течёт", "--body", "x").exit_code == 0
+    traps = vault_dir / "projects/demo/TRAPS.md"
+    before = traps.read_bytes()
+    _plant(vault_dir, "views/TRAPS.md.j2", "# Traps " + SCRIPTS + "\n" + ENDLESS[name] + "\n")
+    outcome = run_cli("compile")
+    # Before the refusal, compile also said "compiled projects/demo/TRAPS.md" after the warning.
+    assert outcome.exit_code == 1 and "compiled" not in outcome.stdout
+    [line] = [line for line in _one_line(outcome.stderr) if line.startswith("memosite: error:")]
+    assert "templates/views/TRAPS.md.j2 line" in line and "Traceback" not in outcome.stderr
+    assert "lines of template code" in line or "recursion that does not end" in line
+    assert traps.read_bytes() == before
+    assert run_cli("list").exit_code == 0
+
+
+def test_a_row_template_that_never_finishes_is_run_out_once_and_reads_and_writes_go_on(
+    vault_dir: Path, run_cli: Callable[..., Any]
+) -> None:
+    for n in range(3):
+        assert run_cli("upsert", "--kind", "trap", "--title", f"Trap {n}", "--body", "x").exit_code == 0
+    endless = ENDLESS["nested ranges"]
+    _plant(vault_dir, "rows.md.j2", "{% macro trap(e) %}" + endless + "{% endmacro %}")
+    outcome = run_cli("upsert", "--kind", "trap", "--title", "Ещё одна", "--body", "y")
+    assert outcome.exit_code == 0 and (vault_dir / "projects/demo/traps/eshche-odna.md").exists()
+    warned = [line for line in _one_line(outcome.stderr) if "the views show no rows" in line]
+    assert len(warned) == 1 and "lines of template code" in warned[0]
+    assert run_cli("list").exit_code == 0 and run_cli("search", "Trap").exit_code == 0
+
+
+def test_a_missing_macro_in_a_row_template_costs_the_views_their_rows_not_the_vault(
+    vault_dir: Path, run_cli: Callable[..., Any]
+) -> None:
+    # Before: every write and every read that indexed a record stopped on "unexpected AttributeError".
+    assert run_cli("upsert", "--kind", "decision", "--title", "Use Postgres", "--body", "x").exit_code == 0
+    _plant(vault_dir, "rows.md.j2", "{% macro index_row(e) %}{{ e.title }}{% endmacro %}")
+    outcome = run_cli("upsert", "--kind", "decision", "--title", "Use SQLite", "--body", "y")
+    assert outcome.exit_code == 0 and "unexpected" not in outcome.stderr
+    assert any("templates/rows.md.j2" in line for line in _one_line(outcome.stderr))
+    listed = run_cli("list")
+    assert listed.exit_code == 0 and "use-sqlite" in listed.stdout
+
+
+def test_a_legitimate_override_over_many_records_stays_within_the_budget(
+    vault: Vault, run_cli: Callable[..., Any]
+) -> None:
+    for n in range(300):
+        upsert_record(
+            vault, "demo", kind="trap", slug=f"trap-{n}", body=f"Body {n} {SCRIPTS}", frontmatter={"title": f"T{n}"}
+        )
+    _plant(vault.root, "views/TRAPS.md.j2", '{% extends "default:views/TRAPS.md.j2" %}')
+    _plant(vault.root, "rows.md.j2", '{% extends "default:rows.md.j2" %}')
+    outcome = run_cli("compile")
+    assert outcome.exit_code == 0 and "warning" not in outcome.stderr, outcome.stderr
+    assert "trap-299" in (vault.root / "projects/demo/TRAPS.md").read_text(encoding="utf-8")

@@ -89,6 +89,8 @@ def upsert(
         frontmatter["tags"] = list(tags)
     if path_patterns:
         frontmatter["pathPatterns"] = list(path_patterns)
+    if app.vault.actor is not None:
+        app.vault.actor.refuse_claims(frontmatter, composed=True)
     result = upsert_record(
         app.vault,
         app.project,

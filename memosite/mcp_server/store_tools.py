@@ -281,16 +281,16 @@ def merge_fields(frontmatter: dict[str, Any] | None, fields: dict[str, Any]) -> 
 
 def agent_frontmatter(frontmatter: dict[str, Any]) -> dict[str, Any]:
     """An agent's write is the agent's: it cannot set its own review state (and so approve itself),
-    claim a person wrote it, or claim the provenance memosite records
-    (:func:`memosite.provenance.agent_claims`)."""
+    claim a person wrote it, or claim the provenance, usage and dates memosite records
+    (:func:`memosite.provenance.agent_write_claims`)."""
     from memosite.errors import InvalidArguments
-    from memosite.provenance import agent_claims
+    from memosite.provenance import agent_write_claims
 
-    claimed = agent_claims(frontmatter)
+    claimed = agent_write_claims(frontmatter)
     if claimed:
         raise InvalidArguments(
             f"{', '.join(claimed)} cannot be set over MCP: an agent's write is source agent, a person"
-            " reviews it with `memosite review approve`, and provenance is recorded, not claimed"
+            " reviews it with `memosite review approve`, and provenance, usage and dates are recorded, not claimed"
         )
     if "project" in frontmatter:
         raise InvalidArguments("project cannot be set in frontmatter: give projectId")

@@ -8,12 +8,14 @@ The vault's ``session-<id>`` record is refreshed at start, at each turn end and 
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memosite.errors import InvalidArguments
+from memosite.errors import InvalidArguments, SafetyViolation
+from memosite.secrets import scan_text
 from memosite.sessions.cap import CapLimits, CapResult, SummaryHook, default_summary_hook, enforce_event_cap
 from memosite.sessions.derived import DerivedState, load_derived
 from memosite.sessions.events import (
@@ -135,7 +137,8 @@ class Session:
     ) -> Session:
         """Create the session directory, log ``session.started`` and the initial goals.
 
-        Goals are checked first: a refused start leaves no half-made session behind.
+        The id and the goals are checked first, and a start refused later (its record's write)
+        removes the directory it made: a refused start leaves no half-made session behind.
         """
         goals = list(goals)
         for text in goals:
@@ -143,6 +146,14 @@ class Session:
                 raise InvalidArguments("a goal needs a non-empty text")
             Event(seq=0, time="", turn=None, type=GOAL_SET, payload={"text": text}).encode()  # JSON, size, secrets
         paths = SessionPaths.for_session(vault, project, validate_session_id(session_id or new_session_id()), root)
+        # The id names a directory and a record that sync would carry off this machine.
+        found = scan_text(paths.session_id, where="session id")
+        if found:
+            raise SafetyViolation(
+                f"refusing to start a session: its id holds what looks like a secret ({found[0].kind});"
+                " nothing was written",
+                details={"findings": [finding.to_dict() for finding in found]},
+            )
         log = EventLog.create(
             paths, project, lock_path=session_lock_path(vault, project, paths.session_id, root), clock=clock
         )
@@ -162,6 +173,7 @@ class Session:
             session._sync_record()
         except BaseException:
             log.close()
+            shutil.rmtree(paths.dir, ignore_errors=True)  # made by this call: EventLog.create refuses an existing one
             raise
         return session
 

@@ -171,9 +171,57 @@ _COMPACT_STRUCTURE = frozenset(
 )
 
 
+_STRUCTURE_TAG = re.compile(r"^<(/?)([a-z]+)[\s>]")
+
+
 def _restore_structure(text: str, lines: frozenset[str] = _STRUCTURE) -> str:
+    """``text`` with its (neutralised) structure lines back as HTML, and every line inside an
+    element they open made safe as HTML too (:func:`_html_safe_line`).
+
+    Whether the generator reads such an element's inside as Markdown depends on its
+    ``md_in_html`` extension: without it, the block is raw HTML up to its closing tag (counted as
+    Python-Markdown counts it: the opening tag's own name, nested), and a code span or a code
+    block there — a tag, a module, a body line — would reach the page as live markup."""
     restored = {line.replace("<", "&lt;"): line for line in lines}
-    return "\n".join(restored.get(line, line) for line in text.split("\n"))
+    out: list[str] = []
+    block, depth = "", 0
+    for line in text.split("\n"):
+        structure = restored.get(line)
+        if structure is None:
+            out.append(_html_safe_line(line) if block else line)
+            continue
+        out.append(structure)
+        tag = _STRUCTURE_TAG.match(structure)
+        if tag is None:
+            continue
+        closing, name = tag.group(1) == "/", tag.group(2)
+        if not block and not closing and f"</{name}>" not in structure:
+            block, depth = name, 1
+        elif name == block:
+            depth += -1 if closing else 1
+            if depth == 0:
+                block = ""
+    return "\n".join(out)
+
+
+def _html_safe_line(line: str) -> str:
+    """A Markdown line that shows the same whether it is read as Markdown or as raw HTML: its code
+    spans as ``<code>`` elements holding escaped text, and any ``<`` left (a code block's) as
+    ``&lt;``."""
+    pieces, last = [], 0
+    for match in _CODE_SPAN.finditer(line):
+        pieces.append(line[last : match.start()].replace("<", "&lt;"))
+        code = match.group(2)
+        if code.startswith(" ") and code.endswith(" ") and code.strip():
+            code = code[1:-1]
+        pieces.append("<code>" + html.escape(code, quote=False).replace("|", "&#124;") + "</code>")
+        last = match.end()
+    pieces.append(line[last:].replace("<", "&lt;"))
+    return "".join(pieces)
+
+
+def _restore_badges(text: str) -> str:
+    return _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
 
 
 def front_matter(title: str, meta: dict[str, Any], *, searchable: bool) -> str:
@@ -194,11 +242,11 @@ def front_matter(title: str, meta: dict[str, Any], *, searchable: bool) -> str:
 
 def _page_text(page: SitePage) -> str:
     text = page.markdown if page.role == "memory" else neutralise_markdown(page.markdown)
-    text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', text)
     if page.role == "record":
         text = _restore_structure(text)
     elif page.role == "dashboard":
         text = _restore_structure(text, _COMPACT_STRUCTURE)
+    text = _restore_badges(text)
     for token, svg in page.charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     searchable = page.role == "record" and (page.record is None or page.record.searchable_by_default)
@@ -274,8 +322,7 @@ def _home_text(vault: Vault, content: SiteContent) -> str:
     landing = (data_path("site_src") / "index.md").read_text(encoding="utf-8")
     assert content.overview is not None
     overview, charts = overview_markdown(env_for(vault), content.overview, "")
-    text = _BADGE_TEXT.sub(r'<span class="memosite-\1 memosite-\1--\2">\3</span>', neutralise_markdown(overview))
-    text = _restore_structure(text, _COMPACT_STRUCTURE)
+    text = _restore_badges(_restore_structure(neutralise_markdown(overview), _COMPACT_STRUCTURE))
     for token, svg in charts.items():
         text = text.replace(token, f'<figure class="memosite-figure">{svg}</figure>')
     return front_matter("Home", {}, searchable=False) + "\n" + landing.replace(OVERVIEW_MARK, text)

@@ -5,8 +5,9 @@ data, and only this list of paths may be in it. Each is a regular, non-executabl
 ``100644``; never a symlink, a submodule or an executable), its path free of control characters
 and backslashes:
 
-* ``config.json`` — the team's configuration — and its conflict sidecar
-  ``config.conflict.<id>.json``;
+* ``config.json`` — the team's configuration, only as a JSON object whose team settings this
+  machine loads (:func:`memosite.vaultconfig.team_settings_problem`: one it could not read would
+  stop every command here) — and its conflict sidecar ``config.conflict.<id>.json``;
 * ``.gitignore`` — only memosite's own patterns (:data:`KNOWN_IGNORE_LINES`: the managed block,
   and the lines an older memosite wrote; comments and blank lines aside), never a negation or a
   pattern of anyone else's: a ``.gitignore`` decides what this machine commits next. Its conflict
@@ -38,11 +39,16 @@ import re
 from collections.abc import Callable
 
 from memosite.kinds import RECORD_DIRS, VIEW_FILES
+from memosite.settings import CONFIG_FILE
 from memosite.vault import DISPOSABLE_PATTERNS, INTERNAL_DIR, TEMP_PREFIX, TOMBSTONES_FILE
+from memosite.vaultconfig import team_settings_problem
 
 REGULAR_FILE = "100644"
 TOMBSTONES_PATH = f"{INTERNAL_DIR}/{TOMBSTONES_FILE}"
 GITIGNORE_PATH = ".gitignore"
+CONFIG_PATH = CONFIG_FILE
+# The paths whose content decides whether they may be shared (see refusal).
+CONTENT_CHECKED = frozenset({GITIGNORE_PATH, CONFIG_PATH})
 SESSION_EVENTS = "events.jsonl"
 _MODES = {
     "100755": "an executable file",
@@ -81,6 +87,8 @@ def refusal(path: str, mode: str, read: ReadBlob | None = None) -> str | None:
         return "it is not something a shared vault holds (records, views, sidecars, tombstones, config.json, templates)"
     if path == GITIGNORE_PATH and read is not None:
         return gitignore_refusal(read())
+    if path == CONFIG_PATH and read is not None:
+        return team_settings_problem(read())
     return None
 
 

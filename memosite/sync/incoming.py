@@ -6,8 +6,8 @@ when it
 
 * adds or changes a path the allowlist refuses (:mod:`memosite.sync.allowlist`): a
   ``.gitattributes``, a ``.gitmodules``, ``.memosite/index.sqlite``, a symlink, a submodule, an
-  executable, a path with a control character, a foreign ``.gitignore``, any file outside what a
-  shared vault holds; or
+  executable, a path with a control character, a foreign ``.gitignore``, a ``config.json`` this
+  machine could not load, any file outside what a shared vault holds; or
 * adds a conflict sidecar (``<name>.conflict.<id>.<ext>``) that stands for no real conflict. A
   sidecar memosite writes holds the version of its file that the other side of a merge had, and is
   named by that version's git blob id; so a real one (a) has an id that begins its own blob id, and
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from memosite.sync.allowlist import GITIGNORE_PATH, refusal
+from memosite.sync.allowlist import CONTENT_CHECKED, refusal
 from memosite.sync.errors import RefusedContent
 from memosite.sync.paths import classify, parse_sidecar
 from memosite.sync.repo import Introduced, Repo
@@ -53,7 +53,7 @@ def refusals(repo: Repo, include: Sequence[str], exclude: Sequence[str] = ()) ->
     """Every refusal of the commits reachable from ``include`` and not from ``exclude``, oldest
     commit first (empty: they may all come in)."""
     entries = [entry for entry in repo.introduced(include, exclude) if not entry.removed]
-    wanted = [entry.blob for entry in entries if entry.path == GITIGNORE_PATH]
+    wanted = [entry.blob for entry in entries if entry.path in CONTENT_CHECKED]
     contents = repo.blobs(wanted) if wanted else {}
     found: list[Refusal] = []
     for entry in entries:

@@ -1,8 +1,9 @@
 """What is about to leave this machine, checked before ``memosite sync`` commits or pushes it.
 
-Secrets never leave: before sync commits the pending changes it scans them, and before it pushes
-it scans what the commits to push bring in (:meth:`memosite.sync.repo.Repo.introduced`: every
-version of every file changed, a merge's own result included). Only the lines a version adds to
+Secrets never leave: before sync commits the pending changes it scans them (the names of new
+files too), and before it pushes it scans what the commits to push bring in
+(:meth:`memosite.sync.repo.Repo.introduced`: every version of every file changed, a merge's own
+result included, and the name of every file added). Only the lines a version adds to
 what its parents held are scanned — a session log that grew by three events costs three lines, and
 text the remote already has is not its to refuse — with memosite's scanner
 (:func:`memosite.secrets.scan_text`, the one every write path uses). A finding refuses the sync,
@@ -35,19 +36,40 @@ _ZERO = frozenset("0")
 
 @dataclass(frozen=True)
 class Leak:
-    """A suspected secret in a file about to leave: where (``commit`` None: not committed yet)."""
+    """A suspected secret in a file about to leave: where (``commit`` None: not committed yet;
+    ``in_name``: in the file's path, which travels as surely as its content)."""
 
     path: str
     finding: SecretFinding
     commit: str | None
+    in_name: bool = False
 
     def line(self) -> str:
-        where = f"{self.path}, line {self.finding.line}" if self.finding.line else self.path
+        if self.in_name:
+            where = masked_path(self.path)
+        else:
+            where = f"{self.path}, line {self.finding.line}" if self.finding.line else self.path
         when = (
             f" (in commit {self.commit[:7]}, not pushed yet)" if self.commit else " (changed here, not committed yet)"
         )
         view = " (a compiled view: the secret is in a record it shows)" if classify(self.path) == "view" else ""
-        return f"{where}{when} holds what looks like a secret: {self.finding.kind}{view}"
+        what = "its name holds" if self.in_name else "holds"
+        return f"{where}{when} {what} what looks like a secret: {self.finding.kind}{view}"
+
+
+def masked_path(path: str) -> str:
+    """``path`` with each part that holds a suspected secret shown as the scanner's masked preview,
+    so a refusal never prints the secret it refuses."""
+    parts = []
+    for part in path.split("/"):
+        found = scan_text(part)
+        parts.append(f"{found[0].preview}" if found else part)
+    return "/".join(parts)
+
+
+def name_leaks(path: str, commit: str | None) -> list[Leak]:
+    """Suspected secrets in the path of a file about to leave (a session id, a slug)."""
+    return [Leak(path, finding, commit, in_name=True) for finding in scan_text(path, where=path)]
 
 
 def added_hunks(new: bytes, old: Iterable[bytes]) -> list[tuple[int, str]]:
@@ -114,6 +136,8 @@ def check_pending(repo: Repo, paths: Sequence[str]) -> None:
         except (FileNotFoundError, NotADirectoryError):
             continue
         old = [before[committed[path]]] if path in committed and committed[path] in before else []
+        if path not in committed:
+            leaks.extend(name_leaks(path, None))
         leaks.extend(scan_added(path, data, old, None))
     _refuse(leaks, "Remove it from the file (memosite never syncs a secret), then run memosite sync again.")
 
@@ -140,6 +164,8 @@ def check_outgoing(repo: Repo, head: str, theirs: str | None, *, target: str) ->
     contents = repo.blobs(wanted)
     leaks: list[Leak] = []
     for entry in entries:
+        if entry.added:
+            leaks.extend(name_leaks(entry.path, entry.commit))
         new = contents.get(entry.blob)
         if new is None:
             continue

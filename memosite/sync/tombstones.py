@@ -9,9 +9,11 @@ purge strictly newer than the edit wins and the record goes; otherwise the recor
 sync reports it (never a silent loss: a tie keeps the record).
 
 A tombstone cannot claim the future: its ``deletedAt`` counts for no later than the commit that
-brought its line into history (that commit's time, plus :data:`CLOCK_SKEW` for clocks a little
-apart) and no later than now plus the same allowance (:func:`bounded_deletions`). A purge dated
-2099 that arrived in a commit made an hour ago is an hour-old purge: an edit made since then stays.
+brought its line into history (the end of that commit's second: the line and the commit are
+written by one machine, on one clock, the line first) and no later than now plus
+:data:`CLOCK_SKEW` (for a line not committed yet, and a commit dated ahead of this machine's
+clock) (:func:`bounded_deletions`). A purge dated 2099 that arrived in a commit made a minute ago
+is a minute-old purge: an edit made since then stays.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def bounded_deletions(
     lines: Iterable[tuple[str, Mapping[str, Any]]], carried_at: Callable[[str], int | None], now: datetime
 ) -> dict[str, datetime]:
     """The newest deletion instant of each tombstoned path, each tombstone's ``deletedAt`` bounded
-    by ``carried_at(line)`` (the commit time, in seconds, of the commit that brought the line in;
-    None: not committed yet, so written here) plus :data:`CLOCK_SKEW`, and by ``now`` plus it."""
+    by the end of the second ``carried_at(line)`` (the commit time, in seconds, of the commit that
+    brought the line in; None: not committed yet, so written here), and by ``now`` plus
+    :data:`CLOCK_SKEW`."""
     latest: dict[str, datetime] = {}
     ceiling = now + CLOCK_SKEW
     for line, entry in lines:
@@ -61,8 +64,10 @@ def bounded_deletions(
             moment = parse_datetime(stamp)
         except (ValueError, TypeError):
             continue
-        carried = carried_at(line)
-        bound = ceiling if carried is None else min(ceiling, datetime.fromtimestamp(carried, UTC) + CLOCK_SKEW)
+        carried = commit_instant(carried_at(line), end_of_second=True)
+        # No allowance past the commit: the machine that wrote the line committed it, on its own
+        # clock, afterwards. One would let a line dated 2099 purge edits made minutes after it came.
+        bound = ceiling if carried is None else min(ceiling, carried)
         moment = min(moment, bound)
         if path not in latest or moment > latest[path]:
             latest[path] = moment
