@@ -20,6 +20,7 @@ from memosite.kinds import RECORD_DIRS
 from memosite.lockfile import LockBusy, LockFile, lock_file
 from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 from memosite.settings import CONFIG_FILE, MACHINE_FILE, TEAM_DEFAULTS, settings_text
+from memosite.warning import warn as warn  # re-exported: the modules that warn import it from here
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
@@ -111,11 +112,6 @@ def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes], *, mode: int =
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, durable: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode, durable=durable)
-
-
-def warn(message: str) -> None:
-    """A non-fatal problem, one line on stderr (stdout stays clean for --json)."""
-    sys.stderr.write(f"memosite: warning: {message}\n")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from memosite.errors import StorageError
 from memosite.index import fragments, vectors
 from memosite.index.entry import COLUMNS, IndexEntry
 from memosite.index.schema import ensure_schema
-from memosite.vault import warn
+from memosite.warning import warn
 
 
 class Index:
