@@ -14,29 +14,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memosite.schema import LAYERS
+from memosite.codelayers import clean_label, label_parts, normalize_layer
 from memosite.text import fold, jaccard, tokens
 
 JACCARD_THRESHOLD = 0.7
 
-# What people call each layer, in English and the other languages agents write in.
-_LAYER_ALIAS_TEXT = {
-    "web": "web, front, frontend, front-end, front end, ui, ux, gui, client, browser, interface, interfaz, "
-    "oberfläche, 前端, フロントエンド, フロント, 画面, фронтенд, веб",
-    "infrastructure": "infrastructure, infra, ops, database, db, storage, persistence, platform, network, "
-    "infraestrutura, infraestructura, infrastruktur, インフラ, 基础设施, инфраструктура",
-    "tests": "tests, test, testing, qa, e2e, unit tests, integration tests, testes, teste, pruebas, テスト, 测试, "
-    "тесты, тестирование",
-    "devops": "devops, ci, cd, ci/cd, cicd, deploy, deployment, release, pipeline, build, デプロイ, 部署, 运维, деплой",
-    "domain": "domain, business, business logic, core, model, domain model, domínio, dominio, domaine, domäne, "
-    "ドメイン, 领域, 业务, домен",
-    "application": "application, app, backend, back-end, back end, server, api, service, services, aplicação, "
-    "aplicación, anwendung, アプリケーション, アプリ, バックエンド, 后端, 应用, бэкенд, приложение",
-    "other": "other, misc, miscellaneous, general",
-}
-LAYER_ALIASES: dict[str, str] = {
-    fold(alias.strip()): layer for layer, text in _LAYER_ALIAS_TEXT.items() for alias in text.split(",")
-}
 # "security" and its translations: a topic, promoted into tags, never a layer.
 _SECURITY_TEXT = """
 security sec appsec infosec segurança seguridad sécurité sicherheit sicurezza beveiliging bezpieczeństwo güvenlik
@@ -57,7 +39,6 @@ _LABEL_RE = re.compile(
     re.MULTILINE,
 )
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
-_VALUE_PARTS_RE = re.compile(r"\s*(?:[/,;|&+]|\band\b|\be\b|\by\b|\bund\b|\bet\b)\s*")
 
 
 # First matching rule wins; each is (layer, path fragments, body keywords).
@@ -117,7 +98,7 @@ _TAG_RES = {
 _GENERIC_SEGMENTS = {"src", "lib", "app", "apps", "packages", "pkg", "internal", "tests", "test", "**", "*"}
 
 
-__all__ = ["jaccard", "tokens"]  # re-exported: the recurrence rule is stated in their terms
+__all__ = ["jaccard", "normalize_layer", "tokens"]  # re-exported: the rules are stated in their terms
 
 
 def trap_occurrences(kind: str, value: Any) -> int:
@@ -139,44 +120,24 @@ def pattern_key(patterns: Iterable[str]) -> str:
     return "\n".join(sorted(set(patterns)))
 
 
-def _clean(value: str) -> str:
-    return " ".join(value.strip().strip("*_`'\".").split())
-
-
 def body_labels(body: str) -> dict[str, list[str]]:
     """The labelled lines of a trap body (``**Layer**: Web``) by label (``layer``, ``module``,
     ``category``), in order; lines inside fenced code blocks are not labels."""
     found: dict[str, list[str]] = {}
     for match in _LABEL_RE.finditer(_FENCE_RE.sub("", body)):
         label = _LABEL_NAMES.get(fold(match.group("name")))
-        value = _clean(match.group("value"))
+        value = clean_label(match.group("value"))
         if label is not None and value:
             found.setdefault(label, []).append(value)
     return found
-
-
-def normalize_layer(value: Any) -> str | None:
-    """The layer a name stands for (``Frontend`` → ``web``, ``infra`` → ``infrastructure``,
-    ``segurança`` → None: a topic, not a layer); None for anything that is not a layer's name."""
-    if not isinstance(value, str):
-        return None
-    folded = fold(_clean(value))
-    if folded in LAYERS:
-        return folded
-    if folded in LAYER_ALIASES:
-        return LAYER_ALIASES[folded]
-    for part in _VALUE_PARTS_RE.split(folded):
-        if part in LAYERS or part in LAYER_ALIASES:
-            return part if part in LAYERS else LAYER_ALIASES[part]
-    return None
 
 
 def is_security_label(value: Any) -> bool:
     """True when a label value names security (in any of the languages of ``SECURITY_ALIASES``)."""
     if not isinstance(value, str):
         return False
-    folded = fold(_clean(value))
-    return folded in SECURITY_ALIASES or any(part in SECURITY_ALIASES for part in _VALUE_PARTS_RE.split(folded))
+    folded = fold(clean_label(value))
+    return folded in SECURITY_ALIASES or any(part in SECURITY_ALIASES for part in label_parts(folded))
 
 
 def classify_layer(patterns: Iterable[str], body: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from memosite.codelayers import LAYERS, normalize_layer
 from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.kinds import KIND_FACTS, KINDS, directory_for_kind
 from memosite.text import slugify as text_slugify
@@ -27,7 +28,6 @@ from memosite.text import suggest_ascii
 STATUSES = ("active", "paused", "shipped", "superseded", "archived", "completed")
 SOURCES = ("agent", "human", "imported")
 SEVERITIES = ("low", "medium", "high", "critical")
-LAYERS = ("application", "domain", "web", "infrastructure", "tests", "devops", "other")
 LINK_TYPES = ("fixes", "contradicts", "causes")
 DELIVERABLE_TYPES = ("pr", "commit", "spec")
 
@@ -249,8 +249,6 @@ def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> di
             raise InvalidArguments(f"invalid {name}: must be a non-empty string", details={"field": name})
     layer = result.get("layer")
     if isinstance(layer, str) and layer.strip().lower() not in LAYERS:
-        from memosite.recurrence import normalize_layer
-
         # Another name for a layer (frontend, infra, qa, Frontend…) means that layer.
         result["layer"] = normalize_layer(layer) or layer
     for name, allowed in _ENUM_FIELDS.items():
