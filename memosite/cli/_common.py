@@ -88,7 +88,8 @@ class App:
         """Who this command acts for: the agent whose shell tool runs it (by the markers agents
         document), else the person whose git identity it runs under (asked of git when a change
         first needs it: a read-only command runs no git)."""
-        from memosite.provenance import Actor, detect_agent_shell, git_identity
+        from memosite.gitidentity import git_identity
+        from memosite.provenance import Actor, detect_agent_shell
 
         shell = detect_agent_shell(self.env)
         if shell is not None:
