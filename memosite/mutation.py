@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memosite import gitsync
+from memosite import commitpolicy
 from memosite.errors import InvalidRecord, LockTimeout, StorageError
 from memosite.indexing import (
     build_entry,
@@ -179,14 +179,14 @@ class Mutation:
                 warn(f"the index lost rows of '{self.message}'; the next command reads those files again")
             if self.changed and self.defer_commit:
                 try:
-                    gitsync.queue_commit(self.vault, self.commit_message())
+                    commitpolicy.queue_commit(self.vault, self.commit_message())
                 except OSError as exc:
                     warn(f"vault commit skipped: {exc}")
             elif self.changed:
-                gitsync.request_commit(self.vault, self.commit_message())
+                commitpolicy.request_commit(self.vault, self.commit_message())
             if self.flush:
                 try:
-                    gitsync.flush_pending(self.vault)
+                    commitpolicy.flush_pending(self.vault)
                 except StorageError as exc:
                     warn(f"vault commit skipped: {exc.message}")
         finally:
@@ -266,7 +266,7 @@ def recover_interrupted(vault: Vault) -> list[str]:
                 if vault.project_dir(project).is_dir():
                     rebuild_views(vault, project, kinds)
             paths = sorted({relative for _, _, relative in leftovers})
-            gitsync.request_commit(vault, "recover interrupted writes\n\n" + "\n".join(paths))
+            commitpolicy.request_commit(vault, "recover interrupted writes\n\n" + "\n".join(paths))
             index.clear_inflight(sorted({unit for unit, _, _ in leftovers}))
             return paths
     except LockTimeout:

@@ -25,10 +25,12 @@ from test_sync_support import (
 
 from memosite.curator import compact_monthly_logs
 from memosite.indexing import read_record
+from memosite.pushhook import register_push_scheduler
 from memosite.salience import record_feedback, record_hits
 from memosite.schema import parse_record, utc_now
 from memosite.search import search_records
 from memosite.store import append_event, forget_record, list_records
+from memosite.sync.autopush import register_auto_push
 from memosite.sync.conflicts import list_conflicts, resolve_conflict
 from memosite.sync.errors import NoRemote, PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.preview import preview_sync
@@ -545,19 +547,39 @@ def remote_head(team: Team) -> str:
     return git(team.remote, "rev-parse", "-q", "--verify", "refs/heads/main", check=False).strip()
 
 
-def test_auto_push_runs_in_the_background_after_a_write(team: Team) -> None:
+def hold_pushes_until(remote: Path, gate: Path) -> None:
+    """The remote takes a push only once ``gate`` exists (and refuses it after a minute without)."""
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        f"#!/bin/sh\nfor _ in $(seq 1200); do [ -e '{gate}' ] && exit 0; sleep 0.05; done\nexit 1\n",
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+
+
+@pytest.fixture
+def auto_push() -> Iterator[None]:
+    """This process pushes its commits in the background, as the CLI and the MCP server do."""
+    register_auto_push()
+    yield
+    register_push_scheduler(None)
+
+
+def test_auto_push_runs_in_the_background_after_a_write(team: Team, auto_push: None, tmp_path: Path) -> None:
     a = team.machine("a", push="auto", pushDelaySeconds=0.2)
-    started = time.monotonic()
-    trap(a)
-    assert time.monotonic() - started < 5  # the write did not wait for the push
+    gate = tmp_path / "let-the-push-in"
+    hold_pushes_until(team.remote, gate)
+    trap(a)  # returns while the remote still holds the push back: the write did not wait for it
     head = git(a.root, "rev-parse", "HEAD").strip()
+    assert remote_head(team) != head and sync_state(a).push_scheduled
+    gate.touch()
     wait_for(lambda: remote_head(team) == head and not sync_state(a).push_scheduled)
     b = team.machine("b")
     sync_vault(b)
     assert (b.root / TRAP).exists()
 
 
-def test_a_failed_auto_push_is_shown_and_retried_at_the_next_write(team: Team) -> None:
+def test_a_failed_auto_push_is_shown_and_retried_at_the_next_write(team: Team, auto_push: None) -> None:
     a = team.machine("a", push="auto", pushDelaySeconds=0.2)
     refuse_pushes(team.remote, True)
     trap(a)
@@ -568,6 +590,15 @@ def test_a_failed_auto_push_is_shown_and_retried_at_the_next_write(team: Team) -
     head = git(a.root, "rev-parse", "HEAD").strip()
     wait_for(lambda: remote_head(team) == head and not sync_state(a).push_scheduled)
     assert sync_state(a).push_error is None
+
+
+def test_a_program_that_registered_no_push_says_so_once(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    a = team.machine("a", push="auto", pushDelaySeconds=0.2)
+    register_push_scheduler(None)  # as a program that never registered one
+    trap(a)
+    trap(a, slug="second", body="second\n")
+    assert capsys.readouterr().err.count("pushes nothing") == 1
+    assert not sync_state(a).push_scheduled
 
 
 def test_the_merge_driver_runs_without_the_test_process(tmp_path: Path) -> None:

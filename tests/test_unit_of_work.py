@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memosite import gitsync
+from memosite import commitpolicy
 from memosite import vault as vault_module
 from memosite.curator import run_gc
 from memosite.demo import write_demo_vault
@@ -223,7 +223,7 @@ KILL_POINTS = {
     "before-write": "memosite.mutation.atomic_write_text",
     "before-index": "memosite.mutation.index_record",
     "before-views": "memosite.mutation.rebuild_views",
-    "before-commit": "memosite.gitsync.request_commit",
+    "before-commit": "memosite.commitpolicy.request_commit",
     "before-clear": "memosite.index.database.Index.clear_inflight",
 }
 
@@ -358,7 +358,7 @@ def test_other_connections_see_and_may_write_the_index_while_git_commits(
     vault = git_vault(vault_dir)
     upsert_record(vault, "demo", kind="trap", slug="zero", body="First.")
     seen: list[tuple[bool, int]] = []
-    real = gitsync.request_commit
+    real = commitpolicy.request_commit
 
     def look_from_another_connection(vault: Vault, message: str) -> None:
         other = sqlite3.connect(str(vault.index_path), timeout=0.2, isolation_level=None)
@@ -375,7 +375,7 @@ def test_other_connections_see_and_may_write_the_index_while_git_commits(
             other.close()
         real(vault, message)
 
-    monkeypatch.setattr(gitsync, "request_commit", look_from_another_connection)
+    monkeypatch.setattr(commitpolicy, "request_commit", look_from_another_connection)
     upsert_record(vault, "demo", kind="trap", slug="one", body="A trap about the albatross.")
     assert seen == [(True, 1)]
     assert commits(vault)[0] == "upsert trap:one"

@@ -41,6 +41,9 @@ class App:
         self.command = command
         self.env = dict(os.environ)
         self._vault: Vault | None = None
+        from memosite.sync.autopush import register_auto_push
+
+        register_auto_push()  # this command's commits are pushed when the vault says so
         self._identity: ProjectIdentity | None = None
 
     @property
