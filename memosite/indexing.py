@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memosite.errors import InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry, vectors
-from memosite.kinds import KINDS, RECORD_DIRS, kinds_in_directory, views_for_kinds
+from memosite.kinds import RECORD_DIRS, kinds_in_directory, views_for_kinds
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record, format_iso, parse_record
 from memosite.template_files import templates_checksum_for
@@ -421,20 +421,11 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
     return counts
 
 
-def compile_project(vault: Vault, project: str) -> list[Path]:
-    """Pick up edits made outside memosite, then rewrite every view of the project."""
-    from memosite.kinds import VIEW_FILES
-    from memosite.mutation import mutation
-
-    with mutation(vault, f"compile {project}") as unit:
-        refresh_project(vault, project)
-        unit.touch(project, KINDS)
-    return [vault.project_dir(project) / name for name in VIEW_FILES]
-
-
 def ensure_index(vault: Vault) -> None:
-    """A missing or outdated index is rebuilt from the files before first use, and what a killed
-    unit of work left half done is finished (see :func:`memosite.mutation.recover_interrupted`)."""
+    """A missing or outdated index is rebuilt from the files before first use, and files added or
+    removed outside memosite are picked up. What a killed unit of work left half done is finished
+    by the next unit (:func:`memosite.mutation.recover_interrupted`), not here: a read never
+    commits."""
     index = vault.index()
     if index.fresh:
         index.fresh = False
@@ -443,10 +434,6 @@ def ensure_index(vault: Vault) -> None:
         index.set_meta(TEMPLATES_META, templates_checksum_for(vault))
     elif index.get_meta(TEMPLATES_META) != templates_checksum_for(vault):
         rerender_templates(vault)
-    if index.inflight():
-        from memosite.mutation import recover_interrupted  # the write machinery, only when needed
-
-        recover_interrupted(vault)
     catch_up(vault)
 
 

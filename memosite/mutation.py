@@ -7,9 +7,10 @@ project, the views of every kind it touched, requests one vault commit with its 
 its in-flight notes. A batch (an import, a gc pass, a backfill) is one unit: one lock, one view
 rebuild, one commit. A unit opened inside another on the same vault joins it.
 
-A process killed inside a unit leaves its in-flight notes behind; the next process that opens the
-index (:func:`recover_interrupted`, run by ``ensure_index``) re-reads those paths, brings their rows
-and views in step with the files and commits what they hold. Ctrl-C once a file has changed is held
+A process killed inside a unit leaves its in-flight notes behind; the next unit of work, as it opens
+the index for writing (:func:`recover_interrupted`), re-reads those paths, brings their rows and
+views in step with the files and commits what they hold. A read in between finds the files as they
+are (``ensure_index`` picks up what changed on disk) and commits nothing. Ctrl-C once a file has changed is held
 back until the unit has finished, so a caller is never told "interrupted" about a write that stands.
 """
 
@@ -223,6 +224,8 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
     check_vault_placement(vault.root, vault.product_root)
     with vault.lock():
         ensure_index(vault)
+        if vault.index().inflight():
+            recover_interrupted(vault)
         unit = Mutation(vault, message, flush=flush, defer_commit=defer_commit)
         object.__setattr__(vault, "_mutation", unit)
         _ACTIVE_UNITS.add(unit.token)

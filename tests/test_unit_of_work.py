@@ -251,7 +251,9 @@ upsert_record(vault, "demo", kind="trap", slug="fresh", body="A fresh trap about
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Path, point: str) -> None:
+def test_a_unit_killed_at_any_step_is_read_as_the_files_are_and_finished_by_the_next_write(
+    vault_dir: Path, point: str
+) -> None:
     vault = git_vault(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="An older trap.", slug="old", frontmatter={"title": "Old"})
     vault.close()
@@ -266,18 +268,19 @@ def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Pa
     written = (vault_dir / "projects" / "demo" / "traps" / "fresh.md").exists()
     assert written == (point != "before-write")
     reopened = Vault.open(vault_dir)
+    inflight = reopened.index().inflight()
+    # A read finds the files as they are, and leaves the unfinished unit to the next write.
     found = search_records(reopened, "demo", "zeppelins")
     assert [hit.id for hit in found.results] == (["fresh"] if written else [])
+    assert reopened.index().inflight() == inflight
+    upsert_record(reopened, "demo", kind="spec", body="The next change.", slug="next")
     traps_view = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
     assert ("Zeppelins" in traps_view) == written
     assert reopened.index().inflight() == []
-    if written:
-        assert (
-            subprocess.run(
-                ["git", "-C", str(vault_dir), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
-            ).stdout.strip()
-            == ""
-        )
+    status = subprocess.run(
+        ["git", "-C", str(vault_dir), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
+    )
+    assert status.stdout.strip() == ""
     reopened.close()
 
 
@@ -333,6 +336,7 @@ def test_rows_a_unit_could_not_save_are_read_again_by_the_next_command(
     again = Vault.open(vault_dir)  # the next command
     found = {word: [hit.id for hit in search_records(again, "demo", word).results] for word in ("albatross", "bittern")}
     assert found == {"albatross": ["one"], "bittern": ["two"]}
+    upsert_record(again, "demo", kind="spec", body="The next change.", slug="next")  # the next write finishes it
     assert again.index().inflight() == []
     view = (again.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
     assert "traps/one.md" in view and "traps/two.md" in view
@@ -403,7 +407,8 @@ with mutation.mutation(vault, "import three"):
 
 def test_a_batch_killed_half_way_keeps_every_record_it_wrote_searchable(vault_dir: Path) -> None:
     """A unit's index rows commit with its next in-flight note, not each on its own: the rows of
-    the files written before the kill are found by the next command all the same."""
+    the files written before the kill are found by the next command all the same, and the next
+    write finishes the unit (views, commit)."""
     vault_dir.mkdir(parents=True, exist_ok=True)
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(BATCH_CHILD), str(vault_dir)],
@@ -419,6 +424,7 @@ def test_a_batch_killed_half_way_keeps_every_record_it_wrote_searchable(vault_di
         for word in ("albatross", "bittern", "cormorant")
     }
     assert found == {"albatross": ["one"], "bittern": ["two"], "cormorant": []}
+    upsert_record(reopened, "demo", kind="spec", body="The next change.", slug="next")  # the next write finishes it
     traps_view = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
     assert "2 active traps" in traps_view and "traps/one.md" in traps_view and "traps/two.md" in traps_view
     assert reopened.index().inflight() == []

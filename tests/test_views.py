@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memosite.indexing import compile_project
+from memosite.recompile import compile_project
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
 from memosite.views import render_view, write_views

@@ -236,7 +236,7 @@ def compile_(app: App) -> None:
 
     Records edited by hand since memosite last saw them are picked up first.
     """
-    from memosite.indexing import compile_project
+    from memosite.recompile import compile_project
 
     paths = compile_project(app.vault, app.project)
     app.emit(
