@@ -735,13 +735,13 @@ def build_bootstrap(
     path: str | None = None,
     max_bytes: int | None = None,
     max_tokens: int | None = None,
-    session_id: str | None = None,
     fresh_only: bool = False,
     now: datetime | None = None,
 ) -> BootstrapResult:
-    """The session brief of ``project`` (see the module docstring for what it holds and drops)."""
+    """The session brief of ``project`` (see the module docstring for what it holds and drops). A
+    read: an agent's brief counts the hits of what it shows through
+    :func:`memosite.hits.bootstrap_counting_hits`."""
     from memosite.indexing import ensure_index
-    from memosite.salience import record_hits
     from memosite.schema import validate_slug
 
     now = now or utc_now()
@@ -800,11 +800,6 @@ def build_bootstrap(
     if left_out["pending"]:
         omitted.append(Omission("pending", "cap", left_out["pending"], unread("pending", OMITTED_IDS)))
     omitted += [Omission(section, "freshness", count) for section, count in unfresh.items()]
-    recorded = (
-        record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
-        if session_id
-        else []
-    )
     return BootstrapResult(
         project=project,
         query=query,
@@ -820,5 +815,4 @@ def build_bootstrap(
         truncated=bool(omitted) or any(item.trimmed for item in included),
         match=gatherer.match(),
         max_tokens=max_tokens,
-        hits_recorded=recorded,
     )

@@ -339,8 +339,6 @@ def search_records(
     as_of: str | datetime | None = None,
     sort: str = "relevance",
     limit: int = 20,
-    hit_ids: Sequence[str] | None = None,
-    session_id: str | None = None,
     include_pending: bool = False,
     author: str | None = None,
     explain: bool = False,
@@ -348,9 +346,9 @@ def search_records(
 ) -> SearchResult:
     """Find records of ``project`` (every project when None) matching ``query`` and the filters.
 
-    ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``hit_ids``
-    acknowledges that the caller used those records (a hit each, at most once per ``session_id``);
-    it needs a project. ``explain`` gives each hit its place in each ranking.
+    ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``explain`` gives
+    each hit its place in each ranking. A read: acknowledging the records a caller used counts their
+    hits through :func:`memosite.hits.search_counting_hits`.
     """
     from memosite.indexing import ensure_index, semantic_embedder
 
@@ -359,8 +357,6 @@ def search_records(
         raise InvalidArguments(f"invalid sort {sort!r}: expected one of {', '.join(SORTS)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidArguments(f"invalid limit {limit!r}: expected 1 to {MAX_LIMIT}")
-    if hit_ids and project is None:
-        raise InvalidArguments("acknowledging hits needs a project")
     if query is not None and not isinstance(query, str):
         raise InvalidArguments("the query must be text")
     now_iso = format_iso(now)
@@ -393,18 +389,12 @@ def search_records(
         stored = marks.get(hit.path)
         hit.freshness = stored.verdict if stored is not None else None
         hit.pending = hit.path in pending
-    recorded: list[str] = []
-    if hit_ids and project is not None:
-        from memosite.salience import record_hits
-
-        recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
     return SearchResult(
         results=hits,
         total=found.total,
         query=text,
         match=found.match,
         terms=found.terms,
-        hits_recorded=recorded,
         holding_all=found.holding_all if found.match is not None else None,
         ranking="hybrid" if found.fused is not None else "words",
     )

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from memosite.bootstrap import MAX_TRAPS, MIN_MAX_BYTES, build_bootstrap
 from memosite.cli import cli
 from memosite.errors import InvalidArguments
+from memosite.hits import bootstrap_counting_hits
 from memosite.indexing import read_record
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -156,8 +157,8 @@ def test_too_small_budget_is_rejected(vault: Vault) -> None:
 def test_brief_counts_hits_once_per_session(vault: Vault) -> None:
     put(vault, "trap", "t", severity="high")
     put(vault, "decision", "d")
-    first = build_bootstrap(vault, P, session_id="s1", now=NOW)
-    again = build_bootstrap(vault, P, session_id="s1", now=NOW)
+    first = bootstrap_counting_hits(vault, P, session_id="s1", now=NOW)
+    again = bootstrap_counting_hits(vault, P, session_id="s1", now=NOW)
     assert sorted(first.hits_recorded) == ["d", "t"] and again.hits_recorded == []
     assert read_record(vault.record_path(P, "trap", "t")).frontmatter["hits"] == 1
 

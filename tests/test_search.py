@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memosite.cli import cli
 from memosite.curator import run_gc
 from memosite.errors import InvalidArguments
+from memosite.hits import search_counting_hits
 from memosite.indexing import refresh_project
 from memosite.schema import format_iso
 from memosite.search import path_matches, search_records
@@ -279,8 +280,8 @@ def test_bad_arguments_are_invalid_arguments(filled: Vault, kwargs: dict[str, ob
 
 
 def test_hit_ids_acknowledge_hits_once_per_session(filled: Vault) -> None:
-    first = search_records(filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW)
-    again = search_records(filled, P, "token", hit_ids=["token-refresh"], session_id="s1", now=NOW)
+    first = search_counting_hits(filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW)
+    again = search_counting_hits(filled, P, "token", hit_ids=["token-refresh"], session_id="s1", now=NOW)
     assert first.hits_recorded == ["token-refresh"] and again.hits_recorded == []
     assert search_records(filled, P, "token", now=NOW).results[0].hits == 1
 

@@ -171,14 +171,14 @@ class StoreTools:
         project is looked up in sibling projects (never their scratch, state or review records).
         An expired record is still returned, marked `expired: true`.
         """
-        from memosite.lookup import get_record
+        from memosite.hits import get_record_counting_hit
 
         # A read counts as a hit of this agent session (the server's own when none is given).
         count_hit = not self.runtime.read_only
         session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
-            return get_record(
+            return get_record_counting_hit(
                 vault,
                 project,
                 record_id=id,

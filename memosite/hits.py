@@ -1,0 +1,74 @@
+"""Reads an agent acted on: the read returns what it found, then the hits are counted.
+
+A hit is usage (``hits`` + 1, ``lastHit``): it changes the record's file, so it is a change, made
+through the unit of work (:func:`memosite.salience.record_hits`) and committed with the next change.
+The reads themselves (:func:`memosite.lookup.get_record`, :func:`memosite.search.search_records`,
+:func:`memosite.bootstrap.build_bootstrap`) never write; a front end that serves an agent's session
+calls these instead, and a person's read (no session) counts nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memosite.bootstrap import BootstrapResult, build_bootstrap
+from memosite.errors import InvalidArguments
+from memosite.lookup import StoredRecord, get_record
+from memosite.salience import record_hits
+from memosite.schema import format_iso, utc_now
+from memosite.search import SearchResult, search_records
+from memosite.vault import Vault
+
+
+def get_record_counting_hit(
+    vault: Vault, project: str, *, session_id: str | None, now: datetime | None = None, **lookup: Any
+) -> StoredRecord:
+    """:func:`~memosite.lookup.get_record`, then one hit of ``session_id`` on the record found (at
+    most once per session; none without a session). The record returned shows the hit counted."""
+    now = now or utc_now()
+    found = get_record(vault, project, now=now, **lookup)
+    if session_id and record_hits(vault, found.project, [found.id], session_id=session_id, now=now):
+        found.frontmatter["hits"] = int(found.frontmatter.get("hits") or 0) + 1
+        found.frontmatter["lastHit"] = format_iso(now)
+    return found
+
+
+def search_counting_hits(
+    vault: Vault,
+    project: str | None,
+    query: str | None = None,
+    *,
+    hit_ids: Sequence[str] | None = None,
+    session_id: str | None = None,
+    now: datetime | None = None,
+    **filters: Any,
+) -> SearchResult:
+    """:func:`~memosite.search.search_records`, then one hit on each of ``hit_ids`` (the records the
+    caller says it used; at most once per ``session_id``): ``hits_recorded`` lists those counted.
+    Acknowledging hits needs a project."""
+    if hit_ids and project is None:
+        raise InvalidArguments("acknowledging hits needs a project")
+    now = now or utc_now()
+    result = search_records(vault, project, query, now=now, **filters)
+    if not hit_ids or project is None:
+        return result
+    recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
+    return dataclasses.replace(result, hits_recorded=recorded)
+
+
+def bootstrap_counting_hits(
+    vault: Vault, project: str, *, session_id: str | None, now: datetime | None = None, **options: Any
+) -> BootstrapResult:
+    """:func:`~memosite.bootstrap.build_bootstrap`, then one hit of ``session_id`` on each record the
+    brief shows (at most once per session; none without a session): ``hits_recorded`` lists them."""
+    now = now or utc_now()
+    brief = build_bootstrap(vault, project, now=now, **options)
+    if not session_id:
+        return brief
+    # In the order the brief spends its budget: traps, context, decisions, pending.
+    shown = [item.id for item in (*brief.traps, *brief.context, *brief.decisions, *brief.pending)]
+    recorded = record_hits(vault, project, shown, session_id=session_id, now=now)
+    return dataclasses.replace(brief, hits_recorded=recorded)
