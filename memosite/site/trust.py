@@ -21,12 +21,12 @@ from memosite.errors import InvalidRecord
 from memosite.index import IndexEntry
 from memosite.index.verdicts import StoredVerdict
 from memosite.schema import parse_datetime, parse_record
+from memosite.site.sitepage import PublishedRecord, SitePage
 from memosite.vault import Vault
 from memosite.views import link_for, link_for_path
 
 if TYPE_CHECKING:
     from memosite.review import PendingRecord
-    from memosite.site.pages import PublishedRecord, SitePage
     from memosite.sync.conflicts import Conflict
 
 NEEDS_REVIEW_PAGE = "NEEDS-REVIEW.md"
@@ -210,8 +210,6 @@ class TrustPages:
         return diff_without_emails(diff, author_emails=self.author_emails)
 
     def needs_review_page(self, env: jinja2.Environment) -> SitePage:
-        from memosite.site.pages import SitePage
-
         # Missing code first (the record may describe nothing that exists), then drifted.
         listed = sorted(
             (r for r in self.records if needs_review(r)),
@@ -233,8 +231,6 @@ class TrustPages:
         )
 
     def review_page(self, env: jinja2.Environment, pending: Sequence[PendingRecord]) -> SitePage:
-        from memosite.site.pages import SitePage
-
         published = {r.entry.path for r in self.records}
         items = [
             {
@@ -255,8 +251,6 @@ class TrustPages:
         return SitePage(f"{self.base}/{REVIEW_PAGE}", markdown, "trust", f"Review: unreviewed records — {self.project}")
 
     def conflicts_page(self, env: jinja2.Environment, vault: Vault) -> SitePage:
-        from memosite.site.pages import SitePage
-
         published = {r.entry.path for r in self.records}
         items = []
         sidecars = Counter(conflict.path for conflict in self.conflicts)
