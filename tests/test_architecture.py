@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -190,3 +191,319 @@ def test_a_read_only_search_loads_no_templates_no_write_machinery_and_runs_no_gi
     assert done.returncode == 0, done.stderr
     assert '"retries"' in done.stdout
     assert "HEAVY []" in done.stderr
+
+
+# --- layers: the import graph runs one way ---------------------------------------------------
+# Lowest first (docs/ARCHITECTURE.md, "Layers"). A module may import from its own layer and from
+# any layer below it, never from one above, and no chain of imports comes back to where it began.
+# A package's entry covers its modules unless one of them has its own (the longest name wins).
+LAYER_MEMBERS: dict[str, list[str]] = {
+    # Rules and values: no vault, no disk of memosite's own.
+    "vocabulary": [
+        "codelayers",
+        "config",
+        "embedding",
+        "errors",
+        "expiration",
+        "gitfiles",
+        "inputs",
+        "interrupts",
+        "kinds",
+        "mdtext",
+        "paths",
+        "policy",
+        "provenance",
+        "recurrence",
+        "resources",
+        "sanitize",
+        "schema",
+        "secrets",
+        "settings",
+        "template_files",
+        "text",
+        "userdirs",
+        "vaultconfig",
+        "version",
+        "warning",
+    ],
+    # The vault on disk, the index, git.
+    "storage": [
+        "commitpolicy",
+        "gitcommand",
+        "gitidentity",
+        "gitlock",
+        "gitsetup",
+        "gitsync",
+        "index",
+        "lockfile",
+        "pushhook",
+        "sync.allowlist",  # what a shared tree may hold: the rule every vault commit stages by
+        "vault",
+        "workspace",
+    ],
+    # What is rebuilt from the files: index rows, views, templates.
+    "derived": ["indexing", "templates", "views"],
+    # Reads: they never write a record.
+    "reads": ["bootstrap", "brief_focus", "freshness", "hybrid", "lookup", "proposals", "query", "recall", "search"],
+    # The unit of work and everything that changes the vault through it.
+    "changes": [
+        "acceptance",
+        "agentsession",
+        "configuration",
+        "curator",
+        "edit",
+        "hits",
+        "importers",
+        "mutation",
+        "recompile",
+        "review",
+        "rollup",
+        "salience",
+        "store",
+        "verify",
+        "writeplan",
+    ],
+    "features": [
+        "agentfiles",
+        "demo",
+        "integrations",
+        "memorytool",
+        "plugin",
+        "sessions",
+        "site",
+        "status",
+        "stormbuffer",
+        "sync",
+        "watch",
+    ],
+    # Composition roots: configuration is read here and passed down.
+    "front ends": ["__main__", "cli", "console", "hooks", "mcp_server", "memosite"],
+}
+LAYERS = tuple(LAYER_MEMBERS)
+LAYER_OF = {module: layer for layer, modules in LAYER_MEMBERS.items() for module in modules}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a memosite module by another."""
+
+    importer: str
+    imported: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.importer.replace('.', '/')}.py:{self.line} imports {self.imported}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_in(source: str, name: str, modules: set[str], *, package: bool = False) -> list[Import]:
+    """Every import of a module in ``modules`` that ``source`` (module ``name``) runs: at module
+    level and inside functions and classes alike, but not under ``if TYPE_CHECKING:`` (the type
+    checker's alone); ``importlib.import_module("memosite.…")`` with a literal name counts too."""
+
+    def nearest(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    found: list[Import] = []
+
+    def add(target: str | None, line: int) -> None:
+        if target is not None and target != name:
+            found.append(Import(name, target, line))
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for other in child.orelse:
+                    visit_node(other)
+            else:
+                visit_node(child)
+
+    def visit_node(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(nearest(alias.name), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            source_module = node.module or ""
+            if node.level:
+                base = name.split(".")[: len(name.split(".")) - node.level + (1 if package else 0)]
+                source_module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                submodule = f"{source_module}.{alias.name}"
+                add(submodule if submodule in modules else nearest(source_module), node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            add(nearest(node.args[0].value), node.lineno)
+        visit(node)
+
+    visit(ast.parse(source))
+    return found
+
+
+def package_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def package_imports() -> list[Import]:
+    paths = package_modules()
+    return [
+        found
+        for name, path in paths.items()
+        for found in imports_in(path.read_text(encoding="utf-8"), name, set(paths), package=path.name == "__init__.py")
+    ]
+
+
+def layer_of(module: str) -> str | None:
+    dotted = "memosite" if module == "memosite" else module.removeprefix("memosite.")
+    while dotted:
+        if dotted in LAYER_OF:
+            return LAYER_OF[dotted]
+        dotted = dotted.rpartition(".")[0]
+    return None
+
+
+def import_cycles(edges: list[Import]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (Tarjan's strongly connected
+    components of more than one module), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.importer, set()).add(edge.imported)
+        graph.setdefault(edge.imported, set())
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in order:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = []
+            while (member := stack.pop()) != node:
+                on_stack.discard(member)
+                group.append(member)
+            on_stack.discard(node)
+            if group:
+                groups.append(sorted([node, *group]))
+
+    for node in sorted(graph):
+        if node not in order:
+            connect(node)
+    return groups
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(name for name in package_modules() if layer_of(name) is None)
+    assert missing == [], (
+        f"{', '.join(missing)}: in no layer. Add each to LAYER_MEMBERS in tests/test_architecture.py,"
+        " in the lowest layer whose modules it imports from (the layers: docs/ARCHITECTURE.md)"
+    )
+
+
+def test_every_layer_entry_names_a_module() -> None:
+    names = set(package_modules())
+    assert sorted(entry for entry in LAYER_OF if entry != "memosite" and f"memosite.{entry}" not in names) == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    upward = [
+        f"{edge}: {layer_of(edge.imported)} is above {layer_of(edge.importer)}"
+        for edge in package_imports()
+        if (importer := layer_of(edge.importer)) is not None
+        and (imported := layer_of(edge.imported)) is not None
+        and LAYERS.index(imported) > LAYERS.index(importer)
+    ]
+    assert upward == []
+
+
+def test_no_import_cycle_even_through_deferred_imports() -> None:
+    edges = package_imports()
+    described = [
+        ", ".join(group) + " — " + "; ".join(str(e) for e in edges if e.importer in group and e.imported in group)
+        for group in import_cycles(edges)
+    ]
+    assert described == []
+
+
+def test_the_import_walk_counts_deferred_imports_and_skips_type_checking_ones() -> None:
+    source = """
+from typing import TYPE_CHECKING
+from memosite.kinds import KINDS
+if TYPE_CHECKING:
+    from memosite.mutation import Mutation
+def write():
+    from memosite.store import upsert_record
+    import memosite.gitsync
+class Later:
+    def build(self):
+        from memosite.site import pages
+"""
+    modules = {"memosite.kinds", "memosite.mutation", "memosite.store", "memosite.gitsync", "memosite.site"}
+    modules.add("memosite.site.pages")
+    found = [(edge.imported, edge.line) for edge in imports_in(source, "memosite.views", modules)]
+    assert found == [
+        ("memosite.kinds", 3),
+        ("memosite.store", 7),
+        ("memosite.gitsync", 8),
+        ("memosite.site.pages", 11),
+    ]
+    assert import_cycles([Import("a", "b", 1), Import("b", "c", 1), Import("c", "a", 1), Import("c", "d", 1)]) == [
+        ["a", "b", "c"]
+    ]
+
+
+def _private_uses(path: Path, name: str, modules: set[str]) -> list[str]:
+    """Private names (``_x``) a module takes from another memosite module: imported, or read off
+    an imported module (``gitsync._schedule``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported_modules: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memosite"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and node.module != name:
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.module}.{alias.name}")
+                if f"{node.module}.{alias.name}" in modules:
+                    imported_modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            imported_modules.update(alias.asname or alias.name for alias in node.names if alias.name in modules)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in imported_modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_takes_a_private_name_from_another() -> None:
+    paths = package_modules()
+    assert [use for name, path in paths.items() for use in _private_uses(path, name, set(paths))] == []
