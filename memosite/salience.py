@@ -21,11 +21,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memosite.codelayers import LAYERS, normalize_layer
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.index import queries
 from memosite.kinds import directory_for_kind
-from memosite.recurrence import classify_tags, normalize_layer, trap_layer, trap_module
-from memosite.schema import LAYERS, Record, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
+from memosite.recurrence import classify_tags, trap_layer, trap_module
+from memosite.schema import Record, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
 from memosite.vault import Vault, warn
 
 HITS_DIR = "hits"
