@@ -213,7 +213,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
     """The unit of work every change runs in (see the module docstring). ``flush`` also commits
     the changes queued while ``vaultGit.atomic`` is off (gc ends a batch this way);
     ``defer_commit`` leaves the change to the next commit (hits are usage, not edits)."""
-    current: Mutation | None = getattr(vault, "_mutation", None)
+    current = vault.current_unit
     if current is not None:
         current._joined.append(message)
         try:
@@ -227,7 +227,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
         if vault.index().inflight():
             recover_interrupted(vault)
         unit = Mutation(vault, message, flush=flush, defer_commit=defer_commit)
-        object.__setattr__(vault, "_mutation", unit)
+        vault.current_unit = unit
         _ACTIVE_UNITS.add(unit.token)
         try:
             with _interrupts_held(unit), vault.index().held_writes():
@@ -239,7 +239,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
                 unit._finish()
         finally:
             _ACTIVE_UNITS.discard(unit.token)
-            object.__setattr__(vault, "_mutation", None)
+            vault.current_unit = None
 
 
 def _interrupts_held(unit: Mutation) -> contextlib.AbstractContextManager[None]:

@@ -256,10 +256,10 @@ def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tup
     vault object and checksum: an edited override gets a new one)."""
     override = vault.root / "templates"
     checksum = templates_checksum(override)  # the same as templates_checksum_for(vault)
-    cached: tuple[str, jinja2.Environment] | None = getattr(vault, "_templates", None)
+    cached = vault.template_cache
     if cached is not None and cached[0] == checksum:
         return cached[1], checksum
     sandboxed = bool(override_names(override))
     env = build_environment(override, None if sandboxed else bytecode_dir_for(vault), filters)
-    object.__setattr__(vault, "_templates", (checksum, env))
+    vault.template_cache = (checksum, env)
     return env, checksum

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -507,3 +508,18 @@ def _private_uses(path: Path, name: str, modules: set[str]) -> list[str]:
 def test_no_module_takes_a_private_name_from_another() -> None:
     paths = package_modules()
     assert [use for name, path in paths.items() for use in _private_uses(path, name, set(paths))] == []
+
+
+def test_a_vault_carries_only_the_state_it_declares(tmp_path: Path) -> None:
+    from memosite.mutation import mutation
+    from memosite.vault import Vault
+
+    vault = Vault.open(tmp_path / "vault")
+    declared = {"root", "config", "product_root", "actor_source", "current_unit", "template_cache", "_index"}
+    assert set(Vault.__slots__) == declared
+    with mutation(vault, "nothing") as unit:
+        assert vault.current_unit is unit
+    assert vault.current_unit is None
+    with pytest.raises(AttributeError):
+        vault._mutation = None  # type: ignore[attr-defined]
+    vault.close()
