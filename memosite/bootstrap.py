@@ -47,13 +47,16 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memosite.brief_focus import Focused, TaskWords, focus_section
+from memosite.codelayers import shown_layer
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.expiration import is_expired_iso
 from memosite.index import fts, queries, verdicts
 from memosite.kinds import CONTEXT_KINDS
 from memosite.query import parse_query
+from memosite.recurrence import trap_occurrences
 from memosite.schema import format_iso, utc_now
 from memosite.search import MatchMode, match_of, normalize_path
+from memosite.statuses import ACCEPTED_STATUSES
 from memosite.vault import Vault
 
 MAX_TRAPS = 10
@@ -64,7 +67,6 @@ MAX_PENDING = 5
 # Every trap may be in the brief: agents often leave severity out, and a brief saying "no traps"
 # while unrated ones exist would mislead. Unrated (0) and low ones rank after the others.
 TRAP_WEIGHTS = (0, 1, 2, 3, 4)
-ACCEPTED_STATUSES = ("active", "shipped", "completed")
 DECISION_PAGE = 16  # decisions are read a page at a time, only as far as the budget goes
 OMITTED_IDS = 20  # ids listed per omission; the count is always exact
 _MIN_TRIMMED_BODY = 160  # below this a cut-short record says too little to be worth its heading
@@ -140,8 +142,8 @@ class BriefItem:
         parts = [f"`{self.id}`", self.status]
         if self.section == "traps":
             parts += [
-                f"layer {self.layer or 'other'}",
-                f"occurrences {self.occurrences or 1}",
+                f"layer {shown_layer(self.layer)}",
+                f"occurrences {trap_occurrences(self.kind, self.occurrences)}",
                 f"hits {self.hits}",
             ]
             if self.path_patterns:

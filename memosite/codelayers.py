@@ -2,8 +2,8 @@
 
 ``LAYERS`` is the closed set the ``layer`` field takes; :data:`LAYER_ALIASES` maps what people call
 each layer, in English and the other languages agents write in (``frontend``, ``infra``, ``qa``,
-``フロントエンド`` …), onto it. A record without a layer shows as ``other``: :func:`shown_layer` in
-Python, :func:`shown_layer_sql` over the index's column, the same rule.
+``フロントエンド`` …), onto it; the front matter and the index hold the normalised name, so no query
+needs the aliases. A record without a layer shows as ``other`` (:func:`shown_layer`).
 """
 
 from __future__ import annotations
@@ -67,8 +67,3 @@ def normalize_layer(value: Any) -> str | None:
 def shown_layer(layer: str | None) -> str:
     """The layer a record is shown and counted under: its own, ``other`` when it has none."""
     return layer or UNLAYERED
-
-
-def shown_layer_sql(column: str) -> str:
-    """:func:`shown_layer` over an index column."""
-    return f"coalesce(nullif({column}, ''), '{UNLAYERED}')"

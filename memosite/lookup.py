@@ -13,6 +13,7 @@ from memosite.errors import InvalidArguments, RecordNotFound, SafetyViolation
 from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
 from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
+from memosite.reviewstate import is_pending
 from memosite.schema import Record, normalize_kind, subdir_for_kind, utc_now
 from memosite.vault import Vault, is_record_name
 
@@ -41,7 +42,7 @@ class StoredRecord:
     @property
     def pending(self) -> bool:
         """Waiting for a person's review (``review: pending``)."""
-        return self.frontmatter.get("review") == "pending"
+        return is_pending(self.frontmatter)
 
     def to_json(self) -> dict[str, Any]:
         return {

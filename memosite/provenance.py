@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from memosite.errors import PersonRequired
 from memosite.kinds import KIND_FACTS
+from memosite.reviewstate import APPROVED
 
 Source = Literal["agent", "human", "imported"]
 
@@ -212,7 +213,7 @@ def approved_by_person(frontmatter: Mapping[str, Any]) -> bool:
     written by hand without a source reads as human). A record waiting for review or rejected in
     one is not."""
     review = frontmatter.get("review")
-    if review == "approved":
+    if review == APPROVED:
         return True
     if review not in (None, ""):
         return False

@@ -108,6 +108,28 @@ def trap_occurrences(kind: str, value: Any) -> int:
     return max(count, 1) if kind == "trap" else count
 
 
+def trap_recurrence(
+    frontmatter: Mapping[str, Any], *, seen_at: str, again: bool = False, succeeds: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The recurrence fields a trap is written with (``occurrences``, ``lastSeen``), as the changes
+    to ``frontmatter`` they make: the one rule upsert and backfill apply.
+
+    Seen ``again`` (an upsert found the same trap), it counts one more occurrence and was last seen
+    at ``seen_at``. A new trap that rewords an older one (``succeeds``: that one's front matter)
+    carries its count on, plus one. Any other trap counts at least once (:func:`trap_occurrences`)
+    and, without a ``lastSeen``, was last seen at ``seen_at`` (the caller's best instant)."""
+    if again:
+        return {"occurrences": trap_occurrences("trap", frontmatter.get("occurrences")) + 1, "lastSeen": seen_at}
+    changes: dict[str, Any] = {}
+    if succeeds is not None:
+        changes["occurrences"] = trap_occurrences("trap", succeeds.get("occurrences")) + 1
+    elif frontmatter.get("occurrences") is None:
+        changes["occurrences"] = 1
+    if not frontmatter.get("lastSeen"):
+        changes["lastSeen"] = seen_at
+    return changes
+
+
 def occurrences_sql(table: str = "") -> str:
     """:func:`trap_occurrences` over the index's ``kind``/``occurrences`` columns (of ``table``)."""
     prefix = f"{table}." if table else ""

@@ -22,10 +22,10 @@ import yaml
 from memosite.codelayers import LAYERS, normalize_layer
 from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.kinds import KIND_FACTS, KINDS, directory_for_kind
+from memosite.statuses import STATUSES
 from memosite.text import slugify as text_slugify
 from memosite.text import suggest_ascii
 
-STATUSES = ("active", "paused", "shipped", "superseded", "archived", "completed")
 SOURCES = ("agent", "human", "imported")
 SEVERITIES = ("low", "medium", "high", "critical")
 LINK_TYPES = ("fixes", "contradicts", "causes")

@@ -52,7 +52,8 @@ from memosite.index.database import Index
 from memosite.kinds import KINDS, UNSEARCHED_KINDS
 from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
-from memosite.schema import STATUSES, format_iso, is_flagged_stale, utc_now
+from memosite.schema import format_iso, is_flagged_stale, utc_now
+from memosite.statuses import STATUSES
 from memosite.vault import Vault
 
 if TYPE_CHECKING:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -12,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memosite.codelayers import LAYER_ALIASES, normalize_layer, shown_layer
+from memosite.codelayers import LAYERS as CODE_LAYERS
 from memosite.expiration import active_at_sql, expired_sql, is_active_at, is_expired_at, not_expired_sql
 from memosite.kinds import (
     ARCHIVE_ON_EXPIRE_KINDS,
@@ -23,7 +27,25 @@ from memosite.kinds import (
     VIEW_FILES,
     views_for_kinds,
 )
+from memosite.reviewstate import PENDING, REVIEW_STATES, is_pending, pending_sql
 from memosite.schema import flagged_stale_sql, format_iso, is_flagged_stale
+from memosite.statuses import (
+    ACCEPTED_STATUSES,
+    INACTIVE_STATUSES,
+    LIVE_STATUSES,
+    STATUSES,
+    TERMINAL_STATUSES,
+    accepted_sql,
+    inactive_sql,
+    is_accepted,
+    is_inactive,
+    is_known_status,
+    is_live,
+    is_terminal,
+    known_status_sql,
+    live_sql,
+    terminal_sql,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "memosite"
 SQL_CALLS = {"execute", "executemany", "executescript"}
@@ -216,10 +238,12 @@ LAYER_MEMBERS: dict[str, list[str]] = {
         "provenance",
         "recurrence",
         "resources",
+        "reviewstate",
         "sanitize",
         "schema",
         "secrets",
         "settings",
+        "statuses",
         "template_files",
         "text",
         "userdirs",
@@ -523,3 +547,118 @@ def test_a_vault_carries_only_the_state_it_declares(tmp_path: Path) -> None:
     with pytest.raises(AttributeError):
         vault._mutation = None  # type: ignore[attr-defined]
     vault.close()
+
+
+# --- one table per vocabulary: statuses, review state, layers --------------------------------
+
+status_values = st.one_of(st.sampled_from(STATUSES), st.text(alphabet=st.characters(exclude_categories=("Cs",))))
+STATUS_RULES = (
+    (is_live, live_sql),
+    (is_inactive, inactive_sql),
+    (is_accepted, accepted_sql),
+    (is_terminal, terminal_sql),
+    (is_known_status, known_status_sql),
+)
+
+
+def test_status_table_holds_the_seed_facts() -> None:
+    assert STATUSES == ("active", "paused", "shipped", "superseded", "archived", "completed")
+    assert LIVE_STATUSES == ("active", "paused", "shipped", "completed")
+    assert INACTIVE_STATUSES == ("superseded", "archived")
+    assert ACCEPTED_STATUSES == ("active", "shipped", "completed")
+    assert TERMINAL_STATUSES == ("superseded",)
+    assert set(LIVE_STATUSES) | set(INACTIVE_STATUSES) == set(STATUSES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(status=status_values)
+def test_status_rules_in_sql_agree_with_python(status: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r (status TEXT NOT NULL)")
+    conn.execute("INSERT INTO r VALUES (?)", (status,))
+    for python, sql in STATUS_RULES:
+        assert bool(conn.execute(f"SELECT {sql('status')} FROM r").fetchone()[0]) == python(status), sql("status")
+    conn.close()
+
+
+review_values = st.one_of(
+    st.none(),
+    st.sampled_from(REVIEW_STATES),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",))),
+    st.integers(),
+    st.booleans(),
+    st.lists(st.just(PENDING), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(review=review_values, present=st.booleans())
+def test_pending_sql_agrees_with_is_pending(review: object, present: bool) -> None:
+    frontmatter = {"title": "Ревью · レビュー", **({"review": review} if present else {})}
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r (frontmatter TEXT)")
+    conn.execute("INSERT INTO r VALUES (?)", (json.dumps(frontmatter, ensure_ascii=False),))
+    assert bool(conn.execute(f"SELECT {pending_sql('frontmatter')} FROM r").fetchone()[0]) == is_pending(frontmatter)
+    conn.close()
+
+
+def _vocabulary_copies(path: Path) -> list[str]:
+    """Status lists and the pending-review test written out, instead of read from their table."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) >= 2:
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(node.elts) and all(v in STATUSES for v in values):
+                found.append(f"{where}: statuses {values}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.search(r"'(active|paused|shipped|superseded|archived|completed)'\s*,\s*'", node.value):
+                found.append(f"{where}: statuses in SQL {node.value!r}")
+            if "'$.review') = 'pending'" in node.value:
+                found.append(f"{where}: the pending rule in SQL")
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Call)
+            and isinstance(node.left.func, ast.Attribute)
+            and node.left.func.attr == "get"
+            and [a.value for a in node.left.args if isinstance(a, ast.Constant)] == ["review"]
+            and any(isinstance(c, ast.Constant) and c.value == PENDING for c in node.comparators)
+        ):
+            found.append(f"{where}: the pending rule in Python")
+    return found
+
+
+def test_each_vocabulary_is_spelled_once() -> None:
+    # Stormbuffer stores have their own lifecycle (candidate → active → superseded …).
+    owners = {PACKAGE / "statuses.py", PACKAGE / "reviewstate.py"}
+    copies = [
+        copy
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in owners and PACKAGE / "stormbuffer" not in path.parents
+        for copy in _vocabulary_copies(path)
+    ]
+    templates = [
+        f"{path.name}: {line.strip()}"
+        for path in sorted((PACKAGE.parent / "templates").rglob("*.j2"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if 'review == "pending"' in line
+    ]
+    assert copies + templates == []
+
+
+def test_the_vocabulary_check_sees_copies_where_they_are(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        'LIVE = ("active", "shipped")\n'
+        "SQL = \"status NOT IN ('archived', 'superseded')\"\n"
+        'def waits(fm):\n    return fm.get("review") == "pending"\n',
+        encoding="utf-8",
+    )
+    assert len(_vocabulary_copies(planted)) == 3
+
+
+def test_layer_names_read_as_their_layer_in_every_script() -> None:
+    assert shown_layer(None) == shown_layer("") == "other" and shown_layer("web") == "web"
+    for alias, layer in (("Frontend", "web"), ("フロントエンド", "web"), ("инфраструктура", "infrastructure")):
+        assert normalize_layer(alias) == layer and normalize_layer(f"**{alias} / Payments**") == layer
+    assert normalize_layer("segurança") is None and set(LAYER_ALIASES.values()) == set(CODE_LAYERS)

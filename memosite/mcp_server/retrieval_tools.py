@@ -16,11 +16,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
-from memosite.mcp_server.store_tools import KindName, ProjectId, SessionId
-from memosite.schema import STATUSES
+from memosite.mcp_server.store_tools import KindName, ProjectId, SessionId, StatusName
 from memosite.vault import Vault
 
-StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 SortOrder = Literal["relevance", "occurrences", "updated", "hits"]
 
 

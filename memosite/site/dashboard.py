@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from memosite.codelayers import shown_layer
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS
 from memosite.schema import format_iso
 from memosite.site import changelog
@@ -259,7 +260,7 @@ def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
     logs = [e for e in source.events if e.kind == "log" and e.action in ("created", "updated")]
     traps = [r for r in source.records if r.entry.kind == "trap" and _live(r)]
     severity = Counter(r.entry.severity or "unrated" for r in traps)
-    layers = Counter(r.entry.layer or "other" for r in traps)
+    layers = Counter(shown_layer(r.entry.layer) for r in traps)
     order = [s for s in (*SEVERITY_ORDER, "unrated") if severity[s]]
     return {
         "activity": weekly_bars(

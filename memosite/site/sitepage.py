@@ -14,6 +14,7 @@ from typing import Any
 
 from memosite.index import IndexEntry
 from memosite.index.verdicts import StoredVerdict
+from memosite.statuses import is_inactive
 
 _COMPILED_STAMP = re.compile(r"^> Last compiled: .*$", re.MULTILINE)
 
@@ -75,6 +76,6 @@ def relative_url(url: str, base: str) -> str:
 def shown_status(entry: IndexEntry, inactive: Sequence[str]) -> str:
     """The status a reader sees: "expired" once the record has expired, unless it already reads
     as archived or superseded (the rule of the views, memosite.index.fragments.SHOWS_EXPIRED)."""
-    if "expired" in inactive and entry.status not in ("archived", "superseded"):
+    if "expired" in inactive and not is_inactive(entry.status):
         return "expired"
     return entry.status

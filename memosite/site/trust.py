@@ -20,6 +20,7 @@ import jinja2
 from memosite.errors import InvalidRecord
 from memosite.index import IndexEntry
 from memosite.index.verdicts import StoredVerdict
+from memosite.reviewstate import is_pending as is_pending_review
 from memosite.schema import parse_datetime, parse_record
 from memosite.site.sitepage import PublishedRecord, SitePage
 from memosite.vault import Vault
@@ -48,7 +49,7 @@ _PERSON_LINE = re.compile(r"^([ +-]\s*(?:author|editedBy|reviewedBy)\s*:\s*)(.*)
 
 def is_pending(entry: IndexEntry) -> bool:
     """Waiting for a person's review (``review: pending``, see :mod:`memosite.review`)."""
-    return entry.frontmatter.get("review") == "pending"
+    return is_pending_review(entry.frontmatter)
 
 
 def cites_code(entry: IndexEntry) -> bool:
@@ -290,6 +291,6 @@ def _pending_file(vault: Vault, relative: str) -> bool:
     """Whether a sidecar holds a version that waits for review (kept off a build without them)."""
     try:
         text = (vault.root / relative).read_text(encoding="utf-8")
-        return parse_record(text, validate=False).frontmatter.get("review") == "pending"
+        return is_pending_review(parse_record(text, validate=False).frontmatter)
     except (OSError, UnicodeDecodeError, InvalidRecord):
         return False
