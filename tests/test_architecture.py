@@ -302,7 +302,7 @@ LAYER_MEMBERS: dict[str, list[str]] = {
         "watch",
     ],
     # Composition roots: configuration is read here and passed down.
-    "front ends": ["__main__", "cli", "console", "hooks", "mcp_server", "memosite"],
+    "front ends": ["__main__", "cli", "console", "hooks", "mcp_server", "memory", "memosite"],
 }
 LAYERS = tuple(LAYER_MEMBERS)
 LAYER_OF = {module: layer for layer, modules in LAYER_MEMBERS.items() for module in modules}
