@@ -107,7 +107,7 @@ def browser() -> Iterator[object]:
 def page(browser: object) -> Iterator[object]:
     context = browser.new_context()  # type: ignore[attr-defined]
     opened = context.new_page()
-    opened.set_default_timeout(15_000)
+    opened.set_default_timeout(60_000)
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
     yield opened

@@ -55,7 +55,7 @@ def _get(url: str, timeout: float = 10.0) -> str:
         return response.read().decode("utf-8")
 
 
-def _eventually(url: str, predicate, timeout: float = 20.0, request_timeout: float = 10.0) -> str:  # type: ignore[no-untyped-def]
+def _eventually(url: str, predicate, timeout: float = 180.0, request_timeout: float = 10.0) -> str:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     text = ""
     while time.monotonic() < deadline:

@@ -8,15 +8,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from test_sync_support import Team, make_team
 
 from memosite.cli import cli
 from memosite.indexing import ensure_index
+from memosite.schema import format_iso, utc_now
 from memosite.site.build import build_site
 from memosite.site.export import export_docs
 from memosite.site.pages import collect_site_content
@@ -65,9 +67,25 @@ def _cli(*args: str) -> Result:
     return result
 
 
+_WRITES = itertools.count(1)
+
+
 def _upsert(kind: str, slug: str, body: str, *extra: str) -> None:
-    _cli("upsert", "--kind", kind, "--slug", slug, "--body", body, *extra)
-    time.sleep(0.005)  # distinct `updated` instants: the Review page orders by them
+    # Each write a later `updated` than the one before (the Review page orders by it), whatever
+    # the clock did between them.
+    updated = format_iso(utc_now() + timedelta(seconds=next(_WRITES)))
+    _cli(
+        "upsert",
+        "--kind",
+        kind,
+        "--slug",
+        slug,
+        "--body",
+        body,
+        "--frontmatter",
+        json.dumps({"updated": updated}),
+        *extra,
+    )
 
 
 @contextlib.contextmanager

@@ -135,8 +135,7 @@ def test_a_purge_travels_to_the_other_machine(team: Team) -> None:
 
 def test_a_purge_newer_than_the_other_machines_edit_wins(team: Team) -> None:
     a, b = synced_pair(team)
-    trap(b, body="Edited on b before the purge.\n")
-    time.sleep(0.01)
+    trap(b, body="Edited on b before the purge.\n", now=utc_now() - timedelta(minutes=1))
     forget_record(a, P, record_id="lock-order", purge=True)
     sync_vault(a)
     result = sync_vault(b)
@@ -151,8 +150,7 @@ def test_an_edit_after_the_purge_keeps_the_record_and_is_reported(team: Team) ->
     a, b = synced_pair(team)
     forget_record(a, P, record_id="lock-order", purge=True)
     sync_vault(a)
-    time.sleep(0.01)
-    trap(b, body="Edited on b after the purge.\n")
+    trap(b, body="Edited on b after the purge.\n", now=utc_now() + timedelta(minutes=1))
     result = sync_vault(b)
     [kept] = result.kept_after_purge
     assert kept.path == TRAP and kept.edited_at is not None and kept.deleted_at is not None
@@ -167,8 +165,7 @@ def test_an_edit_after_the_purge_keeps_the_record_and_is_reported(team: Team) ->
 def test_a_remote_edit_after_a_local_purge_brings_the_record_back(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(b, P, record_id="lock-order", purge=True)
-    time.sleep(0.01)
-    record_hits(a, P, ["lock-order"])  # used on a after b purged it
+    record_hits(a, P, ["lock-order"], now=utc_now() + timedelta(minutes=1))  # used on a after b purged it
     sync_vault(a)
     result = sync_vault(b)
     [kept] = result.kept_after_purge
@@ -430,8 +427,7 @@ def test_sync_finishes_a_pull_that_stopped_on_a_purge(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(a, P, record_id="lock-order", purge=True)
     sync_vault(a)
-    time.sleep(0.01)
-    trap(b, body="edited after the purge\n")
+    trap(b, body="edited after the purge\n", now=utc_now() + timedelta(minutes=1))
     pulled = subprocess.run(
         ["git", "-C", str(b.root), *PERSON, "pull", "--no-rebase", "-q"],
         capture_output=True,
@@ -535,7 +531,7 @@ def test_status_shows_pending_push_and_a_failed_push_until_one_succeeds(team: Te
     assert state.push_error is None and state.ahead == 0 and not state.pending_push
 
 
-def wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, timeout: float = 180.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
