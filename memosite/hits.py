@@ -12,15 +12,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memosite.bootstrap import BootstrapResult, build_bootstrap
 from memosite.errors import InvalidArguments
-from memosite.lookup import StoredRecord, get_record
-from memosite.salience import record_hits
 from memosite.schema import format_iso, utc_now
-from memosite.search import SearchResult, search_records
-from memosite.vault import Vault
+
+if TYPE_CHECKING:
+    from memosite.bootstrap import BootstrapResult
+    from memosite.lookup import StoredRecord
+    from memosite.search import SearchResult
+    from memosite.vault import Vault
+
+# Each function imports its read and the hit counting when called: a CLI search loads the search
+# alone (start-up speed), not the brief or the write machinery.
 
 
 def get_record_counting_hit(
@@ -28,6 +32,9 @@ def get_record_counting_hit(
 ) -> StoredRecord:
     """:func:`~memosite.lookup.get_record`, then one hit of ``session_id`` on the record found (at
     most once per session; none without a session). The record returned shows the hit counted."""
+    from memosite.lookup import get_record
+    from memosite.salience import record_hits
+
     now = now or utc_now()
     found = get_record(vault, project, now=now, **lookup)
     if session_id and record_hits(vault, found.project, [found.id], session_id=session_id, now=now):
@@ -49,12 +56,16 @@ def search_counting_hits(
     """:func:`~memosite.search.search_records`, then one hit on each of ``hit_ids`` (the records the
     caller says it used; at most once per ``session_id``): ``hits_recorded`` lists those counted.
     Acknowledging hits needs a project."""
+    from memosite.search import search_records
+
     if hit_ids and project is None:
         raise InvalidArguments("acknowledging hits needs a project")
     now = now or utc_now()
     result = search_records(vault, project, query, now=now, **filters)
     if not hit_ids or project is None:
         return result
+    from memosite.salience import record_hits
+
     recorded = record_hits(vault, project, list(hit_ids), session_id=session_id, now=now)
     return dataclasses.replace(result, hits_recorded=recorded)
 
@@ -64,10 +75,14 @@ def bootstrap_counting_hits(
 ) -> BootstrapResult:
     """:func:`~memosite.bootstrap.build_bootstrap`, then one hit of ``session_id`` on each record the
     brief shows (at most once per session; none without a session): ``hits_recorded`` lists them."""
+    from memosite.bootstrap import build_bootstrap
+
     now = now or utc_now()
     brief = build_bootstrap(vault, project, now=now, **options)
     if not session_id:
         return brief
+    from memosite.salience import record_hits
+
     # In the order the brief spends its budget: traps, context, decisions, pending.
     shown = [item.id for item in (*brief.traps, *brief.context, *brief.decisions, *brief.pending)]
     recorded = record_hits(vault, project, shown, session_id=session_id, now=now)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import sqlite3
@@ -51,8 +52,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memosite"
 SQL_CALLS = {"execute", "executemany", "executescript"}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every check of this file."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _sql_uses(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and (node.attr in SQL_CALLS or node.attr == "conn"):
@@ -187,7 +194,9 @@ try:
     main()
 except SystemExit as done:
     assert not done.code, done.code
-heavy = sorted(n for n in ("jinja2", "anyascii", "memosite.mutation", "memosite.gitsync") if n in sys.modules)
+heavy = ("jinja2", "anyascii", "subprocess", "memosite.mutation", "memosite.gitsync", "memosite.commitpolicy",
+         "memosite.gitcommand", "memosite.salience", "memosite.bootstrap")
+heavy = sorted(n for n in heavy if n in sys.modules)
 print("HEAVY", heavy, file=sys.stderr)
 """
 
@@ -331,7 +340,7 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def imports_in(source: str, name: str, modules: set[str], *, package: bool = False) -> list[Import]:
+def imports_in(source: str | ast.Module, name: str, modules: set[str], *, package: bool = False) -> list[Import]:
     """Every import of a module in ``modules`` that ``source`` (module ``name``) runs: at module
     level and inside functions and classes alike, but not under ``if TYPE_CHECKING:`` (the type
     checker's alone); ``importlib.import_module("memosite.…")`` with a literal name counts too."""
@@ -378,7 +387,7 @@ def imports_in(source: str, name: str, modules: set[str], *, package: bool = Fal
             add(nearest(node.args[0].value), node.lineno)
         visit(node)
 
-    visit(ast.parse(source))
+    visit(ast.parse(source) if isinstance(source, str) else source)
     return found
 
 
@@ -391,7 +400,7 @@ def package_imports() -> list[Import]:
     return [
         found
         for name, path in paths.items()
-        for found in imports_in(path.read_text(encoding="utf-8"), name, set(paths), package=path.name == "__init__.py")
+        for found in imports_in(parsed(path), name, set(paths), package=path.name == "__init__.py")
     ]
 
 
@@ -505,7 +514,7 @@ class Later:
 def _private_uses(path: Path, name: str, modules: set[str]) -> list[str]:
     """Private names (``_x``) a module takes from another memosite module: imported, or read off
     an imported module (``gitsync._schedule``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     imported_modules: set[str] = set()
     found = []
     for node in ast.walk(tree):
@@ -605,7 +614,7 @@ def test_pending_sql_agrees_with_is_pending(review: object, present: bool) -> No
 def _vocabulary_copies(path: Path) -> list[str]:
     """Status lists and the pending-review test written out, instead of read from their table."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         where = f"{path.name}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) >= 2:
             values = [e.value for e in node.elts if isinstance(e, ast.Constant)]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -63,6 +61,10 @@ def schedule_push(vault: Vault) -> None:
 
 
 def _spawn_worker(vault: Vault) -> None:
+    # Here, not at the top: every CLI command registers the push, few ever start one.
+    import subprocess
+    import threading
+
     log = vault.internal_path(LOG_FILE)
     with contextlib.suppress(OSError):
         if log.stat().st_size > LOG_MAX_BYTES:
