@@ -273,6 +273,7 @@ def test_cli_max_tokens_and_bad_input_is_one_line(vault: Vault, run_cli) -> None
     assert bad.exit_code == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     budget=st.integers(MIN_MAX_BYTES, 6000),
@@ -500,6 +501,7 @@ def test_bootstrap_explain_takes_no_value(vault: Vault, run_cli) -> None:  # typ
     assert done.exit_code == 2 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     budget=st.integers(min_value=MIN_MAX_BYTES, max_value=6000),

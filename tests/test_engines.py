@@ -122,6 +122,7 @@ def _search(page: object, built: Built, query: str) -> list[str]:
     return [text.replace("\n", " ") for text in results.all_inner_texts()]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_every_page_of_the_demo_shows_something_on_every_engine(built: Built, page: object) -> None:
     assert built.output["engine"] == built.engine and built.output["records"] >= 28  # type: ignore[operator]
@@ -212,6 +213,7 @@ def test_links_here_lists_the_records_that_link_to_a_record(built: Built, page: 
     assert "Link here" in links and "Checkout v2" in links and "Refunds reuse" in links
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize(
     ("query", "title"),
@@ -231,6 +233,7 @@ def test_site_search_finds_what_the_cli_finds_without_missing_words(
     assert "Missing" not in hit
 
 
+@pytest.mark.slow
 def test_each_record_is_one_search_entry_without_its_details(built: Built) -> None:
     index = built.site / ("search.json" if built.engine == "zensical" else "search/search_index.json")
     data = json.loads(index.read_text(encoding="utf-8"))

@@ -604,6 +604,7 @@ TEXT = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.lists(
@@ -651,6 +652,7 @@ def readme_everyday_commands() -> list[list[str]]:
     return commands
 
 
+@pytest.mark.slow
 def test_the_readmes_everyday_commands_run_as_written_in_a_fresh_vault(tmp_path: Path, memosite_exe: Path) -> None:
     commands = readme_everyday_commands()
     assert len(commands) >= 8

@@ -656,6 +656,7 @@ def test_text_helpers_agree_with_their_definitions(text: str) -> None:
     assert re.fullmatch(r"(?:[a-z0-9]+(?:-[a-z0-9]+)*)?", slugify(text))
 
 
+@pytest.mark.slow
 def test_occurrences_sql_agrees_with_trap_occurrences() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -680,6 +681,7 @@ def test_occurrences_sql_agrees_with_trap_occurrences() -> None:
 _UNSPACED_WORDS = ["订单", "锁表", "缓存", "キャッシュ", "在庫", "결제", "payment", "retry"]
 
 
+@pytest.mark.slow
 def test_substring_search_agrees_with_the_text_after_any_sequence_of_writes(vault: Vault) -> None:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -794,6 +796,7 @@ def test_a_long_distractor_never_outranks_a_short_exact_answer(tmp_path: Path, s
         vault.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(repeats=st.integers(min_value=1, max_value=300), words=st.lists(st.sampled_from(_FILLER_WORDS), max_size=5))
 def test_the_record_holding_the_rare_word_ranks_first_whatever_the_distractor_holds(

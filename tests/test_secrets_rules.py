@@ -220,6 +220,7 @@ def test_session_append_refuses_each_family(family: str, run_cli: Callable[..., 
     assert _secret_part(family).encode() not in log.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILY_IDS)
 def test_site_build_refuses_each_family_planted_by_hand(family: str, tmp_path: Path) -> None:
     from memosite.site import build_site

@@ -191,6 +191,7 @@ def test_busy_port_is_a_clear_error(vault: Vault) -> None:
     assert not server.site_dir.exists()
 
 
+@pytest.mark.slow
 def test_serve_command_serves_until_terminated(vault: Vault) -> None:
     upsert_record(
         vault,
@@ -208,6 +209,7 @@ def test_serve_command_serves_until_terminated(vault: Vault) -> None:
         assert "Shared test database" in page
 
 
+@pytest.mark.slow
 def test_serve_include_pending_serves_pending_records_and_the_review_page(vault: Vault) -> None:
     path = vault.record_path(PROJECT, "trap", "agent-guess")
     path.parent.mkdir(parents=True, exist_ok=True)

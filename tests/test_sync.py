@@ -97,6 +97,7 @@ def test_fields_changed_on_both_machines_merge_and_counters_add_up(team: Team) -
     assert "3" in (a.project_dir(P) / "TRAPS.md").read_text(encoding="utf-8")  # the merged view
 
 
+@pytest.mark.slow
 def test_both_machines_changing_the_body_keeps_local_and_puts_remote_beside_it(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body="Version from a: 日本語\n")
@@ -162,6 +163,7 @@ def test_an_edit_after_the_purge_keeps_the_record_and_is_reported(team: Team) ->
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_a_remote_edit_after_a_local_purge_brings_the_record_back(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(b, P, record_id="lock-order", purge=True)
@@ -201,6 +203,7 @@ def test_gc_purges_and_log_rollups_sync_the_same_way(team: Team) -> None:
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_tombstones_merge_as_a_union(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="only-a", body="a\n")
@@ -329,6 +332,7 @@ def everything(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_dry_run_changes_nothing_and_predicts_the_sync(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body="from a\n")
@@ -366,6 +370,7 @@ def test_dry_run_of_a_new_machine_says_it_would_join(team: Team) -> None:
 # --- a plain git pull -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_plain_git_pull_merges_records_and_never_writes_markers(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="both-bodies", body="first\n")
@@ -398,6 +403,7 @@ def test_a_plain_git_pull_merges_records_and_never_writes_markers(team: Team) ->
     assert "compile views after git merge" in git(a.root, "log", "-1", "--format=%s")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", [None, "rebase = true", "rebase = true\n\tff = only"])
 def test_a_plain_git_pull_merges_whatever_the_persons_global_pull_setting(
     team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None

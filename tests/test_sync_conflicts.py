@@ -66,6 +66,7 @@ def test_resolve_without_take_refuses_a_record_unchanged_since_the_conflict(team
         assert as_json.exit_code != 0 and as_json.json()["error"]["code"] == "INVALID_ARGUMENTS"
 
 
+@pytest.mark.slow
 def test_resolve_without_take_counts_hits_as_no_edit_but_a_hand_edit_as_one(team: Team) -> None:
     _, b = conflict_on_both(team)
     record_hits(b, P, ["lock-order"])  # the record is used meanwhile: not a decision about the conflict
@@ -97,6 +98,7 @@ def test_conflicts_name_this_machines_version_on_every_machine(team: Team, run_c
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("take", "body"), [("local", A_BODY), ("mine", A_BODY), ("remote", B_BODY), ("theirs", B_BODY)]
 )
@@ -117,6 +119,7 @@ def test_take_mine_or_local_keeps_this_machines_work_where_it_runs(
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_take_mine_on_the_machine_that_made_the_conflict_keeps_its_version(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     _, b = conflict_on_both(team)
     done = run_cli("resolve", "lock-order", "--take", "mine", "--vault", str(b.root))
@@ -124,6 +127,7 @@ def test_take_mine_on_the_machine_that_made_the_conflict_keeps_its_version(team:
     assert read_record(b.root / TRAP).body == B_BODY
 
 
+@pytest.mark.slow
 def test_a_machine_that_wrote_neither_version_chooses_by_place(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     c = team.machine("c")
@@ -151,6 +155,7 @@ def test_a_machine_that_wrote_neither_version_chooses_by_place(team: Team, run_c
 # --- 3. a purge ends the conflict --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_purge_ends_the_conflict_on_every_machine(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     [conflict] = list_conflicts(a)
@@ -167,6 +172,7 @@ def test_a_purge_ends_the_conflict_on_every_machine(team: Team, run_cli) -> None
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_a_purge_that_meets_the_conflict_in_a_merge_ends_it(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body=A_BODY)
@@ -182,6 +188,7 @@ def test_a_purge_that_meets_the_conflict_in_a_merge_ends_it(team: Team) -> None:
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_a_sidecar_whose_record_was_deleted_elsewhere_says_where(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     (a.root / TRAP).unlink()  # removed by hand, no purge: the sidecar stays, as a version to decide on
@@ -222,6 +229,7 @@ def test_the_version_in_place_is_described_by_the_write_that_gave_it_its_content
     assert commit == git(a.root, "log", "-1", "--format=%h", "--abbrev=7", "HEAD^1", "--", TRAP).strip()
 
 
+@pytest.mark.slow
 def test_take_mine_never_brings_back_an_older_write_of_this_machine(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, _ = chained_conflicts(team)
     for conflict in list_conflicts(a):
@@ -237,6 +245,7 @@ def test_take_mine_never_brings_back_an_older_write_of_this_machine(team: Team, 
     assert list_conflicts(a) == []
 
 
+@pytest.mark.slow
 def test_take_mine_refuses_an_older_write_when_a_newer_one_of_this_machine_stands_beside_it(
     team: Team,
     run_cli,  # type: ignore[no-untyped-def]

@@ -20,6 +20,7 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
     yield from make_team(tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 def test_sync_reports_say_one_commit_and_two_commits(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="new-on-a", body="new\n")

@@ -483,6 +483,7 @@ def test_ctrl_c_before_anything_is_written_stops_the_write(vault_dir: Path) -> N
     assert not list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))
 
 
+@pytest.mark.slow
 def test_a_thousand_record_stormbuffer_import_takes_the_lock_once_and_makes_one_commit(
     vault_dir: Path, tmp_path: Path
 ) -> None:
