@@ -75,6 +75,7 @@ def _sql_uses(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_only_the_index_package_executes_sql_or_touches_the_connection() -> None:
     offenders = [
         use

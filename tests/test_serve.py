@@ -134,6 +134,7 @@ def test_new_record_file_is_served_and_listed(served: tuple[SiteServer, Vault]) 
     assert "Schedule jobs in UTC." in _get(f"{server.url}memory/{PROJECT}/traps/cron-drift/")
 
 
+@pytest.mark.slow
 def test_a_secret_planted_while_serving_takes_the_site_down_until_removed(
     served: tuple[SiteServer, Vault],
 ) -> None:

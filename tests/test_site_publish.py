@@ -49,6 +49,7 @@ def _files_on(remote: Path, branch: str = "gh-pages") -> set[str]:
     return set(_git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", branch).splitlines())
 
 
+@pytest.mark.slow
 def test_gh_pages_commits_the_built_site_to_the_branch(filled: Vault, remote: Path) -> None:
     result = publish_gh_pages(filled, remote=str(remote))
     files = _files_on(remote)

@@ -413,6 +413,7 @@ def test_the_conflicts_page_shows_both_versions_and_alone_holds_a_sidecars_text(
     assert "NEEDS-REVIEW" not in home
 
 
+@pytest.mark.slow
 def test_a_conflict_of_a_pending_record_shows_its_diff_only_when_pending_records_are_included(
     tmp_path: Path,
 ) -> None:

@@ -77,6 +77,7 @@ def test_a_change_arrives_by_fast_forward_and_is_indexed(team: Team) -> None:
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_fields_changed_on_both_machines_merge_and_counters_add_up(team: Team) -> None:
     a, b = synced_pair(team)
     record_hits(a, P, ["lock-order"])
@@ -429,6 +430,7 @@ def test_a_plain_git_pull_merges_whatever_the_persons_global_pull_setting(
     assert git(a.root, "config", "--local", "pull.rebase").strip() == "false"
 
 
+@pytest.mark.slow
 def test_sync_finishes_a_pull_that_stopped_on_a_purge(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(a, P, record_id="lock-order", purge=True)
@@ -463,6 +465,7 @@ def conflicted(team: Team) -> tuple[Vault, Vault]:
     return a, b
 
 
+@pytest.mark.slow
 def test_resolve_take_remote_puts_the_remote_version_in_place_in_one_commit(team: Team) -> None:
     _, b = conflicted(team)
     [conflict] = list_conflicts(b)
@@ -478,6 +481,7 @@ def test_resolve_take_remote_puts_the_remote_version_in_place_in_one_commit(team
     assert list_conflicts(b) == []
 
 
+@pytest.mark.slow
 def test_resolve_after_a_hand_edit_keeps_the_edit(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflicted(team)
     path = b.root / TRAP

@@ -53,6 +53,7 @@ def state(vault: Vault) -> tuple[str, dict[str, bytes]]:
 # --- 1. resolve without --take needs an edit --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resolve_without_take_refuses_a_record_unchanged_since_the_conflict(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     for vault in (b, a):  # the machine that made the conflict, and the one that received it
@@ -218,6 +219,7 @@ def chained_conflicts(team: Team) -> tuple[Vault, Vault]:
     return a, b
 
 
+@pytest.mark.slow
 def test_the_version_in_place_is_described_by_the_write_that_gave_it_its_content(team: Team) -> None:
     a, _ = chained_conflicts(team)
     found = list_conflicts(a)
@@ -259,6 +261,7 @@ def test_take_mine_refuses_an_older_write_when_a_newer_one_of_this_machine_stand
     assert "newer version" in refused.stderr and state(b) == before
 
 
+@pytest.mark.slow
 def test_an_uncommitted_edit_in_place_is_this_machines_version(team: Team) -> None:
     a, _ = conflict_on_both(team)
     path = a.root / TRAP
@@ -267,6 +270,7 @@ def test_an_uncommitted_edit_in_place_is_this_machines_version(team: Team) -> No
     assert (conflict.local.uncommitted, conflict.local.written_here, conflict.local.commit) == (True, True, None)
 
 
+@pytest.mark.slow
 def test_the_hint_names_the_sidecar_when_a_record_has_several(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, _ = chained_conflicts(team)
     text = run_cli("conflicts", "--vault", str(a.root)).stdout
@@ -315,6 +319,7 @@ def test_a_config_conflict_is_listed_with_its_diff_and_in_status(team: Team, run
     assert counted == [sidecar]  # the count agrees with the lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ref", ["config.json", "config", "short id"])
 def test_a_config_conflict_is_resolved_by_its_id_or_the_file_name(team: Team, run_cli, ref: str) -> None:  # type: ignore[no-untyped-def]
     a, stranger, sidecar = config_conflict(team)

@@ -78,6 +78,7 @@ VERSION_KEYS = {
 }
 
 
+@pytest.mark.slow
 def test_the_json_of_sync_conflicts_and_resolve_keeps_its_shape(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = synced_pair(team)
     trap(a, body="from a\n")
@@ -146,6 +147,7 @@ def test_status_shows_each_conflicts_record_and_both_versions_updated(team: Team
     ) in text
 
 
+@pytest.mark.slow
 def test_the_dry_run_counts_the_merge_commit_it_would_push_and_writes_no_conflict(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body="from a\n")

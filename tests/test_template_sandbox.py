@@ -346,6 +346,7 @@ def test_a_cache_folder_other_users_can_write_is_not_used(vault: Vault) -> None:
     assert sys.platform != "win32"
 
 
+@pytest.mark.slow
 def test_a_vault_override_of_the_memory_page_is_never_published(
     vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
 ) -> None:

@@ -250,6 +250,7 @@ upsert_record(vault, "demo", kind="trap", slug="fresh", body="A fresh trap about
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_a_unit_killed_at_any_step_is_read_as_the_files_are_and_finished_by_the_next_write(
     vault_dir: Path, point: str
@@ -444,6 +445,7 @@ main(["append", "--event", "deployed v2", "--json"])
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_the_write_reports_success_and_writes_once(vault_dir: Path) -> None:
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(INTERRUPTED_CHILD)],
@@ -515,6 +517,7 @@ main(["append", "--event", "deployed v3", "--json"])
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_between_the_write_and_its_report_still_reports_success(vault_dir: Path) -> None:
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(INTERRUPTED_AFTER_THE_UNIT)],
