@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memosite.configuration import edit_machine_file
+from memosite.gitidentity import git_identity
 from memosite.gitsync import run_git
 from memosite.policy import ConfigReport, PolicyChange, ReviewPolicy, enforced, tightened
-from memosite.provenance import git_identity, require_person
+from memosite.provenance import require_person
 from memosite.settings import CONFIG_FILE
 from memosite.vault import Vault
 from memosite.vaultconfig import ACCEPTED_KEY, accepted_entry, load_config

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
-from memosite.schema import STATUSES
+from memosite.statuses import LIVE_STATUSES
 
 ARCHIVED_FROM = "archivedFrom"
-# What restore may bring back: a live status. ``archived`` and ``superseded`` are not (a record
-# archived twice, or a hand-written value), so those fall back to ``active``.
-RESTORABLE_STATUSES = tuple(status for status in STATUSES if status not in ("archived", "superseded"))
+# What restore may bring back: a live status. An inactive one (a record archived twice, or a
+# hand-written value) falls back to ``active``.
+RESTORABLE_STATUSES = LIVE_STATUSES
 
 
 def archive_fields(frontmatter: MutableMapping[str, Any], now_iso: str, reason: str | None = None) -> None:

@@ -47,13 +47,16 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memosite.brief_focus import Focused, TaskWords, focus_section
+from memosite.codelayers import shown_layer
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.expiration import is_expired_iso
 from memosite.index import fts, queries, verdicts
 from memosite.kinds import CONTEXT_KINDS
 from memosite.query import parse_query
+from memosite.recurrence import trap_occurrences
 from memosite.schema import format_iso, utc_now
 from memosite.search import MatchMode, match_of, normalize_path
+from memosite.statuses import ACCEPTED_STATUSES
 from memosite.vault import Vault
 
 MAX_TRAPS = 10
@@ -64,7 +67,6 @@ MAX_PENDING = 5
 # Every trap may be in the brief: agents often leave severity out, and a brief saying "no traps"
 # while unrated ones exist would mislead. Unrated (0) and low ones rank after the others.
 TRAP_WEIGHTS = (0, 1, 2, 3, 4)
-ACCEPTED_STATUSES = ("active", "shipped", "completed")
 DECISION_PAGE = 16  # decisions are read a page at a time, only as far as the budget goes
 OMITTED_IDS = 20  # ids listed per omission; the count is always exact
 _MIN_TRIMMED_BODY = 160  # below this a cut-short record says too little to be worth its heading
@@ -140,8 +142,8 @@ class BriefItem:
         parts = [f"`{self.id}`", self.status]
         if self.section == "traps":
             parts += [
-                f"layer {self.layer or 'other'}",
-                f"occurrences {self.occurrences or 1}",
+                f"layer {shown_layer(self.layer)}",
+                f"occurrences {trap_occurrences(self.kind, self.occurrences)}",
                 f"hits {self.hits}",
             ]
             if self.path_patterns:
@@ -735,13 +737,13 @@ def build_bootstrap(
     path: str | None = None,
     max_bytes: int | None = None,
     max_tokens: int | None = None,
-    session_id: str | None = None,
     fresh_only: bool = False,
     now: datetime | None = None,
 ) -> BootstrapResult:
-    """The session brief of ``project`` (see the module docstring for what it holds and drops)."""
+    """The session brief of ``project`` (see the module docstring for what it holds and drops). A
+    read: an agent's brief counts the hits of what it shows through
+    :func:`memosite.hits.bootstrap_counting_hits`."""
     from memosite.indexing import ensure_index
-    from memosite.salience import record_hits
     from memosite.schema import validate_slug
 
     now = now or utc_now()
@@ -800,11 +802,6 @@ def build_bootstrap(
     if left_out["pending"]:
         omitted.append(Omission("pending", "cap", left_out["pending"], unread("pending", OMITTED_IDS)))
     omitted += [Omission(section, "freshness", count) for section, count in unfresh.items()]
-    recorded = (
-        record_hits(vault, project, [item.id for item in included], session_id=session_id, now=now)
-        if session_id
-        else []
-    )
     return BootstrapResult(
         project=project,
         query=query,
@@ -820,5 +817,4 @@ def build_bootstrap(
         truncated=bool(omitted) or any(item.trimmed for item in included),
         match=gatherer.match(),
         max_tokens=max_tokens,
-        hits_recorded=recorded,
     )

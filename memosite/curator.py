@@ -31,6 +31,7 @@ from memosite.kinds import ARCHIVE_ON_EXPIRE_KINDS, KINDS, SWEPT_KINDS
 from memosite.mutation import Mutation, mutation
 from memosite.rollup import RollupPlan, apply_rollup, log_is_eligible, plan_rollups
 from memosite.schema import Record, format_iso, utc_now, validate_frontmatter
+from memosite.statuses import is_terminal
 from memosite.vault import RecordFile, Tombstone, Vault, is_temp_name, warn
 
 __all__ = ["ARCHIVE_ON_EXPIRE_KINDS", "GcResult", "compact_monthly_logs", "run_gc", "sweep_expired_records"]
@@ -158,7 +159,7 @@ def _sweepable(fm: dict[str, Any], purge: bool) -> bool:
     status = fm.get("status")
     if status == "archived" or _is_true(fm.get("compacted")):
         return False
-    return purge or status != "superseded" or fm.get("kind") not in ARCHIVE_ON_EXPIRE_KINDS
+    return purge or not is_terminal(status) or fm.get("kind") not in ARCHIVE_ON_EXPIRE_KINDS
 
 
 def plan_gc(vault: Vault, project: str, *, purge: bool = False, now: datetime | None = None) -> GcPlan:

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from memosite.errors import StorageError
-from memosite.gitcommand import first_line, git_dir, run_git
+from memosite.gitcommand import branch_name, first_line, git_dir, run_git
 from memosite.kinds import VIEW_FILES
-from memosite.vault import DISPOSABLE_PATTERNS, atomic_write_text
+from memosite.vault import DISPOSABLE_PATTERNS, Vault, atomic_write_text
 
 BLOCK_START = "# >>> memosite: disposable files, rebuilt from the records (managed block) >>>"
 BLOCK_END = "# <<< memosite <<<"
@@ -236,3 +237,36 @@ def ensure_merge_setup(root: Path) -> None:
             raise StorageError(f"cannot set {key} in the vault repository: {first_line(result.stderr)}")
     _install_hook(directory, "post-merge", HOOK_MARK, hook_text())
     _install_hook(directory, "reference-transaction", GUARD_HOOK_MARK, guard_hook_text())
+
+
+def ensure_repo(vault: Vault) -> None:
+    """A git repository in the vault whose ``.gitignore`` keeps the disposable files out, set up
+    for record-aware merging; files an older memosite committed that are disposable now leave the
+    index (not the disk)."""
+    if shutil.which("git") is None:
+        raise StorageError("vaultGit is enabled but git is not installed")
+    if not (vault.root / ".git").exists():
+        # vaultGit.branch, else the person's init.defaultBranch, else main (what hosted remotes expect).
+        branch = branch_name(vault.config.git_branch, "vaultGit.branch")
+        if branch is None and not any(
+            run_git(vault.root, "config", scope, "--get", args=["init.defaultBranch"]).stdout.strip()
+            for scope in ("--global", "--system")
+        ):
+            branch = "main"
+        initial = [f"--initial-branch={branch}"] if branch else []
+        result = run_git(vault.root, "init", "-q", *initial)
+        if result.returncode != 0:
+            raise StorageError(f"git init failed: {result.stderr.strip()}")
+    gitignore = vault.root / ".gitignore"
+    try:
+        existing = gitignore.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    wanted = merged_gitignore(existing)
+    if wanted != existing:
+        atomic_write_text(gitignore, wanted)
+        tracked = run_git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+        stale = [name for name in tracked.stdout.split("\0") if name]
+        if stale:
+            run_git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", paths=stale)
+    ensure_merge_setup(vault.root)

@@ -1,30 +1,24 @@
-"""Vault-git: every mutation asks for a commit of the vault (when ``vaultGit.enabled``).
+"""Vault git: commits of the vault, made as the actor who changed it, holding only what a shared
+vault may.
 
-``vaultGit.atomic`` true commits each change at once; false queues the message and
-:func:`flush_pending` commits the batch (gc does this at the end of a pass). What memosite can
-rebuild (:data:`memosite.vault.DISPOSABLE_PATTERNS`) is kept out of git by a block memosite keeps
-in the vault's ``.gitignore``, merged into whatever else the file holds.
+:func:`commit_now` commits everything a shared vault may hold (:func:`stage_shared`, by
+:mod:`memosite.sync.allowlist`); when it commits — at once per change, or queued — is the commit
+policy's (:mod:`memosite.commitpolicy`), and setting the repository up is :mod:`memosite.gitsetup`'s
+(``.gitignore`` block, merge drivers, attributes, hooks).
 
 Commits carry who made them: ``vault.actor`` (set by the composition root) authors the commit when
 it names someone (an MCP session: ``<client> via memosite``); otherwise git's own configured
-identity does, and ``memosite`` only when git has none. With ``vaultGit.push: "auto"`` a commit
-also schedules a debounced background push (:mod:`memosite.sync.autopush`).
-
-The repository is also set up for team sync (:mod:`memosite.gitsetup`: merge drivers, attributes,
-hooks). Every git call goes through the guarded runner (:mod:`memosite.gitcommand`), and a commit
-holds only what a shared vault may (:func:`stage_shared`, by :mod:`memosite.sync.allowlist`). When
-vault git cannot commit, every write says so and ``memosite status`` names why
-(:func:`vault_git_problem`); a ``.git/index.lock`` a killed git left is removed
-(:mod:`memosite.gitlock`).
+identity does, and ``memosite`` only when git has none. Every git call goes through the guarded
+runner (:mod:`memosite.gitcommand`). When vault git cannot commit, every write says so and
+``memosite status`` names why (:func:`vault_git_problem`); a ``.git/index.lock`` a killed git left
+is removed (:mod:`memosite.gitlock`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -34,10 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memosite import gitcommand
-from memosite.errors import MemositeError, StorageError
+from memosite.errors import StorageError
 from memosite.gitcommand import first_line, git_dir
 from memosite.gitlock import inspect_index_lock, remove_stale_index_lock
-from memosite.gitsetup import ensure_merge_setup, merged_gitignore
+from memosite.gitsetup import ensure_repo
 from memosite.schema import format_iso, utc_now
 from memosite.sync.allowlist import refusal
 from memosite.vault import Vault, atomic_write_text, warn
@@ -155,39 +149,6 @@ def commit(
         _FALLBACKS[root] = (options, time.monotonic() + FALLBACK_RECHECK_SECONDS)
         result = attempt(options)
     return result
-
-
-def ensure_repo(vault: Vault) -> None:
-    """A git repository in the vault whose ``.gitignore`` keeps the disposable files out, set up
-    for record-aware merging; files an older memosite committed that are disposable now leave the
-    index (not the disk)."""
-    if shutil.which("git") is None:
-        raise StorageError("vaultGit is enabled but git is not installed")
-    if not (vault.root / ".git").exists():
-        # vaultGit.branch, else the person's init.defaultBranch, else main (what hosted remotes expect).
-        branch = gitcommand.branch_name(vault.config.git_branch, "vaultGit.branch")
-        if branch is None and not any(
-            run_git(vault.root, "config", scope, "--get", args=["init.defaultBranch"]).stdout.strip()
-            for scope in ("--global", "--system")
-        ):
-            branch = "main"
-        initial = [f"--initial-branch={branch}"] if branch else []
-        result = run_git(vault.root, "init", "-q", *initial)
-        if result.returncode != 0:
-            raise StorageError(f"git init failed: {result.stderr.strip()}")
-    gitignore = vault.root / ".gitignore"
-    try:
-        existing = gitignore.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        existing = ""
-    wanted = merged_gitignore(existing)
-    if wanted != existing:
-        atomic_write_text(gitignore, wanted)
-        tracked = run_git(vault.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
-        stale = [name for name in tracked.stdout.split("\0") if name]
-        if stale:
-            run_git(vault.root, "rm", "-q", "--cached", "--ignore-unmatch", paths=stale)
-    ensure_merge_setup(vault.root)
 
 
 def merge_in_progress(root: Path) -> bool:
@@ -336,7 +297,7 @@ def vault_git_problem(vault: Vault) -> str | None:
     return str(noted.get("message")) if isinstance(noted, dict) and noted.get("message") else None
 
 
-def _note_problem(vault: Vault, message: str | None) -> None:
+def note_problem(vault: Vault, message: str | None) -> None:
     path = vault.internal_path(PROBLEM_FILE)
     if message is None:
         path.unlink(missing_ok=True)
@@ -365,84 +326,3 @@ def commit_now(vault: Vault, message: str) -> bool:
         output = result.stderr or result.stdout
         raise StorageError(f"git commit failed: {first_line(output)}{_lock_hint(vault.root, output)}")
     return True
-
-
-def request_commit(vault: Vault, message: str) -> None:
-    """Ask for a vault commit. Failures warn: the Markdown write already happened and stands.
-
-    While vault git cannot commit (:func:`vault_git_problem`), every write says so in a warning
-    line and ``memosite status`` names the problem until a commit succeeds. With
-    ``vaultGit.push: "auto"`` a commit also schedules a push; it runs in the background after a
-    short quiet spell, so the write never waits for the network."""
-    if not vault.config.git_enabled:
-        return
-    try:
-        if vault.config.git_atomic:
-            queued = _queued_messages(vault)
-            full = message if not queued else f"{message}\n\n" + "\n".join(queued)
-            committed = commit_now(vault, full)
-            _note_problem(vault, None)
-            if committed:
-                vault.internal_path("pending-commits").unlink(missing_ok=True)
-                _schedule_auto_push(vault)
-        else:
-            queue_commit(vault, message)
-            problem = vault_git_problem(vault)
-            if problem is not None:
-                warn(f"vault git is stuck: {problem}; this change is saved, not committed (memosite status)")
-    except (StorageError, OSError) as exc:
-        problem = str(getattr(exc, "message", exc))
-        with contextlib.suppress(StorageError, OSError):
-            _note_problem(vault, problem)
-        warn(f"vault git is stuck: {problem}; this change is saved, not committed (memosite status)")
-
-
-def queue_commit(vault: Vault, message: str) -> None:
-    """Keep ``message`` for the next commit (changes that need no commit of their own, such as
-    hits, and every change while ``vaultGit.atomic`` is off)."""
-    if not vault.config.git_enabled:
-        return
-    vault.internal_dir.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    with os.fdopen(os.open(vault.internal_path("pending-commits"), flags, 0o644), "a", encoding="utf-8") as handle:
-        handle.write(message.replace("\n", " ") + "\n")
-
-
-def _queued_messages(vault: Vault) -> list[str]:
-    try:
-        return vault.internal_path("pending-commits").read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-
-
-def flush_pending(vault: Vault) -> bool:
-    """Commit queued changes as one commit listing every queued message."""
-    if not vault.config.git_enabled:
-        return False
-    pending = vault.internal_path("pending-commits")
-    try:
-        messages = pending.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        messages = []
-    if not messages:
-        return False
-    summary = f"memosite: {len(messages)} change{'s' if len(messages) != 1 else ''}\n\n" + "\n".join(messages)
-    committed = commit_now(vault, summary)
-    if committed or not merge_in_progress(vault.root):
-        pending.unlink(missing_ok=True)
-    if committed:
-        _schedule_auto_push(vault)
-    return committed
-
-
-def _schedule_auto_push(vault: Vault) -> None:
-    if vault.config.git_push != "auto":
-        return
-    from memosite.sync.autopush import schedule_push
-
-    try:
-        schedule_push(vault)
-    except OSError as exc:
-        warn(f"automatic push not scheduled: {exc}")
-    except MemositeError as exc:
-        warn(f"automatic push not scheduled: {exc.message}")

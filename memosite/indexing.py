@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memosite.errors import BuildError, InvalidRecord, SafetyViolation, StorageError
+from memosite.errors import InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry, vectors
 from memosite.kinds import RECORD_DIRS, kinds_in_directory, views_for_kinds
@@ -435,27 +435,11 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
     return counts
 
 
-def compile_project(vault: Vault, project: str) -> list[Path]:
-    """Pick up edits made outside memosite, then rewrite every view of the project. Rewriting the
-    views is what was asked: a view that cannot be compiled (a vault template the sandbox stops)
-    is this call's error (BUILD_FAILED, or the sandbox's SAFETY_VIOLATION), not a warning after
-    which it would say it compiled them."""
-    import jinja2
-
-    from memosite.mutation import mutation
-    from memosite.views import write_views
-
-    with mutation(vault, f"compile {project}"):
-        refresh_project(vault, project)
-        try:
-            return write_views(vault, project)
-        except (sqlite3.Error, jinja2.TemplateError) as exc:
-            raise BuildError(f"cannot compile the views of {project}: {describe_view_error(exc)}") from exc
-
-
 def ensure_index(vault: Vault) -> None:
-    """A missing or outdated index is rebuilt from the files before first use, and what a killed
-    unit of work left half done is finished (see :func:`memosite.mutation.recover_interrupted`)."""
+    """A missing or outdated index is rebuilt from the files before first use, and files added or
+    removed outside memosite are picked up. What a killed unit of work left half done is finished
+    by the next unit (:func:`memosite.mutation.recover_interrupted`), not here: a read never
+    commits."""
     index = vault.index()
     if index.fresh:
         index.fresh = False
@@ -464,10 +448,6 @@ def ensure_index(vault: Vault) -> None:
         index.set_meta(TEMPLATES_META, templates_checksum_for(vault))
     elif index.get_meta(TEMPLATES_META) != templates_checksum_for(vault):
         rerender_templates(vault)
-    if index.inflight():
-        from memosite.mutation import recover_interrupted  # the write machinery, only when needed
-
-        recover_interrupted(vault)
     catch_up(vault)
 
 

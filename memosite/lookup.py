@@ -14,7 +14,8 @@ from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
 from memosite.index import queries
 from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
-from memosite.schema import Record, format_iso, normalize_kind, subdir_for_kind, utc_now
+from memosite.reviewstate import is_pending
+from memosite.schema import Record, normalize_kind, subdir_for_kind, utc_now
 from memosite.suggest import did_you_mean, near_misses
 from memosite.vault import Vault, is_record_name
 
@@ -46,7 +47,7 @@ class StoredRecord:
     @property
     def pending(self) -> bool:
         """Waiting for a person's review (``review: pending``)."""
-        return self.frontmatter.get("review") == "pending"
+        return is_pending(self.frontmatter)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -242,22 +243,14 @@ def get_record(
     kind: str | None = None,
     slug: str | None = None,
     cross_project: bool = False,
-    session_id: str | None = None,
     now: datetime | None = None,
 ) -> StoredRecord:
     """Fetch one record, annotated ``expired``. With ``cross_project`` (no project was named) a
     miss in ``project`` falls back to sibling projects — never for scratch/state/review, and only
-    when exactly one sibling matches (fail closed). With a ``session_id`` (an agent's session) the
-    fetch counts one hit, at most once per session; a person reading a record counts none."""
+    when exactly one sibling matches (fail closed). A read: an agent's fetch counts its hit through
+    :func:`memosite.hits.get_record_counting_hit`."""
     now = now or utc_now()
-    found = _find(vault, project, record_id=record_id, kind=kind, slug=slug, cross_project=cross_project, now=now)
-    if session_id:
-        from memosite.salience import record_hits
-
-        if record_hits(vault, found.project, [found.id], session_id=session_id, now=now):
-            found.frontmatter["hits"] = int(found.frontmatter.get("hits") or 0) + 1
-            found.frontmatter["lastHit"] = format_iso(now)
-    return found
+    return _find(vault, project, record_id=record_id, kind=kind, slug=slug, cross_project=cross_project, now=now)
 
 
 def _find(

@@ -7,9 +7,10 @@ project, the views of every kind it touched, requests one vault commit with its 
 its in-flight notes. A batch (an import, a gc pass, a backfill) is one unit: one lock, one view
 rebuild, one commit. A unit opened inside another on the same vault joins it.
 
-A process killed inside a unit leaves its in-flight notes behind; the next process that opens the
-index (:func:`recover_interrupted`, run by ``ensure_index``) re-reads those paths, brings their rows
-and views in step with the files and commits what they hold. Ctrl-C once a file has changed is held
+A process killed inside a unit leaves its in-flight notes behind; the next unit of work, as it opens
+the index for writing (:func:`recover_interrupted`), re-reads those paths, brings their rows and
+views in step with the files and commits what they hold. A read in between finds the files as they
+are (``ensure_index`` picks up what changed on disk) and commits nothing. Ctrl-C once a file has changed is held
 back until the unit has finished, so a caller is never told "interrupted" about a write that stands.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memosite import gitsync
+from memosite import commitpolicy
 from memosite.errors import InvalidRecord, LockTimeout, StorageError
 from memosite.indexing import (
     build_entry,
@@ -179,14 +180,14 @@ class Mutation:
                 warn(f"the index lost rows of '{self.message}'; the next command reads those files again")
             if self.changed and self.defer_commit:
                 try:
-                    gitsync.queue_commit(self.vault, self.commit_message())
+                    commitpolicy.queue_commit(self.vault, self.commit_message())
                 except OSError as exc:
                     warn(f"vault commit skipped: {exc}")
             elif self.changed:
-                gitsync.request_commit(self.vault, self.commit_message())
+                commitpolicy.request_commit(self.vault, self.commit_message())
             if self.flush:
                 try:
-                    gitsync.flush_pending(self.vault)
+                    commitpolicy.flush_pending(self.vault)
                 except StorageError as exc:
                     warn(f"vault commit skipped: {exc.message}")
         finally:
@@ -212,7 +213,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
     """The unit of work every change runs in (see the module docstring). ``flush`` also commits
     the changes queued while ``vaultGit.atomic`` is off (gc ends a batch this way);
     ``defer_commit`` leaves the change to the next commit (hits are usage, not edits)."""
-    current: Mutation | None = getattr(vault, "_mutation", None)
+    current = vault.current_unit
     if current is not None:
         current._joined.append(message)
         try:
@@ -223,8 +224,10 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
     check_vault_placement(vault.root, vault.product_root)
     with vault.lock():
         ensure_index(vault)
+        if vault.index().inflight():
+            recover_interrupted(vault)
         unit = Mutation(vault, message, flush=flush, defer_commit=defer_commit)
-        object.__setattr__(vault, "_mutation", unit)
+        vault.current_unit = unit
         _ACTIVE_UNITS.add(unit.token)
         try:
             with _interrupts_held(unit), vault.index().held_writes():
@@ -236,7 +239,7 @@ def mutation(vault: Vault, message: str, *, flush: bool = False, defer_commit: b
                 unit._finish()
         finally:
             _ACTIVE_UNITS.discard(unit.token)
-            object.__setattr__(vault, "_mutation", None)
+            vault.current_unit = None
 
 
 def _interrupts_held(unit: Mutation) -> contextlib.AbstractContextManager[None]:
@@ -266,7 +269,7 @@ def recover_interrupted(vault: Vault) -> list[str]:
                 if vault.project_dir(project).is_dir():
                     rebuild_views(vault, project, kinds)
             paths = sorted({relative for _, _, relative in leftovers})
-            gitsync.request_commit(vault, "recover interrupted writes\n\n" + "\n".join(paths))
+            commitpolicy.request_commit(vault, "recover interrupted writes\n\n" + "\n".join(paths))
             index.clear_inflight(sorted({unit for unit, _, _ in leftovers}))
             return paths
     except LockTimeout:

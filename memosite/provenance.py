@@ -11,7 +11,6 @@ MCP session acts for the agent named by its client. An agent's author always rea
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import Any, Literal
 
 from memosite.errors import PersonRequired
 from memosite.kinds import KIND_FACTS
+from memosite.reviewstate import APPROVED
 
 Source = Literal["agent", "human", "imported"]
 
@@ -225,7 +225,7 @@ def approved_by_person(frontmatter: Mapping[str, Any]) -> bool:
     written by hand without a source reads as human). A record waiting for review or rejected in
     one is not."""
     review = frontmatter.get("review")
-    if review == "approved":
+    if review == APPROVED:
         return True
     if review not in (None, ""):
         return False
@@ -298,37 +298,6 @@ RECORDED_FIELDS = frozenset(
         *REVIEW_FIELDS,
     }
 )
-
-
-def git_identity(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
-    """The person's git identity (``Name <email>``): ``GIT_AUTHOR_NAME``, else ``git config``."""
-    name = env.get("GIT_AUTHOR_NAME")
-    email = env.get("GIT_AUTHOR_EMAIL")
-    if not name:
-        configured = _git_user(cwd)
-        name = configured.get("user.name") or None  # set empty (to blank a global one): no name
-        email = email or configured.get("user.email") or None
-    if not name:
-        return None
-    return f"{name} <{email}>" if email else name
-
-
-@functools.lru_cache(maxsize=8)
-def _git_user(cwd: Path | None) -> dict[str, str]:
-    """``user.name`` and ``user.email`` as git resolves them here, asked of one git process (the
-    last value of a key wins, as ``git config --get`` has it)."""
-    from memosite.gitcommand import run_git
-
-    try:
-        done = run_git(cwd or Path.cwd(), "config", "--null", "--get-regexp", args=[r"^user\.(name|email)$"])
-    except OSError:
-        return {}
-    found: dict[str, str] = {}
-    for entry in done.stdout.split("\0"):
-        key, _, value = entry.partition("\n")
-        if key:
-            found[key.strip().lower()] = value.strip()  # an empty value counts: it blanks earlier ones
-    return found
 
 
 def repo_commit(work_tree: Path | None) -> str | None:

@@ -32,6 +32,7 @@ from memosite.mdtext import code_span, markdown_text, rule_line
 from memosite.query import MAX_ANY_TERMS, parse_query
 from memosite.schema import utc_now
 from memosite.search import SearchHit, search_records
+from memosite.statuses import ACCEPTED_STATUSES
 from memosite.vault import Vault
 
 MAX_RECORDS = 3
@@ -44,7 +45,6 @@ MAX_PROMPT_CHARS = 8192
 RULE_CHARS = 200
 SESSIONS_DIR = "hook-sessions"
 SESSION_MAX_AGE = timedelta(days=30)
-_LIVE = ["active", "shipped", "completed"]
 # A path the prompt names: a segment, a slash and more (src/pay/client.py), or a file name with an
 # extension (client.py, conftest.py).
 _PATH_TOKEN = re.compile(r"(?<![\w@/.-])((?:[\w.-]+/)+[\w.*-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])")
@@ -165,7 +165,9 @@ def recall_for_prompt(
     if result.terms and len(chosen) < max_records:
         # The prompt's own words, never its FTS5 syntax: a person typing NOT or title: means words.
         query = " ".join(words)
-        found = search_records(vault, project, query, kinds=["trap", "decision"], status=_LIVE, limit=10, now=now)
+        found = search_records(
+            vault, project, query, kinds=["trap", "decision"], status=ACCEPTED_STATUSES, limit=10, now=now
+        )
         for hit in found.results:
             if (hit.matched_terms or 0) < result.needed:
                 continue  # relevance (and meaning, with hybrid on) may rank a record holding fewer first

@@ -14,35 +14,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memosite.schema import LAYERS
+from memosite.codelayers import clean_label, is_security_label, normalize_layer
 from memosite.text import fold, jaccard, tokens
 
 JACCARD_THRESHOLD = 0.7
 
-# What people call each layer, in English and the other languages agents write in.
-_LAYER_ALIAS_TEXT = {
-    "web": "web, front, frontend, front-end, front end, ui, ux, gui, client, browser, interface, interfaz, "
-    "oberfläche, 前端, フロントエンド, フロント, 画面, фронтенд, веб",
-    "infrastructure": "infrastructure, infra, ops, database, db, storage, persistence, platform, network, "
-    "infraestrutura, infraestructura, infrastruktur, インフラ, 基础设施, инфраструктура",
-    "tests": "tests, test, testing, qa, e2e, unit tests, integration tests, testes, teste, pruebas, テスト, 测试, "
-    "тесты, тестирование",
-    "devops": "devops, ci, cd, ci/cd, cicd, deploy, deployment, release, pipeline, build, デプロイ, 部署, 运维, деплой",
-    "domain": "domain, business, business logic, core, model, domain model, domínio, dominio, domaine, domäne, "
-    "ドメイン, 领域, 业务, домен",
-    "application": "application, app, backend, back-end, back end, server, api, service, services, aplicação, "
-    "aplicación, anwendung, アプリケーション, アプリ, バックエンド, 后端, 应用, бэкенд, приложение",
-    "other": "other, misc, miscellaneous, general",
-}
-LAYER_ALIASES: dict[str, str] = {
-    fold(alias.strip()): layer for layer, text in _LAYER_ALIAS_TEXT.items() for alias in text.split(",")
-}
-# "security" and its translations: a topic, promoted into tags, never a layer.
-_SECURITY_TEXT = """
-security sec appsec infosec segurança seguridad sécurité sicherheit sicurezza beveiliging bezpieczeństwo güvenlik
-セキュリティ 安全 安全性 безопасность
-"""
-SECURITY_ALIASES = frozenset(fold(word) for word in _SECURITY_TEXT.split())
 # Labels people put at the start of a line of a trap body, in the languages agents write in.
 _LABELS = {
     "layer": "layer camada capa couche schicht ebene livello laag слой レイヤー レイヤ 層 层 层级",
@@ -57,7 +33,6 @@ _LABEL_RE = re.compile(
     re.MULTILINE,
 )
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
-_VALUE_PARTS_RE = re.compile(r"\s*(?:[/,;|&+]|\band\b|\be\b|\by\b|\bund\b|\bet\b)\s*")
 
 
 # First matching rule wins; each is (layer, path fragments, body keywords).
@@ -117,7 +92,7 @@ _TAG_RES = {
 _GENERIC_SEGMENTS = {"src", "lib", "app", "apps", "packages", "pkg", "internal", "tests", "test", "**", "*"}
 
 
-__all__ = ["jaccard", "tokens"]  # re-exported: the recurrence rule is stated in their terms
+__all__ = ["jaccard", "normalize_layer", "tokens"]  # re-exported: the rules are stated in their terms
 
 
 def trap_occurrences(kind: str, value: Any) -> int:
@@ -125,6 +100,28 @@ def trap_occurrences(kind: str, value: Any) -> int:
     once, as the views say), any other kind as recorded. :func:`occurrences_sql` is the same rule."""
     count = int(value or 0)
     return max(count, 1) if kind == "trap" else count
+
+
+def trap_recurrence(
+    frontmatter: Mapping[str, Any], *, seen_at: str, again: bool = False, succeeds: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The recurrence fields a trap is written with (``occurrences``, ``lastSeen``), as the changes
+    to ``frontmatter`` they make: the one rule upsert and backfill apply.
+
+    Seen ``again`` (an upsert found the same trap), it counts one more occurrence and was last seen
+    at ``seen_at``. A new trap that rewords an older one (``succeeds``: that one's front matter)
+    carries its count on, plus one. Any other trap counts at least once (:func:`trap_occurrences`)
+    and, without a ``lastSeen``, was last seen at ``seen_at`` (the caller's best instant)."""
+    if again:
+        return {"occurrences": trap_occurrences("trap", frontmatter.get("occurrences")) + 1, "lastSeen": seen_at}
+    changes: dict[str, Any] = {}
+    if succeeds is not None:
+        changes["occurrences"] = trap_occurrences("trap", succeeds.get("occurrences")) + 1
+    elif frontmatter.get("occurrences") is None:
+        changes["occurrences"] = 1
+    if not frontmatter.get("lastSeen"):
+        changes["lastSeen"] = seen_at
+    return changes
 
 
 def occurrences_sql(table: str = "") -> str:
@@ -139,44 +136,16 @@ def pattern_key(patterns: Iterable[str]) -> str:
     return "\n".join(sorted(set(patterns)))
 
 
-def _clean(value: str) -> str:
-    return " ".join(value.strip().strip("*_`'\".").split())
-
-
 def body_labels(body: str) -> dict[str, list[str]]:
     """The labelled lines of a trap body (``**Layer**: Web``) by label (``layer``, ``module``,
     ``category``), in order; lines inside fenced code blocks are not labels."""
     found: dict[str, list[str]] = {}
     for match in _LABEL_RE.finditer(_FENCE_RE.sub("", body)):
         label = _LABEL_NAMES.get(fold(match.group("name")))
-        value = _clean(match.group("value"))
+        value = clean_label(match.group("value"))
         if label is not None and value:
             found.setdefault(label, []).append(value)
     return found
-
-
-def normalize_layer(value: Any) -> str | None:
-    """The layer a name stands for (``Frontend`` → ``web``, ``infra`` → ``infrastructure``,
-    ``segurança`` → None: a topic, not a layer); None for anything that is not a layer's name."""
-    if not isinstance(value, str):
-        return None
-    folded = fold(_clean(value))
-    if folded in LAYERS:
-        return folded
-    if folded in LAYER_ALIASES:
-        return LAYER_ALIASES[folded]
-    for part in _VALUE_PARTS_RE.split(folded):
-        if part in LAYERS or part in LAYER_ALIASES:
-            return part if part in LAYERS else LAYER_ALIASES[part]
-    return None
-
-
-def is_security_label(value: Any) -> bool:
-    """True when a label value names security (in any of the languages of ``SECURITY_ALIASES``)."""
-    if not isinstance(value, str):
-        return False
-    folded = fold(_clean(value))
-    return folded in SECURITY_ALIASES or any(part in SECURITY_ALIASES for part in _VALUE_PARTS_RE.split(folded))
 
 
 def classify_layer(patterns: Iterable[str], body: str) -> str:

@@ -34,7 +34,9 @@ from memosite.proposals import (
     read_accepted,
     record_path_of,
 )
+from memosite.reviewstate import PENDING
 from memosite.schema import Record, format_iso, parse_record, utc_now
+from memosite.statuses import is_terminal
 from memosite.store import mark_superseded
 from memosite.vault import Vault
 
@@ -201,7 +203,7 @@ def _waiting(vault: Vault, project: str, record_id: str) -> _Waiting:
     if proposal.is_file() and not proposal.is_symlink():
         return _Waiting(parse_proposal(proposal), path, proposal)
     state = record.frontmatter.get("review")
-    if state != "pending":
+    if state != PENDING:
         named = f"{project}/{record.kind}/{path.stem} is not waiting for review"
         if state in ("approved", "rejected"):
             by = record.frontmatter.get("reviewedBy")
@@ -247,7 +249,7 @@ def _supersede_now(unit: Mutation, project: str, record: Record, stamp: str) -> 
         found, _ = locate_record(unit.vault, project, record_id=older)
     except (RecordNotFound, InvalidArguments, InvalidRecord):
         return None
-    if found.status == "superseded":
+    if is_terminal(found.status):
         return None
     return older if mark_superseded(unit, project, older, record.id, stamp) else None
 

@@ -21,11 +21,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memosite.codelayers import LAYERS, normalize_layer
 from memosite.errors import InvalidArguments, RecordNotFound
 from memosite.index import queries
 from memosite.kinds import directory_for_kind
-from memosite.recurrence import classify_tags, normalize_layer, trap_layer, trap_module
-from memosite.schema import LAYERS, Record, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
+from memosite.recurrence import classify_tags, trap_layer, trap_module, trap_recurrence
+from memosite.schema import Record, format_iso, is_flagged_stale, parse_record, serialize_record, utc_now
 from memosite.vault import Vault, warn
 
 HITS_DIR = "hits"
@@ -368,11 +369,8 @@ def _missing_classification(record: Record, written_layer: Any, now_iso: str) ->
     tags = classify_tags({**fm, "layer": layer}, record.body)
     if tags != [str(tag) for tag in fm.get("tags") or []]:
         changes["tags"] = tags
-    if fm.get("occurrences") in (None, "", 0):
-        changes["occurrences"] = 1
-    if not fm.get("lastSeen"):
-        # Last seen when it was last written: the best the file knows.
-        changes["lastSeen"] = fm.get("updated") or fm.get("created") or now_iso
+    # Last seen when it was last written: the best the file knows.
+    changes.update(trap_recurrence(fm, seen_at=fm.get("updated") or fm.get("created") or now_iso))
     return changes
 
 

@@ -19,15 +19,15 @@ from typing import Any
 
 import yaml
 
+from memosite.codelayers import LAYERS, is_security_label, normalize_layer
 from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.kinds import KIND_FACTS, KINDS, directory_for_kind
+from memosite.statuses import STATUSES
 from memosite.text import slugify as text_slugify
 from memosite.text import suggest_ascii
 
-STATUSES = ("active", "paused", "shipped", "superseded", "archived", "completed")
 SOURCES = ("agent", "human", "imported")
 SEVERITIES = ("low", "medium", "high", "critical")
-LAYERS = ("application", "domain", "web", "infrastructure", "tests", "devops", "other")
 LINK_TYPES = ("fixes", "contradicts", "causes")
 DELIVERABLE_TYPES = ("pr", "commit", "spec")
 
@@ -250,8 +250,6 @@ def validate_frontmatter(data: Mapping[str, Any], *, require: bool = True) -> di
     layer = result.get("layer")
     security_layer = False
     if isinstance(layer, str) and layer.strip().lower() not in LAYERS:
-        from memosite.recurrence import is_security_label, normalize_layer
-
         # Another name for a layer (frontend, infra, qa, Frontend…) means that layer; "security"
         # (in any language) is a topic, not a layer: promoted into tags, as the seed says.
         named = normalize_layer(layer)

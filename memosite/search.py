@@ -54,8 +54,9 @@ from memosite.index.database import Index
 from memosite.kinds import KINDS, UNSEARCHED_KINDS
 from memosite.paths import normalize_path, path_matches
 from memosite.query import ParsedQuery, parse_query
-from memosite.schema import STATUSES, format_iso, is_flagged_stale, utc_now
-from memosite.vault import Vault, warn
+from memosite.schema import format_iso, is_flagged_stale, utc_now
+from memosite.statuses import STATUSES
+from memosite.vault import Vault
 
 if TYPE_CHECKING:
     from memosite.embedding import Embedder
@@ -362,8 +363,6 @@ def search_records(
     as_of: str | datetime | None = None,
     sort: str = "relevance",
     limit: int = 20,
-    hit_ids: Sequence[str] | None = None,
-    session_id: str | None = None,
     include_pending: bool = False,
     author: str | None = None,
     explain: bool = False,
@@ -371,11 +370,9 @@ def search_records(
 ) -> SearchResult:
     """Find records of ``project`` (every project when None) matching ``query`` and the filters.
 
-    ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``hit_ids``
-    acknowledges that the caller used those records (a hit each, at most once per ``session_id``):
-    in ``project``, or — a search of every project — in the project of the hit of that id, else
-    the one project holding it (an id several projects hold, and none of the hits, counts nothing).
-    ``explain`` gives each hit its place in each ranking.
+    ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``explain`` gives
+    each hit its place in each ranking. A read: acknowledging the records a caller used counts their
+    hits through :func:`memosite.hits.search_counting_hits`.
     """
     from memosite.indexing import ensure_index
 
@@ -416,19 +413,12 @@ def search_records(
         stored = marks.get(hit.path)
         hit.freshness = stored.verdict if stored is not None else None
         hit.pending = hit.path in pending
-    recorded: list[str] = []
-    if hit_ids:
-        from memosite.salience import record_hits
-
-        for holder, ids in _hit_projects(vault.index(), project, list(hit_ids), hits).items():
-            recorded += record_hits(vault, holder, ids, session_id=session_id, now=now)
     return SearchResult(
         results=hits,
         total=found.total,
         query=text,
         match=found.match,
         terms=found.terms,
-        hits_recorded=recorded,
         holding_all=found.holding_all if found.match is not None else None,
         ranking="hybrid" if found.fused is not None else "words",
     )
@@ -444,27 +434,6 @@ def _explain(hits: list[SearchHit], found: Found) -> None:
         else:
             words = position if match.rank is not None else None
             hit.explain = {"bm25Rank": words, "vectorRank": None, "similarity": None, "fusedScore": None}
-
-
-def _hit_projects(index: Index, project: str | None, ids: list[str], hits: list[SearchHit]) -> dict[str, list[str]]:
-    """Which project each acknowledged id is counted in (see :func:`search_records`)."""
-    if project is not None:
-        return {project: ids}
-    found = {hit.id: hit.project for hit in reversed(hits)}
-    by_project: dict[str, list[str]] = {}
-    for record_id in ids:
-        holder = found.get(record_id.strip())
-        if holder is None:
-            holders = {entry.project for entry in index.by_id(record_id.strip())}
-            if len(holders) != 1:
-                warn(
-                    f"hit not counted for {record_id}: "
-                    + ("no such record" if not holders else "several projects hold it")
-                )
-                continue
-            holder = holders.pop()
-        by_project.setdefault(holder, []).append(record_id)
-    return by_project
 
 
 def _pending_paths(index: Index, projects: set[str]) -> set[str]:

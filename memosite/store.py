@@ -31,7 +31,8 @@ from memosite.lookup import files_holding_id, find_record, locate_record, shared
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import drop_accepted_version, keep_legacy_copies, proposal_path, read_proposal
 from memosite.provenance import approved_by_person, provenance_fields
-from memosite.recurrence import is_recurrence, pattern_key
+from memosite.recurrence import is_recurrence, pattern_key, trap_occurrences
+from memosite.reviewstate import REJECTED, is_pending
 from memosite.schema import (
     Record,
     format_iso,
@@ -43,6 +44,7 @@ from memosite.schema import (
     validate_slug,
 )
 from memosite.secrets import assert_no_secrets
+from memosite.statuses import is_inactive, is_terminal
 from memosite.suggest import did_you_mean
 from memosite.vault import Tombstone, Vault
 from memosite.writeplan import (
@@ -420,7 +422,7 @@ def plan_upsert(vault: Vault, project: str, request: UpsertRequest, now: datetim
     if request.kind == "trap" and request.supersedes is None and not request.allow_duplicate and request.body:
         if existing is None:
             recurrence = _find_recurrence(vault, project, request)
-        elif not named and existing.status not in ("archived", "superseded") and _same_trap(request, existing):
+        elif not named and not is_inactive(existing.status) and _same_trap(request, existing):
             # The same trap, by title, seen again: counted, not rewritten.
             recurrence = existing
     older = _find_older(vault, project, request.supersedes)
@@ -631,7 +633,7 @@ def forget_record(
             )
         if purge:
             unit.remove([Tombstone(project, record.kind, record.id, path, "forget")])
-            if record.frontmatter.get("review") == "pending":
+            if is_pending(record.frontmatter):
                 drop_accepted_version(vault, path)
             restored = _revive_predecessor(unit, project, record, now_iso)
             status = "purged"
@@ -694,13 +696,13 @@ def restore_record(
     now_iso = format_iso(now or utc_now())
     with mutation(vault, "restore") as unit:
         record, path = find_record(vault, project, record_id=record_id, kind=kind, slug=slug)
-        orphaned = record.status == "superseded" and not _successor_exists(vault, project, record)
+        orphaned = is_terminal(record.status) and not _successor_exists(vault, project, record)
         if record.status != "archived" and not orphaned:
-            reason = " (superseded is terminal)" if record.status == "superseded" else ""
+            reason = " (superseded is terminal)" if is_terminal(record.status) else ""
             raise InvalidTransition(
                 f"cannot restore {record.id}: status is {record.status}, only archived records can be restored{reason}"
             )
-        if record.frontmatter.get("review") == "rejected":
+        if record.frontmatter.get("review") == REJECTED:
             actor = vault.actor
             if actor is None or actor.source == "agent":
                 raise InvalidTransition(
@@ -722,7 +724,7 @@ def restore_record(
         updated=fm["updated"],
         expires_at=iso_or_none(resolve_expires_at(fm, vault.config)),
         action="updated",
-        occurrences=int(fm.get("occurrences") or 1) if record.kind == "trap" else None,
+        occurrences=trap_occurrences("trap", fm.get("occurrences")) if record.kind == "trap" else None,
     )
 
 
@@ -756,7 +758,7 @@ def list_records(
             expired=is_expired_iso(e.expires_at, now_iso),
             severity=e.severity,
             tags=e.tags,
-            pending=e.frontmatter.get("review") == "pending",
+            pending=is_pending(e.frontmatter),
         )
         for e in vault.index().entries(project, kinds, statuses)
     ]

@@ -37,6 +37,7 @@ import jinja2.bccache
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from memosite import version
 from memosite.errors import SafetyViolation, StorageError
 from memosite.mdtext import code_span, markdown_text
 from memosite.resources import data_path
@@ -326,10 +327,8 @@ def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
 def bytecode_dir_for(vault: Vault, cache_dir: Path | None = None) -> Path:
     """Where memosite's own templates are kept compiled for ``vault``: this user's cache directory,
     one folder per vault, memosite version, Jinja version and set of shipped templates."""
-    from memosite import __version__
-
     key = hashlib.blake2b(digest_size=12)
-    for part in (__version__, jinja2.__version__, builtin_checksum(), str(vault.root.resolve())):
+    for part in (version.__version__, jinja2.__version__, builtin_checksum(), str(vault.root.resolve())):
         key.update(part.encode("utf-8", "surrogatepass") + b"\0")
     return (cache_dir or user_cache_dir()) / BYTECODE_DIR / key.hexdigest()
 
@@ -339,10 +338,10 @@ def environment_for(vault: Vault, filters: dict[str, Callable[..., Any]]) -> tup
     vault object and checksum: an edited override gets a new one)."""
     override = vault.root / "templates"
     checksum = templates_checksum(override)  # the same as templates_checksum_for(vault)
-    cached: tuple[str, jinja2.Environment] | None = getattr(vault, "_templates", None)
+    cached = vault.template_cache
     if cached is not None and cached[0] == checksum:
         return cached[1], checksum
     sandboxed = bool(override_names(override))
     env = build_environment(override, None if sandboxed else bytecode_dir_for(vault), filters)
-    object.__setattr__(vault, "_templates", (checksum, env))
+    vault.template_cache = (checksum, env)
     return env, checksum

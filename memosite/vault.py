@@ -20,9 +20,13 @@ from memosite.kinds import RECORD_DIRS
 from memosite.lockfile import LockBusy, LockFile, lock_file
 from memosite.schema import format_iso, subdir_for_kind, utc_now, validate_slug
 from memosite.settings import CONFIG_FILE, MACHINE_FILE, TEAM_DEFAULTS, settings_text
+from memosite.warning import warn as warn  # re-exported: the modules that warn import it from here
 
 if TYPE_CHECKING:
+    import jinja2
+
     from memosite.index.database import Index
+    from memosite.mutation import Mutation
     from memosite.provenance import Actor
 
 TEMP_PREFIX = ".memosite-tmp-"
@@ -113,11 +117,6 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, durable: bool
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode, durable=durable)
 
 
-def warn(message: str) -> None:
-    """A non-fatal problem, one line on stderr (stdout stays clean for --json)."""
-    sys.stderr.write(f"memosite: warning: {message}\n")
-
-
 @dataclass(frozen=True)
 class RecordFile:
     """A record file found by a scan, before (or without) parsing it."""
@@ -139,7 +138,7 @@ class Tombstone:
     reason: str
 
 
-@dataclass
+@dataclass(slots=True)  # an attribute no field declares is an error, at run time and for mypy
 class Vault:
     """One vault root. Open it with :meth:`Vault.open`; all paths are derived from here."""
 
@@ -150,6 +149,13 @@ class Vault:
     # Who changes the vault through this object, worked out when a change first asks (the CLI's
     # asks git, which a read-only command never needs); see the ``actor`` property.
     actor_source: Callable[[], Actor | None] | None = field(default=None, repr=False, compare=False)
+    # What an open vault object carries for the layers above it (set by them, never passed in):
+    # the unit of work running on it (memosite.mutation), so that a unit opened inside another
+    # joins it; and the Jinja environment of its templates with their checksum
+    # (memosite.templates), built once per vault object and checksum.
+    current_unit: Mutation | None = field(default=None, init=False, repr=False, compare=False)
+    template_cache: tuple[str, jinja2.Environment] | None = field(default=None, init=False, repr=False, compare=False)
+    _index: Index | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def actor(self) -> Actor | None:
@@ -317,17 +323,14 @@ class Vault:
     def index(self) -> Index:
         from memosite.index.database import Index
 
-        cached: Index | None = getattr(self, "_index", None)
-        if cached is None:
-            cached = Index(self.index_path)
-            object.__setattr__(self, "_index", cached)
-        return cached
+        if self._index is None:
+            self._index = Index(self.index_path)
+        return self._index
 
     def close(self) -> None:
-        cached = getattr(self, "_index", None)
-        if cached is not None:
-            cached.close()
-            object.__setattr__(self, "_index", None)
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
 
 # How often this process took a vault lock it did not already hold (tests count a batch's locks).

@@ -16,9 +16,11 @@ from typing import Any
 
 import jinja2
 
+from memosite.codelayers import shown_layer
 from memosite.errors import SafetyViolation
 from memosite.index import Index, IndexEntry, fragments
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
+from memosite.reviewstate import is_pending
 from memosite.schema import format_iso, utc_now
 from memosite.templates import VaultSandbox, environment_for, sandbox_refusals
 from memosite.vault import Vault, atomic_write_bytes, warn
@@ -80,11 +82,15 @@ class _RowView:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.entry, name)
 
+    @property
+    def shown_layer(self) -> str:
+        return shown_layer(self.entry.layer)
+
 
 def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
     """Fill ``row_view`` / ``row_index`` / ``row_line`` of an entry from ``rows.md.j2``. A record
     waiting for review gets none: no view shows or counts it until a person approves it."""
-    if entry.kind not in DURABLE_KINDS or entry.frontmatter.get("review") == "pending":
+    if entry.kind not in DURABLE_KINDS or is_pending(entry.frontmatter):
         entry.row_view = entry.row_index = entry.row_line = ""
         return
     try:

@@ -8,10 +8,16 @@ recompile of the projects it touched. What counts as a change is decided by pure
 Ignored, so that the loop never feeds itself: the views memosite writes at a project's root,
 everything under ``.memosite/`` (index, lock), temp files of atomic writes and conflict
 sidecars. File reads (watchdog's ``opened`` / ``closed_no_write``) are not changes either.
+
+The watcher knows when it sees the files (:meth:`VaultWatcher.wait_ready`) and when it has handled
+every change made so far (:meth:`VaultWatcher.wait_settled`) by a handshake, not a clock: it touches
+a probe file of its own in ``projects/`` (a temp name, ignored by everything else) until the probe's
+event comes back. Events arrive in order, so every change made before the probe was seen first.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -23,11 +29,13 @@ from memosite.config import validate_project_id
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.indexing import RefreshResult, rebuild_views, refresh_project
 from memosite.kinds import RECORD_DIRS
-from memosite.vault import Vault, is_record_name, warn
+from memosite.vault import TEMP_PREFIX, Vault, is_record_name, warn
 
 CHANGE_EVENTS = frozenset({"created", "modified", "deleted", "moved"})
 DEFAULT_QUIET_SECONDS = 0.25
 DEFAULT_MAX_DELAY_SECONDS = 2.0
+PROBE_PREFIX = f"{TEMP_PREFIX}watch-probe-"
+PROBE_EVERY_SECONDS = 0.05  # how often a probe is touched again until its event comes back
 
 
 @dataclass(frozen=True)
@@ -230,10 +238,19 @@ class VaultWatcher:
         self._thread: threading.Thread | None = None
         self._observer: Any = None
         self._ready = threading.Event()
+        self._compiling = False
+        self._probes_seen: set[str] = set()
 
     # --- events (observer thread) ------------------------------------------------------------
     def dispatch(self, event: FileEvent) -> None:
         """Take one event; relevant ones start or extend the current burst."""
+        name = Path(event.src_path).name
+        if name.startswith(PROBE_PREFIX):
+            if event.event_type != "deleted":  # its removal is no news
+                with self._cond:
+                    self._probes_seen.add(name)
+                    self._cond.notify_all()
+            return
         projects = projects_changed(self.projects_dir, [event])
         if not projects:
             return
@@ -262,8 +279,37 @@ class VaultWatcher:
         return self
 
     def wait_ready(self, timeout: float | None = None) -> bool:
-        """True once the catch-up recompile is done and events are being handled."""
-        return self._ready.wait(timeout)
+        """True once the catch-up recompile is done and the watcher sees every change made from
+        now on (False: not within ``timeout`` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._ready.wait(timeout) and self._probe(deadline, idle=False)
+
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """True once every change made before the call has been handled: its events seen, its
+        burst compiled and reported (False: not within ``timeout`` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._probe(deadline, idle=True)
+
+    def _probe(self, deadline: float | None, *, idle: bool) -> bool:
+        if self._observer is None:
+            return False  # not started: it sees nothing
+        name = f"{PROBE_PREFIX}{secrets.token_hex(6)}"
+        probe = self.projects_dir / name
+        try:
+            with self._cond:
+                while True:
+                    seen = name in self._probes_seen
+                    if seen and not (idle and (self._pending or self._compiling)):
+                        self._probes_seen.discard(name)
+                        return True
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    if not seen:
+                        probe.touch()  # again: the first touch may have come before the watch
+                    self._cond.wait(PROBE_EVERY_SECONDS if left is None else min(left, PROBE_EVERY_SECONDS))
+        finally:
+            probe.unlink(missing_ok=True)
 
     def stop(self) -> None:
         with self._cond:
@@ -289,6 +335,7 @@ class VaultWatcher:
                 if self._debouncer.due(now):
                     projects, self._pending = self._pending, set()
                     self._debouncer.reset()
+                    self._compiling = True
                     return projects
                 self._cond.wait(self._debouncer.wait_time(now) if self._debouncer.pending else None)
             return None
@@ -302,6 +349,9 @@ class VaultWatcher:
             self._ready.set()
             while (projects := self._next_burst()) is not None:
                 self._recompile(vault, projects)
+                with self._cond:
+                    self._compiling = False
+                    self._cond.notify_all()
         finally:
             self._ready.set()
             vault.close()

@@ -20,9 +20,11 @@ from memosite.config import VaultConfig
 from memosite.errors import InvalidArguments, InvalidTransition
 from memosite.expiration import compute_expires_at, parse_expires_at, validate_ttl_input
 from memosite.provenance import GUARDED_KINDS, approved_by_person
-from memosite.recurrence import classify_trap
+from memosite.recurrence import classify_trap, trap_recurrence
+from memosite.reviewstate import PENDING, is_pending
 from memosite.schema import Record, format_iso, normalize_kind, validate_frontmatter, validate_slug
 from memosite.secrets import assert_no_secrets
+from memosite.statuses import is_terminal
 from memosite.text import fold
 from memosite.vault import is_record_name
 
@@ -70,7 +72,7 @@ class UpsertPlan:
     @property
     def pending(self) -> bool:
         """The record waits for a person's review: a supersede it names waits with it."""
-        return self.record.frontmatter.get("review") == "pending"
+        return is_pending(self.record.frontmatter)
 
     @property
     def occurrences(self) -> int | None:
@@ -196,7 +198,7 @@ def check_target(request: UpsertRequest, existing: Record | None) -> None:
             f"{describe(existing)} holds a {existing.kind}, not a {request.kind}: choose another slug",
             details={"existing": {"kind": existing.kind, "id": existing.id}},
         )
-    if existing.status == "superseded":
+    if is_terminal(existing.status):
         successor = existing.frontmatter.get("supersededBy")
         raise InvalidTransition(
             f"{existing.id} is superseded{f' by {successor}' if successor else ''} (terminal):"
@@ -233,8 +235,7 @@ def prepare_upsert(
     check_target(request, existing)
     if recurrence_of is not None:
         fm = dict(recurrence_of.frontmatter)
-        fm["occurrences"] = int(fm.get("occurrences") or 1) + 1
-        fm["lastSeen"] = now_iso
+        fm.update(trap_recurrence(fm, seen_at=now_iso, again=True))
         fm["updated"] = now_iso
         record = Record(validate_frontmatter(fm), recurrence_of.body, recurrence_of.path, recurrence_of.source)
         slug_of = recurrence_of.path.stem if recurrence_of.path is not None else recurrence_of.id
@@ -283,11 +284,10 @@ def prepare_upsert(
         merged["expires_at"] = format_iso(compute_expires_at(start, incoming["ttl"]))
     if request.kind == "trap":
         classify_trap(merged, body)
-        if older is not None and older.kind == "trap" and existing is None and "occurrences" not in incoming:
-            # Rewording a trap must not lose how often it bit: the successor carries the count on.
-            merged["occurrences"] = int(older.frontmatter.get("occurrences") or 1) + 1
-        merged.setdefault("occurrences", 1)
-        merged.setdefault("lastSeen", now_iso)
+        # Rewording a trap must not lose how often it bit: the successor carries the count on.
+        rewords = older is not None and older.kind == "trap" and existing is None and "occurrences" not in incoming
+        succeeds = older.frontmatter if older is not None and rewords else None
+        merged.update(trap_recurrence(merged, seen_at=now_iso, succeeds=succeeds))
     supersedes = request.supersedes
     if reviewed_as == "agent" and (
         proposal or request.kind in config.review_required or _displaces(older, supersedes, merged.get("id"))
@@ -328,7 +328,7 @@ def _proposes(existing: Record | None, kind: str, config: VaultConfig, incoming:
     :data:`~memosite.provenance.GUARDED_KINDS`, or of any kind when the change moves its expiry)
     or ``review.required`` names its kind. Whoever wrote the text: an agent changing a person's
     record only in its fields proposes too."""
-    if existing is None or existing.frontmatter.get("review") == "pending":
+    if existing is None or is_pending(existing.frontmatter):
         return False
     if kind in config.review_required:
         return True
@@ -346,7 +346,7 @@ def _displaces(older: Record | None, older_id: str | None, own_id: Any) -> bool:
     return (
         older is not None
         and older_id not in (None, own_id)
-        and older.status != "superseded"
+        and not is_terminal(older.status)
         and older.kind in GUARDED_KINDS
         and approved_by_person(older.frontmatter)
     )
@@ -354,6 +354,6 @@ def _displaces(older: Record | None, older_id: str | None, own_id: Any) -> bool:
 
 def _wait_for_review(merged: dict[str, Any]) -> None:
     """``review: pending``, without what an earlier review of the record said."""
-    merged["review"] = "pending"
+    merged["review"] = PENDING
     for stale in ("reviewedBy", "reviewedAt", "reviewReason"):
         merged.pop(stale, None)

@@ -193,6 +193,7 @@ def test_text_outside_the_markers_is_kept_byte_for_byte(
     assert find_block(rewritten, "AGENTS.md") is not None
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=st.one_of(_outside, _any_script), after=st.one_of(_outside, _any_script), title=_any_script)
 def test_every_compile_keeps_a_persons_text_around_the_block(before: str, after: str, title: str) -> None:
@@ -330,6 +331,7 @@ def test_compile_never_writes_into_the_vault(repo: Path, vault_dir: Path, run_cl
     assert not (vault_dir / "AGENTS.md").exists()
 
 
+@pytest.mark.slow
 def test_the_block_links_each_record_to_its_page_on_the_published_site(
     repo: Path, vault_dir: Path, run_cli: Any, tmp_path: Path
 ) -> None:

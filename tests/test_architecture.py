@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import ast
+import functools
+import json
+import re
 import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memosite.codelayers import LAYER_ALIASES, normalize_layer, shown_layer
+from memosite.codelayers import LAYERS as CODE_LAYERS
 from memosite.expiration import active_at_sql, expired_sql, is_active_at, is_expired_at, not_expired_sql
 from memosite.kinds import (
     ARCHIVE_ON_EXPIRE_KINDS,
@@ -21,14 +28,38 @@ from memosite.kinds import (
     VIEW_FILES,
     views_for_kinds,
 )
+from memosite.reviewstate import PENDING, REVIEW_STATES, is_pending, pending_sql
 from memosite.schema import flagged_stale_sql, format_iso, is_flagged_stale
+from memosite.statuses import (
+    ACCEPTED_STATUSES,
+    INACTIVE_STATUSES,
+    LIVE_STATUSES,
+    STATUSES,
+    TERMINAL_STATUSES,
+    accepted_sql,
+    inactive_sql,
+    is_accepted,
+    is_inactive,
+    is_known_status,
+    is_live,
+    is_terminal,
+    known_status_sql,
+    live_sql,
+    terminal_sql,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "memosite"
 SQL_CALLS = {"execute", "executemany", "executescript"}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every check of this file."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _sql_uses(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and (node.attr in SQL_CALLS or node.attr == "conn"):
@@ -44,6 +75,7 @@ def _sql_uses(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_only_the_index_package_executes_sql_or_touches_the_connection() -> None:
     offenders = [
         use
@@ -163,7 +195,9 @@ try:
     main()
 except SystemExit as done:
     assert not done.code, done.code
-heavy = sorted(n for n in ("jinja2", "anyascii", "memosite.mutation", "memosite.gitsync") if n in sys.modules)
+heavy = ("jinja2", "anyascii", "subprocess", "memosite.mutation", "memosite.gitsync", "memosite.commitpolicy",
+         "memosite.gitcommand", "memosite.salience", "memosite.bootstrap")
+heavy = sorted(n for n in heavy if n in sys.modules)
 print("HEAVY", heavy, file=sys.stderr)
 """
 
@@ -190,3 +224,454 @@ def test_a_read_only_search_loads_no_templates_no_write_machinery_and_runs_no_gi
     assert done.returncode == 0, done.stderr
     assert '"retries"' in done.stdout
     assert "HEAVY []" in done.stderr
+
+
+# --- layers: the import graph runs one way ---------------------------------------------------
+# Lowest first (docs/ARCHITECTURE.md, "Layers"). A module may import from its own layer and from
+# any layer below it, never from one above, and no chain of imports comes back to where it began.
+# A package's entry covers its modules unless one of them has its own (the longest name wins).
+LAYER_MEMBERS: dict[str, list[str]] = {
+    # Rules and values: no vault, no disk of memosite's own.
+    "vocabulary": [
+        "archive",
+        "bpe",
+        "codelayers",
+        "config",
+        "embedding",
+        "errors",
+        "expiration",
+        "gitfiles",
+        "inputs",
+        "interrupts",
+        "kinds",
+        "mdtext",
+        "paths",
+        "policy",
+        "provenance",
+        "recurrence",
+        "resources",
+        "reviewstate",
+        "sanitize",
+        "schema",
+        "secrets",
+        "settings",
+        "statuses",
+        "suggest",
+        "template_files",
+        "text",
+        "userdirs",
+        "vaultconfig",
+        "version",
+        "warning",
+    ],
+    # The vault on disk, the index, git.
+    "storage": [
+        "commitpolicy",
+        "gitcommand",
+        "gitidentity",
+        "gitlock",
+        "gitsetup",
+        "gitsync",
+        "index",
+        "lockfile",
+        "pushhook",
+        "sync.allowlist",  # what a shared tree may hold: the rule every vault commit stages by
+        "vault",
+        "workspace",
+    ],
+    # What is rebuilt from the files: index rows, views, templates.
+    "derived": ["indexing", "templates", "views"],
+    # Reads: they never write a record.
+    "reads": ["bootstrap", "brief_focus", "freshness", "hybrid", "lookup", "proposals", "query", "recall", "search"],
+    # The unit of work and everything that changes the vault through it.
+    "changes": [
+        "acceptance",
+        "agentsession",
+        "configuration",
+        "curator",
+        "edit",
+        "hits",
+        "importers",
+        "mutation",
+        "recompile",
+        "review",
+        "rollup",
+        "salience",
+        "store",
+        "verify",
+        "writeplan",
+    ],
+    "features": [
+        "agentfiles",
+        "demo",
+        "integrations",
+        "memorytool",
+        "plugin",
+        "sessions",
+        "site",
+        "status",
+        "stormbuffer",
+        "sync",
+        "watch",
+    ],
+    # Composition roots: configuration is read here and passed down.
+    "front ends": ["__main__", "cli", "console", "hooks", "mcp_server", "memory", "memosite"],
+}
+LAYERS = tuple(LAYER_MEMBERS)
+LAYER_OF = {module: layer for layer, modules in LAYER_MEMBERS.items() for module in modules}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a memosite module by another."""
+
+    importer: str
+    imported: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.importer.replace('.', '/')}.py:{self.line} imports {self.imported}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_in(source: str | ast.Module, name: str, modules: set[str], *, package: bool = False) -> list[Import]:
+    """Every import of a module in ``modules`` that ``source`` (module ``name``) runs: at module
+    level and inside functions and classes alike, but not under ``if TYPE_CHECKING:`` (the type
+    checker's alone); ``importlib.import_module("memosite.…")`` with a literal name counts too."""
+
+    def nearest(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    found: list[Import] = []
+
+    def add(target: str | None, line: int) -> None:
+        if target is not None and target != name:
+            found.append(Import(name, target, line))
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for other in child.orelse:
+                    visit_node(other)
+            else:
+                visit_node(child)
+
+    def visit_node(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(nearest(alias.name), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            source_module = node.module or ""
+            if node.level:
+                base = name.split(".")[: len(name.split(".")) - node.level + (1 if package else 0)]
+                source_module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                submodule = f"{source_module}.{alias.name}"
+                add(submodule if submodule in modules else nearest(source_module), node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            add(nearest(node.args[0].value), node.lineno)
+        visit(node)
+
+    visit(ast.parse(source) if isinstance(source, str) else source)
+    return found
+
+
+def package_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def package_imports() -> list[Import]:
+    paths = package_modules()
+    return [
+        found
+        for name, path in paths.items()
+        for found in imports_in(parsed(path), name, set(paths), package=path.name == "__init__.py")
+    ]
+
+
+def layer_of(module: str) -> str | None:
+    dotted = "memosite" if module == "memosite" else module.removeprefix("memosite.")
+    while dotted:
+        if dotted in LAYER_OF:
+            return LAYER_OF[dotted]
+        dotted = dotted.rpartition(".")[0]
+    return None
+
+
+def import_cycles(edges: list[Import]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (Tarjan's strongly connected
+    components of more than one module), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.importer, set()).add(edge.imported)
+        graph.setdefault(edge.imported, set())
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in order:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = []
+            while (member := stack.pop()) != node:
+                on_stack.discard(member)
+                group.append(member)
+            on_stack.discard(node)
+            if group:
+                groups.append(sorted([node, *group]))
+
+    for node in sorted(graph):
+        if node not in order:
+            connect(node)
+    return groups
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(name for name in package_modules() if layer_of(name) is None)
+    assert missing == [], (
+        f"{', '.join(missing)}: in no layer. Add each to LAYER_MEMBERS in tests/test_architecture.py,"
+        " in the lowest layer whose modules it imports from (the layers: docs/ARCHITECTURE.md)"
+    )
+
+
+def test_every_layer_entry_names_a_module() -> None:
+    names = set(package_modules())
+    assert sorted(entry for entry in LAYER_OF if entry != "memosite" and f"memosite.{entry}" not in names) == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    upward = [
+        f"{edge}: {layer_of(edge.imported)} is above {layer_of(edge.importer)}"
+        for edge in package_imports()
+        if (importer := layer_of(edge.importer)) is not None
+        and (imported := layer_of(edge.imported)) is not None
+        and LAYERS.index(imported) > LAYERS.index(importer)
+    ]
+    assert upward == []
+
+
+def test_no_import_cycle_even_through_deferred_imports() -> None:
+    edges = package_imports()
+    described = [
+        ", ".join(group) + " — " + "; ".join(str(e) for e in edges if e.importer in group and e.imported in group)
+        for group in import_cycles(edges)
+    ]
+    assert described == []
+
+
+def test_the_import_walk_counts_deferred_imports_and_skips_type_checking_ones() -> None:
+    source = """
+from typing import TYPE_CHECKING
+from memosite.kinds import KINDS
+if TYPE_CHECKING:
+    from memosite.mutation import Mutation
+def write():
+    from memosite.store import upsert_record
+    import memosite.gitsync
+class Later:
+    def build(self):
+        from memosite.site import pages
+"""
+    modules = {"memosite.kinds", "memosite.mutation", "memosite.store", "memosite.gitsync", "memosite.site"}
+    modules.add("memosite.site.pages")
+    found = [(edge.imported, edge.line) for edge in imports_in(source, "memosite.views", modules)]
+    assert found == [
+        ("memosite.kinds", 3),
+        ("memosite.store", 7),
+        ("memosite.gitsync", 8),
+        ("memosite.site.pages", 11),
+    ]
+    assert import_cycles([Import("a", "b", 1), Import("b", "c", 1), Import("c", "a", 1), Import("c", "d", 1)]) == [
+        ["a", "b", "c"]
+    ]
+
+
+def _private_uses(path: Path, name: str, modules: set[str]) -> list[str]:
+    """Private names (``_x``) a module takes from another memosite module: imported, or read off
+    an imported module (``gitsync._schedule``)."""
+    tree = parsed(path)
+    imported_modules: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memosite"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and node.module != name:
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.module}.{alias.name}")
+                if f"{node.module}.{alias.name}" in modules:
+                    imported_modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            imported_modules.update(alias.asname or alias.name for alias in node.names if alias.name in modules)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in imported_modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_takes_a_private_name_from_another() -> None:
+    paths = package_modules()
+    assert [use for name, path in paths.items() for use in _private_uses(path, name, set(paths))] == []
+
+
+def test_a_vault_carries_only_the_state_it_declares(tmp_path: Path) -> None:
+    from memosite.mutation import mutation
+    from memosite.vault import Vault
+
+    vault = Vault.open(tmp_path / "vault")
+    declared = {"root", "config", "product_root", "actor_source", "current_unit", "template_cache", "_index"}
+    assert set(Vault.__slots__) == declared
+    with mutation(vault, "nothing") as unit:
+        assert vault.current_unit is unit
+    assert vault.current_unit is None
+    with pytest.raises(AttributeError):
+        vault._mutation = None  # type: ignore[attr-defined]
+    vault.close()
+
+
+# --- one table per vocabulary: statuses, review state, layers --------------------------------
+
+status_values = st.one_of(st.sampled_from(STATUSES), st.text(alphabet=st.characters(exclude_categories=("Cs",))))
+STATUS_RULES = (
+    (is_live, live_sql),
+    (is_inactive, inactive_sql),
+    (is_accepted, accepted_sql),
+    (is_terminal, terminal_sql),
+    (is_known_status, known_status_sql),
+)
+
+
+def test_status_table_holds_the_seed_facts() -> None:
+    assert STATUSES == ("active", "paused", "shipped", "superseded", "archived", "completed")
+    assert LIVE_STATUSES == ("active", "paused", "shipped", "completed")
+    assert INACTIVE_STATUSES == ("superseded", "archived")
+    assert ACCEPTED_STATUSES == ("active", "shipped", "completed")
+    assert TERMINAL_STATUSES == ("superseded",)
+    assert set(LIVE_STATUSES) | set(INACTIVE_STATUSES) == set(STATUSES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(status=status_values)
+def test_status_rules_in_sql_agree_with_python(status: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r (status TEXT NOT NULL)")
+    conn.execute("INSERT INTO r VALUES (?)", (status,))
+    for python, sql in STATUS_RULES:
+        assert bool(conn.execute(f"SELECT {sql('status')} FROM r").fetchone()[0]) == python(status), sql("status")
+    conn.close()
+
+
+review_values = st.one_of(
+    st.none(),
+    st.sampled_from(REVIEW_STATES),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",))),
+    st.integers(),
+    st.booleans(),
+    st.lists(st.just(PENDING), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(review=review_values, present=st.booleans())
+def test_pending_sql_agrees_with_is_pending(review: object, present: bool) -> None:
+    frontmatter = {"title": "Ревью · レビュー", **({"review": review} if present else {})}
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r (frontmatter TEXT)")
+    conn.execute("INSERT INTO r VALUES (?)", (json.dumps(frontmatter, ensure_ascii=False),))
+    assert bool(conn.execute(f"SELECT {pending_sql('frontmatter')} FROM r").fetchone()[0]) == is_pending(frontmatter)
+    conn.close()
+
+
+def _vocabulary_copies(path: Path) -> list[str]:
+    """Status lists and the pending-review test written out, instead of read from their table."""
+    found = []
+    for node in ast.walk(parsed(path)):
+        where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) >= 2:
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(node.elts) and all(v in STATUSES for v in values):
+                found.append(f"{where}: statuses {values}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.search(r"'(active|paused|shipped|superseded|archived|completed)'\s*,\s*'", node.value):
+                found.append(f"{where}: statuses in SQL {node.value!r}")
+            if "'$.review') = 'pending'" in node.value:
+                found.append(f"{where}: the pending rule in SQL")
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Call)
+            and isinstance(node.left.func, ast.Attribute)
+            and node.left.func.attr == "get"
+            and [a.value for a in node.left.args if isinstance(a, ast.Constant)] == ["review"]
+            and any(isinstance(c, ast.Constant) and c.value == PENDING for c in node.comparators)
+        ):
+            found.append(f"{where}: the pending rule in Python")
+    return found
+
+
+def test_each_vocabulary_is_spelled_once() -> None:
+    # Stormbuffer stores have their own lifecycle (candidate → active → superseded …).
+    owners = {PACKAGE / "statuses.py", PACKAGE / "reviewstate.py"}
+    copies = [
+        copy
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in owners and PACKAGE / "stormbuffer" not in path.parents
+        for copy in _vocabulary_copies(path)
+    ]
+    templates = [
+        f"{path.name}: {line.strip()}"
+        for path in sorted((PACKAGE.parent / "templates").rglob("*.j2"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if 'review == "pending"' in line
+    ]
+    assert copies + templates == []
+
+
+def test_the_vocabulary_check_sees_copies_where_they_are(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        'LIVE = ("active", "shipped")\n'
+        "SQL = \"status NOT IN ('archived', 'superseded')\"\n"
+        'def waits(fm):\n    return fm.get("review") == "pending"\n',
+        encoding="utf-8",
+    )
+    assert len(_vocabulary_copies(planted)) == 3
+
+
+def test_layer_names_read_as_their_layer_in_every_script() -> None:
+    assert shown_layer(None) == shown_layer("") == "other" and shown_layer("web") == "web"
+    for alias, layer in (("Frontend", "web"), ("フロントエンド", "web"), ("инфраструктура", "infrastructure")):
+        assert normalize_layer(alias) == layer and normalize_layer(f"**{alias} / Payments**") == layer
+    assert normalize_layer("segurança") is None and set(LAYER_ALIASES.values()) == set(CODE_LAYERS)

@@ -306,6 +306,7 @@ def test_require_person_is_the_guard_a_policy_change_calls() -> None:
 # --- agents cannot destroy a person's memory ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_agent_over_mcp_cannot_purge_a_decision_a_person_approved(vault_dir: Path, run_cli: Any) -> None:
     vault_with(vault_dir)
     assert run_cli("upsert", "--kind", "decision", "--slug", "db", "--body", "Use Postgres.\n").exit_code == 0
@@ -408,6 +409,7 @@ def test_rejecting_an_agents_supersede_leaves_the_persons_trap_byte_for_byte(vau
     assert [hit["id"] for hit in run_cli("search", "locks", "--json").json()["results"]] == ["lock-order"]
 
 
+@pytest.mark.slow
 def test_an_agents_edit_of_a_persons_trap_keeps_the_approved_text_serving_everywhere(
     tmp_path: Path, vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -444,6 +446,7 @@ def test_approving_an_agents_edit_puts_it_in_place(vault_dir: Path, run_cli: Any
     assert "approve trap:lock-order (reviewed by Dev Person" in git(vault_dir, "log", "-1", "--format=%s")
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     persons=st.sampled_from(SCRIPTS),
@@ -659,6 +662,7 @@ def test_the_brief_never_counts_pending_context(vault_dir: Path, run_cli: Any) -
     assert "## Current work" not in brief["markdown"]
 
 
+@pytest.mark.slow
 def test_the_site_never_counts_a_pending_record(
     tmp_path: Path, vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -697,6 +701,7 @@ _names = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(name=_names, version=_names)
 def test_an_agents_author_always_says_it_is_an_agent_whatever_it_calls_itself(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from memosite.bootstrap import MAX_TRAPS, MIN_MAX_BYTES, build_bootstrap
 from memosite.cli import cli
 from memosite.errors import InvalidArguments
+from memosite.hits import bootstrap_counting_hits
 from memosite.indexing import read_record
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -156,8 +157,8 @@ def test_too_small_budget_is_rejected(vault: Vault) -> None:
 def test_brief_counts_hits_once_per_session(vault: Vault) -> None:
     put(vault, "trap", "t", severity="high")
     put(vault, "decision", "d")
-    first = build_bootstrap(vault, P, session_id="s1", now=NOW)
-    again = build_bootstrap(vault, P, session_id="s1", now=NOW)
+    first = bootstrap_counting_hits(vault, P, session_id="s1", now=NOW)
+    again = bootstrap_counting_hits(vault, P, session_id="s1", now=NOW)
     assert sorted(first.hits_recorded) == ["d", "t"] and again.hits_recorded == []
     assert read_record(vault.record_path(P, "trap", "t")).frontmatter["hits"] == 1
 
@@ -272,6 +273,7 @@ def test_cli_max_tokens_and_bad_input_is_one_line(vault: Vault, run_cli) -> None
     assert bad.exit_code == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     budget=st.integers(MIN_MAX_BYTES, 6000),
@@ -499,6 +501,7 @@ def test_bootstrap_explain_takes_no_value(vault: Vault, run_cli) -> None:  # typ
     assert done.exit_code == 2 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     budget=st.integers(min_value=MIN_MAX_BYTES, max_value=6000),

@@ -107,7 +107,7 @@ def browser() -> Iterator[object]:
 def page(browser: object) -> Iterator[object]:
     context = browser.new_context()  # type: ignore[attr-defined]
     opened = context.new_page()
-    opened.set_default_timeout(15_000)
+    opened.set_default_timeout(60_000)
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
     yield opened
@@ -124,6 +124,7 @@ def _titles(page: object) -> list[str]:
     return page.locator(".memosite-memory__table tbody tr td:first-child a").all_inner_texts()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_memory_page_hides_expired_record_until_the_toggle_is_off(page: object, site_url: str) -> None:
     _memory(page, site_url)
     assert page.locator("input[name=hideExpired]").is_checked()  # type: ignore[attr-defined]
@@ -182,6 +183,7 @@ def test_expired_record_page_shows_its_banner(page: object, site_url: str) -> No
     assert "2021-03-01" in banner.inner_text()
 
 
+@pytest.mark.slow
 def test_a_long_record_title_takes_the_lines_it_needs_and_no_more(browser: object, site_url: str) -> None:
     # The title's hidden permalink must not wrap onto a line of its own (an empty band).
     page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]

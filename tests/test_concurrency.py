@@ -36,6 +36,7 @@ _WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_eight_processes_upserting_and_appending_lose_nothing(vault_dir: Path) -> None:
     Vault.open(vault_dir).close()
     procs = [

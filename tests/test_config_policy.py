@@ -92,6 +92,7 @@ def test_a_remote_config_json_with_review_required_empty_does_not_switch_review_
     assert (got["value"], got["source"], got["teamValue"]) == (["trap", "decision"], "accepted", [])
 
 
+@pytest.mark.slow
 def test_a_person_accepting_the_policy_applies_the_loosening(
     team: Team, run_cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -125,6 +125,7 @@ def _search(page: object, built: Built, query: str) -> list[str]:
     return [text.replace("\n", " ") for text in results.all_inner_texts()]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_every_page_of_the_demo_shows_something_on_every_engine(built: Built, page: object) -> None:
     assert built.output["engine"] == built.engine and built.output["records"] >= 28  # type: ignore[operator]
@@ -221,6 +222,7 @@ def test_links_here_lists_the_records_that_link_to_a_record(built: Built, page: 
     assert "Link here" in links and "Checkout v2" in links and "Refunds reuse" in links
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize(
     ("query", "title"),
@@ -273,6 +275,7 @@ def test_the_memory_filter_finds_a_title_folded_as_the_cli_folds_it(
     assert len(rows) == 1 and title in rows[0], rows
 
 
+@pytest.mark.slow
 def test_each_record_is_one_search_entry_without_its_details(built: Built) -> None:
     index = built.site / ("search.json" if built.engine == "zensical" else "search/search_index.json")
     data = json.loads(index.read_text(encoding="utf-8"))

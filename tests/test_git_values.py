@@ -432,6 +432,7 @@ def test_every_git_call_keeps_values_out_of_its_options() -> None:
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_the_source_checks_see_what_they_look_for(tmp_path: Path) -> None:
     # Checks that saw nothing would pass vacuously: they must see the calls there are, and flag these.
     assert sum(1 for path in _sources() for _ in _git_calls(ast.parse(path.read_text(encoding="utf-8")))) > 100

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_sync_support import git, isolate_git, write_config
 
-from memosite import gitsetup, gitsync
+from memosite import commitpolicy, gitsetup
 from memosite.provenance import Actor
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -66,7 +66,7 @@ def test_an_mcp_write_is_authored_by_the_agent_via_memosite(git_vault: Vault) ->
 
 def test_an_agent_on_a_machine_without_identity_still_commits(git_vault: Vault) -> None:
     git_vault.actor = Actor.mcp_client("Zed Agent", None, None)
-    gitsync.request_commit(git_vault, "nothing yet")  # the lead's call: (vault, message)
+    commitpolicy.request_commit(git_vault, "nothing yet")  # the lead's call: (vault, message)
     upsert_record(git_vault, "demo", kind="spec", body="x", slug="s")
     assert last_commit(git_vault) == (
         "Zed Agent via memosite <agent@memosite.invalid>",
@@ -100,8 +100,8 @@ def test_setup_is_idempotent_and_repairs_a_stale_interpreter(git_vault: Vault) -
     root = git_vault.root
     attributes = (root / ".git" / "info" / "attributes").read_text(encoding="utf-8")
     git(root, "config", "merge.memosite-record.driver", "'/gone/python' -m memosite.sync.driver record %O %A %B %P")
-    gitsync.ensure_repo(git_vault)
-    gitsync.ensure_repo(git_vault)
+    gitsetup.ensure_repo(git_vault)
+    gitsetup.ensure_repo(git_vault)
     assert sys.executable in git(root, "config", "--get", "merge.memosite-record.driver")
     assert (root / ".git" / "info" / "attributes").read_text(encoding="utf-8") == attributes
     assert attributes.count(gitsetup.ATTRIBUTES_START) == 1

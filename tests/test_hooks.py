@@ -494,6 +494,7 @@ def test_the_hook_through_the_cli_takes_the_global_options(memory: Path, vault_d
     assert outcome.exit_code == 0 and "Session brief" in outcome.stdout
 
 
+@pytest.mark.slow
 def test_a_prompt_hook_loads_neither_click_nor_templates(memory: Path) -> None:
     # A fresh process at every prompt: what it imports is the person's wait.
     script = (
@@ -794,6 +795,7 @@ def test_the_files_agents_read_and_the_prompt_hook_give_a_record_the_same_rule(
     assert f"— {rule} (paths:" in context and "Symptom" not in context
 
 
+@pytest.mark.slow
 def test_the_brief_at_session_start_stays_within_what_claude_code_shows_as_it_is(
     repo: Path, vault_dir: Path, run_cli: Any
 ) -> None:

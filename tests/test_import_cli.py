@@ -280,6 +280,7 @@ def test_an_import_says_what_it_did_and_a_dry_run_what_it_would_do(
 _PART = st.text(alphabet="abcé数-_.", min_size=1, max_size=6).filter(lambda p: p not in (".", ".."))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_PART, min_size=1, max_size=3), st.lists(_PART, min_size=1, max_size=3), _PART)
 def test_an_import_covers_exactly_what_it_read(folder: list[str], other: list[str], name: str) -> None:

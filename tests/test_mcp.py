@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from click.testing import CliRunner
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult
@@ -274,6 +275,7 @@ def test_round_trip_upsert_search_get_forget_gc(vault_dir: Path) -> None:
     assert not list(vault_dir.glob("projects/demo/scratch/*.md"))
 
 
+@pytest.mark.slow
 def test_structured_results_carry_the_cli_json_fields(vault_dir: Path) -> None:
     async def scenario() -> dict[str, dict[str, Any]]:
         async with connect(vault_dir) as session:
@@ -449,6 +451,7 @@ def test_broken_view_template_never_fails_a_write_that_stands(vault_dir: Path) -
     assert len(list((vault_dir / "projects" / "demo" / "sessions").glob("*.md"))) == 1
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_protocol_messages(vault_dir: Path) -> None:
     """Raw JSON-RPC over the pipe: every line the server writes to stdout is a protocol message,
     even when the core warns or a call fails."""
@@ -535,6 +538,7 @@ def test_get_with_session_id_counts_one_hit_per_session(vault_dir: Path) -> None
 # --- concurrency -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_servers_writing_one_vault_lose_nothing(vault_dir: Path) -> None:
     """Two agent sessions (two server processes) each fire 25 upserts at once, plus updates of
     one shared record: every record reaches disk whole, parses, and is in the index."""

@@ -133,6 +133,7 @@ def test_unknown_arguments_are_refused_by_name(vault_dir: Path) -> None:
     assert not (vault_dir / "projects/demo/traps").exists()
 
 
+@pytest.mark.slow
 def test_every_tool_declares_closed_inputs_and_an_output_schema(vault_dir: Path) -> None:
     async def scenario() -> None:
         async with client_for(vault_dir) as client:

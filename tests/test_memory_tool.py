@@ -95,6 +95,7 @@ def record_at(vault_dir: Path, relative: str) -> Any:
 # --- a whole session --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_whole_sdk_session_lands_in_records_index_views_and_site(
     tool: MemositeMemoryTool, vault_dir: Path, tmp_path: Path
 ) -> None:

@@ -48,6 +48,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_the_session_commands_run_as_written(tmp_path: Path, env: dict[str, str], memosite_exe: Path) -> None:
     work = tmp_path / "work"
     (work / ".vtcode" / "sessions").mkdir(parents=True)  # a project vtcode has run in (`list --root` needs one)
@@ -62,6 +63,7 @@ def test_the_session_commands_run_as_written(tmp_path: Path, env: dict[str, str]
     assert pack.is_file()
 
 
+@pytest.mark.slow
 def test_the_stormbuffer_commands_run_as_written(tmp_path: Path, env: dict[str, str], memosite_exe: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()

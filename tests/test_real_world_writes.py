@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, SafetyViolation
-from memosite.indexing import compile_project, read_record
+from memosite.indexing import read_record
 from memosite.kinds import KIND_FACTS, KINDS
 from memosite.lookup import get_record
+from memosite.recompile import compile_project
 from memosite.schema import slugify
 from memosite.search import search_records
 from memosite.store import forget_record, list_records, restore_record, upsert_record
@@ -603,6 +604,7 @@ TEXT = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.lists(
@@ -650,6 +652,7 @@ def readme_everyday_commands() -> list[list[str]]:
     return commands
 
 
+@pytest.mark.slow
 def test_the_readmes_everyday_commands_run_as_written_in_a_fresh_vault(tmp_path: Path, memosite_exe: Path) -> None:
     commands = readme_everyday_commands()
     assert len(commands) >= 8

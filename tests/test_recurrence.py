@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memosite.indexing import read_record
 from memosite.recurrence import (
@@ -17,7 +19,9 @@ from memosite.recurrence import (
     pattern_key,
     trap_layer,
     trap_occurrences,
+    trap_recurrence,
 )
+from memosite.salience import backfill_traps
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
@@ -185,3 +189,48 @@ def test_a_superseding_trap_that_says_its_own_occurrences_keeps_them(vault: Vaul
 def test_a_trap_without_occurrences_counts_as_seen_once() -> None:
     assert trap_occurrences("trap", None) == 1 and trap_occurrences("trap", 0) == 1
     assert trap_occurrences("trap", 7) == 7 and trap_occurrences("decision", None) == 0
+
+
+counts = st.one_of(st.none(), st.integers(1, 10**9))
+stamps = st.one_of(st.none(), st.just("2026-01-02T03:04:05.000Z"))
+NOW_ISO = "2026-11-30T12:00:00.000Z"
+
+
+@settings(max_examples=200, deadline=None)
+@given(occurrences=counts, last_seen=stamps)
+def test_a_trap_seen_again_counts_one_more_occurrence_and_was_seen_now(
+    occurrences: int | None, last_seen: str | None
+) -> None:
+    frontmatter = {"title": "Повтор · 再発 · récidive", "occurrences": occurrences, "lastSeen": last_seen}
+    assert trap_recurrence(frontmatter, seen_at=NOW_ISO, again=True) == {
+        "occurrences": (occurrences or 1) + 1,
+        "lastSeen": NOW_ISO,
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(occurrences=counts, last_seen=stamps, older=counts)
+def test_recurrence_fields_never_lose_a_count_and_fill_only_what_is_missing(
+    occurrences: int | None, last_seen: str | None, older: int | None
+) -> None:
+    frontmatter = {"occurrences": occurrences, "lastSeen": last_seen}
+    kept = trap_recurrence(frontmatter, seen_at=NOW_ISO)
+    assert kept.get("occurrences", occurrences) == (occurrences or 1)
+    assert kept.get("lastSeen", last_seen) == (last_seen or NOW_ISO)
+    carried = trap_recurrence(frontmatter, seen_at=NOW_ISO, succeeds={"occurrences": older})
+    assert carried["occurrences"] == trap_occurrences("trap", older) + 1
+
+
+def test_backfill_and_upsert_count_a_trap_alike(vault: Vault) -> None:
+    """A hand-written trap without the fields gets from backfill what upsert writes on a new one."""
+    written = upsert_record(vault, "demo", kind="trap", slug="written", body="Retries double the charge.")
+    by_upsert = read_record(vault.root / written.path).frontmatter
+    hand = vault.record_path("demo", "trap", "by-hand")
+    hand.write_text(
+        "---\nid: by-hand\nkind: trap\nproject: demo\ncreated: 2026-11-01\nupdated: 2026-11-02\n---\nÇa casse.\n",
+        encoding="utf-8",
+    )
+    backfill_traps(vault, "demo")
+    by_backfill = read_record(hand).frontmatter
+    assert by_upsert["occurrences"] == by_backfill["occurrences"] == 1
+    assert by_upsert["lastSeen"] == by_upsert["updated"] and str(by_backfill["lastSeen"]).startswith("2026-11-02")

@@ -81,6 +81,7 @@ def test_hit_updates_index_and_trap_view(vault: Vault) -> None:
     assert "Hits: 1" in (vault.project_dir(P) / "TRAPS.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_get_counts_hit_once_per_session_across_processes(vault: Vault, memosite_exe: Path) -> None:
     path = trap(vault, "t1")
     for session in ("agent-a", "agent-a", "agent-b"):

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memosite.cli import cli
 from memosite.curator import run_gc
 from memosite.errors import InvalidArguments
+from memosite.hits import search_counting_hits
 from memosite.indexing import refresh_project
 from memosite.schema import format_iso
 from memosite.search import path_matches, search_records
@@ -279,8 +280,8 @@ def test_bad_arguments_are_invalid_arguments(filled: Vault, kwargs: dict[str, ob
 
 
 def test_hit_ids_acknowledge_hits_once_per_session(filled: Vault) -> None:
-    first = search_records(filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW)
-    again = search_records(filled, P, "token", hit_ids=["token-refresh"], session_id="s1", now=NOW)
+    first = search_counting_hits(filled, P, "token", hit_ids=["token-refresh", "nope"], session_id="s1", now=NOW)
+    again = search_counting_hits(filled, P, "token", hit_ids=["token-refresh"], session_id="s1", now=NOW)
     assert first.hits_recorded == ["token-refresh"] and again.hits_recorded == []
     assert search_records(filled, P, "token", now=NOW).results[0].hits == 1
 
@@ -660,6 +661,7 @@ def test_text_helpers_agree_with_their_definitions(text: str) -> None:
     assert re.fullmatch(r"(?:[a-z0-9]+(?:-[a-z0-9]+)*)?", slugify(text))
 
 
+@pytest.mark.slow
 def test_occurrences_sql_agrees_with_trap_occurrences() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -684,6 +686,7 @@ def test_occurrences_sql_agrees_with_trap_occurrences() -> None:
 _UNSPACED_WORDS = ["订单", "锁表", "缓存", "キャッシュ", "在庫", "결제", "payment", "retry"]
 
 
+@pytest.mark.slow
 def test_substring_search_agrees_with_the_text_after_any_sequence_of_writes(vault: Vault) -> None:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -798,6 +801,7 @@ def test_a_long_distractor_never_outranks_a_short_exact_answer(tmp_path: Path, s
         vault.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(repeats=st.integers(min_value=1, max_value=300), words=st.lists(st.sampled_from(_FILLER_WORDS), max_size=5))
 def test_the_record_holding_the_rare_word_ranks_first_whatever_the_distractor_holds(

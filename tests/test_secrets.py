@@ -430,6 +430,7 @@ _PROPERTY_SETTINGS = settings(
 )
 
 
+@pytest.mark.slow
 @_PROPERTY_SETTINGS
 @given(template=_contexts, values=st.lists(_ordinary_values, min_size=2, max_size=2))
 def test_hashes_uuids_and_timestamps_never_flag(template: str, values: list[str]) -> None:

@@ -237,6 +237,7 @@ def random_assignments(draw: st.DrawFn) -> str:
     return str(corpus.render_assignment(syntax, key, value))
 
 
+@pytest.mark.slow
 @_RECALL_SETTINGS
 @given(random_assignments())
 def test_every_random_16_to_40_character_assignment_is_refused(text: str) -> None:
@@ -264,6 +265,7 @@ _digests = st.binary(max_size=64).flatmap(
 _ids = st.one_of(_digests, _digests.map(lambda d: d[:7]), st.uuids().map(str), st.uuids().map(lambda u: str(u).upper()))
 
 
+@pytest.mark.slow
 @_PROPERTY_SETTINGS
 @given(
     value=_ids,

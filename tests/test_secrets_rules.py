@@ -220,6 +220,7 @@ def test_session_append_refuses_each_family(family: str, run_cli: Callable[..., 
     assert _secret_part(family).encode() not in log.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILY_IDS)
 def test_site_build_refuses_each_family_planted_by_hand(family: str, tmp_path: Path) -> None:
     from memosite.site import build_site
@@ -397,13 +398,13 @@ def test_an_agent_reading_a_record_with_a_hand_planted_secret_still_gets_it_and_
 ) -> None:
     """The unit's scan refuses the hit's rewrite of a record someone edited by hand to hold a
     secret; the read itself answers (a read never fails because a hit could not be counted)."""
-    from memosite.lookup import get_record
+    from memosite.hits import get_record_counting_hit
 
     result = upsert_record(vault, "demo", kind="trap", body="Deploy with care.", frontmatter={"title": "Deploy"})
     path = vault.root / result.path
     planted = path.read_text(encoding="utf-8") + f"\n{NINE_FAMILIES['Netlify token']}\n"
     path.write_text(planted, encoding="utf-8")
-    found = get_record(vault, "demo", record_id=result.id, session_id="agent-session-1")
+    found = get_record_counting_hit(vault, "demo", record_id=result.id, session_id="agent-session-1")
     assert found.id == result.id
     assert path.read_text(encoding="utf-8") == planted  # no hit was written into the file
 

@@ -55,7 +55,7 @@ def _get(url: str, timeout: float = 10.0) -> str:
         return response.read().decode("utf-8")
 
 
-def _eventually(url: str, predicate, timeout: float = 20.0, request_timeout: float = 10.0) -> str:  # type: ignore[no-untyped-def]
+def _eventually(url: str, predicate, timeout: float = 180.0, request_timeout: float = 10.0) -> str:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     text = ""
     while time.monotonic() < deadline:
@@ -134,6 +134,7 @@ def test_new_record_file_is_served_and_listed(served: tuple[SiteServer, Vault]) 
     assert "Schedule jobs in UTC." in _get(f"{server.url}memory/{PROJECT}/traps/cron-drift/")
 
 
+@pytest.mark.slow
 def test_a_secret_planted_while_serving_takes_the_site_down_until_removed(
     served: tuple[SiteServer, Vault],
 ) -> None:
@@ -191,6 +192,7 @@ def test_busy_port_is_a_clear_error(vault: Vault) -> None:
     assert not server.site_dir.exists()
 
 
+@pytest.mark.slow
 def test_serve_command_serves_until_terminated(vault: Vault) -> None:
     upsert_record(
         vault,
@@ -208,6 +210,7 @@ def test_serve_command_serves_until_terminated(vault: Vault) -> None:
         assert "Shared test database" in page
 
 
+@pytest.mark.slow
 def test_serve_include_pending_serves_pending_records_and_the_review_page(vault: Vault) -> None:
     path = vault.record_path(PROJECT, "trap", "agent-guess")
     path.parent.mkdir(parents=True, exist_ok=True)

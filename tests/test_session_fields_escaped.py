@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import markdown
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def test_session_start_goal_with_a_link_is_text_in_the_view_and_the_record(
     assert SCRIPTS in record
 
 
+@pytest.mark.slow
 def test_session_fields_are_inert_text_on_the_built_site(
     vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
 ) -> None:

@@ -131,6 +131,7 @@ def test_bad_input_is_one_json_error_and_exit_1(vault_dir: Path, args: list[str]
     assert json.loads(out) == {"error": {"code": code, "message": json.loads(out)["error"]["message"]}}
 
 
+@pytest.mark.slow
 def test_errors_are_one_line_without_traceback_in_a_real_process(vault_dir: Path) -> None:
     assert memosite("session", "start", "--id", "real").returncode == 0  # the vault exists
     result = memosite("session", "append", "--session", "ghost", "--type", "message", "--text", "hi")

@@ -91,6 +91,7 @@ OPERATIONS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
 def test_append_and_rescan_agree_on_every_sequence(tmp_path: Path, operations: list[str]) -> None:

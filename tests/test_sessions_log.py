@@ -675,6 +675,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_concurrent_writers_are_serialised_by_the_session_lock(vault: Vault) -> None:
     start(vault).close()
     writers = [

@@ -277,6 +277,7 @@ def logged_message_is_found(vault: Vault, text: str, queries: list[str]) -> None
         assert 4 in [hit.seq for hit in hits], (text, query)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_an_event_holding_a_word_in_any_spelling_is_found_by_its_folded_form(vault: Vault, data: st.DataObject) -> None:
@@ -290,6 +291,7 @@ def test_an_event_holding_a_word_in_any_spelling_is_found_by_its_folded_form(vau
     logged_message_is_found(vault, text, [word, spelled, fold(spelled).upper()])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_piece_of_text_written_without_spaces_is_found(vault: Vault, data: st.DataObject) -> None:

@@ -29,6 +29,7 @@ _TIMES = st.integers(min_value=0, max_value=86_399_999).map(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     event_type=_TYPES,

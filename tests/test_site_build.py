@@ -290,6 +290,7 @@ def test_planted_secret_fails_the_build_and_publishes_nothing(tmp_path: Path) ->
     assert not [p for p in tmp_path.iterdir() if "memosite-" in p.name]  # no staging left behind
 
 
+@pytest.mark.slow
 def test_cli_build_reports_a_planted_secret_on_one_line(
     tmp_path: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -322,6 +323,7 @@ def test_build_refuses_to_replace_a_directory_that_is_not_a_site(tmp_path: Path,
     assert (precious / "todo.txt").read_text(encoding="utf-8") == "keep me"
 
 
+@pytest.mark.slow
 def test_strict_build_fails_on_a_broken_link_in_a_record(tmp_path: Path, vault: Vault) -> None:
     _trap(vault, "Linked note", "See [the runbook](missing-runbook.md).")
     with pytest.raises(BuildError) as failure:

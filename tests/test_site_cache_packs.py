@@ -71,6 +71,7 @@ def _pack_bytes(vault: Vault) -> tuple[int, int]:
     return sum(p.stat().st_size for p in _packs(vault)), sum(size for _pack, _offset, size in live)
 
 
+@pytest.mark.slow
 def test_packs_never_hold_more_than_twice_what_the_cache_uses(tmp_path: Path, vault: Vault) -> None:
     paths = [_trap(vault, f"Trap {n}", f"Body {n} " + "words " * 300) for n in range(5)]
     build_site(vault, out_dir=tmp_path / "site")

@@ -162,7 +162,7 @@ def test_memory_page_of_the_export_lists_records_in_chromium(built: Path, browse
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(f"http://127.0.0.1:{server.server_address[1]}/memory/")
-        page.wait_for_selector(".memosite-memory[data-memosite-loaded]", timeout=15_000)
+        page.wait_for_selector(".memosite-memory[data-memosite-loaded]", timeout=60_000)
         titles = page.locator(".memosite-memory__table tbody tr td:first-child a").all_inner_texts()
         assert sorted(titles) == ["Cookie loses SameSite", f"Invoice rounding {SCRIPTS}"]  # expired hidden
         page.locator(".memosite-memory__table tbody a", has_text="Cookie loses").click()

@@ -101,6 +101,7 @@ def built(request: pytest.FixtureRequest, exported: Path, tmp_path_factory: pyte
     return work / "team/site"
 
 
+@pytest.mark.slow
 def test_every_exported_front_matter_parses_to_the_title_as_html_text(exported: Path) -> None:
     pages = sorted((exported / "docs/memory").rglob("*.md"))
     titles = []
@@ -115,6 +116,7 @@ def test_every_exported_front_matter_parses_to_the_title_as_html_text(exported: 
     assert "line one line two &lt;svg onload=window.__pwned=3&gt; three four&#x7;" in titles
 
 
+@pytest.mark.slow
 def test_a_title_with_markup_is_inert_in_every_built_page(built: Path) -> None:
     pages = list(built.rglob("*.html"))
     assert len(pages) > 10
@@ -124,6 +126,7 @@ def test_a_title_with_markup_is_inert_in_every_built_page(built: Path) -> None:
     assert html.escape(IMG, quote=False) in record or html.escape(IMG) in record  # shown as the text it is
 
 
+@pytest.mark.slow
 def test_the_search_index_holds_titles_as_escaped_text(built: Path) -> None:
     index = next(built.rglob("search*.json"), None)
     if index is None:
@@ -166,6 +169,7 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_no_script_runs_on_an_exported_page_in_chromium(built: Path, browser: object) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built)))

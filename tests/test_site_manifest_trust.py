@@ -112,6 +112,7 @@ def test_a_foreign_export_manifest_listing_a_users_files_gets_nothing_deleted(
     assert _tree(docs) == before
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("recorded")
 def test_a_manifest_signed_on_another_machine_is_foreign_here(
     tmp_path: Path, run_cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
@@ -126,6 +127,7 @@ def test_a_manifest_signed_on_another_machine_is_foreign_here(
     assert _tree(site) == before
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("recorded")
 def test_a_rebuild_leaves_folders_a_user_made_even_empty_ones(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
     site = tmp_path / "site"
@@ -138,6 +140,7 @@ def test_a_rebuild_leaves_folders_a_user_made_even_empty_ones(tmp_path: Path, ru
     assert "drafts" not in manifest["dirs"] and "memory/demo" in manifest["dirs"]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("recorded")
 def test_a_users_edit_of_a_built_file_is_kept_and_said_so(
     vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
@@ -174,6 +177,7 @@ def test_a_users_edit_of_an_exported_file_is_kept_and_said_so(tmp_path: Path, ru
     assert not (docs / "memory/demo/traps/cache-leak.md").read_text(encoding="utf-8").startswith("my notes")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("recorded")
 def test_a_symlink_planted_in_the_site_never_leads_a_rebuild_outside_it(
     tmp_path: Path, run_cli: Callable[..., Any]
@@ -216,6 +220,7 @@ written = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(files=st.dictionaries(names, written, max_size=5), dirs=st.frozensets(names, max_size=3), data=st.data())
 def test_a_signed_manifest_reads_back_and_any_change_to_it_is_refused(

@@ -289,6 +289,7 @@ def test_a_secret_planted_by_hand_after_a_cached_build_still_fails_the_build(tmp
     assert token not in (tmp_path / "site/memory/shop/traps/deploy-notes/index.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_site_name_comes_from_the_command_line_when_given(tmp_path: Path, vault: Vault, run_cli) -> None:  # type: ignore[no-untyped-def]
     _upsert(vault, "trap", "Named", "Body.")
     outcome = run_cli("build", "--out", str(tmp_path / "site"), "--site-name", "Équipe mémoire 🧠")

@@ -49,6 +49,7 @@ def _files_on(remote: Path, branch: str = "gh-pages") -> set[str]:
     return set(_git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", branch).splitlines())
 
 
+@pytest.mark.slow
 def test_gh_pages_commits_the_built_site_to_the_branch(filled: Vault, remote: Path) -> None:
     result = publish_gh_pages(filled, remote=str(remote))
     files = _files_on(remote)
@@ -57,6 +58,7 @@ def test_gh_pages_commits_the_built_site_to_the_branch(filled: Vault, remote: Pa
     assert result.parent is None
 
 
+@pytest.mark.slow
 def test_gh_pages_keeps_the_branch_history(filled: Vault, remote: Path) -> None:
     first = publish_gh_pages(filled, remote=str(remote))
     upsert_record(
@@ -73,6 +75,7 @@ def test_gh_pages_keeps_the_branch_history(filled: Vault, remote: Path) -> None:
     assert "memory/shop/decisions/postgresql-for-orders/index.html" in _files_on(remote)
 
 
+@pytest.mark.slow
 def test_gh_pages_resolves_a_named_remote_of_the_current_repository(
     filled: Vault, remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -110,6 +113,7 @@ def test_publish_needs_exactly_one_destination(filled: Vault) -> None:
         assert result.exit_code == 1 and "--to DIR or --gh-pages" in result.stderr
 
 
+@pytest.mark.slow
 def test_publish_to_writes_a_finished_static_copy(filled: Vault, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["publish", "--to", str(tmp_path / "public"), "--json"])
     assert result.exit_code == 0, result.output

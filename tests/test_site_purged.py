@@ -49,6 +49,7 @@ def _purge_a_persons_decision(vault_dir: Path, run_cli: Callable[..., Any]) -> s
     return str(record_id)
 
 
+@pytest.mark.slow
 def test_a_purged_record_is_counted_and_never_named_on_the_built_site(
     vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
 ) -> None:
@@ -97,6 +98,7 @@ def test_one_purge_of_many_records_is_one_event_that_counts_them(vault: Vault) -
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("republished", [True, False])
 def test_commits_naming_a_purged_record_leave_the_history_unless_a_record_carries_the_id_again(
     vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any], republished: bool

@@ -8,15 +8,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from test_sync_support import Team, make_team
 
 from memosite.cli import cli
 from memosite.indexing import ensure_index
+from memosite.schema import format_iso, utc_now
 from memosite.site.build import build_site
 from memosite.site.export import export_docs
 from memosite.site.pages import collect_site_content
@@ -65,9 +67,25 @@ def _cli(*args: str) -> Result:
     return result
 
 
+_WRITES = itertools.count(1)
+
+
 def _upsert(kind: str, slug: str, body: str, *extra: str) -> None:
-    _cli("upsert", "--kind", kind, "--slug", slug, "--body", body, *extra)
-    time.sleep(0.005)  # distinct `updated` instants: the Review page orders by them
+    # Each write a later `updated` than the one before (the Review page orders by it), whatever
+    # the clock did between them.
+    updated = format_iso(utc_now() + timedelta(seconds=next(_WRITES)))
+    _cli(
+        "upsert",
+        "--kind",
+        kind,
+        "--slug",
+        slug,
+        "--body",
+        body,
+        "--frontmatter",
+        json.dumps({"updated": updated}),
+        *extra,
+    )
 
 
 @contextlib.contextmanager
@@ -172,6 +190,7 @@ def _rows(site: Path) -> dict[str, dict[str, Any]]:
 # --- freshness -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_each_record_page_carries_its_verdict_and_the_commit_it_was_checked_at(trusted: Trusted) -> None:
     head = _git(trusted.repo, "rev-parse", "HEAD")[:12]
     badges = {}
@@ -188,6 +207,7 @@ def test_each_record_page_carries_its_verdict_and_the_commit_it_was_checked_at(t
     assert "now at lines <code>61-71</code>" in _page(trusted.default, "traps/after")
 
 
+@pytest.mark.slow
 def test_memory_rows_and_view_rows_carry_the_verdict(trusted: Trusted) -> None:
     rows = _rows(trusted.default)
     assert {k: rows[k]["freshness"] for k in ("inside", "after", "whole", "uncited")} == {
@@ -203,6 +223,7 @@ def test_memory_rows_and_view_rows_carry_the_verdict(trusted: Trusted) -> None:
     assert 'memosite-freshness--missing">missing</span>' in index
 
 
+@pytest.mark.slow
 def test_needs_review_lists_drifted_and_missing_records_with_what_changed(trusted: Trusted) -> None:
     page = _page(trusted.default, "NEEDS-REVIEW")
     titles = re.findall(r"<h2[^>]*>(.*?)<a class=\"headerlink\"", page)
@@ -218,6 +239,7 @@ def test_needs_review_lists_drifted_and_missing_records_with_what_changed(truste
     assert 'href="NEEDS-REVIEW/"' in home and "Cited code changed" in home
 
 
+@pytest.mark.slow
 def test_a_changed_verdict_reaches_the_cached_page_on_the_next_build(trusted: Trusted, tmp_path: Path) -> None:
     shutil.copytree(trusted.vault, tmp_path / "vault")
     shutil.copytree(trusted.repo, tmp_path / "shop")
@@ -236,6 +258,7 @@ def test_a_changed_verdict_reaches_the_cached_page_on_the_next_build(trusted: Tr
     assert "Retries need keys" not in _page(site, "NEEDS-REVIEW")
 
 
+@pytest.mark.slow
 def test_one_query_reads_every_verdict_of_a_build(trusted: Trusted) -> None:
     vault = Vault.open(trusted.vault, create=False)
     try:
@@ -254,6 +277,7 @@ def test_one_query_reads_every_verdict_of_a_build(trusted: Trusted) -> None:
 # --- review --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_build_without_include_pending_publishes_nothing_of_a_pending_record(trusted: Trusted) -> None:
     outputs = _outputs(trusted.default)
     assert [name for name, text in outputs.items() if PENDING_WORD in text] == []
@@ -281,6 +305,7 @@ def test_a_build_without_include_pending_publishes_nothing_of_a_pending_record(t
     assert re.search(r"<td[^>]*>3</td>\s*</tr>", overview)  # the overview's Awaiting review column
 
 
+@pytest.mark.slow
 def test_include_pending_publishes_them_marked_unreviewed_with_a_review_page(trusted: Trusted) -> None:
     rows = _rows(trusted.included)
     assert {k: rows[k]["review"] for k in ("guess", "db", "pending-cite", "inside")} == {
@@ -306,6 +331,7 @@ def test_include_pending_publishes_them_marked_unreviewed_with_a_review_page(tru
     assert PENDING_WORD in search and "traps/guess/" in search
 
 
+@pytest.mark.slow
 def test_provenance_shows_on_record_pages_as_text(trusted: Trusted) -> None:
     head_at_writing = _git(trusted.repo, "rev-list", "--max-parents=0", "HEAD")
     page = _page(trusted.default, "traps/inside")
@@ -324,6 +350,7 @@ def test_provenance_shows_on_record_pages_as_text(trusted: Trusted) -> None:
                 assert 'href="https://evil.example' not in text and "<strong>bold</strong>" not in text, name
 
 
+@pytest.mark.slow
 def test_export_docs_keeps_the_badges_and_leaves_pending_records_out(trusted: Trusted, tmp_path: Path) -> None:
     vault = Vault.open(trusted.vault, create=False)
     try:
@@ -352,6 +379,7 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
     yield from make_team(tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 def test_the_conflicts_page_shows_both_versions_and_alone_holds_a_sidecars_text(team: Team, tmp_path: Path) -> None:
     a, b = team.machine("a"), team.machine("b")
 
@@ -385,6 +413,7 @@ def test_the_conflicts_page_shows_both_versions_and_alone_holds_a_sidecars_text(
     assert "NEEDS-REVIEW" not in home
 
 
+@pytest.mark.slow
 def test_a_conflict_of_a_pending_record_shows_its_diff_only_when_pending_records_are_included(
     tmp_path: Path,
 ) -> None:
@@ -448,6 +477,7 @@ def served(trusted: Trusted) -> Iterator[str]:
     thread.join(10)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_memory_table_shows_and_filters_by_cited_code_and_marks_unreviewed_rows(served: str) -> None:
     from test_browser import CHROMIUM, CHROMIUM_ARGS

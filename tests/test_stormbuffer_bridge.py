@@ -114,6 +114,7 @@ def test_stormbuffer_to_vault_to_stormbuffer_loses_nothing(vault: Vault, store: 
     assert not (copy.path / "memosite").exists()  # nothing memosite-only to remember
 
 
+@pytest.mark.slow
 def test_vault_to_stormbuffer_to_vault_loses_nothing(vault: Vault, tmp_path: Path) -> None:
     write_demo_vault(vault)
     result = export_project(vault, "acme-shop", tmp_path / "out")

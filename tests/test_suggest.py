@@ -41,3 +41,8 @@ def test_a_short_start_of_a_long_id_names_it() -> None:
 def test_the_sentence_lists_the_names() -> None:
     assert did_you_mean(["a"]) == " (did you mean a?)"
     assert did_you_mean(["a", "b", "c"]) == " (did you mean a, b or c?)"
+
+
+def test_a_typo_in_a_repetitive_id_names_it() -> None:
+    # difflib alone scores this pair 0.57: its longest block is the 17 zeros after the typo
+    assert near_misses("000000000000a00000000000000000", ["0" * 30]) == ["0" * 30]

@@ -25,10 +25,12 @@ from test_sync_support import (
 
 from memosite.curator import compact_monthly_logs
 from memosite.indexing import read_record
+from memosite.pushhook import register_push_scheduler
 from memosite.salience import record_feedback, record_hits
 from memosite.schema import parse_record, utc_now
 from memosite.search import search_records
 from memosite.store import append_event, forget_record, list_records
+from memosite.sync.autopush import register_auto_push
 from memosite.sync.conflicts import list_conflicts, resolve_conflict
 from memosite.sync.errors import NoRemote, PushFailed, SyncError, UnrelatedHistory
 from memosite.sync.preview import preview_sync
@@ -75,6 +77,7 @@ def test_a_change_arrives_by_fast_forward_and_is_indexed(team: Team) -> None:
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_fields_changed_on_both_machines_merge_and_counters_add_up(team: Team) -> None:
     a, b = synced_pair(team)
     record_hits(a, P, ["lock-order"])
@@ -95,6 +98,7 @@ def test_fields_changed_on_both_machines_merge_and_counters_add_up(team: Team) -
     assert "3" in (a.project_dir(P) / "TRAPS.md").read_text(encoding="utf-8")  # the merged view
 
 
+@pytest.mark.slow
 def test_both_machines_changing_the_body_keeps_local_and_puts_remote_beside_it(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body="Version from a: 日本語\n")
@@ -133,8 +137,7 @@ def test_a_purge_travels_to_the_other_machine(team: Team) -> None:
 
 def test_a_purge_newer_than_the_other_machines_edit_wins(team: Team) -> None:
     a, b = synced_pair(team)
-    trap(b, body="Edited on b before the purge.\n")
-    time.sleep(0.01)
+    trap(b, body="Edited on b before the purge.\n", now=utc_now() - timedelta(minutes=1))
     forget_record(a, P, record_id="lock-order", purge=True)
     sync_vault(a)
     result = sync_vault(b)
@@ -149,8 +152,7 @@ def test_an_edit_after_the_purge_keeps_the_record_and_is_reported(team: Team) ->
     a, b = synced_pair(team)
     forget_record(a, P, record_id="lock-order", purge=True)
     sync_vault(a)
-    time.sleep(0.01)
-    trap(b, body="Edited on b after the purge.\n")
+    trap(b, body="Edited on b after the purge.\n", now=utc_now() + timedelta(minutes=1))
     result = sync_vault(b)
     [kept] = result.kept_after_purge
     assert kept.path == TRAP and kept.edited_at is not None and kept.deleted_at is not None
@@ -162,11 +164,11 @@ def test_an_edit_after_the_purge_keeps_the_record_and_is_reported(team: Team) ->
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_a_remote_edit_after_a_local_purge_brings_the_record_back(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(b, P, record_id="lock-order", purge=True)
-    time.sleep(0.01)
-    record_hits(a, P, ["lock-order"])  # used on a after b purged it
+    record_hits(a, P, ["lock-order"], now=utc_now() + timedelta(minutes=1))  # used on a after b purged it
     sync_vault(a)
     result = sync_vault(b)
     [kept] = result.kept_after_purge
@@ -202,6 +204,7 @@ def test_gc_purges_and_log_rollups_sync_the_same_way(team: Team) -> None:
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_tombstones_merge_as_a_union(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="only-a", body="a\n")
@@ -330,6 +333,7 @@ def everything(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_dry_run_changes_nothing_and_predicts_the_sync(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body="from a\n")
@@ -367,6 +371,7 @@ def test_dry_run_of_a_new_machine_says_it_would_join(team: Team) -> None:
 # --- a plain git pull -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_plain_git_pull_merges_records_and_never_writes_markers(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="both-bodies", body="first\n")
@@ -399,6 +404,7 @@ def test_a_plain_git_pull_merges_records_and_never_writes_markers(team: Team) ->
     assert "compile views after git merge" in git(a.root, "log", "-1", "--format=%s")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", [None, "rebase = true", "rebase = true\n\tff = only"])
 def test_a_plain_git_pull_merges_whatever_the_persons_global_pull_setting(
     team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None
@@ -424,12 +430,12 @@ def test_a_plain_git_pull_merges_whatever_the_persons_global_pull_setting(
     assert git(a.root, "config", "--local", "pull.rebase").strip() == "false"
 
 
+@pytest.mark.slow
 def test_sync_finishes_a_pull_that_stopped_on_a_purge(team: Team) -> None:
     a, b = synced_pair(team)
     forget_record(a, P, record_id="lock-order", purge=True)
     sync_vault(a)
-    time.sleep(0.01)
-    trap(b, body="edited after the purge\n")
+    trap(b, body="edited after the purge\n", now=utc_now() + timedelta(minutes=1))
     pulled = subprocess.run(
         ["git", "-C", str(b.root), *PERSON, "pull", "--no-rebase", "-q"],
         capture_output=True,
@@ -459,6 +465,7 @@ def conflicted(team: Team) -> tuple[Vault, Vault]:
     return a, b
 
 
+@pytest.mark.slow
 def test_resolve_take_remote_puts_the_remote_version_in_place_in_one_commit(team: Team) -> None:
     _, b = conflicted(team)
     [conflict] = list_conflicts(b)
@@ -474,6 +481,7 @@ def test_resolve_take_remote_puts_the_remote_version_in_place_in_one_commit(team
     assert list_conflicts(b) == []
 
 
+@pytest.mark.slow
 def test_resolve_after_a_hand_edit_keeps_the_edit(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflicted(team)
     path = b.root / TRAP
@@ -533,7 +541,7 @@ def test_status_shows_pending_push_and_a_failed_push_until_one_succeeds(team: Te
     assert state.push_error is None and state.ahead == 0 and not state.pending_push
 
 
-def wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, timeout: float = 180.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -545,19 +553,39 @@ def remote_head(team: Team) -> str:
     return git(team.remote, "rev-parse", "-q", "--verify", "refs/heads/main", check=False).strip()
 
 
-def test_auto_push_runs_in_the_background_after_a_write(team: Team) -> None:
+def hold_pushes_until(remote: Path, gate: Path) -> None:
+    """The remote takes a push only once ``gate`` exists (and refuses it after a minute without)."""
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        f"#!/bin/sh\nfor _ in $(seq 1200); do [ -e '{gate}' ] && exit 0; sleep 0.05; done\nexit 1\n",
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+
+
+@pytest.fixture
+def auto_push() -> Iterator[None]:
+    """This process pushes its commits in the background, as the CLI and the MCP server do."""
+    register_auto_push()
+    yield
+    register_push_scheduler(None)
+
+
+def test_auto_push_runs_in_the_background_after_a_write(team: Team, auto_push: None, tmp_path: Path) -> None:
     a = team.machine("a", push="auto", pushDelaySeconds=0.2)
-    started = time.monotonic()
-    trap(a)
-    assert time.monotonic() - started < 5  # the write did not wait for the push
+    gate = tmp_path / "let-the-push-in"
+    hold_pushes_until(team.remote, gate)
+    trap(a)  # returns while the remote still holds the push back: the write did not wait for it
     head = git(a.root, "rev-parse", "HEAD").strip()
+    assert remote_head(team) != head and sync_state(a).push_scheduled
+    gate.touch()
     wait_for(lambda: remote_head(team) == head and not sync_state(a).push_scheduled)
     b = team.machine("b")
     sync_vault(b)
     assert (b.root / TRAP).exists()
 
 
-def test_a_failed_auto_push_is_shown_and_retried_at_the_next_write(team: Team) -> None:
+def test_a_failed_auto_push_is_shown_and_retried_at_the_next_write(team: Team, auto_push: None) -> None:
     a = team.machine("a", push="auto", pushDelaySeconds=0.2)
     refuse_pushes(team.remote, True)
     trap(a)
@@ -568,6 +596,15 @@ def test_a_failed_auto_push_is_shown_and_retried_at_the_next_write(team: Team) -
     head = git(a.root, "rev-parse", "HEAD").strip()
     wait_for(lambda: remote_head(team) == head and not sync_state(a).push_scheduled)
     assert sync_state(a).push_error is None
+
+
+def test_a_program_that_registered_no_push_says_so_once(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    a = team.machine("a", push="auto", pushDelaySeconds=0.2)
+    register_push_scheduler(None)  # as a program that never registered one
+    trap(a)
+    trap(a, slug="second", body="second\n")
+    assert capsys.readouterr().err.count("pushes nothing") == 1
+    assert not sync_state(a).push_scheduled
 
 
 def test_the_merge_driver_runs_without_the_test_process(tmp_path: Path) -> None:

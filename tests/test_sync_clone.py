@@ -59,6 +59,7 @@ def readme_join_steps() -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_the_readme_join_steps_work_as_written(
     first_machine: Vault, remote: Path, tmp_path: Path, memosite_exe: Path
 ) -> None:

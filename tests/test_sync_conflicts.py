@@ -53,6 +53,7 @@ def state(vault: Vault) -> tuple[str, dict[str, bytes]]:
 # --- 1. resolve without --take needs an edit --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resolve_without_take_refuses_a_record_unchanged_since_the_conflict(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     for vault in (b, a):  # the machine that made the conflict, and the one that received it
@@ -66,6 +67,7 @@ def test_resolve_without_take_refuses_a_record_unchanged_since_the_conflict(team
         assert as_json.exit_code != 0 and as_json.json()["error"]["code"] == "INVALID_ARGUMENTS"
 
 
+@pytest.mark.slow
 def test_resolve_without_take_counts_hits_as_no_edit_but_a_hand_edit_as_one(team: Team) -> None:
     _, b = conflict_on_both(team)
     record_hits(b, P, ["lock-order"])  # the record is used meanwhile: not a decision about the conflict
@@ -97,6 +99,7 @@ def test_conflicts_name_this_machines_version_on_every_machine(team: Team, run_c
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("take", "body"), [("local", A_BODY), ("mine", A_BODY), ("remote", B_BODY), ("theirs", B_BODY)]
 )
@@ -117,6 +120,7 @@ def test_take_mine_or_local_keeps_this_machines_work_where_it_runs(
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_take_mine_on_the_machine_that_made_the_conflict_keeps_its_version(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     _, b = conflict_on_both(team)
     done = run_cli("resolve", "lock-order", "--take", "mine", "--vault", str(b.root))
@@ -124,6 +128,7 @@ def test_take_mine_on_the_machine_that_made_the_conflict_keeps_its_version(team:
     assert read_record(b.root / TRAP).body == B_BODY
 
 
+@pytest.mark.slow
 def test_a_machine_that_wrote_neither_version_chooses_by_place(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     c = team.machine("c")
@@ -151,6 +156,7 @@ def test_a_machine_that_wrote_neither_version_chooses_by_place(team: Team, run_c
 # --- 3. a purge ends the conflict --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_purge_ends_the_conflict_on_every_machine(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     [conflict] = list_conflicts(a)
@@ -167,6 +173,7 @@ def test_a_purge_ends_the_conflict_on_every_machine(team: Team, run_cli) -> None
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_a_purge_that_meets_the_conflict_in_a_merge_ends_it(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body=A_BODY)
@@ -182,6 +189,7 @@ def test_a_purge_that_meets_the_conflict_in_a_merge_ends_it(team: Team) -> None:
     same_everywhere(a, b)
 
 
+@pytest.mark.slow
 def test_a_sidecar_whose_record_was_deleted_elsewhere_says_where(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = conflict_on_both(team)
     (a.root / TRAP).unlink()  # removed by hand, no purge: the sidecar stays, as a version to decide on
@@ -211,6 +219,7 @@ def chained_conflicts(team: Team) -> tuple[Vault, Vault]:
     return a, b
 
 
+@pytest.mark.slow
 def test_the_version_in_place_is_described_by_the_write_that_gave_it_its_content(team: Team) -> None:
     a, _ = chained_conflicts(team)
     found = list_conflicts(a)
@@ -222,6 +231,7 @@ def test_the_version_in_place_is_described_by_the_write_that_gave_it_its_content
     assert commit == git(a.root, "log", "-1", "--format=%h", "--abbrev=7", "HEAD^1", "--", TRAP).strip()
 
 
+@pytest.mark.slow
 def test_take_mine_never_brings_back_an_older_write_of_this_machine(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, _ = chained_conflicts(team)
     for conflict in list_conflicts(a):
@@ -237,6 +247,7 @@ def test_take_mine_never_brings_back_an_older_write_of_this_machine(team: Team, 
     assert list_conflicts(a) == []
 
 
+@pytest.mark.slow
 def test_take_mine_refuses_an_older_write_when_a_newer_one_of_this_machine_stands_beside_it(
     team: Team,
     run_cli,  # type: ignore[no-untyped-def]
@@ -250,6 +261,7 @@ def test_take_mine_refuses_an_older_write_when_a_newer_one_of_this_machine_stand
     assert "newer version" in refused.stderr and state(b) == before
 
 
+@pytest.mark.slow
 def test_an_uncommitted_edit_in_place_is_this_machines_version(team: Team) -> None:
     a, _ = conflict_on_both(team)
     path = a.root / TRAP
@@ -258,6 +270,7 @@ def test_an_uncommitted_edit_in_place_is_this_machines_version(team: Team) -> No
     assert (conflict.local.uncommitted, conflict.local.written_here, conflict.local.commit) == (True, True, None)
 
 
+@pytest.mark.slow
 def test_the_hint_names_the_sidecar_when_a_record_has_several(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, _ = chained_conflicts(team)
     text = run_cli("conflicts", "--vault", str(a.root)).stdout
@@ -306,6 +319,7 @@ def test_a_config_conflict_is_listed_with_its_diff_and_in_status(team: Team, run
     assert counted == [sidecar]  # the count agrees with the lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ref", ["config.json", "config", "short id"])
 def test_a_config_conflict_is_resolved_by_its_id_or_the_file_name(team: Team, run_cli, ref: str) -> None:  # type: ignore[no-untyped-def]
     a, stranger, sidecar = config_conflict(team)

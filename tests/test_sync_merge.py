@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -188,6 +189,7 @@ def apply(base_fields: dict[str, Any], changes: dict[str, Any]) -> str:
 BASE_FIELDS: dict[str, Any] = {"hits": 2, "occurrences": 1, "note": "keep"}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(mine=side_changes, yours=side_changes)
 def test_merge_is_symmetric_and_loses_no_change(mine: dict[str, Any], yours: dict[str, Any]) -> None:

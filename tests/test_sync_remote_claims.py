@@ -39,6 +39,7 @@ def tombstone(path: str, deleted_at: str) -> bytes:
 # --- tombstones -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_tombstone_dated_2099_does_not_purge_an_edit_made_after_the_commit_that_carries_it(team: Team) -> None:
     _a, b = synced_pair(team)
     stones = (
@@ -62,6 +63,7 @@ def test_a_tombstone_dated_2099_does_not_purge_an_edit_made_after_the_commit_tha
     assert b.index().by_path(TRAP) is not None
 
 
+@pytest.mark.slow
 def test_an_honest_purge_after_the_edit_still_wins(team: Team) -> None:
     _a, b = synced_pair(team)
     trap(b, body="edited on b first\n")
@@ -150,6 +152,7 @@ def test_a_sidecar_named_by_its_own_blob_id_but_holding_no_version_of_the_record
     assert list_conflicts(b) == []
 
 
+@pytest.mark.slow
 def test_a_real_conflict_made_on_another_machine_arrives_and_is_named_with_how_to_end_it(
     team: Team, run_cli: Any
 ) -> None:
@@ -174,6 +177,7 @@ def test_a_real_conflict_made_on_another_machine_arrives_and_is_named_with_how_t
     assert on_a.sidecar == conflict.sidecar and on_a.mine is not None
 
 
+@pytest.mark.slow
 def test_the_text_of_a_sync_that_pulls_a_conflict_names_it(team: Team, run_cli: Any) -> None:
     a, b = synced_pair(team)
     c = team.machine("c")
@@ -189,6 +193,7 @@ def test_the_text_of_a_sync_that_pulls_a_conflict_names_it(team: Team, run_cli: 
     assert "end it: memosite resolve lock-order --take in-place|sidecar" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_conflict_a_plain_git_pull_made_travels_as_a_real_one(team: Team) -> None:
     a, b = synced_pair(team)
     c = team.machine("c")

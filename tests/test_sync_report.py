@@ -20,6 +20,7 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
     yield from make_team(tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 def test_sync_reports_say_one_commit_and_two_commits(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, slug="new-on-a", body="new\n")
@@ -77,6 +78,7 @@ VERSION_KEYS = {
 }
 
 
+@pytest.mark.slow
 def test_the_json_of_sync_conflicts_and_resolve_keeps_its_shape(team: Team, run_cli) -> None:  # type: ignore[no-untyped-def]
     a, b = synced_pair(team)
     trap(a, body="from a\n")
@@ -145,6 +147,7 @@ def test_status_shows_each_conflicts_record_and_both_versions_updated(team: Team
     ) in text
 
 
+@pytest.mark.slow
 def test_the_dry_run_counts_the_merge_commit_it_would_push_and_writes_no_conflict(team: Team) -> None:
     a, b = synced_pair(team)
     trap(a, body="from a\n")

@@ -57,6 +57,7 @@ def test_a_hand_edited_record_holding_a_token_is_neither_committed_nor_pushed(te
     assert TOKEN not in remote_history(team)
 
 
+@pytest.mark.slow
 def test_a_token_a_write_swept_into_a_commit_is_not_pushed_and_the_remedy_works(team: Team, run_cli: Any) -> None:
     a, _b = synced_pair(team)
     record = a.root / TRAP
@@ -84,6 +85,7 @@ def test_a_token_a_write_swept_into_a_commit_is_not_pushed_and_the_remedy_works(
     assert TOKEN not in remote_history(team) and "another" in git(team.remote, "ls-tree", "-r", "main")
 
 
+@pytest.mark.slow
 def test_a_session_log_line_holding_a_key_is_not_pushed(team: Team) -> None:
     a, _ = synced_pair(team)
     session = Session.start(a, P, goals=["Релиз"])

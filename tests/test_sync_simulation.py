@@ -222,6 +222,7 @@ def index_rows(vault: Vault) -> list[dict[str, object]]:
     return sorted(rows, key=lambda row: str(row["path"]))
 
 
+@pytest.mark.slow
 def test_three_machines_converge_without_losing_a_write(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
     sim = Simulation(team, random.Random(SEED))
     for name in MACHINES:

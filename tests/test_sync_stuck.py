@@ -162,6 +162,7 @@ def test_a_hook_path_pointing_into_the_vault_runs_nothing_of_the_remotes(
     assert ".githooks" not in git(a.root, "ls-files")
 
 
+@pytest.mark.slow
 def test_the_vaults_attributes_neutralise_whatever_a_tree_says(team: Team) -> None:
     a, _ = synced_pair(team)
     (a.root / ".gitattributes").write_text(
@@ -177,6 +178,7 @@ def test_the_vaults_attributes_neutralise_whatever_a_tree_says(team: Team) -> No
     ]
 
 
+@pytest.mark.slow
 def test_the_vault_repository_keeps_a_plain_pull_away_from_submodules_and_command_transports(team: Team) -> None:
     a, _ = synced_pair(team)
     for key, value in {

@@ -13,6 +13,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +94,23 @@ class Team:
             vault.close()
 
 
-def trap(vault: Vault, body: str = "Take locks in id order.\n", slug: str = "lock-order", **fm: object) -> str:
+def trap(
+    vault: Vault,
+    body: str = "Take locks in id order.\n",
+    slug: str = "lock-order",
+    *,
+    now: datetime | None = None,
+    **fm: object,
+) -> str:
     result = upsert_record(
-        vault, P, kind="trap", slug=slug, body=body, frontmatter={"title": "Lock order", **fm}, allow_duplicate=True
+        vault,
+        P,
+        kind="trap",
+        slug=slug,
+        body=body,
+        frontmatter={"title": "Lock order", **fm},
+        allow_duplicate=True,
+        now=now,
     )
     return result.path
 

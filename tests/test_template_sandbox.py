@@ -327,7 +327,7 @@ def test_a_sandboxed_template_never_loads_bytecode_even_from_this_users_cache(
 def test_compiled_templates_live_in_this_users_cache_keyed_by_vault_and_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memosite
+    import memosite.version
 
     first, second = Vault.open(tmp_path / "one"), Vault.open(tmp_path / "two")
     upsert_record(first, "demo", kind="trap", body="x", slug="t")
@@ -336,7 +336,7 @@ def test_compiled_templates_live_in_this_users_cache_keyed_by_vault_and_version(
     assert any(cache.iterdir()) and not (first.internal_dir / "jinja-cache").exists()
     assert oct(cache.stat().st_mode & 0o777) == oct(0o700)
     assert bytecode_dir_for(second) != cache
-    monkeypatch.setattr(memosite, "__version__", "99.0")
+    monkeypatch.setattr(memosite.version, "__version__", "99.0")
     assert bytecode_dir_for(first) != cache
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert bytecode_dir_for(first).is_relative_to(tmp_path / "xdg" / "memosite")
@@ -353,6 +353,7 @@ def test_a_cache_folder_other_users_can_write_is_not_used(vault: Vault) -> None:
     assert sys.platform != "win32"
 
 
+@pytest.mark.slow
 def test_a_vault_override_of_the_memory_page_is_never_published(
     vault_dir: Path, tmp_path: Path, run_cli: Callable[..., Any]
 ) -> None:

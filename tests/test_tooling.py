@@ -24,6 +24,7 @@ def test_ruff_is_clean(command: tuple[str, ...]) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean() -> None:
     result = _run("mypy", "memosite")
     assert result.returncode == 0, result.stdout + result.stderr

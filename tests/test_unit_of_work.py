@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memosite import gitsync
+from memosite import commitpolicy
 from memosite import vault as vault_module
 from memosite.curator import run_gc
 from memosite.demo import write_demo_vault
@@ -223,7 +223,7 @@ KILL_POINTS = {
     "before-write": "memosite.mutation.atomic_write_text",
     "before-index": "memosite.mutation.index_record",
     "before-views": "memosite.mutation.rebuild_views",
-    "before-commit": "memosite.gitsync.request_commit",
+    "before-commit": "memosite.commitpolicy.request_commit",
     "before-clear": "memosite.index.database.Index.clear_inflight",
 }
 
@@ -250,8 +250,11 @@ upsert_record(vault, "demo", kind="trap", slug="fresh", body="A fresh trap about
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Path, point: str) -> None:
+def test_a_unit_killed_at_any_step_is_read_as_the_files_are_and_finished_by_the_next_write(
+    vault_dir: Path, point: str
+) -> None:
     vault = git_vault(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="An older trap.", slug="old", frontmatter={"title": "Old"})
     vault.close()
@@ -266,18 +269,19 @@ def test_a_unit_killed_at_any_step_is_finished_by_the_next_command(vault_dir: Pa
     written = (vault_dir / "projects" / "demo" / "traps" / "fresh.md").exists()
     assert written == (point != "before-write")
     reopened = Vault.open(vault_dir)
+    inflight = reopened.index().inflight()
+    # A read finds the files as they are, and leaves the unfinished unit to the next write.
     found = search_records(reopened, "demo", "zeppelins")
     assert [hit.id for hit in found.results] == (["fresh"] if written else [])
+    assert reopened.index().inflight() == inflight
+    upsert_record(reopened, "demo", kind="spec", body="The next change.", slug="next")
     traps_view = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
     assert ("Zeppelins" in traps_view) == written
     assert reopened.index().inflight() == []
-    if written:
-        assert (
-            subprocess.run(
-                ["git", "-C", str(vault_dir), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
-            ).stdout.strip()
-            == ""
-        )
+    status = subprocess.run(
+        ["git", "-C", str(vault_dir), "status", "--porcelain"], capture_output=True, text=True, encoding="utf-8"
+    )
+    assert status.stdout.strip() == ""
     reopened.close()
 
 
@@ -333,6 +337,7 @@ def test_rows_a_unit_could_not_save_are_read_again_by_the_next_command(
     again = Vault.open(vault_dir)  # the next command
     found = {word: [hit.id for hit in search_records(again, "demo", word).results] for word in ("albatross", "bittern")}
     assert found == {"albatross": ["one"], "bittern": ["two"]}
+    upsert_record(again, "demo", kind="spec", body="The next change.", slug="next")  # the next write finishes it
     assert again.index().inflight() == []
     view = (again.project_dir("demo") / "TRAPS.md").read_text(encoding="utf-8")
     assert "traps/one.md" in view and "traps/two.md" in view
@@ -358,7 +363,7 @@ def test_other_connections_see_and_may_write_the_index_while_git_commits(
     vault = git_vault(vault_dir)
     upsert_record(vault, "demo", kind="trap", slug="zero", body="First.")
     seen: list[tuple[bool, int]] = []
-    real = gitsync.request_commit
+    real = commitpolicy.request_commit
 
     def look_from_another_connection(vault: Vault, message: str) -> None:
         other = sqlite3.connect(str(vault.index_path), timeout=0.2, isolation_level=None)
@@ -375,7 +380,7 @@ def test_other_connections_see_and_may_write_the_index_while_git_commits(
             other.close()
         real(vault, message)
 
-    monkeypatch.setattr(gitsync, "request_commit", look_from_another_connection)
+    monkeypatch.setattr(commitpolicy, "request_commit", look_from_another_connection)
     upsert_record(vault, "demo", kind="trap", slug="one", body="A trap about the albatross.")
     assert seen == [(True, 1)]
     assert commits(vault)[0] == "upsert trap:one"
@@ -403,7 +408,8 @@ with mutation.mutation(vault, "import three"):
 
 def test_a_batch_killed_half_way_keeps_every_record_it_wrote_searchable(vault_dir: Path) -> None:
     """A unit's index rows commit with its next in-flight note, not each on its own: the rows of
-    the files written before the kill are found by the next command all the same."""
+    the files written before the kill are found by the next command all the same, and the next
+    write finishes the unit (views, commit)."""
     vault_dir.mkdir(parents=True, exist_ok=True)
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(BATCH_CHILD), str(vault_dir)],
@@ -419,6 +425,7 @@ def test_a_batch_killed_half_way_keeps_every_record_it_wrote_searchable(vault_di
         for word in ("albatross", "bittern", "cormorant")
     }
     assert found == {"albatross": ["one"], "bittern": ["two"], "cormorant": []}
+    upsert_record(reopened, "demo", kind="spec", body="The next change.", slug="next")  # the next write finishes it
     traps_view = (vault_dir / "projects" / "demo" / "TRAPS.md").read_text(encoding="utf-8")
     assert "2 active traps" in traps_view and "traps/one.md" in traps_view and "traps/two.md" in traps_view
     assert reopened.index().inflight() == []
@@ -438,6 +445,7 @@ main(["append", "--event", "deployed v2", "--json"])
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_the_write_reports_success_and_writes_once(vault_dir: Path) -> None:
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(INTERRUPTED_CHILD)],
@@ -477,6 +485,7 @@ def test_ctrl_c_before_anything_is_written_stops_the_write(vault_dir: Path) -> N
     assert not list((vault_dir / "projects" / "demo" / "logs").glob("*.md"))
 
 
+@pytest.mark.slow
 def test_a_thousand_record_stormbuffer_import_takes_the_lock_once_and_makes_one_commit(
     vault_dir: Path, tmp_path: Path
 ) -> None:
@@ -508,6 +517,7 @@ main(["append", "--event", "deployed v3", "--json"])
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_between_the_write_and_its_report_still_reports_success(vault_dir: Path) -> None:
     child = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(INTERRUPTED_AFTER_THE_UNIT)],

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_trust import CLIENT_CODE, cite_trap, commit_all, git, repo, verdicts
 
 from memosite.indexing import read_record
@@ -67,6 +68,7 @@ def test_verify_refuses_a_repository_that_holds_none_of_the_pinned_commits(
     assert status["verdicts"] == {"fresh": 1, "drifted": 0, "missing": 0}, json.dumps(status)
 
 
+@pytest.mark.slow
 def test_changes_not_committed_yet_are_said_to_be_so(repo: Path, vault_dir: Path, run_cli: Any) -> None:
     cite_trap(run_cli, "wip", "src/pay/client.py:5-6")
     client = repo / "src/pay/client.py"

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memosite.indexing import compile_project
+from memosite.recompile import compile_project
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
 from memosite.views import render_view, write_views
@@ -226,7 +226,7 @@ def test_vault_git_commits_each_mutation_when_enabled(vault_dir: Path) -> None:
 def test_vault_git_batched_mode_commits_on_flush(vault_dir: Path) -> None:
     import subprocess
 
-    from memosite.gitsync import flush_pending
+    from memosite.commitpolicy import flush_pending
 
     vault_dir.mkdir(parents=True, exist_ok=True)
     (vault_dir / "config.json").write_text(

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from memosite.store import upsert_record
 from memosite.vault import Vault
 from memosite.watch import (
+    PROBE_PREFIX,
     Debouncer,
     FileEvent,
     VaultWatcher,
@@ -126,20 +126,21 @@ class _Recorder:
     def __init__(self) -> None:
         self.batches: list[WatchBatch] = []
         self.changed = threading.Condition()
+        self.watcher: VaultWatcher | None = None
 
     def __call__(self, batch: WatchBatch) -> None:
         with self.changed:
             self.batches.append(batch)
             self.changed.notify_all()
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[WatchBatch]:
+    def wait_for(self, count: int, timeout: float = 120.0) -> list[WatchBatch]:
         with self.changed:
             self.changed.wait_for(lambda: len(self.batches) >= count, timeout)
         return list(self.batches)
 
     def settle(self) -> list[WatchBatch]:
-        """The batches once no further one can still be coming from the last burst."""
-        time.sleep(QUIET * 5)
+        """The batches once every change made so far has been handled (the watcher's handshake)."""
+        assert self.watcher is not None and self.watcher.wait_settled(120)
         return list(self.batches)
 
 
@@ -159,8 +160,9 @@ def shop(vault: Vault) -> Path:
 def watching(vault: Vault, shop: Path) -> Iterator[_Recorder]:
     recorder = _Recorder()
     watcher = VaultWatcher(vault.root, on_change=recorder, quiet=QUIET, catch_up=False)
+    recorder.watcher = watcher
     watcher.start()
-    assert watcher.wait_ready(10)
+    assert watcher.wait_ready(120)
     try:
         yield recorder
     finally:
@@ -254,8 +256,7 @@ def test_watch_command_prints_one_json_line_per_compile(vault: Vault, shop: Path
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env
     ) as process:
         try:
-            assert "watching" in process.stderr.readline()
-            time.sleep(0.3)  # the observer is scheduled before the banner; give inotify a moment
+            assert "watching" in process.stderr.readline()  # printed once the watcher sees the files
             shop.write_text(shop.read_text(encoding="utf-8") + "\nEdited by hand.\n", encoding="utf-8")
             line = process.stdout.readline()
             changed = json.loads(line)["projects"][0]["changed"]
@@ -264,3 +265,16 @@ def test_watch_command_prints_one_json_line_per_compile(vault: Vault, shop: Path
             process.terminate()
             process.wait(timeout=10)
     assert process.returncode == 0
+
+
+def test_settled_means_every_change_made_so_far_was_compiled(vault: Vault, shop: Path, watching: _Recorder) -> None:
+    shop.write_text(shop.read_text(encoding="utf-8") + "\nÉdité à la main · 手で編集.\n", encoding="utf-8")
+    settled = watching.settle()  # no waiting for a batch first: settling waits for it
+    assert len(settled) == 1 and "手で編集" in _view(vault)
+    assert not [p.name for p in (vault.root / "projects").iterdir() if p.name.startswith(PROBE_PREFIX)]
+
+
+def test_a_watcher_not_started_is_never_ready(vault: Vault) -> None:
+    watcher = VaultWatcher(vault.root, quiet=QUIET)
+    assert not watcher.wait_ready(0.01)
+    assert not watcher.wait_settled(0.01)

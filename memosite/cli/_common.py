@@ -41,6 +41,9 @@ class App:
         self.command = command
         self.env = dict(os.environ)
         self._vault: Vault | None = None
+        from memosite.sync.autopush import register_auto_push
+
+        register_auto_push()  # this command's commits are pushed when the vault says so
         self._identity: ProjectIdentity | None = None
 
     @property
@@ -88,7 +91,8 @@ class App:
         """Who this command acts for: the agent whose shell tool runs it (by the markers agents
         document), else the person whose git identity it runs under (asked of git when a change
         first needs it: a read-only command runs no git)."""
-        from memosite.provenance import Actor, detect_agent_shell, git_identity
+        from memosite.gitidentity import git_identity
+        from memosite.provenance import Actor, detect_agent_shell
 
         shell = detect_agent_shell(self.env)
         if shell is not None:

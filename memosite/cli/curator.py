@@ -196,9 +196,9 @@ def search(
     with --kind scratch. With memosite[semantic] installed, relevance also ranks by meaning (records
     saying the same in other words), fused with the words' ranking; --explain shows both.
     """
-    from memosite.search import search_records
+    from memosite.hits import search_counting_hits
 
-    result = search_records(
+    result = search_counting_hits(
         app.vault,
         None if all_projects else app.project,
         " ".join(query) or None,
@@ -249,9 +249,9 @@ def bootstrap(
     The brief says when it left anything out (its last line, and truncated/omitted in --json);
     --json also gives its size in bytes and estimated tokens.
     """
-    from memosite.bootstrap import build_bootstrap
+    from memosite.hits import bootstrap_counting_hits
 
-    result: BootstrapResult = build_bootstrap(
+    result: BootstrapResult = bootstrap_counting_hits(
         app.vault,
         app.project,
         query=query,

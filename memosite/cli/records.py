@@ -137,11 +137,11 @@ def get(
 ) -> None:
     """Print one record (annotated `expired` when past its expiry, `unreviewed` while it waits for
     review). ID may be given as an argument or with --id."""
-    from memosite.lookup import get_record
+    from memosite.hits import get_record_counting_hit
 
     record_id = _one_id(record_id, positional_id)
 
-    found = get_record(
+    found = get_record_counting_hit(
         app.vault,
         app.project,
         record_id=record_id,
@@ -250,7 +250,7 @@ def compile_(app: App) -> None:
 
     Records edited by hand since memosite last saw them are picked up first.
     """
-    from memosite.indexing import compile_project
+    from memosite.recompile import compile_project
 
     paths = compile_project(app.vault, app.project)
     app.emit(

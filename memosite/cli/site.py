@@ -202,6 +202,9 @@ def serve_with_logs(
     )
 
 
+READY_SECONDS = 60.0
+
+
 @click.command()
 @click.option(
     "--quiet-seconds",
@@ -233,6 +236,9 @@ def watch(app: App, quiet_seconds: float) -> None:
     _stop_on_sigterm()
     watcher = VaultWatcher(root, on_change=report, quiet=quiet_seconds)
     watcher.start()
+    # The line says the watcher sees the files: a change made after it is compiled.
+    if not watcher.wait_ready(READY_SECONDS):
+        sys.stderr.write(f"memosite: warning: the watcher does not see changes after {READY_SECONDS:g} s yet\n")
     sys.stderr.write(f"memosite: watching {root / 'projects'} (Ctrl-C to stop)\n")
     sys.stderr.flush()
     try:

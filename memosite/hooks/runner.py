@@ -202,7 +202,10 @@ def _answer(context: HookContext) -> str:
     vault = Vault.open(root, create=False)
     try:
         if args.handler == "session-end":  # only a write needs the repository (provenance, placement)
+            from memosite.sync.autopush import register_auto_push
             from memosite.workspace import find_work_tree
+
+            register_auto_push()
 
             vault.product_root = find_work_tree(cwd or Path.cwd(), context.env)
         # What a hook writes, the agent wrote: it counts as agent memory (and waits for review

@@ -26,6 +26,7 @@ from memosite.index.entry import IndexEntry
 from memosite.indexing import ensure_index, refresh_project
 from memosite.mutation import mutation
 from memosite.schema import DATE_FIELDS, normalize_date, slugify, validate_slug
+from memosite.statuses import is_inactive, is_terminal
 from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record
 from memosite.text import counted
 from memosite.vault import Vault
@@ -199,7 +200,7 @@ def plan_import(
         slug = slugs[key]
         if entry is None:
             plan.records.append(_planned("create", record.kind, slug, record, frontmatter))
-        elif entry.status == "superseded" and record.fields.get("status") != "active":
+        elif is_terminal(entry.status) and record.fields.get("status") != "active":
             plan.records.append(
                 _planned("kept", entry.kind, slug, record, frontmatter, "superseded records are final")
                 if entry.frontmatter.get("sourceHash") != frontmatter["sourceHash"]
@@ -212,7 +213,7 @@ def plan_import(
     for key, entry in existing.items():
         source_path = str(entry.frontmatter.get("sourcePath"))
         in_scope = entry.frontmatter.get("sourceFormat") in (formats or [fmt]) and covered.covers(source_path)
-        if in_scope and key not in by_key and entry.status not in ("archived", "superseded"):
+        if in_scope and key not in by_key and not is_inactive(entry.status):
             plan.records.append(
                 PlannedRecord(
                     "archive",

@@ -18,7 +18,8 @@ from memosite.errors import StorageError
 from memosite.index import fragments, vectors
 from memosite.index.entry import COLUMNS, IndexEntry
 from memosite.index.schema import ensure_schema
-from memosite.vault import warn
+from memosite.reviewstate import pending_sql
+from memosite.warning import warn
 
 
 class Index:
@@ -370,8 +371,7 @@ class Index:
     def pending_review(self, project: str) -> list[IndexEntry]:
         """Records waiting for a person's review, newest first."""
         return self._entries(
-            "SELECT * FROM records WHERE project = ? AND json_extract(frontmatter, '$.review') = 'pending'"
-            " ORDER BY updated DESC, path",
+            f"SELECT * FROM records WHERE project = ? AND {pending_sql()} ORDER BY updated DESC, path",
             (project,),
         )
 

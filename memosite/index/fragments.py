@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import expired_sql, not_expired_sql
 from memosite.index.entry import FRAGMENT_COLUMNS, IndexEntry
+from memosite.statuses import accepted_sql, inactive_sql, known_status_sql
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
@@ -129,7 +130,7 @@ class Section:
 # A record "reads as expired" once its expiry has passed, unless it already reads as archived or
 # superseded (which say more). Rows that show a status hold two renderings joined by char(31)
 # (see templates/rows.md.j2): the live one, then the expired one.
-SHOWS_EXPIRED = f"(status NOT IN ('archived', 'superseded') AND {expired_sql()})"
+SHOWS_EXPIRED = f"(NOT {inactive_sql()} AND {expired_sql()})"
 _SEPARATOR = "instr({column}, char(31))"
 
 
@@ -143,7 +144,7 @@ def as_of_compile(column: str) -> str:
     )
 
 
-_ACCEPTED = "status IN ('active', 'shipped', 'completed')"
+_ACCEPTED = accepted_sql()
 TRAPS_ACTIVE = Section("traps_active", "row_view", _LIVE)
 TRAPS_INACTIVE = Section("traps_inactive", as_of_compile("row_line"), f"NOT ({_LIVE})")
 DECISIONS_ACCEPTED = Section("decisions_accepted", "row_view", f"{_ACCEPTED} AND {_NOT_EXPIRED}")
@@ -152,8 +153,7 @@ DECISIONS_EXPIRED = Section("decisions_expired", as_of_compile("row_line"), SHOW
 DECISIONS_ARCHIVED = Section(
     "decisions_archived",
     "row_line",
-    f"status = 'archived' OR (status NOT IN ('superseded', 'paused', 'active', 'shipped', 'completed')"
-    f" AND {_NOT_EXPIRED})",
+    f"status = 'archived' OR (NOT {known_status_sql()} AND {_NOT_EXPIRED})",
 )
 LIVE_COUNT = Section("live", "''", _LIVE)
 INDEX_ROWS = Section("index_rows", as_of_compile("row_index"))

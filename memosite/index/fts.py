@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import active_at_sql, not_expired_sql
 from memosite.paths import path_matches
+from memosite.statuses import live_sql
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
 
-LIVE_STATUSES = ("active", "paused", "shipped", "completed")
 # Column weights for bm25: a word in the title says more than one in the body.
 BM25_WEIGHTS = (4.0, 1.0, 2.0, 1.0)  # title, body, tags, and the folded text (entry.folded_text)
 # Knowledge outranks the event stream at equal bm25 (``search_facts.weight``, see the schema).
@@ -204,8 +204,8 @@ def search_scope(index: Index, filters: SearchFilters) -> Where:
     if filters.statuses:
         where.add(f"f.status IN ({_marks(filters.statuses)})", *filters.statuses)
     else:
-        live = f"f.status IN ({_marks(LIVE_STATUSES)})"
-        where.add(f"({live} OR f.expired_archive)" if expired_visible else live, *LIVE_STATUSES)
+        live = live_sql("f.status")
+        where.add(f"({live} OR f.expired_archive)" if expired_visible else live)
     if filters.as_of_iso is not None:
         where.add(active_at_sql("f.created", "f.expires_at"), filters.as_of_iso, filters.as_of_iso)
     elif not filters.include_expired and "archived" in filters.statuses:

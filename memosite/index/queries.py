@@ -18,6 +18,7 @@ from memosite.expiration import not_expired_sql
 from memosite.index import fts
 from memosite.index.entry import IndexEntry
 from memosite.schema import is_flagged_stale
+from memosite.statuses import inactive_sql, live_sql
 
 if TYPE_CHECKING:
     from memosite.index.database import Index
@@ -37,7 +38,7 @@ def live_traps_with_patterns(index: Index, project: str, key: str) -> list[Index
         IndexEntry.from_row(row)
         for row in index.conn.execute(
             "SELECT * FROM records WHERE project = ? AND kind = 'trap' AND pattern_key = ? "
-            "AND status NOT IN ('archived', 'superseded') ORDER BY updated DESC",
+            f"AND NOT {inactive_sql()} ORDER BY updated DESC",
             (project, key),
         )
     ]
@@ -165,7 +166,7 @@ def _section_scope(
         scope.add(fts.UNTRUSTED_FRESHNESS_SQL)
     if section == "pending":
         scope.add(f"f.kind IN ({', '.join('?' for _ in values)})", *values)
-        scope.add("f.status IN ('active', 'paused', 'shipped', 'completed')")
+        scope.add(live_sql("f.status"))
     elif section == "traps":
         scope.add("f.kind = 'trap' AND f.status = 'active'")
         scope.add(f"f.severity_weight IN ({', '.join('?' for _ in values)})", *values)
@@ -360,7 +361,7 @@ def related_context_paths(index: Index, project: str, kinds: Sequence[str], slug
         for row in index.conn.execute(
             f"SELECT r.path FROM records AS r JOIN search_facts AS f ON f.rowid = r.rowid "
             f"WHERE r.project = ? AND r.kind IN ({_marks(kinds)}) "
-            "AND r.status NOT IN ('archived', 'superseded') AND NOT f.pending "
+            f"AND NOT {inactive_sql('r.status')} AND NOT f.pending "
             "AND (r.slug LIKE ? ESCAPE '\\' OR json_extract(r.frontmatter, '$.relatedSlug') = ?) "
             f"ORDER BY CASE r.kind {order} ELSE {len(kinds)} END, r.updated DESC, r.path",
             (project, *kinds, f"{escaped}-%", slug),

@@ -20,6 +20,7 @@ import sqlite3
 
 from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
+from memosite.reviewstate import pending_sql
 from memosite.schema import flagged_stale_sql
 
 SCHEMA_VERSION = "29"
@@ -51,7 +52,7 @@ def _facts_values(row: str) -> str:
         f"{archived_expired}, {flagged_stale_sql(row)}, {occurrences_sql(row)}, {row}.hits, {row}.severity_weight, "
         f"{row}.layer, {row}.updated, json_extract({row}.frontmatter, '$.lastSeen'), {row}.path, "
         f"{row}.path_patterns, {row}.tags_json, {row}.unspaced, {relevance_weight_sql(row)}, "
-        f"coalesce(json_extract({row}.frontmatter, '$.review') = 'pending', 0), "
+        f"{pending_sql(f'{row}.frontmatter')}, "
         f"json_extract({row}.frontmatter, '$.author')"
     )
 

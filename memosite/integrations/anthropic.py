@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from memosite.errors import MemositeError, from_exception
 from memosite.memorytool.backend import DEFAULT_IDLE_TTL, MemoryBackend
 from memosite.provenance import Actor
+from memosite.sync.autopush import register_auto_push
 from memosite.vault import Vault
 
 DEFAULT_CLIENT = "claude memory tool"
@@ -84,6 +85,7 @@ class _Backends:
     def get(self) -> MemoryBackend:
         backend: MemoryBackend | None = getattr(self._local, "backend", None)
         if backend is None:
+            register_auto_push()  # the agent's commits are pushed when the vault says so
             vault = Vault.open(self.root)
             vault.actor = self.actor
             backend = MemoryBackend(vault, self.project, idle_ttl=self.idle_ttl)

@@ -16,11 +16,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
-from memosite.mcp_server.store_tools import KindName, ProjectId, SessionId
-from memosite.schema import STATUSES
+from memosite.mcp_server.store_tools import KindName, ProjectId, SessionId, StatusName
 from memosite.vault import Vault
 
-StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 SortOrder = Literal["relevance", "occurrences", "updated", "hits"]
 
 
@@ -99,14 +97,14 @@ class RetrievalTools:
         holding only some may follow them) and "any" when none does; terms lists what was searched.
         ranking is "hybrid" when records were also ranked by meaning (same idea, other words).
         """
-        from memosite.search import search_records
+        from memosite.hits import search_counting_hits
 
         counts_hits = bool(hitIds) and not self.runtime.read_only
         # A call that names no session counts under this server's own: one server, one agent session.
         session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
-            return search_records(
+            return search_counting_hits(
                 vault,
                 project,
                 query,
@@ -164,7 +162,7 @@ class RetrievalTools:
         a record was left out or cut short, omitted says how many of each section and why, and the
         Markdown's last line names the search that lists them.
         """
-        from memosite.bootstrap import build_bootstrap
+        from memosite.hits import bootstrap_counting_hits
 
         # Every record the brief shows counts a hit of this agent session (the server's own when
         # no sessionId is given), once per session; a read-only server counts none.
@@ -172,7 +170,7 @@ class RetrievalTools:
         session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
-            return build_bootstrap(
+            return bootstrap_counting_hits(
                 vault,
                 project,
                 query=query,

@@ -28,6 +28,7 @@ from memosite.config import holds_vault
 from memosite.errors import MemositeError, VaultNotFound, from_exception
 from memosite.mcp_server.project import SessionProject, agent_actor, announce, from_roots, require
 from memosite.provenance import Actor
+from memosite.sync.autopush import register_auto_push
 from memosite.vault import Vault
 from memosite.workspace import check_vault_placement
 
@@ -144,6 +145,7 @@ class ToolRuntime:
         if opened is None:
             if not create and not (self.vault_root.is_dir() and holds_vault(self.vault_root)):
                 raise VaultNotFound("no vault yet: the first upsert or append creates it")
+            register_auto_push()  # the agents' commits are pushed when the vault says so
             opened = Vault.open(self.vault_root)
             self._local.vault = opened
         return opened

@@ -15,7 +15,6 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, ValidationError
 
-from memosite import __version__
 from memosite.config import ProjectIdentity
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.inputs import check_arguments
@@ -23,6 +22,7 @@ from memosite.mcp_server.project import SessionProject
 from memosite.mcp_server.runtime import ToolRuntime, error_result
 from memosite.mcp_server.schemas import OUTPUT_SCHEMAS
 from memosite.vault import Vault
+from memosite.version import __version__
 
 logger = logging.getLogger("memosite.mcp")
 

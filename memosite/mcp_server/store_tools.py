@@ -14,9 +14,11 @@ from pydantic import Field
 
 from memosite.kinds import KINDS
 from memosite.mcp_server.runtime import ToolCall, ToolRuntime, tool_hints
+from memosite.statuses import STATUSES
 from memosite.vault import Vault
 
 KindName = Literal[KINDS]  # type: ignore[valid-type]
+StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 
 ProjectId = Annotated[
     str | None,
@@ -104,7 +106,7 @@ class StoreTools:
         ] = None,
         module: Annotated[str | None, Field(description="The module or component it is about.")] = None,
         status: Annotated[
-            Literal["active", "paused", "shipped", "superseded", "archived", "completed"] | None,
+            StatusName | None,
             Field(description="The record's status (default active)."),
         ] = None,
         ttl: Annotated[str | None, Field(description="Time to live: '7d', '48h', '30m' or a date.")] = None,
@@ -185,14 +187,14 @@ class StoreTools:
         project is looked up in sibling projects (never their scratch, state or review records).
         An expired record is still returned, marked `expired: true`.
         """
-        from memosite.lookup import get_record
+        from memosite.hits import get_record_counting_hit
 
         # A read counts as a hit of this agent session (the server's own when none is given).
         count_hit = not self.runtime.read_only
         session = sessionId or self.runtime.session_id
 
         def run(vault: Vault, project: str) -> Any:
-            return get_record(
+            return get_record_counting_hit(
                 vault,
                 project,
                 record_id=id,

@@ -48,6 +48,7 @@ from memosite.memorytool.tree import (
     load_tree,
 )
 from memosite.mutation import mutation
+from memosite.reviewstate import is_pending
 from memosite.schema import slugify, utc_now, validate_slug
 from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record
 from memosite.vault import Vault, is_record_name
@@ -339,7 +340,7 @@ class MemoryBackend:
         """An agent never displaces memory a person accepted: where review is required for the
         record's kind, only a record still waiting for review may be deleted or moved by the tool."""
         entry = item.entry
-        if entry.kind in self.vault.config.review_required and entry.frontmatter.get("review") != "pending":
+        if entry.kind in self.vault.config.review_required and not is_pending(entry.frontmatter):
             raise InvalidArguments(
                 f"Error: {item.path} is reviewed memory (review is required for {entry.kind} records): the memory"
                 " tool cannot delete or move it; propose a change with str_replace instead (a person reviews it)"

@@ -25,12 +25,13 @@ from memosite.errors import InvalidArguments, InvalidRecord
 from memosite.memorytool.tree import MEMORY_PATH_FIELD
 from memosite.provenance import RECORDED_FIELDS
 from memosite.schema import parse_record, same_value
+from memosite.statuses import LIVE_STATUSES
 
 # Fields memosite keeps: recorded, never claimed (see the module docstring).
 KEPT_FIELDS = RECORDED_FIELDS | {MEMORY_PATH_FIELD}
 _CLOSING_FENCE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?\n?\Z", re.MULTILINE)
 # What a deleted or renamed file becomes is the tool's to say, not a status the text sets.
-MODEL_STATUSES = ("active", "paused", "shipped", "completed")
+MODEL_STATUSES = LIVE_STATUSES  # the statuses a model may set (archiving is deleting the file)
 
 
 @dataclass(frozen=True)

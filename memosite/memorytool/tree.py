@@ -32,11 +32,12 @@ from memosite.memorytool.paths import (
     kind_for_path,
     parts_of,
 )
+from memosite.reviewstate import is_pending
 from memosite.schema import format_iso, is_flagged_stale
+from memosite.statuses import is_inactive
 from memosite.vault import Vault
 
 MEMORY_PATH_FIELD = "memoryPath"
-HIDDEN_STATUSES = ("archived", "superseded")
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def memory_path_of(entry: IndexEntry) -> str:
 
 
 def visible(entry: IndexEntry, now_iso: str) -> bool:
-    return entry.status not in HIDDEN_STATUSES and not is_expired_iso(entry.expires_at, now_iso)
+    return not is_inactive(entry.status) and not is_expired_iso(entry.expires_at, now_iso)
 
 
 def load_tree(vault: Vault, project: str, now: datetime) -> MemoryTree:
@@ -173,7 +174,7 @@ def freshness_line(item: MemoryFile) -> str:
         facts.append(f"updated {entry.updated[:10]}")
     if entry.expires_at:
         facts.append(f"expires {entry.expires_at[:10]}")
-    if entry.frontmatter.get("review") == "pending":
+    if is_pending(entry.frontmatter):
         facts.append("waiting for review")
     if is_flagged_stale(entry.helpful, entry.stale):
         facts.append("flagged stale")

@@ -15,7 +15,8 @@ from memosite.sessions.catalog import SessionEntry, list_sessions
 from memosite.sessions.pack import PackResult, VerifyResult, pack_session, verify_session
 from memosite.sessions.retention import RetentionResult, apply_retention
 from memosite.sessions.search import SearchResults, search_sessions
-from memosite.sessions.session import Session, SessionSummary, latest_handoff
+from memosite.sessions.session import Session, latest_handoff
+from memosite.sessions.summary import SessionSummary
 
 __all__ = [
     "CapLimits",

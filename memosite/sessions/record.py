@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memosite.sessions.session import SessionSummary
+from memosite.sessions.summary import SessionSummary
 from memosite.vault import Vault
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from memosite.sessions.lifecycle import LifecycleKind, kind_for_status
 from memosite.sessions.lines import line_numbers
 from memosite.sessions.log import Clock, EventLog, LoggedEvent, default_clock
 from memosite.sessions.paths import SessionPaths, new_session_id, sessions_root, validate_session_id
+from memosite.sessions.summary import SessionSummary
 from memosite.vault import Vault
 
 
@@ -45,60 +45,6 @@ def session_lock_path(vault: Vault, project: str, session_id: str, root: Path | 
         return vault.internal_path("locks", "sessions", project, f"{session_id}.lock")
     key = hashlib.sha256(str(root.absolute()).encode("utf-8")).hexdigest()[:16]
     return vault.internal_path("locks", "roots", key, f"{session_id}.lock")
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """What ``show``, ``list`` and the vault record say about one session."""
-
-    session_id: str
-    project: str
-    status: str
-    start_time: str | None
-    end_time: str | None
-    updated: str | None
-    turns: int
-    open_turn: int | None
-    events: int
-    log_bytes: int
-    generation: int
-    goals: list[dict[str, Any]] = field(default_factory=list)
-    facts: int = 0
-    malformed_lines: int = 0
-    rescan_reason: str | None = None
-    # False for a session vtcode imported: no events.jsonl, only its manifest and derived/.
-    has_log: bool = True
-    handoff: str = ""
-    recent: list[Event] = field(default_factory=list)
-    # Line in events.jsonl of each recent event vtcode wrote, by seq (its seq is an offset + 1).
-    recent_lines: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def title(self) -> str:
-        first_goal = self.goals[0]["text"] if self.goals else None
-        return f"Session {self.session_id}" + (f": {first_goal}" if first_goal else "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "project": self.project,
-            "status": self.status,
-            "startTime": self.start_time,
-            "endTime": self.end_time,
-            "updated": self.updated,
-            "turns": self.turns,
-            "openTurn": self.open_turn,
-            "events": self.events,
-            "logBytes": self.log_bytes,
-            "generation": self.generation,
-            "goals": self.goals,
-            "facts": self.facts,
-            "malformedLines": self.malformed_lines,
-            "rescanReason": self.rescan_reason,
-            "hasLog": self.has_log,
-            "handoff": self.handoff,
-            "recent": [{**event.to_json(), "line": self.recent_lines.get(event.seq)} for event in self.recent],
-        }
 
 
 class Session:
@@ -289,7 +235,7 @@ class Session:
 
     def _sync_record(self) -> None:
         if self.sync_record:
-            from memosite.sessions.record import sync_session_record
+            from memosite.sessions.record import sync_session_record  # the store, only when it writes
 
             sync_session_record(self.vault, self.project, self.summary())
 

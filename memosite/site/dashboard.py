@@ -16,18 +16,18 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
+from memosite.codelayers import shown_layer
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS
 from memosite.schema import format_iso
 from memosite.site import changelog
 from memosite.site.charts import horizontal_bars, weekly_bars
+from memosite.site.sitepage import PublishedRecord, SitePage, relative_url, shown_status
+from memosite.site.trust import needs_review
 from memosite.vault import Vault
-
-if TYPE_CHECKING:
-    from memosite.site.pages import PublishedRecord, SitePage
 
 # Where a page of the site's own (its landing page) shows the site-wide overview.
 OVERVIEW_MARK = "<!-- memosite:overview -->"
@@ -159,8 +159,6 @@ class Overview:
 
 
 def _shown(record: PublishedRecord) -> str:
-    from memosite.site.pages import shown_status
-
     return shown_status(record.entry, record.inactive)
 
 
@@ -193,8 +191,6 @@ def _linked(figures: dict[str, Any], base: str) -> dict[str, Any]:
 
 
 def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
-    from memosite.site.trust import needs_review
-
     records = source.records
     counts: dict[str, Counter[str]] = {kind: Counter() for kind in DURABLE_KINDS}
     for record in records:
@@ -264,7 +260,7 @@ def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
     logs = [e for e in source.events if e.kind == "log" and e.action in ("created", "updated")]
     traps = [r for r in source.records if r.entry.kind == "trap" and _live(r)]
     severity = Counter(r.entry.severity or "unrated" for r in traps)
-    layers = Counter(r.entry.layer or "other" for r in traps)
+    layers = Counter(shown_layer(r.entry.layer) for r in traps)
     order = [s for s in (*SEVERITY_ORDER, "unrated") if severity[s]]
     return {
         "activity": weekly_bars(
@@ -317,8 +313,6 @@ def dashboard_page(
 ) -> list[SitePage]:
     """A project's home page and its "What changed" page (with a ``memo``, figures and the
     changelog of the previous build are reused while they hold)."""
-    from memosite.site.pages import SitePage
-
     project = source.project or ""
     base = f"{prefix}/{project}"
     token = f"MEMOSITECHART{project.replace('-', '').replace('.', '').replace('_', '')}"
@@ -413,10 +407,8 @@ def render_feed(
     feed_dir = posixpath.dirname(feed_url)
 
     def page_url(uri: str) -> str:
-        from memosite.site.pages import _relative_url
-
         url = url_for(uri)
-        return base + url if base else _relative_url(url, feed_dir)
+        return base + url if base else relative_url(url, feed_dir)
 
     name = source.project or "all projects"
     return changelog.atom_feed(

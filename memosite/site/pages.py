@@ -19,13 +19,13 @@ from typing import Any
 from memosite.errors import InvalidArguments
 from memosite.expiration import is_expired_iso
 from memosite.index import IndexEntry
-from memosite.index.verdicts import StoredVerdict
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
 from memosite.proposals import count_proposals
 from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
 from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
 from memosite.site.links import LinksHere, ProjectLinks
+from memosite.site.sitepage import PublishedRecord, SitePage, relative_url, shown_status
 from memosite.template_files import DEFAULT_PREFIX, templates_checksum_for
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
@@ -43,7 +43,6 @@ NAV_VIEW_ORDER = ("INDEX.md", "TRAPS.md", "DECISIONS.md", "PROMPTS.md", "SESSION
 SITE_SECTION_ROWS = 100
 SEVERITIES = ("critical", "high", "medium", "low")
 _PREFIX_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_COMPILED_STAMP = re.compile(r"^> Last compiled: .*$", re.MULTILINE)
 
 
 def normalize_prefix(prefix: str) -> str:
@@ -66,52 +65,6 @@ def _when(value: str | None) -> str:
     except ValueError:
         return str(value)
     return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
-@dataclass(frozen=True)
-class PublishedRecord:
-    """A record that gets a page, with why (if at all) it is out of date, what ``verify`` last
-    found of the code it cites, and whether it waits for review (published only when asked)."""
-
-    entry: IndexEntry
-    src_uri: str
-    inactive: tuple[str, ...]
-    verdict: StoredVerdict | None = None
-    pending: bool = False
-
-    @property
-    def searchable_by_default(self) -> bool:
-        return not self.inactive
-
-
-@dataclass
-class SitePage:
-    """One virtual Markdown page of the memory section.
-
-    ``charts`` maps a placeholder paragraph of the Markdown to the SVG that replaces it once the
-    page is HTML (SVG is made here, escaped, and never passes through the sanitiser). ``meta`` is
-    the page's front matter besides its title (``hide``, ``tags``): the plugin sets it on the page,
-    an export writes it as the page's one front-matter block."""
-
-    src_uri: str
-    markdown: str
-    role: str  # "record", "view", "memory", "dashboard", "changelog" or "trust"
-    title: str
-    record: PublishedRecord | None = None
-    charts: dict[str, str] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def searchable(self) -> bool:
-        """Site search finds records: views, dashboards and the changelog are left out."""
-        return self.role == "record"
-
-    @property
-    def fingerprint(self) -> str:
-        """The Markdown minus the views' compile stamp: equal fingerprints render equal pages."""
-        if self.role == "view":
-            return _COMPILED_STAMP.sub("", self.markdown)
-        return self.markdown
 
 
 @dataclass
@@ -165,7 +118,7 @@ class SiteContent:
             if cached is not None and cached[0][0] is entry and cached[0][1] == freshness and cached[1] == absolute:
                 text = cached[2]
             else:
-                url = _relative_url(absolute, base)
+                url = relative_url(absolute, base)
                 row = {
                     "id": entry.id,
                     "kind": entry.kind,
@@ -209,13 +162,6 @@ def nav_section(prefix: str, projects: Sequence[str], title: str = "Memory") -> 
     return {title: children}
 
 
-def _relative_url(url: str, base: str) -> str:
-    if not base or base == ".":
-        return url
-    relative = posixpath.relpath(url.rstrip("/") or ".", base)
-    return relative + "/" if url.endswith("/") and relative != "." else relative
-
-
 def inactive_reasons(entry: IndexEntry, now_iso: str) -> tuple[str, ...]:
     """Why a record is out of date at ``now_iso``: superseded, expired, archived (or nothing)."""
     reasons = []
@@ -250,14 +196,6 @@ def body_without_title(body: str, title: str) -> str:
     if match and _one_line(match.group(1)) == _one_line(title):
         return rest
     return body
-
-
-def shown_status(entry: IndexEntry, inactive: Sequence[str]) -> str:
-    """The status a reader sees: "expired" once the record has expired, unless it already reads
-    as archived or superseded (the rule of the views, memosite.index.fragments.SHOWS_EXPIRED)."""
-    if "expired" in inactive and entry.status not in ("archived", "superseded"):
-        return "expired"
-    return entry.status
 
 
 def _record_context(

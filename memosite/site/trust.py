@@ -20,13 +20,14 @@ import jinja2
 from memosite.errors import InvalidRecord
 from memosite.index import IndexEntry
 from memosite.index.verdicts import StoredVerdict
+from memosite.reviewstate import is_pending as is_pending_review
 from memosite.schema import parse_datetime, parse_record
+from memosite.site.sitepage import PublishedRecord, SitePage
 from memosite.vault import Vault
 from memosite.views import link_for, link_for_path
 
 if TYPE_CHECKING:
     from memosite.review import PendingRecord
-    from memosite.site.pages import PublishedRecord, SitePage
     from memosite.sync.conflicts import Conflict
 
 NEEDS_REVIEW_PAGE = "NEEDS-REVIEW.md"
@@ -48,7 +49,7 @@ _PERSON_LINE = re.compile(r"^([ +-]\s*(?:author|editedBy|reviewedBy)\s*:\s*)(.*)
 
 def is_pending(entry: IndexEntry) -> bool:
     """Waiting for a person's review (``review: pending``, see :mod:`memosite.review`)."""
-    return entry.frontmatter.get("review") == "pending"
+    return is_pending_review(entry.frontmatter)
 
 
 def cites_code(entry: IndexEntry) -> bool:
@@ -210,8 +211,6 @@ class TrustPages:
         return diff_without_emails(diff, author_emails=self.author_emails)
 
     def needs_review_page(self, env: jinja2.Environment) -> SitePage:
-        from memosite.site.pages import SitePage
-
         # Missing code first (the record may describe nothing that exists), then drifted.
         listed = sorted(
             (r for r in self.records if needs_review(r)),
@@ -233,8 +232,6 @@ class TrustPages:
         )
 
     def review_page(self, env: jinja2.Environment, pending: Sequence[PendingRecord]) -> SitePage:
-        from memosite.site.pages import SitePage
-
         published = {r.entry.path for r in self.records}
         items = [
             {
@@ -255,8 +252,6 @@ class TrustPages:
         return SitePage(f"{self.base}/{REVIEW_PAGE}", markdown, "trust", f"Review: unreviewed records — {self.project}")
 
     def conflicts_page(self, env: jinja2.Environment, vault: Vault) -> SitePage:
-        from memosite.site.pages import SitePage
-
         published = {r.entry.path for r in self.records}
         items = []
         sidecars = Counter(conflict.path for conflict in self.conflicts)
@@ -296,6 +291,6 @@ def _pending_file(vault: Vault, relative: str) -> bool:
     """Whether a sidecar holds a version that waits for review (kept off a build without them)."""
     try:
         text = (vault.root / relative).read_text(encoding="utf-8")
-        return parse_record(text, validate=False).frontmatter.get("review") == "pending"
+        return is_pending_review(parse_record(text, validate=False).frontmatter)
     except (OSError, UnicodeDecodeError, InvalidRecord):
         return False

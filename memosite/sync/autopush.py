@@ -1,26 +1,21 @@
 """``vaultGit.push: "auto"``: a write schedules a sync that runs in the background.
 
-:func:`schedule_push` (called by :func:`memosite.gitsync.request_commit` after a commit) notes the
+After each commit, vault git asks the push hook (:mod:`memosite.pushhook`) for a push later; the
+composition roots register :func:`schedule_push` there (:func:`register_auto_push`). It notes the
 request in ``.memosite/push-request`` and, unless a worker is already waiting, starts one: a
-detached ``python -m memosite.sync.autopush <vault>`` process. The worker waits until no new
-request came for ``vaultGit.pushDelaySeconds`` (a burst of writes makes one push), then runs
-:func:`memosite.sync.run.sync_vault` — fetch, merge what teammates pushed meanwhile, push — and
-repeats while requests keep coming. The write itself never waits for any of it. A failure is kept
-in the sync state (``memosite status`` shows it) and the next write or sync tries again.
+detached ``python -m memosite.sync.pushworker <vault>`` process (:mod:`memosite.sync.pushworker`).
+The write itself never waits for any of it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-from memosite.errors import MemositeError
-from memosite.lockfile import LockBusy, lock_file
+from memosite.pushhook import register_push_scheduler
 from memosite.vault import Vault, atomic_write_text
 
 REQUEST_FILE = "push-request"
@@ -66,6 +61,10 @@ def schedule_push(vault: Vault) -> None:
 
 
 def _spawn_worker(vault: Vault) -> None:
+    # Here, not at the top: every CLI command registers the push, few ever start one.
+    import subprocess
+    import threading
+
     log = vault.internal_path(LOG_FILE)
     with contextlib.suppress(OSError):
         if log.stat().st_size > LOG_MAX_BYTES:
@@ -79,7 +78,7 @@ def _spawn_worker(vault: Vault) -> None:
         )
     with open(log, "a", encoding="utf-8") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "memosite.sync.autopush", str(vault.root)],
+            [sys.executable, "-m", "memosite.sync.pushworker", str(vault.root)],
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=handle,
@@ -91,71 +90,7 @@ def _spawn_worker(vault: Vault) -> None:
     threading.Thread(target=process.wait, name="memosite-push-reaper", daemon=True).start()
 
 
-def _requested_at(vault: Vault) -> float | None:
-    try:
-        return float(_request_path(vault).read_text(encoding="utf-8").strip())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def run_worker(vault: Vault, *, sleep: float = 0.2) -> int:
-    """The worker's loop (see the module docstring); returns how many syncs it ran."""
-    from memosite.schema import format_iso, utc_now
-    from memosite.sync.run import sync_vault
-    from memosite.sync.state import note_push
-
-    runs = 0
-    lock = lock_file(vault.internal_path(LOCK_FILE))
-    while True:
-        try:
-            lock.acquire(timeout=0)
-        except LockBusy:
-            return runs  # another worker runs: it sees this request too
-        try:
-            atomic_write_text(vault.internal_path(PID_FILE), f"{os.getpid()}\n", durable=False)
-            while (requested := _requested_at(vault)) is not None:
-                wait = vault.config.git_push_delay_seconds - (time.time() - requested)
-                if wait > 0:
-                    time.sleep(min(wait, max(sleep, 0.01)))
-                    continue
-                # Take the request: one arriving while this sync runs makes a new file, and a new round.
-                os.replace(_request_path(vault), vault.internal_path(TAKEN_FILE))
-                try:
-                    sync_vault(vault)
-                except MemositeError as exc:
-                    note_push(vault, "", exc.message)
-                    sys.stderr.write(f"{format_iso(utc_now())} memosite auto push: {exc.message}\n")
-                finally:
-                    with contextlib.suppress(FileNotFoundError):
-                        vault.internal_path(TAKEN_FILE).unlink()
-                runs += 1
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                vault.internal_path(PID_FILE).unlink()
-            lock.release()
-        # A request that came between the last look and the release found a live worker and
-        # spawned none: look once more now that the lock is free.
-        if _requested_at(vault) is None:
-            return runs
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m memosite.sync.autopush VAULT\n")
-        return 2
-    os.environ["GIT_TERMINAL_PROMPT"] = "0"  # nobody is there to type a password
-    try:
-        vault = Vault.open(args[0], create=False)
-    except MemositeError as exc:
-        sys.stderr.write(f"memosite auto push: {exc.message}\n")
-        return 1
-    try:
-        run_worker(vault)
-    finally:
-        vault.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def register_auto_push() -> None:
+    """Have every commit of this process with ``vaultGit.push: "auto"`` pushed in the background
+    (a composition root calls this as it starts)."""
+    register_push_scheduler(schedule_push)

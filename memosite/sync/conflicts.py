@@ -514,7 +514,7 @@ def _resolve_record(vault: Vault, conflict: Conflict, chosen: list[Conflict], ke
 
 
 def _resolve_file(vault: Vault, conflict: Conflict, chosen: list[Conflict], kept: Kept) -> None:
-    from memosite import gitsync
+    from memosite import commitpolicy
 
     with vault.lock():
         if kept == "sidecar":
@@ -522,7 +522,7 @@ def _resolve_file(vault: Vault, conflict: Conflict, chosen: list[Conflict], kept
         for sidecar in chosen:
             with contextlib.suppress(FileNotFoundError):
                 (vault.root / sidecar.sidecar).unlink()
-        gitsync.request_commit(vault, f"resolve {conflict.path} (kept {_KEPT_TEXT[kept]})")
+        commitpolicy.request_commit(vault, f"resolve {conflict.path} (kept {_KEPT_TEXT[kept]})")
 
 
 # --- purges ----------------------------------------------------------------------------------

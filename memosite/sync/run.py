@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from memosite import gitcommand, gitsync
+from memosite import commitpolicy, gitcommand, gitsetup, gitsync
 from memosite.acceptance import settle_policy
 from memosite.config import load_config
 from memosite.gitsync import LeftOut
@@ -146,7 +146,7 @@ def sync_vault(vault: Vault, *, remote: str | None = None, allow_unrelated: bool
     nor does a failed sync."""
     adopt_clone(vault)
     check_enabled(vault)
-    gitsync.ensure_repo(vault)
+    gitsetup.ensure_repo(vault)
     repo = Repo(vault.root)
     target = repo.resolve_remote(remote or vault.config.git_remote)
     keep = target.one_off and (remote in (None, vault.config.git_remote) or not repo.remotes())
@@ -287,7 +287,7 @@ def _commit_local(vault: Vault, repo: Repo, result: SyncResult) -> bool:
     if _catch_up_hand_edits(vault, repo, pending):
         pending = repo.dirty(refresh=True)
     check_pending(repo, pending)  # the views rewritten from the edited records included
-    committed = gitsync.flush_pending(vault)
+    committed = commitpolicy.flush_pending(vault)
     _end_purged(vault, result)
     pending = repo.dirty(refresh=True)
     shared = [path for path in pending if is_shared(path)]

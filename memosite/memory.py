@@ -1,0 +1,182 @@
+"""memosite from Python: :class:`Memory`, one vault and one project, the calls the CLI makes.
+
+``Memory`` is a composition root, as a CLI command and the MCP server are: it resolves the vault
+and the project once (the arguments, else ``MEMOSITE_VAULT`` / ``MEMOSITE_PROJECT`` and the working
+directory, as the CLI does), says who acts, and passes both down to the core. Each method returns
+the typed result the CLI prints with ``--json`` (``.to_json()`` gives that JSON) and raises the one
+error hierarchy (:class:`memosite.errors.MemositeError` and its subclasses, each with a stable
+``code``).
+
+Who acts: a Python caller is the person at this machine (their git identity authors the vault's
+commits), unless the program runs in a coding agent's shell tool (the markers of
+:data:`memosite.provenance.AGENT_SHELL_MARKERS`): then it is that agent, as a CLI call would be,
+and its writes wait for review where the team asks for it. ``actor=`` says otherwise outright
+(``Actor.mcp_client("my-bot", "1.0", None)`` for an agent). Reads count no hits: hits are an
+agent session's (:mod:`memosite.hits`).
+
+The core modules are imported by the method that needs them, so ``import memosite`` and
+``Memory(...)`` load no site generator, no template engine and no MCP SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from memosite.config import resolve_project, resolve_vault_root, working_directory
+from memosite.provenance import Actor, detect_agent_shell
+from memosite.sync.autopush import register_auto_push
+from memosite.vault import Vault
+from memosite.workspace import check_vault_placement, find_work_tree
+
+if TYPE_CHECKING:
+    from memosite.bootstrap import BootstrapResult
+    from memosite.curator import GcResult
+    from memosite.lookup import StoredRecord
+    from memosite.search import SearchResult
+    from memosite.site.build import BuildResult
+    from memosite.store import ForgetResult, UpsertResult
+
+
+class Memory:
+    """One project of one vault (see the module docstring).
+
+    ``vault`` is the vault's directory (created when missing, as the first ``memosite upsert``
+    does); ``project`` the project id. Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        vault: str | Path | None = None,
+        project: str | None = None,
+        *,
+        actor: Actor | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.env = dict(os.environ if env is None else env)
+        root = resolve_vault_root(vault, self.env)
+        product_root = find_work_tree(working_directory(), self.env)
+        check_vault_placement(root, product_root)  # refused before anything is created
+        self.project = resolve_project(project, self.env).id
+        register_auto_push()  # this program's commits are pushed when the vault says so
+        self.vault = Vault.open(root)
+        self.vault.product_root = product_root
+        self.vault.actor_source = (lambda: actor) if actor is not None else self._actor
+
+    def _actor(self) -> Actor:
+        # Asked when a change first needs it: a program that only reads runs no git.
+        from memosite.gitidentity import git_identity
+
+        shell = detect_agent_shell(self.env)
+        if shell is not None:
+            return Actor.in_agent_shell(shell)
+        return Actor.person(git_identity(self.env, self.vault.product_root))
+
+    @property
+    def actor(self) -> Actor | None:
+        """Who changes the vault through this object."""
+        return self.vault.actor
+
+    # --- records -----------------------------------------------------------------------------
+    def upsert(
+        self,
+        *,
+        kind: str,
+        body: str | None = None,
+        title: str | None = None,
+        slug: str | None = None,
+        cites: Sequence[str] = (),
+        path: str | None = None,
+        allow_duplicate: bool = False,
+        **fields: Any,
+    ) -> UpsertResult:
+        """Create or update a record (``memosite upsert``): ``fields`` are front matter
+        (``severity="high"``, ``tags=[...]``, ``pathPatterns=[...]``, ``supersedes=...``). ``body``
+        None keeps an existing record's body; ``cites`` pins code of the product repository."""
+        from memosite.store import upsert_record
+
+        if fields.get("source") not in (None, "agent") and self.vault.actor is not None:
+            self.vault.actor.require_person(f"upsert with source {fields['source']}")
+        frontmatter = {**fields, **({"title": title} if title is not None else {})}
+        return upsert_record(
+            self.vault,
+            self.project,
+            kind=kind,
+            body=body,
+            slug=slug,
+            frontmatter=frontmatter,
+            path=path,
+            allow_duplicate=allow_duplicate,
+            cites=list(cites),
+        )
+
+    def get(self, id: str) -> StoredRecord:
+        """One record by id (``memosite get``), annotated ``expired`` and ``pending``."""
+        from memosite.lookup import get_record
+
+        return get_record(self.vault, self.project, record_id=id)
+
+    def search(self, query: str | None = None, *, all_projects: bool = False, **filters: Any) -> SearchResult:
+        """Records matching ``query`` and the filters (``kinds``, ``status``, ``tags``, ``path``,
+        ``include_expired``, ``as_of``, ``sort``, ``limit``, ``include_pending``, ``author``,
+        ``explain``), as ``memosite search`` finds them."""
+        from memosite.search import search_records
+
+        return search_records(self.vault, None if all_projects else self.project, query, **filters)
+
+    def forget(self, id: str, purge: bool = False) -> ForgetResult:
+        """Archive a record, or with ``purge`` delete it (a tombstone kept): ``memosite forget``."""
+        from memosite.store import forget_record
+
+        return forget_record(self.vault, self.project, record_id=id, purge=purge)
+
+    def restore(self, id: str) -> UpsertResult:
+        """Bring an archived record back to active (``memosite restore``)."""
+        from memosite.store import restore_record
+
+        return restore_record(self.vault, self.project, record_id=id)
+
+    # --- the project as a whole ----------------------------------------------------------------
+    def bootstrap(self, **options: Any) -> BootstrapResult:
+        """The session brief (``memosite bootstrap``); ``options``: ``query``, ``slug``, ``path``,
+        ``max_bytes``, ``max_tokens``, ``fresh_only``."""
+        from memosite.bootstrap import build_bootstrap
+
+        return build_bootstrap(self.vault, self.project, **options)
+
+    def gc(self, dry_run: bool = False, *, purge: bool = False) -> GcResult:
+        """One gc pass (``memosite gc``): expired records swept, shipped plans compacted, logs
+        rolled up by month. ``dry_run`` changes nothing and reports the same counts."""
+        from memosite.curator import run_gc
+
+        return run_gc(self.vault, self.project, dry_run=dry_run, purge=purge)
+
+    def build(
+        self, out: str | Path, *, engine: str | None = None, all_projects: bool = False, **options: Any
+    ) -> BuildResult:
+        """Build the published site into ``out`` (``memosite build``): this project, or every
+        project of the vault. ``options``: ``config_file``, ``strict``, ``site_url``,
+        ``site_name``, ``include_pending``. Nothing changes at ``out`` unless the build succeeds."""
+        from memosite.site.engines import build_with_engine, choose_engine
+
+        projects = None if all_projects else [self.project]
+        return build_with_engine(self.vault, choose_engine(engine), out_dir=Path(out), projects=projects, **options)
+
+    # --- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the index connection (the object may be used again: it reopens)."""
+        self.vault.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Memory(vault={str(self.vault.root)!r}, project={self.project!r})"

@@ -1,0 +1,143 @@
+"""memosite from Python: memosite.Memory, the README's example run as written, a light import."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memosite
+from memosite.provenance import AGENT_SHELL_MARKERS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_example() -> str:
+    section = README.read_text(encoding="utf-8").split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 1, "the Python API section holds one example"
+    return blocks[0]
+
+
+def test_the_readme_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(readme_example(), "README.md", "exec"), {"__name__": "readme"})
+    assert (tmp_path / "team-vault" / "projects" / "shop" / "traps" / "payment-retries.md").is_file()
+
+
+LIGHT_IMPORT = """
+import sys
+import memosite
+memory = memosite.Memory(vault=sys.argv[1], project="shop")
+found = memory.search("anything")
+heavy = sorted(name for name in ("mkdocs", "jinja2", "mcp", "memosite.mutation") if name in sys.modules)
+print(found.total, heavy)
+"""
+
+
+def test_importing_memosite_and_reading_loads_no_site_generator_templates_or_mcp(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LIGHT_IMPORT, str(tmp_path / "vault")],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "[]"]
+
+
+def test_the_errors_are_the_one_hierarchy_and_unknown_names_are_attribute_errors() -> None:
+    assert issubclass(memosite.RecordNotFound, memosite.MemositeError)
+    assert memosite.MemositeError is __import__("memosite.errors").errors.MemositeError
+    assert {"Memory", "Actor", "MemositeError", "__version__"} <= set(dir(memosite))
+    with pytest.raises(AttributeError, match="no attribute 'Memroy'"):
+        memosite.Memroy  # noqa: B018
+
+
+@pytest.fixture
+def memory(vault_dir: Path) -> Any:
+    with memosite.Memory(vault=vault_dir, project="shop") as opened:
+        yield opened
+
+
+def test_memory_returns_what_the_cli_prints(memory: memosite.Memory, run_cli: Any) -> None:
+    written = memory.upsert(kind="trap", slug="retries", title="Ретраи платежей", body="Idempotency key: 冪等キー.")
+    cli = run_cli("get", "retries", "--project", "shop", "--json")
+    assert cli.exit_code == 0, cli.stderr
+    assert json.loads(cli.stdout) == memory.get(written.id).to_json()
+    searched = run_cli("search", "冪等キー", "--project", "shop", "--json")
+    assert json.loads(searched.stdout)["results"] == memory.search("冪等キー").to_json()["results"]
+
+
+def test_a_python_caller_acts_as_the_person(memory: memosite.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory.env.update(GIT_AUTHOR_NAME="Zoë Ünal", GIT_AUTHOR_EMAIL="zoe@example.org")
+    written = memory.upsert(kind="decision", slug="queue", title="Queue retries", body="Use the job queue.")
+    frontmatter = memory.get(written.id).frontmatter
+    assert frontmatter["source"] == "human" and frontmatter["author"] == "Zoë Ünal <zoe@example.org>"
+    assert "review" not in frontmatter
+
+
+def test_a_python_program_in_an_agents_shell_is_that_agent(vault_dir: Path) -> None:
+    person = memosite.Memory(vault=vault_dir, project="shop")
+    person.upsert(kind="decision", slug="queue", title="Queue retries", body="Use the job queue.")
+    marker = AGENT_SHELL_MARKERS[0]
+    agent = memosite.Memory(vault=vault_dir, project="shop", env={**os.environ, marker.variable: marker.value or "1"})
+    assert agent.actor is not None and agent.actor.is_agent
+    with pytest.raises(memosite.PersonRequired):
+        agent.forget("queue", purge=True)  # a person approved it: only a person destroys it
+    with pytest.raises(memosite.PersonRequired):
+        agent.upsert(kind="trap", body="x", source="human")
+    assert (vault_dir / "projects" / "shop" / "decisions" / "queue.md").is_file()
+    person.close()
+    agent.close()
+
+
+def test_a_caller_that_says_it_is_an_agent_is_one(vault_dir: Path) -> None:
+    bot = memosite.Actor.mcp_client("nightly-bot", "2.0", None)
+    with memosite.Memory(vault=vault_dir, project="shop", actor=bot) as memory:
+        written = memory.upsert(kind="trap", slug="t", title="Ошибка", body="Breaks on Fridays.")
+        assert memory.get(written.id).frontmatter["source"] == "agent"
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda m: m.get("nope"), "RECORD_NOT_FOUND"),
+        (lambda m: m.upsert(kind="bug", body="x"), "INVALID_ARGUMENTS"),
+        (lambda m: m.search("x", sort="loudest"), "INVALID_ARGUMENTS"),
+        (lambda m: m.search("x", limit=0), "INVALID_ARGUMENTS"),
+        (lambda m: m.restore("nope"), "RECORD_NOT_FOUND"),
+        (lambda m: m.bootstrap(max_bytes=10), "INVALID_ARGUMENTS"),
+    ],
+)
+def test_wrong_arguments_raise_one_error_with_its_code_and_change_nothing(
+    memory: memosite.Memory, call: Any, error: str
+) -> None:
+    before = sorted(p.relative_to(memory.vault.root) for p in memory.vault.root.rglob("*.md"))
+    with pytest.raises(memosite.MemositeError) as raised:
+        call(memory)
+    assert raised.value.code == error
+    assert sorted(p.relative_to(memory.vault.root) for p in memory.vault.root.rglob("*.md")) == before
+
+
+def test_an_argument_no_method_takes_is_a_type_error(memory: memosite.Memory) -> None:
+    with pytest.raises(TypeError):
+        memory.forget("x", purge=True, hard=True)  # type: ignore[call-arg]
+    with pytest.raises(memosite.InvalidArguments):
+        memosite.Memory(vault="", project="shop")
+
+
+@pytest.mark.slow
+def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.Memory, tmp_path: Path) -> None:
+    memory.upsert(kind="trap", slug="retries", title="Retries double-charge", body="Send an idempotency key.")
+    result = memory.build(tmp_path / "site")
+    assert result.projects == ["shop"] and result.records == 1
+    assert (tmp_path / "site" / "index.html").is_file()
