@@ -23,7 +23,7 @@ from pathlib import Path
 
 from memosite.errors import StorageError
 from memosite.gitcommand import first_line, git_dir, run_git
-from memosite.kinds import VIEW_FILES
+from memosite.kinds import INVENTORY_PATTERN, VIEW_FILES
 from memosite.vault import DISPOSABLE_PATTERNS, atomic_write_text
 
 BLOCK_START = "# >>> memosite: disposable files, rebuilt from the records (managed block) >>>"
@@ -94,7 +94,7 @@ def attributes_block() -> str:
         "* merge=memosite-file",
         "*.jsonl merge=memosite-union",
         "/projects/*/*/*.md merge=memosite-record",
-        *(f"/projects/*/{name} merge=memosite-view" for name in VIEW_FILES),
+        *(f"/projects/*/{name} merge=memosite-view" for name in (*VIEW_FILES, INVENTORY_PATTERN)),
     ]
     return _managed_block(ATTRIBUTES_START, lines)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import StorageError
-from memosite.index import fragments, vectors
+from memosite.index import fragments, partitions, vectors
 from memosite.index.entry import COLUMNS, IndexEntry
 from memosite.index.schema import ensure_schema
 from memosite.vault import warn
@@ -44,10 +44,6 @@ class Index:
                 raise StorageError(f"cannot open index {path.name}: {again}") from again
         except OSError as exc:
             raise StorageError(f"cannot open index {path.name}: {exc}") from exc
-        # View pieces this process has assembled, current while view_cache still holds their token.
-        self.pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
-        # (project, kind) → its fragment chunks as last read (see fragments.kind_chunks).
-        self.chunk_memo: dict[tuple[str, str], list[fragments.Chunk]] = {}
         # project → its directories' stamps as this process last wrote or read them in ``meta``.
         self._directories_seen: dict[str, str] = {}
         # Answers remembered until the index changes (see ``remembered``).
@@ -228,10 +224,16 @@ class Index:
         placeholders = ", ".join("?" for _ in COLUMNS)
         updates = ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "path")
         with self.transaction():
+            old = self.conn.execute("SELECT rowid, project, kind FROM records WHERE path = ?", (entry.path,)).fetchone()
+            if old is not None and (old[1], old[2]) != (entry.project, entry.kind):
+                self.conn.execute("DELETE FROM records WHERE rowid = ?", (old[0],))
+                old = None
+            # A new row's rowid lies in its project's and kind's range (memosite.index.partitions).
+            rowid = old[0] if old is not None else partitions.new_rowid(self, entry.project, entry.kind)
             self.conn.execute(
-                f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({placeholders}) "
+                f"INSERT INTO records (rowid, {', '.join(COLUMNS)}) VALUES (?, {placeholders}) "
                 f"ON CONFLICT(path) DO UPDATE SET {updates}",
-                entry.as_params(),
+                (rowid, *entry.as_params()),
             )
             fragments.replace_fragment(self, entry)
             if entry.vector is not None:
@@ -244,11 +246,10 @@ class Index:
 
     def follow_other_connections(self) -> int:
         """``PRAGMA data_version``. When it moved, another connection committed, and the memos that
-        this connection keeps current through its own writes (the chunks, the directory stamps)
-        no longer can: they are dropped."""
+        this connection keeps current through its own writes (the directory stamps) no longer can:
+        they are dropped."""
         version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
-            self.chunk_memo.clear()
             self._directories_seen.clear()
             self._data_version = version
         return version
@@ -275,14 +276,12 @@ class Index:
     def forget_memos(self) -> None:
         """Drop what this process remembers of the index (a rollback took back what it names)."""
         self._answers.clear()
-        self.pieces.clear()
-        self.chunk_memo.clear()
         self._directories_seen.clear()
 
     def clear(self, project: str | None = None) -> None:
         self.forget_memos()
         with self.transaction():
-            for table in ("records", "fragments", "fragment_chunks", "view_cache"):
+            for table in ("records", "fragments", "fragment_chunks", "view_files"):
                 if project is None:
                     self.conn.execute(f"DELETE FROM {table}")
                 else:
