@@ -1,14 +1,29 @@
-"""Repairs on a built site directory: empty it (a refused build), drop pages that are gone.
+"""The output folder of a site: brought in step with a finished build in place, emptied (a refused
+build), pages that are gone removed.
 
-These run at the end of a build (from the plugin's ``on_post_build``) and know only the site
-directory, not MkDocs.
+:func:`update_site` is how ``memosite build`` publishes: MkDocs builds into a staging folder beside
+the destination only what it rendered or copied this time, the page cache holds the rest, and once
+the build has succeeded (the plugin found no secret) each file goes into the destination only when
+its content differs from what the destination holds, by an atomic rename or write. Files of the
+previous build that this one no longer has (a record that left) are removed; nothing else is
+touched. The signed manifest of :mod:`memosite.site.destination` says what memosite wrote, so a
+person's files and edits stay, and a build that dies half way leaves a folder the next build can
+still tell apart from a person's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from memosite.errors import BuildError, InvalidArguments
+from memosite.site.cache import PageCache
+from memosite.site.destination import GENERATOR, MANIFEST, Destination, Placement, remove_empty_dirs
+from memosite.site.manifest import Manifest, WrittenFile, content_digest, relative_paths, unchanged, write_manifest
 
 
 def clean_site_dir(site_dir: Path) -> None:
@@ -35,3 +50,88 @@ def remove_outputs(site_dir: Path, paths: Iterable[str]) -> None:
             except OSError:
                 break
             parent = parent.parent
+
+
+@dataclass
+class SiteUpdate(Placement):
+    """What :func:`update_site` did: files written (new or changed), removed, and the manifest now
+    in the destination."""
+
+    written: list[str] | None = None
+    removed: list[str] | None = None
+    manifest: Manifest | None = None
+
+
+def _parents(names: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for name in names:
+        parts = name.split("/")[:-1]
+        for n in range(1, len(parts) + 1):
+            found.add("/".join(parts[:n]))
+    return found
+
+
+def update_site(
+    staging: Path, destination: Destination, cached: Mapping[str, str], cache: PageCache | None
+) -> SiteUpdate:
+    """Bring ``destination`` in step with the build in ``staging`` plus the pages ``cached`` names
+    (site path -> page in ``cache``), in place; see the module docstring. Before anything changes,
+    a person's file (one memosite did not write, or edited since) where the site puts a file or
+    needs a directory stops it. Removes ``staging``."""
+    staged, staged_dirs = relative_paths(staging, skip=[MANIFEST])
+    new_files = set(staged) | set(cached)
+    new_dirs = set(staged_dirs) | _parents(cached)
+    target, key = destination.path, destination.key
+    previous = destination.previous or Manifest()
+    present, present_dirs = relative_paths(target, skip=[MANIFEST]) if target.exists() else ([], [])
+    theirs = {name for name in present if name not in previous.files}  # symlinks among them
+    edited = {name for name in present if name in previous.files and not unchanged(target / name, previous.files[name])}
+    clashes = sorted((theirs | edited) & (new_files | new_dirs))
+    if clashes:
+        why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
+        raise InvalidArguments(f"refusing to build into {target}: the site would replace {clashes[0]}, which {why}")
+    target.mkdir(parents=True, exist_ok=True)
+    made = frozenset(d for d in new_dirs if d in previous.dirs or not (target / d).exists())
+    intact = set(present) - edited - theirs  # what memosite wrote there and nobody changed since
+    written: dict[str, WrittenFile] = {}
+    placed: list[str] = []
+    # Until the last file is in, the manifest lists both builds: a build that dies half way leaves
+    # a folder the next build can still tell apart from a person's files.
+    pending = Manifest({**previous.files}, previous.dirs | made)
+    write_manifest(target / MANIFEST, GENERATOR, pending, key)
+    for name in staged:
+        digest = content_digest(staging / name)
+        known = previous.files.get(name)
+        if known is not None and name in intact and known.digest == digest:
+            written[name] = known
+            continue
+        dest = target / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / name, dest)
+        written[name] = _written(dest, digest)
+        placed.append(name)
+    for name, src_uri in cached.items():
+        entry = cache.pages.get(src_uri) if cache is not None else None
+        known = previous.files.get(name)
+        if entry is not None and known is not None and name in intact and known.digest == entry.digest:
+            written[name] = known
+            continue
+        if entry is None or cache is None or not cache.place(entry, target / name):
+            raise BuildError(f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)")
+        written[name] = _written(target / name, entry.digest)
+        placed.append(name)
+    removed = sorted(name for name in intact if name in previous.files and name not in written)
+    for name in removed:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            (target / name).unlink()
+    remove_empty_dirs(target, (previous.dirs - new_dirs) & set(present_dirs))
+    manifest = Manifest(written, made)
+    write_manifest(target / MANIFEST, GENERATOR, manifest, key)
+    shutil.rmtree(staging, ignore_errors=True)
+    kept = sorted(name for name in edited if name not in written)
+    return SiteUpdate(kept=kept, written=placed, removed=removed, manifest=manifest)
+
+
+def _written(path: Path, digest: str) -> WrittenFile:
+    info = os.lstat(path)
+    return WrittenFile(digest, info.st_size, info.st_mtime_ns, info.st_ino)
