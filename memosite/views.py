@@ -147,16 +147,18 @@ class _Compiler:
         count = fragments.section_count(self.index, spec, self.project, kind, self.now_iso, hidden)
         if not count:
             return 0, ""
+        # Few of the kind's rows in the section: find them in an index instead of reading the kind.
+        sparse = count * 4 < self.kind_rows(kind)
         if self.site:
             limit = -1 if self.limit is None else self.limit
-            text = self._rows(spec, kind, limit=limit, hidden=hidden)
+            text = self._rows(spec, kind, limit=limit, hidden=hidden, sparse=sparse)
             if self.limit is not None and count > self.limit and self.more is not None:
                 text += self.more(spec.name, self.project, kind, self.limit, count)
             return count, text
         shown = VIEW_ROWS if in_full else LINE_ROWS
-        text = self._rows(spec, kind, limit=shown)
+        text = self._rows(spec, kind, limit=shown, sparse=sparse)
         if in_full and count > shown:
-            brief = self._rows(spec, kind, limit=LINE_ROWS, offset=shown, expression=fragments.LINE)
+            brief = self._rows(spec, kind, limit=LINE_ROWS, offset=shown, expression=fragments.LINE, sparse=sparse)
             text += f"**More {_noun(spec.name, kind, 2)}, in brief:**\n\n{brief}\n"
             shown = min(count, shown + LINE_ROWS)
         if count > shown and note:
@@ -172,6 +174,7 @@ class _Compiler:
         offset: int = 0,
         expression: str | None = None,
         hidden: Collection[str] = (),
+        sparse: bool = False,
     ) -> str:
         return fragments.section_rows(
             self.index,
@@ -183,7 +186,12 @@ class _Compiler:
             offset=offset,
             expression=expression,
             hidden=hidden,
+            sparse=sparse,
         ).decode("utf-8")
+
+    def kind_rows(self, kind: str) -> int:
+        """How many records of ``kind`` have fragments."""
+        return sum(self.months(kind).values())
 
     def left_out(
         self, name: str, kind: str, shown: int, count: int, by_severity_of: fragments.Section | None = None

@@ -180,11 +180,28 @@ def section_rows(
     offset: int = 0,
     expression: str | None = None,
     hidden: Collection[str] = (),
+    sparse: bool = False,
 ) -> bytes:
     """Rows ``offset`` to ``offset + limit`` of the section in view order (all from ``offset`` for
-    a negative ``limit``), concatenated as UTF-8: the section's own fragment, or ``expression``."""
+    a negative ``limit``), concatenated as UTF-8: the section's own fragment, or ``expression``.
+
+    A ``sparse`` section (few of the kind's rows belong to it: inactive traps, expired decisions)
+    is found in ``fragments_live`` and only the rows shown are read; a dense one is read in view
+    order, where the first rows are the ones shown."""
     shown = spec.expression if expression is None else expression
     where, params = _scope(spec, project, kind, now_iso, hidden)
+    if sparse:
+        ordered = ", ".join(f"f.{column}" for column in VIEW_ORDER.split(", "))
+        source = (
+            f"(SELECT path FROM fragments INDEXED BY fragments_live WHERE {where} ORDER BY {VIEW_ORDER}"
+            f" LIMIT ? OFFSET ?) AS k CROSS JOIN fragments AS f ON f.path = k.path"
+        )
+        row = index.conn.execute(
+            f"SELECT CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
+            f"(SELECT {shown} AS piece FROM {source} ORDER BY {ordered})",
+            [*(now_iso,) * shown.count("?"), *params, limit, offset],
+        ).fetchone()
+        return bytes(row[0])
     row = index.conn.execute(
         f"SELECT CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
         f"(SELECT {shown} AS piece FROM fragments WHERE {where} ORDER BY {VIEW_ORDER} LIMIT ? OFFSET ?)",

@@ -22,7 +22,7 @@ from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 
-SCHEMA_VERSION = "30"
+SCHEMA_VERSION = "31"
 
 
 def _text(row: str) -> str:
@@ -226,9 +226,9 @@ CREATE TABLE IF NOT EXISTS fragments (
     month TEXT NOT NULL,
     status TEXT NOT NULL,
     expires_at TEXT,
-    row_view TEXT NOT NULL,
     row_index TEXT NOT NULL,
     row_line TEXT NOT NULL,
+    row_view TEXT NOT NULL,  -- last: the longest, so reading the others never walks its overflow pages
     PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC, updated DESC, path)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS fragments_path ON fragments(path);
