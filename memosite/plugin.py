@@ -103,22 +103,41 @@ class MemositePluginConfig(Config):
     cache = c.Choice(("auto", "true", "false", True, False), default="auto")
 
 
-class _MemoryBytecodeCache(jinja2.BytecodeCache):
-    """Compiled theme templates of this process, by template name and source checksum."""
+class _ThemeBytecodeCache(jinja2.BytecodeCache):
+    """Compiled theme templates, by template name and source checksum: in this process's memory
+    (serve renders with them on every rebuild) and in this user's cache directory, so a new build
+    process does not compile Material's templates again."""
 
     def __init__(self) -> None:
         self._store: dict[str, bytes] = {}
+        self._disk: jinja2.BytecodeCache | bool | None = False  # False: not opened yet
+
+    def _on_disk(self) -> jinja2.BytecodeCache | None:
+        if self._disk is False:
+            from memosite.templates import file_bytecode_cache, theme_bytecode_dir
+
+            self._disk = file_bytecode_cache(theme_bytecode_dir())
+        return self._disk if isinstance(self._disk, jinja2.BytecodeCache) else None
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         code = self._store.get(bucket.key)
         if code is not None:
             bucket.bytecode_from_string(code)
+            return
+        disk = self._on_disk()
+        if disk is not None:
+            disk.load_bytecode(bucket)
+            if bucket.code is not None:
+                self._store[bucket.key] = bucket.bytecode_to_string()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         self._store[bucket.key] = bucket.bytecode_to_string()
+        disk = self._on_disk()
+        if disk is not None:
+            disk.dump_bytecode(bucket)
 
 
-_THEME_BYTECODE = _MemoryBytecodeCache()
+_THEME_BYTECODE = _ThemeBytecodeCache()
 
 
 class _VirtualPage(File):
