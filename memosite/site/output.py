@@ -23,7 +23,7 @@ from pathlib import Path
 from memosite.errors import BuildError, InvalidArguments
 from memosite.site.cache import PageCache
 from memosite.site.destination import GENERATOR, MANIFEST, Destination, Placement, remove_empty_dirs
-from memosite.site.manifest import Manifest, WrittenFile, content_digest, relative_paths, unchanged, write_manifest
+from memosite.site.manifest import Manifest, WrittenFile, content_digest, unchanged, write_manifest
 
 
 def clean_site_dir(site_dir: Path) -> None:
@@ -78,27 +78,39 @@ def update_site(
     (site path -> page in ``cache``), in place; see the module docstring. Before anything changes,
     a person's file (one memosite did not write, or edited since) where the site puts a file or
     needs a directory stops it. Removes ``staging``."""
-    staged, staged_dirs = relative_paths(staging, skip=[MANIFEST])
+    staged, staged_dirs = _walk(staging)
     new_files = set(staged) | set(cached)
     new_dirs = set(staged_dirs) | _parents(cached)
     target, key = destination.path, destination.key
     previous = destination.previous or Manifest()
-    present, present_dirs = relative_paths(target, skip=[MANIFEST]) if target.exists() else ([], [])
-    theirs = {name for name in present if name not in previous.files}  # symlinks among them
-    edited = {name for name in present if name in previous.files and not unchanged(target / name, previous.files[name])}
+    # Only the paths this build or the last one names are looked at, never the whole folder: a
+    # file of a person's matters only where the site would put a file or need a directory.
+    edited = {name for name, written in previous.files.items() if not unchanged(target / name, written)}
+    edited = {name for name in edited if os.path.lexists(target / name)}
+    # A directory the last build made stays a directory unless a person replaced it (then writing
+    # into it fails, and the build with it).
+    unknown = (new_files - set(previous.files)) | (new_dirs - previous.dirs)
+    theirs = {name for name in unknown if _theirs(target, name)}
     clashes = sorted((theirs | edited) & (new_files | new_dirs))
     if clashes:
         why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
         raise InvalidArguments(f"refusing to build into {target}: the site would replace {clashes[0]}, which {why}")
     target.mkdir(parents=True, exist_ok=True)
     made = frozenset(d for d in new_dirs if d in previous.dirs or not (target / d).exists())
-    intact = set(present) - edited - theirs  # what memosite wrote there and nobody changed since
+    # What memosite wrote there and nobody changed since.
+    intact = {name for name in previous.files if name not in edited and os.path.lexists(target / name)}
     written: dict[str, WrittenFile] = {}
     placed: list[str] = []
     # Until the last file is in, the manifest lists both builds: a build that dies half way leaves
     # a folder the next build can still tell apart from a person's files.
     pending = Manifest({**previous.files}, previous.dirs | made)
     write_manifest(target / MANIFEST, GENERATOR, pending, key)
+    # The files of the last build this one does not have (a record that left) go first: a path
+    # where the site now needs a directory is free before anything is put there.
+    removed = sorted(intact - new_files)
+    for name in removed:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            (target / name).unlink()
     for name in staged:
         digest = content_digest(staging / name)
         known = previous.files.get(name)
@@ -120,16 +132,38 @@ def update_site(
             raise BuildError(f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)")
         written[name] = _written(target / name, entry.digest)
         placed.append(name)
-    removed = sorted(name for name in intact if name in previous.files and name not in written)
-    for name in removed:
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            (target / name).unlink()
-    remove_empty_dirs(target, (previous.dirs - new_dirs) & set(present_dirs))
+    remove_empty_dirs(target, previous.dirs - new_dirs)
     manifest = Manifest(written, made)
     write_manifest(target / MANIFEST, GENERATOR, manifest, key)
     shutil.rmtree(staging, ignore_errors=True)
     kept = sorted(name for name in edited if name not in written)
     return SiteUpdate(kept=kept, written=placed, removed=removed, manifest=manifest)
+
+
+def _walk(root: Path) -> tuple[list[str], list[str]]:
+    """Every file and directory under ``root``, relative (POSIX), never following a link (a
+    symlink counts as a file)."""
+    files: list[str] = []
+    dirs: list[str] = []
+    start = len(os.fspath(root)) + 1
+    for directory, subdirs, names in os.walk(root):
+        here = directory[start:].replace(os.sep, "/")
+        prefix = f"{here}/" if here else ""
+        for name in list(subdirs):
+            if os.path.islink(os.path.join(directory, name)):
+                subdirs.remove(name)
+                names.append(name)
+            else:
+                dirs.append(prefix + name)
+        files += [prefix + name for name in names if prefix + name != MANIFEST]
+    return files, dirs
+
+
+def _theirs(target: Path, name: str) -> bool:
+    """Whether a file (or a link) memosite did not write stands at ``name``: a directory there is
+    no clash, the site puts its files into it."""
+    path = target / name
+    return os.path.lexists(path) and (path.is_symlink() or not path.is_dir())
 
 
 def _written(path: Path, digest: str) -> WrittenFile:
