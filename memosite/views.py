@@ -136,15 +136,67 @@ class _Compiler:
     more: MoreNote | None = None
     hidden: Hidden = field(default_factory=dict)
     _months: dict[str, dict[str, int]] | None = None
+    _until: dict[str, str | None] = field(default_factory=dict)  # kind -> its first expiry after now
+    _live: dict[str, dict[int, int]] = field(default_factory=dict)  # kind -> live rows by severity
 
     def section(
         self, spec: fragments.Section, kind: str, *, in_full: bool = False, note: bool = True
     ) -> tuple[int, str]:
         """A section's row count and Markdown (its shown rows and, when cut, the note after them).
         ``in_full``: the section shows records in full, so the vault's files list more in brief;
-        ``note``: a vault file says after a cut section how many it leaves out and where they are."""
+        ``note``: a vault file says after a cut section how many it leaves out and where they are.
+        The vault's sections are remembered until their kind changes or one of its records
+        expires: a write compiles the sections of the kinds it touched, the rest are at hand."""
+        if self.site:
+            return self._section(spec, kind, in_full=in_full, note=note)
+        key = (self.project, kind, "section", spec.name, in_full, note)
+        remembered = self._remembered(key)
+        if remembered is None:
+            remembered = self._remember(key, kind, self._section(spec, kind, in_full=in_full, note=note))
+        count, text = remembered
+        return int(count), str(text)
+
+    def count(self, spec: fragments.Section, kind: str) -> int:
+        """How many rows ``spec`` has: the live rows and the others from the chunk counts (see
+        :meth:`by_severity`), any other section from an index."""
         hidden = self.hidden.get(kind, ())
-        count = fragments.section_count(self.index, spec, self.project, kind, self.now_iso, hidden)
+        if self.site and hidden:
+            return fragments.section_count(self.index, spec, self.project, kind, self.now_iso, hidden)
+        if spec.where in (fragments.LIVE_COUNT.where, fragments.TRAPS_INACTIVE.where):
+            return sum(self.by_severity(spec, kind).values())
+        return fragments.section_count(self.index, spec, self.project, kind, self.now_iso)
+
+    def by_severity(self, spec: fragments.Section, kind: str) -> dict[int, int]:
+        """The rows of the live section (``LIVE_COUNT``, ``TRAPS_ACTIVE``) or of its complement
+        (``TRAPS_INACTIVE``) by severity weight, from the chunk counts less the live rows that
+        have expired; any other section from an index."""
+        if spec.where not in (fragments.LIVE_COUNT.where, fragments.TRAPS_INACTIVE.where):
+            return fragments.severity_counts(self.index, spec, self.project, kind, self.now_iso)
+        if kind not in self._live:
+            self._live[kind] = fragments.live_by_severity(self.index, self.project, kind, self.now_iso)
+        live = self._live[kind]
+        if spec.where == fragments.LIVE_COUNT.where:
+            return dict(live)
+        every = fragments.rows_by_severity(self.index, self.project, kind)
+        return {weight: count - live.get(weight, 0) for weight, count in every.items() if count > live.get(weight, 0)}
+
+    def _remembered(self, key: tuple[Any, ...]) -> Any:
+        self.index.follow_other_connections()  # another process's write drops every section
+        found = self.index.view_memo.get(key)
+        if found is None:
+            return None
+        since, until, value = found
+        return value if since <= self.now_iso and (until is None or self.now_iso < until) else None
+
+    def _remember(self, key: tuple[Any, ...], kind: str, value: Any) -> Any:
+        if kind not in self._until:
+            self._until[kind] = fragments.kind_valid_until(self.index, self.project, kind, self.now_iso)
+        self.index.view_memo[key] = (self.now_iso, self._until[kind], value)
+        return value
+
+    def _section(self, spec: fragments.Section, kind: str, *, in_full: bool, note: bool) -> tuple[int, str]:
+        hidden = self.hidden.get(kind, ())
+        count = self.count(spec, kind)
         if not count:
             return 0, ""
         # Few of the kind's rows in the section: find them in an index instead of reading the kind.
@@ -203,7 +255,7 @@ class _Compiler:
         detail = ""
         if by_severity_of is not None:
             # The rows are in severity order: what is left out is the least severe part.
-            by_severity = fragments.severity_counts(self.index, by_severity_of, self.project, kind, self.now_iso)
+            by_severity = self.by_severity(by_severity_of, kind)
             left, parts = rest, []
             for weight in sorted(by_severity):
                 taken = min(left, by_severity[weight])
@@ -314,14 +366,7 @@ def _index_context(compiler: _Compiler) -> dict[str, Any]:
     for kind in DURABLE_KINDS:
         count, active, rows = counts.get(kind, 0), 0, ""
         if count:
-            active = fragments.section_count(
-                compiler.index,
-                fragments.LIVE_COUNT,
-                compiler.project,
-                kind,
-                compiler.now_iso,
-                compiler.hidden.get(kind, ()),
-            )
+            active = compiler.count(fragments.LIVE_COUNT, kind)
             # INDEX.md's own note on a cut table names the kind's monthly files.
             count, rows = compiler.section(fragments.INDEX_ROWS, kind, note=False)
             rows += compiler.inventory_links(kind)

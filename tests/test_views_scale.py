@@ -271,3 +271,46 @@ def test_reindex_of_a_clean_committed_vault_leaves_git_status_clean(vault_dir: P
     (vault_dir / ".memosite" / "index.sqlite").unlink()  # a new index, built from the files
     assert run_cli("reindex").exit_code == 0
     assert _git(vault_dir, "status", "--porcelain") == ""
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("active", "archived", "superseded", "paused")),
+            st.sampled_from((None, "2020-01-01", "2999-01-01")),
+            st.sampled_from((None, *SEVERITIES)),
+            st.sampled_from(("2026-08-10", "2026-11-20")),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_counts_from_the_chunks_agree_with_counting_the_rows(vault: Vault, traps: list[tuple[str, ...]]) -> None:
+    from memosite.index import fragments
+    from memosite.indexing import refresh_project
+    from memosite.views import _Compiler
+
+    project = f"c{abs(hash(tuple(traps))) % 10**9}"
+    for n, (status, expires, severity, updated) in enumerate(traps):
+        fm = {
+            "id": f"t{n}",
+            "kind": "trap",
+            "project": project,
+            "title": f"Trap {n}",
+            "status": status,
+            "created": updated,
+            "updated": updated,
+            "severity": severity,
+            "expires_at": expires,
+        }
+        path = vault.record_path(project, "trap", f"t{n}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fields = {key: value for key, value in fm.items() if value is not None}
+        path.write_text(serialize_record(Record(validate_frontmatter(fields), "x\n")), encoding="utf-8")
+    refresh_project(vault, project)
+    index, now = vault.index(), format_iso(NOW)
+    compiler = _Compiler(index, project, now)
+    for spec in (fragments.LIVE_COUNT, fragments.TRAPS_ACTIVE, fragments.TRAPS_INACTIVE):
+        assert compiler.count(spec, "trap") == fragments.section_count(index, spec, project, "trap", now)
+        assert compiler.by_severity(spec, "trap") == fragments.severity_counts(index, spec, project, "trap", now)

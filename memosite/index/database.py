@@ -48,6 +48,9 @@ class Index:
         self._directories_seen: dict[str, str] = {}
         # Answers remembered until the index changes (see ``remembered``).
         self._answers: dict[Any, Any] = {}
+        # Compiled view sections of this process, by (project, kind, …): a change of the kind's
+        # fragments drops them (memosite.index.fragments), so a write compiles only its kinds'.
+        self.view_memo: dict[tuple[Any, ...], Any] = {}
         self._answers_stamp: tuple[int, int] | None = None
         self._data_version: int | None = None  # PRAGMA data_version when the memos were last checked
         self._holding = False  # a unit of work holds its writes open (see held_writes)
@@ -251,6 +254,7 @@ class Index:
         version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
             self._directories_seen.clear()
+            self.view_memo.clear()
             self._data_version = version
         return version
 
@@ -277,6 +281,7 @@ class Index:
         """Drop what this process remembers of the index (a rollback took back what it names)."""
         self._answers.clear()
         self._directories_seen.clear()
+        self.view_memo.clear()
 
     def clear(self, project: str | None = None) -> None:
         self.forget_memos()

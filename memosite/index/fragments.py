@@ -31,6 +31,7 @@ VIEW_ORDER = "stale_last, severity_weight DESC, month DESC, updated DESC, path"
 MONTH_ORDER = "updated DESC, path"
 _LIVE = f"status = 'active' AND {not_expired_sql()}"
 _NOT_EXPIRED = not_expired_sql()
+_EXPIRED = expired_sql()
 # Records a rendering leaves out of a section (the site's unpublished ones): few, so bound as one
 # JSON array.
 _NOT_HIDDEN = "path NOT IN (SELECT value FROM json_each(?))"
@@ -46,7 +47,9 @@ def replace_fragment(index: Index, entry: IndexEntry) -> None:
     params = entry.fragment_params()
     row = dict(zip(FRAGMENT_COLUMNS, params, strict=True))
     conn = index.conn
-    _count_chunk(index, entry.project, entry.kind, row["stale_last"], row["severity_weight"], row["month"], +1)
+    _count_chunk(
+        index, entry.project, entry.kind, (row["stale_last"], row["severity_weight"], row["month"], row["status"]), +1
+    )
     conn.execute(
         f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' for _ in FRAGMENT_COLUMNS)})",
         params,
@@ -56,29 +59,33 @@ def replace_fragment(index: Index, entry: IndexEntry) -> None:
 def drop_fragment(index: Index, path: str) -> None:
     conn = index.conn
     old = conn.execute(
-        "SELECT project, kind, stale_last, severity_weight, month FROM fragments WHERE path = ?", (path,)
+        "SELECT project, kind, stale_last, severity_weight, month, status FROM fragments WHERE path = ?", (path,)
     ).fetchone()
     if old is not None:
-        _count_chunk(index, old[0], old[1], old[2], old[3], old[4], -1)
+        _count_chunk(index, old[0], old[1], (old[2], old[3], old[4], old[5]), -1)
         conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
 
 
-def _count_chunk(index: Index, project: str, kind: str, stale_last: int, weight: int, month: str, delta: int) -> None:
-    """Adjust a chunk's fragment count; the month's inventory file is no longer current."""
+def _count_chunk(index: Index, project: str, kind: str, chunk: tuple[int, int, str, str], delta: int) -> None:
+    """Adjust a chunk's fragment count (``chunk``: stale flag, severity weight, month, status); the
+    month's inventory file, and the sections of the kind this process compiled, are no longer
+    current."""
+    for key in [key for key in index.view_memo if key[:2] == (project, kind)]:
+        del index.view_memo[key]
     conn = index.conn
     conn.execute(
         "DELETE FROM view_files WHERE project = ? AND name = ?",
-        (project, inventory_file(kind, month)),
+        (project, inventory_file(kind, chunk[2])),
     )
-    key = (project, kind, stale_last, weight, month)
+    key = (project, kind, *chunk)
     conn.execute(
-        "INSERT INTO fragment_chunks (project, kind, stale_last, severity_weight, month, rows)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET rows = rows + excluded.rows",
+        "INSERT INTO fragment_chunks (project, kind, stale_last, severity_weight, month, status, rows)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET rows = rows + excluded.rows",
         (*key, delta),
     )
     conn.execute(
         "DELETE FROM fragment_chunks WHERE project = ? AND kind = ? AND stale_last = ?"
-        " AND severity_weight = ? AND month = ? AND rows <= 0",
+        " AND severity_weight = ? AND month = ? AND status = ? AND rows <= 0",
         key,
     )
 
@@ -208,6 +215,58 @@ def section_rows(
         [*(now_iso,) * shown.count("?"), *params, limit, offset],
     ).fetchone()
     return bytes(row[0])
+
+
+def kind_valid_until(index: Index, project: str, kind: str, now_iso: str) -> str | None:
+    """When the first record of ``kind`` expires after ``now_iso`` (its rows then read
+    differently): the first expiry of each status the kind's chunks hold, one index seek each."""
+    statuses = [
+        row[0]
+        for row in index.conn.execute(
+            "SELECT DISTINCT status FROM fragment_chunks WHERE project = ? AND kind = ?", (project, kind)
+        )
+    ]
+    firsts = [
+        index.conn.execute(
+            "SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND status = ? AND expires_at > ?",
+            (project, kind, status, now_iso),
+        ).fetchone()[0]
+        for status in statuses
+    ]
+    found = [str(first) for first in firsts if first is not None]
+    return min(found) if found else None
+
+
+def live_by_severity(index: Index, project: str, kind: str, now_iso: str) -> dict[int, int]:
+    """The rows of ``kind`` that are live at ``now_iso`` (active, not expired: ``LIVE_COUNT``'s
+    rows), by severity weight: the active ones from the chunk counts, less those that have
+    expired (an index range as long as they are few)."""
+    live: dict[int, int] = {}
+    for weight, count in index.conn.execute(
+        "SELECT severity_weight, sum(rows) FROM fragment_chunks WHERE project = ? AND kind = ? AND status = 'active'"
+        " GROUP BY severity_weight",
+        (project, kind),
+    ):
+        live[int(weight)] = int(count)
+    for weight, count in index.conn.execute(
+        f"SELECT severity_weight, count(*) FROM fragments WHERE project = ? AND kind = ? AND status = 'active'"
+        f" AND {_EXPIRED} GROUP BY severity_weight",
+        (project, kind, now_iso),
+    ):
+        live[int(weight)] -= int(count)
+    return {weight: count for weight, count in live.items() if count}
+
+
+def rows_by_severity(index: Index, project: str, kind: str) -> dict[int, int]:
+    """The rows of ``kind`` by severity weight, from the chunk counts."""
+    return {
+        int(weight): int(count)
+        for weight, count in index.conn.execute(
+            "SELECT severity_weight, sum(rows) FROM fragment_chunks WHERE project = ? AND kind = ?"
+            " GROUP BY severity_weight",
+            (project, kind),
+        )
+    }
 
 
 def kind_counts(index: Index, project: str) -> dict[str, int]:

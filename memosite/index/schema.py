@@ -22,7 +22,7 @@ from memosite.kinds import KIND_FACTS
 from memosite.recurrence import occurrences_sql
 from memosite.schema import flagged_stale_sql
 
-SCHEMA_VERSION = "31"
+SCHEMA_VERSION = "32"
 
 
 def _text(row: str) -> str:
@@ -236,16 +236,18 @@ CREATE UNIQUE INDEX IF NOT EXISTS fragments_path ON fragments(path);
 CREATE INDEX IF NOT EXISTS fragments_live ON fragments(project, kind, status, expires_at, severity_weight);
 -- A monthly inventory file reads its month's rows in its own order.
 CREATE INDEX IF NOT EXISTS fragments_month ON fragments(project, kind, month, updated DESC, path);
--- How many fragments each chunk holds, kept in step by upsert/delete: a kind's size and its months
--- without scanning its fragments.
+-- How many fragments each chunk holds (same stale flag, severity, month and status), kept in step
+-- by upsert/delete: a kind's size, its months and its records by status and severity without
+-- scanning its fragments.
 CREATE TABLE IF NOT EXISTS fragment_chunks (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
     stale_last INTEGER NOT NULL,
     severity_weight INTEGER NOT NULL,
     month TEXT NOT NULL,
+    status TEXT NOT NULL,
     rows INTEGER NOT NULL,
-    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC)
+    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC, status)
 ) WITHOUT ROWID;
 -- The monthly inventory files written (``name`` at the project's root) and still current: a
 -- fragment entering or leaving the month drops its row; the file is current until ``valid_until``
