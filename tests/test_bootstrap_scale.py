@@ -415,3 +415,72 @@ def test_patterns_looked_up_by_literal_start_cover_exactly_what_a_full_test_cove
         assert found == {sets for sets in every if path_matches(json.loads(sets), path)}
     finally:
         vault.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("upsert", "pending", "purge", "edit-by-hand")),
+            st.sampled_from(("trap", "decision", "log")),
+            st.integers(min_value=0, max_value=5),
+            st.lists(st.sampled_from((*WORDS[:4], *RARE[:2], "ошибка", "café")), min_size=1, max_size=4),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_remembered_term_counts_follow_every_write(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str, int, list[str]]]
+) -> None:
+    """A long-running process remembers how many traps and decisions hold a word and follows its own
+    writes: after any of them the count is what counting the word index says."""
+    from memosite.indexing import refresh_project
+    from memosite.store import forget_record
+
+    vault = Vault.open(tmp_path_factory.mktemp("terms") / "vault")
+    terms = ['"lock"', '"idempotency"', '"cache"*', '"ошибка"', '"cafe"']
+
+    def counted(term: str) -> int:
+        return int(
+            vault.index()
+            .conn.execute(
+                "SELECT count(*) FROM records_fts CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid"
+                " WHERE records_fts MATCH ? AND f.project = 'p' AND f.kind IN ('trap', 'decision') AND NOT f.pending",
+                (term,),
+            )
+            .fetchone()[0]
+        )
+
+    try:
+        upsert_record(vault, "p", kind="trap", body="lock cache", slug="seed")
+        for action, kind, n, words in steps:
+            for term in terms:  # remembered before the write
+                queries.knowledge_holding(vault.index(), "p", term, None)
+            assert vault.index().term_counts  # the counts are remembered, and followed below
+            slug = f"{kind}-{n}"
+            path = vault.record_path("p", kind, slug)
+            if action == "purge" and path.exists():
+                forget_record(vault, "p", record_id=slug, kind=kind, purge=True)
+            elif action == "edit-by-hand" and path.exists():
+                text = path.read_text(encoding="utf-8").rstrip("\n")
+                path.write_text(f"{text} {' '.join(words)}\n", encoding="utf-8")
+                refresh_project(vault, "p")
+            else:
+                fm = {"title": " ".join(words[:2])} | ({"review": "pending"} if action == "pending" else {})
+                upsert_record(vault, "p", kind=kind, body=" ".join(words), slug=slug, frontmatter=fm)
+            for term in terms:
+                assert queries.knowledge_holding(vault.index(), "p", term, None) == counted(term), (term, action)
+    finally:
+        vault.close()
+
+
+def test_section_counts_from_the_chunks_agree_with_counting_the_facts(fixed: Vault) -> None:
+    index = fixed.index()
+    for now in (NOW, datetime(2026, 10, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC)):
+        now_iso = format_iso(now)
+        for section, values in (("traps", (0, 1, 2, 3, 4)), ("traps", (3, 4)), ("decisions", ("active", "shipped"))):
+            counted = queries.brief_section_count(index, P, section, values, now_iso)  # type: ignore[arg-type]
+            scope = queries._section_scope(P, section, values, now_iso)  # type: ignore[arg-type]
+            facts = index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {scope.sql()}", scope.params)
+            assert counted == facts.fetchone()[0], (section, values, now_iso)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import StorageError
-from memosite.index import fragments, partitions, vectors
+from memosite.index import fragments, partitions, termcounts, vectors
 from memosite.index.entry import COLUMNS, IndexEntry
 from memosite.index.schema import ensure_schema
 from memosite.vault import warn
@@ -51,6 +51,9 @@ class Index:
         # Compiled view sections of this process, by (project, kind, …): a change of the kind's
         # fragments drops them (memosite.index.fragments), so a write compiles only its kinds'.
         self.view_memo: dict[tuple[Any, ...], Any] = {}
+        # (project, FTS5 expression) -> how many traps and decisions hold it (memosite.index.termcounts).
+        self.term_counts: dict[tuple[str, str], int] = {}
+        self.term_writes = 0
         self._answers_stamp: tuple[int, int] | None = None
         self._data_version: int | None = None  # PRAGMA data_version when the memos were last checked
         self._holding = False  # a unit of work holds its writes open (see held_writes)
@@ -227,6 +230,7 @@ class Index:
         placeholders = ", ".join("?" for _ in COLUMNS)
         updates = ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "path")
         with self.transaction():
+            before = termcounts.holder_at(self, entry.path)
             old = self.conn.execute("SELECT rowid, project, kind FROM records WHERE path = ?", (entry.path,)).fetchone()
             if old is not None and (old[1], old[2]) != (entry.project, entry.kind):
                 self.conn.execute("DELETE FROM records WHERE rowid = ?", (old[0],))
@@ -241,11 +245,15 @@ class Index:
             fragments.replace_fragment(self, entry)
             if entry.vector is not None:
                 vectors.store(self, entry.path, *entry.vector)
+            termcounts.follow(self, before, termcounts.holder_of(entry))
 
     def delete_path(self, path: str) -> bool:
         with self.transaction():
+            before = termcounts.holder_at(self, path)
             fragments.drop_fragment(self, path)
-            return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
+            deleted = self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
+            termcounts.follow(self, before, None)
+            return deleted
 
     def follow_other_connections(self) -> int:
         """``PRAGMA data_version``. When it moved, another connection committed, and the memos that
@@ -255,6 +263,7 @@ class Index:
         if version != self._data_version:
             self._directories_seen.clear()
             self.view_memo.clear()
+            self.term_counts.clear()
             self._data_version = version
         return version
 
@@ -282,6 +291,7 @@ class Index:
         self._answers.clear()
         self._directories_seen.clear()
         self.view_memo.clear()
+        self.term_counts.clear()
 
     def clear(self, project: str | None = None) -> None:
         self.forget_memos()

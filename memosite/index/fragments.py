@@ -12,7 +12,7 @@ so a write re-emits only the months it changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -255,6 +255,26 @@ def live_by_severity(index: Index, project: str, kind: str, now_iso: str) -> dic
     ):
         live[int(weight)] -= int(count)
     return {weight: count for weight, count in live.items() if count}
+
+
+def live_count(
+    index: Index, project: str, kind: str, statuses: Sequence[str], weights: Sequence[int] | None, now_iso: str
+) -> tuple[int, str | None]:
+    """How many records of ``kind`` (none waiting for review: they have no fragments) have one of
+    ``statuses`` (and one of the severity ``weights``) and have not expired at ``now_iso``, and when
+    the first of them expires: from the chunk counts, less those expired (index ranges)."""
+    marks = ", ".join("?" for _ in statuses)
+    where = f"project = ? AND kind = ? AND status IN ({marks})"
+    params: list[Any] = [project, kind, *statuses]
+    if weights is not None:
+        where += f" AND severity_weight IN ({', '.join('?' for _ in weights)})"
+        params += list(weights)
+    conn = index.conn
+    total = conn.execute(f"SELECT coalesce(sum(rows), 0) FROM fragment_chunks WHERE {where}", params).fetchone()[0]
+    expired = conn.execute(f"SELECT count(*) FROM fragments WHERE {where} AND {_EXPIRED}", [*params, now_iso])
+    first = conn.execute(f"SELECT min(expires_at) FROM fragments WHERE {where} AND expires_at > ?", [*params, now_iso])
+    found = first.fetchone()[0]
+    return int(total) - int(expired.fetchone()[0]), str(found) if found is not None else None
 
 
 def rows_by_severity(index: Index, project: str, kind: str) -> dict[int, int]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from memosite.expiration import not_expired_sql
-from memosite.index import fragments, fts, partitions
+from memosite.index import fragments, fts, partitions, termcounts
 from memosite.index.entry import IndexEntry
 from memosite.schema import is_flagged_stale
 
@@ -140,6 +140,7 @@ def ranked_traps(
 # --- the session brief -----------------------------------------------------------------------
 
 BriefSection = Literal["traps", "decisions", "pending"]
+_SECTION_KINDS = {"traps": "trap", "decisions": "decision"}
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,13 @@ def brief_section_count(
     again of a vault that has not changed)."""
 
     def count() -> tuple[int, str | None, str]:
+        if section in _SECTION_KINDS and not fresh_only:
+            # Traps and decisions in scope are the ones with view fragments (none waiting for
+            # review): counted from the fragments' chunk counts, not by reading the section.
+            kind = _SECTION_KINDS[section]
+            statuses, weights = (("active",), values) if section == "traps" else (values, None)
+            counted, first = fragments.live_count(index, project, kind, statuses, weights, now_iso)
+            return counted, first, now_iso
         scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
         # Every expiry among the rows counted lies after now_iso: the first is when the count ends.
         row = index.conn.execute(
@@ -242,7 +250,7 @@ def _focused(
     params: list[Any] = []
     sources: list[str] = []
     if terms:
-        kind = {"traps": "trap", "decisions": "decision"}.get(section)
+        kind = _SECTION_KINDS.get(section)
         rowids = partitions.project_range(index, project, kind) if kind is not None else None
         found = fts.relation(terms, scope, require_all=False, holding=holding, rowids=rowids)
         ctes += [cte.removeprefix("WITH ") for cte in found.ctes]
@@ -446,11 +454,15 @@ def knowledge_count(index: Index, project: str) -> int:
 def knowledge_holding(index: Index, project: str, expression: str | None, substring: str | None) -> int:
     """How many of the project's traps and decisions hold one term: an FTS5 ``expression`` over the
     word index (counted in the project's trap and decision ranges of rowids alone, see
-    :mod:`memosite.index.partitions`, less those waiting for review), or a ``substring`` of a
-    script written without spaces."""
+    :mod:`memosite.index.partitions`, less those waiting for review; remembered while this process
+    follows the writes, see :mod:`memosite.index.termcounts`), or a ``substring`` of a script
+    written without spaces."""
     if expression is not None:
+        known = termcounts.remembered(index, project, expression)
+        if known is not None:
+            return known
         held = 0
-        for kind in ("trap", "decision"):
+        for kind in termcounts.KNOWLEDGE:
             rowids = partitions.project_range(index, project, kind)
             if rowids is None:
                 return 0
@@ -467,6 +479,7 @@ def knowledge_holding(index: Index, project: str, expression: str | None, substr
                 (expression, project),
             ).fetchone()[0]
         )
+        termcounts.remember(index, project, expression, held)
         return held
     sql = (
         "SELECT count(*) FROM search_facts AS f JOIN records AS r ON r.rowid = f.rowid "
