@@ -361,7 +361,9 @@ def relation(
             restrict = " AND records_fts.rowid >= ? AND records_fts.rowid < ?"
             restrict_params += [*rowids]
         if holding is not None:
-            restrict += " AND records_fts.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
+            # "+": a set to test each row against, never a rowid for the word index to probe (each
+            # probe would count every word's holders again for bm25).
+            restrict += " AND +records_fts.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
             restrict_params.append(holding)
         if counted:
             for word in words:
