@@ -897,3 +897,25 @@ def test_search_total_counts_every_match_when_the_page_is_full(topk_vault: Vault
     result = search_records(topk_vault, P, "lock", limit=1, now=NOW)
     everything = search_records(topk_vault, P, "lock", limit=1000, now=NOW)
     assert len(result.results) == 1 and result.total == everything.total == len(everything.results) > 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from((*TOPK_WORDS, "loc", "cach", "ret", "web", "jit", "ошиб", "caf")), min_size=1, max_size=3
+    ),
+    require_all=st.booleans(),
+)
+def test_whether_a_match_exists_is_what_finding_the_matches_says(
+    topk_vault: Vault, words: list[str], require_all: bool
+) -> None:
+    """``exists`` asks whole words before prefixes: its answer is still whether the search finds any."""
+    from memosite.index import fts
+    from memosite.query import parse_query
+
+    index = topk_vault.index()
+    parsed = parse_query(" ".join(words))
+    terms = parsed.all_terms() if require_all else parsed.any_terms()
+    filters = fts.SearchFilters(P, format_iso(NOW), kinds=("trap", "decision"), hidden_kinds=("scratch",))
+    found = fts.find_ranked(index, terms, filters, sort="relevance", limit=1, require_all=require_all)
+    assert fts.exists(index, terms, filters, require_all=require_all) == bool(found.rows)

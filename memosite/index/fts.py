@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import active_at_sql, not_expired_sql
@@ -537,10 +538,24 @@ def load_matches(index: Index, rowids: Sequence[int], fts_query: str | None, sub
 
 def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: bool = True) -> bool:
     """Whether any record in scope matches ``terms`` (all of them with ``require_all``): the first
-    matching row answers, nothing is ranked or counted."""
-    found = relation(terms, search_scope(index, filters), require_all=require_all, ranked=False)
-    sql = f"{found.prefix()}SELECT 1 FROM ({found.select}) LIMIT 1"
-    return bool(_run(index, sql, [*found.cte_params, *found.params], parsed_query=True))
+    matching row answers, nothing is ranked or counted.
+
+    A prefix word (``"retr"*``) makes FTS5 merge every posting of every word it starts before the
+    first row comes out; a record holding the whole word holds the prefix too, so the whole words
+    are asked first and the prefixes only when they find nothing."""
+    scope = search_scope(index, filters)
+    whole = tuple(_WHOLE_WORD.sub(r"\1", word) for word in terms.words)
+    asked = [terms] if whole == terms.words or terms.raw is not None else [replace(terms, words=whole), terms]
+    for reading in asked:
+        found = relation(reading, scope, require_all=require_all, ranked=False)
+        sql = f"{found.prefix()}SELECT 1 FROM ({found.select}) LIMIT 1"
+        if _run(index, sql, [*found.cte_params, *found.params], parsed_query=True):
+            return True
+    return False
+
+
+# A prefix spelling of memosite.query (``"word"*``): the whole word is the quoted part.
+_WHOLE_WORD = re.compile(r'("(?:[^"]|"")*")\*')
 
 
 _RESULT_COLUMNS = (

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from memosite.index.database import Index
 
 KNOWLEDGE = ("trap", "decision")
-# Writes followed one by one before the counts are simply dropped (a batch would pay per term).
+# Writes followed one by one between two uses of the counts before they are simply dropped (a
+# batch would pay per term).
 FOLLOWED_WRITES = 32
 _PROBE_TABLE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.held_probe USING fts5(title, body, tags, folded, "
@@ -43,7 +44,10 @@ class Holder:
 def remembered(index: Index, project: str, expression: str) -> int | None:
     """The count remembered for ``expression`` in ``project``, if it still holds."""
     index.follow_other_connections()  # another connection's commit drops every count
-    return index.term_counts.get((project, expression))
+    found = index.term_counts.get((project, expression))
+    if found is not None:
+        index.term_writes = 0  # the counts are in use: following the writes between uses pays
+    return found
 
 
 def remember(index: Index, project: str, expression: str, held: int) -> None:
