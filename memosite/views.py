@@ -442,7 +442,8 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` (atomic; views are derived, so no fsync) unless the file already
     holds it apart from its ``Last compiled`` stamp; whether it was written."""
     try:
-        old = path.read_bytes()
+        # The stamp is of fixed width: a file of another size holds other content, unread.
+        old = path.read_bytes() if path.stat().st_size == len(data) else None
     except FileNotFoundError:
         old = None
     if old is not None and _unstamped(old) == _unstamped(data):

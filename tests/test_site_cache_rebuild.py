@@ -133,3 +133,17 @@ def test_a_rebuild_refused_for_a_secret_leaves_the_folder_as_it_was(tmp_path: Pa
         build_site(vault, out_dir=site)
     assert _files(site) == before
     assert [p.name for p in tmp_path.iterdir() if "memosite-build" in p.name] == []  # no staging left
+
+
+def test_a_link_planted_for_a_gone_records_folder_never_removes_a_file_outside_the_site(
+    tmp_path: Path, vault: Vault
+) -> None:
+    _fill(vault)
+    site = tmp_path / "site"
+    build_site(vault, out_dir=site)
+    outside = tmp_path / "outside"
+    (site / "memory/shop/traps/trap-5").rename(outside)  # the very page memosite wrote, now elsewhere
+    (site / "memory/shop/traps/trap-5").symlink_to(outside, target_is_directory=True)
+    forget_record(vault, PROJECT, record_id="trap-5", purge=True)
+    build_site(vault, out_dir=site)
+    assert (outside / "index.html").is_file()  # the rebuild removed nothing through the link

@@ -23,7 +23,7 @@ from pathlib import Path
 from memosite.errors import BuildError, InvalidArguments
 from memosite.site.cache import PageCache
 from memosite.site.destination import GENERATOR, MANIFEST, Destination, Placement, remove_empty_dirs
-from memosite.site.manifest import Manifest, WrittenFile, content_digest, unchanged, write_manifest
+from memosite.site.manifest import Manifest, WrittenFile, content_digest, unchanged, within, write_manifest
 
 
 def clean_site_dir(site_dir: Path) -> None:
@@ -87,10 +87,11 @@ def update_site(
     # file of a person's matters only where the site would put a file or need a directory.
     edited = {name for name, written in previous.files.items() if not unchanged(target / name, written)}
     edited = {name for name in edited if os.path.lexists(target / name)}
-    # A directory the last build made stays a directory unless a person replaced it (then writing
-    # into it fails, and the build with it).
-    unknown = (new_files - set(previous.files)) | (new_dirs - previous.dirs)
-    theirs = {name for name in unknown if _theirs(target, name)}
+    # Every directory the site needs is checked, those the last build made too: one a person
+    # replaced with a file or a link (into another folder) would take this build's files there.
+    base = os.fspath(target)
+    theirs = {name for name in new_dirs if _not_a_directory(os.path.join(base, name))}
+    theirs |= {name for name in new_files - set(previous.files) if os.path.lexists(os.path.join(base, name))}
     clashes = sorted((theirs | edited) & (new_files | new_dirs))
     if clashes:
         why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
@@ -107,7 +108,9 @@ def update_site(
     write_manifest(target / MANIFEST, GENERATOR, pending, key)
     # The files of the last build this one does not have (a record that left) go first: a path
     # where the site now needs a directory is free before anything is put there.
-    removed = sorted(intact - new_files)
+    # Only files reached without passing through a link: a directory a person swapped for a link
+    # into another folder never has files removed there.
+    removed = sorted(name for name in intact - new_files if within(target, name))
     for name in removed:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
             (target / name).unlink()
@@ -159,11 +162,9 @@ def _walk(root: Path) -> tuple[list[str], list[str]]:
     return files, dirs
 
 
-def _theirs(target: Path, name: str) -> bool:
-    """Whether a file (or a link) memosite did not write stands at ``name``: a directory there is
-    no clash, the site puts its files into it."""
-    path = target / name
-    return os.path.lexists(path) and (path.is_symlink() or not path.is_dir())
+def _not_a_directory(path: str) -> bool:
+    """Whether something other than a real directory (a file, a link) stands at ``path``."""
+    return os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path))
 
 
 def _written(path: Path, digest: str) -> WrittenFile:
