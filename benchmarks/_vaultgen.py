@@ -1,8 +1,19 @@
-"""Build large realistic vaults fast: write the Markdown directly, then index once."""
+"""Build large realistic vaults fast: write the Markdown directly, then index once.
+
+A vault of 50,000 records takes minutes to write, so the record files of each generator and size are
+written once into a cache outside the repository (``$MEMOSITE_BENCH_VAULTS``, by default
+``memosite-bench-vaults`` in the system's temporary directory) and copied for each run
+(:func:`cached_files`). The cache holds record files only, never an index: each run indexes its copy
+with the code it measures, so the same files serve a before/after comparison.
+"""
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -92,8 +103,53 @@ def sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
+CACHE_ENV = "MEMOSITE_BENCH_VAULTS"
+_COMPLETE = ".complete"
+_NOT_COPIED = (".memosite", _COMPLETE, "config.local.json")
+
+
+def cache_root() -> Path:
+    """Where generated record files are kept between runs (never inside the repository)."""
+    return Path(os.environ.get(CACHE_ENV) or Path(tempfile.gettempdir()) / "memosite-bench-vaults")
+
+
+def cached_files(name: str, count: int, write: Callable[[Path], None], dest: Path) -> Path:
+    """A copy at ``dest`` of the vault ``write(root)`` makes (``name`` says which generator and its
+    version, ``count`` how many records): written once into :func:`cache_root`, copied after that.
+    The copy holds the record files and ``config.json``; no index, no views, no local settings."""
+    cached = cache_root() / f"{name}-{count}"
+    if not (cached / _COMPLETE).is_file():
+        building = cached.with_name(f"{cached.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        write(building)
+        for leftover in _NOT_COPIED:
+            target = building / leftover
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+        for view in building.glob("projects/*/*.md"):
+            view.unlink()  # compiled views: the run's own code compiles them
+        (building / _COMPLETE).write_text(f"{count}\n", encoding="utf-8")
+        shutil.rmtree(cached, ignore_errors=True)
+        os.replace(building, cached)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(cached, dest, ignore=shutil.ignore_patterns(*_NOT_COPIED), dirs_exist_ok=True)
+    return dest
+
+
 def build_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -> Vault:
-    """A vault of ``count`` varied records in one project, indexed and compiled."""
+    """A vault of ``count`` varied records in one project, indexed and compiled (its record files
+    come from the cache after the first run, see :func:`cached_files`)."""
+    cached_files(f"vaultgen-v1-{project}-{seed}", count, lambda at: write_vault(at, count, project, seed), root)
+    vault = Vault.open(root)
+    reindex(vault, [project])
+    return vault
+
+
+def write_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -> None:
+    """Write the record files of :func:`build_vault` (not indexed)."""
     rng = random.Random(seed)
     vault = Vault.open(root)
     now = datetime(2026, 11, 30, tzinfo=UTC)
@@ -120,8 +176,7 @@ def build_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -
             fm["ttl"] = f"{rng.randint(1, 60)}d"
         body = "\n\n".join(sentence(rng, rng.randint(20, 80)) + "." for _ in range(rng.randint(1, 4))) + "\n"
         write_record(vault, fm, body)
-    reindex(vault, [project])
-    return vault
+    vault.close()
 
 
 def write_record(vault: Vault, fm: dict[str, object], body: str) -> None:

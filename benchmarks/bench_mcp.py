@@ -1,8 +1,11 @@
-"""MCP round-trip latency of ``upsert``, ``search``, ``bootstrap`` and ``get`` at 1,000 and 10,000 records.
+"""MCP round-trip latency of ``upsert``, ``search``, ``bootstrap`` and ``get`` at 1,000, 10,000 (and 50,000) records.
 
-For each size it builds a vault by writing Markdown files directly and indexing them once, starts
-``memosite mcp`` as a subprocess, and times each call through the SDK's stdio client: JSON-RPC
-encoding, the pipe, the server's validation and worker thread, the core call, and the way back.
+For each size it builds a vault by writing Markdown files directly and indexing them once (the
+files of :mod:`_vaultgen` by default, ``--generator mcp`` for this script's own realistic ones;
+both cached outside the repository), starts ``memosite mcp`` as a subprocess, and times each call
+through the SDK's stdio client: JSON-RPC encoding, the pipe, the server's validation and worker
+thread, the core call, and the way back. Beside each call's wall time it reads the CPU time the
+server's threads spent on it (``/proc``, Linux), which the load of a shared machine disturbs less.
 The brief is timed twice: ``bootstrap`` on a ``--read-only`` server, where it only reads (the
 brief itself), and ``bootstrap+hits`` on the normal server, where a brief also counts a hit for each
 record it shows that this server session has not counted yet — one unit of work, as costly as an
@@ -10,6 +13,11 @@ upsert, whenever a brief shows something new.
 
 Targets (issue 16) at 10,000 records: search p50 ≤ 15 ms, p95 ≤ 30 ms; bootstrap p50 ≤ 20 ms,
 p95 ≤ 40 ms; and for both, p50 at 10,000 within 1.5× of p50 at 1,000. Upsert p50 ≤ 50 ms (issue 4).
+Issue 24, in CPU: bootstrap at 50,000 within 1.5× of bootstrap at 1,000, and search p50 at 50,000
+within 1.2× of the bare FTS5 query: ``SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER
+BY rank LIMIT 10`` of the expression each search matched with (all its words, or any of them when
+it answered ``any``), run in this process on the same index after the calls (its CPU time, best of
+three).
 ``get`` by id is the baseline: its core work is a single file read, so its latency is roughly the
 protocol's own cost.
 
@@ -17,17 +25,20 @@ Search and the brief are timed with hybrid search on (``memosite[semantic]``: a 
 fused with bm25; issue 23's target is the same search p50 ≤ 15 ms) and, in the same run, off
 (``search.semantic: false``, words alone) as the baseline. Each upsert between two searches changes
 the index, so every hybrid search here also reloads the vectors it ranks by: the worst case.
-Run: .venv/bin/python benchmarks/bench_mcp.py [--sizes 1000,10000] [--calls 200] [--profile] [--modes hybrid,words]
+Run: .venv/bin/python benchmarks/bench_mcp.py [--sizes 1000,10000,50000] [--calls 200] [--profile]
+     [--modes hybrid,words] [--generator vaultgen|mcp] [--work DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import pstats
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -39,8 +50,12 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _vaultgen
+
 from memosite.embedding import load_embedder
-from memosite.indexing import reindex
+from memosite.indexing import ensure_index, reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.vault import Vault
 
@@ -168,10 +183,10 @@ def _record(rng: random.Random, n: int, now: datetime) -> tuple[str, dict[str, A
     return slug, fm, body
 
 
-def build_vault(root: Path, count: int, seed: int = 4) -> None:
-    """``count`` varied records in one project, written as files, then indexed and compiled."""
+def write_mcp_vault(root: Path, count: int, seed: int = 4) -> None:
+    """``count`` varied records in one project, written as files (not indexed)."""
     rng = random.Random(seed)
-    now = datetime.now(UTC)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
     vault = Vault.open(root)
     try:
         for n in range(count):
@@ -180,9 +195,25 @@ def build_vault(root: Path, count: int, seed: int = 4) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             text = serialize_record(Record(frontmatter=validate_frontmatter(fm), body=body))
             target.write_text(text, encoding="utf-8")
-        reindex(vault, [PROJECT])
     finally:
         vault.close()
+
+
+def build_vault(root: Path, count: int, generator: str) -> None:
+    """The vault of ``count`` records at ``root`` (files from the cache), indexed and compiled; a
+    vault already there (``--work``) is brought up to date with the code measured instead."""
+    if root.exists():
+        vault = Vault.open(root)
+        ensure_index(vault)
+        vault.close()
+        return
+    if generator == "mcp":
+        _vaultgen.cached_files("mcp-v1", count, lambda at: write_mcp_vault(at, count), root)
+        vault = Vault.open(root)
+        reindex(vault, [PROJECT])
+        vault.close()
+    else:
+        _vaultgen.build_vault(root, count, project=PROJECT).close()
 
 
 def _server(root: Path, *extra: str) -> StdioServerParameters:
@@ -193,6 +224,32 @@ def _server(root: Path, *extra: str) -> StdioServerParameters:
         args=[*command[1:], "mcp", "--vault", str(root), "--project", PROJECT, *extra],
         env={**os.environ},
     )
+
+
+# The queries and paths of a _vaultgen vault: its own vocabulary, its traps' path patterns.
+VAULTGEN_QUERIES = [
+    "idempotency key",
+    "session cookie cdn",
+    "migration lock",
+    "cache invalidation",
+    "flaky fixture",
+    "retry backoff jitter",
+    "webhook signature",
+    "postgres advisory",
+    "checkout",
+    "payment gateway timeout",
+    "deploy",
+    "rounding currency invoice",
+]
+
+
+def use_generator(generator: str) -> None:
+    """Queries and paths that fit the records ``generator`` writes."""
+    global QUERIES, AREAS
+    if generator == "vaultgen":
+        QUERIES = VAULTGEN_QUERIES
+        words = _vaultgen.WORDS
+        AREAS = {word: [f"src/{word}/{other}.py" for other in words[n % 7 :: 7]] for n, word in enumerate(words[:12])}
 
 
 def _upsert_args(rng: random.Random, n: int) -> dict[str, Any]:
@@ -235,20 +292,65 @@ def _bootstrap_args(rng: random.Random, n: int) -> dict[str, Any]:
     return args
 
 
-async def _timed(session: ClientSession, tool: str, args: dict[str, Any], into: list[float]) -> None:
-    started = time.perf_counter()
-    result = await session.call_tool(tool, args)
-    into.append((time.perf_counter() - started) * 1000)
-    if result.is_error:
-        raise SystemExit(f"{tool} failed: {result.content[0].text}")  # type: ignore[union-attr]
+def _server_pid() -> int | None:
+    """The ``memosite mcp`` process this benchmark started last (a child of this process)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and b"mcp" in command:
+            found.append(int(entry.name))
+    return max(found) if found else None
 
 
-async def measure(root: Path, calls: int) -> dict[str, list[float]]:
+def _cpu_ns(pid: int | None) -> int:
+    """CPU time the process's threads have run, in ns (``/proc/<pid>/task/*/schedstat``)."""
+    if pid is None:
+        return 0
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            total += int((task / "schedstat").read_text(encoding="ascii").split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+class _Calls:
+    """Wall and server CPU times per row, and what each search answered."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
+        self.searches: list[tuple[str, str | None]] = []  # (query, match)
+        self.pid: int | None = None
+
+    async def call(self, session: ClientSession, tool: str, row: str, args: dict[str, Any]) -> None:
+        cpu = _cpu_ns(self.pid)
+        started = time.perf_counter()
+        result = await session.call_tool(tool, args)
+        self.wall.setdefault(row, []).append((time.perf_counter() - started) * 1000)
+        self.cpu.setdefault(row, []).append((_cpu_ns(self.pid) - cpu) / 1e6)
+        if result.is_error:
+            raise SystemExit(f"{tool} failed: {result.content[0].text}")  # type: ignore[union-attr]
+        if tool == "search":
+            data = json.loads(result.content[0].text)  # type: ignore[union-attr]
+            self.searches.append((str(args["query"]), data.get("match")))
+
+
+async def measure(root: Path, calls: int) -> _Calls:
     rng = random.Random(11)
     # get by id is the baseline: its core work is one file read, so it shows the protocol's cost.
-    timings: dict[str, list[float]] = {"upsert": [], "search": [], "bootstrap": [], "bootstrap+hits": [], "get": []}
+    timings = _Calls()
     async with stdio_client(_server(root)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
+        timings.pid = _server_pid()
         names = {tool.name for tool in (await session.list_tools()).tools}
         for kind in ("trap", "decision"):
             await session.call_tool(
@@ -267,15 +369,46 @@ async def measure(root: Path, calls: int) -> dict[str, list[float]]:
             )
             for tool, row, args in steps:
                 if tool in names:
-                    await _timed(session, tool, args, timings[row])
+                    await timings.call(session, tool, row, args)
     reader_params = _server(root, "--read-only")
     async with stdio_client(reader_params) as (read, write), ClientSession(read, write) as reader:
         await reader.initialize()
+        timings.pid = _server_pid()
         for warm in range(5):
             await reader.call_tool("bootstrap", _bootstrap_args(rng, warm))
         for n in range(calls):
-            await _timed(reader, "bootstrap", _bootstrap_args(rng, n), timings["bootstrap"])
+            await timings.call(reader, "bootstrap", "bootstrap", _bootstrap_args(rng, n))
     return timings
+
+
+def bare_fts(root: Path, searches: list[tuple[str, str | None]]) -> list[float]:
+    """CPU ms of the bare FTS5 query (see the module docstring) for each search, best of three."""
+    from memosite.query import parse_query
+
+    conn = sqlite3.connect(root / ".memosite" / "index.sqlite")
+    conn.execute("PRAGMA mmap_size = 268435456")
+    conn.execute("PRAGMA cache_size = -32768")
+    times = []
+    try:
+        for query, match in searches:
+            parsed = parse_query(query)
+            if parsed.empty:
+                continue
+            terms = parsed.any_terms() if match == "any" else parsed.all_terms()
+            expression = (" OR " if match == "any" else " AND ").join(terms.words)
+            if not expression:
+                continue
+            best = float("inf")
+            for _ in range(3):
+                started = time.process_time()
+                conn.execute(
+                    "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY rank LIMIT 10", (expression,)
+                ).fetchall()
+                best = min(best, (time.process_time() - started) * 1000)
+            times.append(best)
+    finally:
+        conn.close()
+    return times
 
 
 def profile_upsert(root: Path, calls: int) -> None:
@@ -320,17 +453,20 @@ def _verdict(tool: str, p50: float, p95: float) -> str:
     return f"{'MISSED' if missed else 'ok'} ({wanted})"
 
 
-def _report(timings: dict[str, list[float]], medians: dict[str, float], mode: str) -> None:
-    print(f"{'tool':14} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
-    for tool, values in timings.items():
+def _report(timings: _Calls, medians: dict[str, float], mode: str) -> None:
+    print(f"{'tool':14} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'CPU p50':>8} {'CPU p95':>8}")
+    for tool in ("upsert", "search", "bootstrap", "bootstrap+hits", "get"):
+        values = timings.wall.get(tool, [])
         if not values:
             print(f"{tool:14} not offered by this server (core module missing)")
             continue
+        cpu = timings.cpu.get(tool, [])
         p50, p95 = statistics.median(values), _percentile(values, 0.95)
         medians[f"{tool} {mode}"] = p50
+        medians[f"{tool} {mode} cpu"] = statistics.median(cpu)
         print(
-            f"{tool:14} {len(values):>5} {p50:>8.1f} {p95:>8.1f} {statistics.fmean(values):>8.1f}  "
-            f"{_verdict(tool, p50, p95)}"
+            f"{tool:14} {len(values):>5} {p50:>8.1f} {p95:>8.1f} {statistics.fmean(values):>8.1f}"
+            f" {statistics.median(cpu):>8.1f} {_percentile(cpu, 0.95):>8.1f}  {_verdict(tool, p50, p95)}"
         )
 
 
@@ -342,20 +478,24 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile upsert in-process")
     parser.add_argument("--keep", action="store_true", help="keep the vaults and print their paths")
     parser.add_argument("--modes", default="hybrid,words", help="hybrid (memosite[semantic]) and/or words")
+    parser.add_argument("--generator", choices=("vaultgen", "mcp"), default="vaultgen")
+    parser.add_argument("--work", type=Path, help="keep the vaults in this folder and reuse them next time")
     options = parser.parse_args()
     sizes = [options.records] if options.records else [int(size) for size in options.sizes.split(",")]
     modes = [mode for mode in options.modes.split(",") if mode in ("hybrid", "words")]
     if "hybrid" in modes and load_embedder() is None:
         print("hybrid: memosite[semantic] is not installed; timing words alone")
         modes = [mode for mode in modes if mode != "hybrid"] or ["words"]
+    use_generator(options.generator)
 
     medians: dict[int, dict[str, float]] = {}
     for size in sizes:
-        root = Path(tempfile.mkdtemp(prefix="memosite-bench-mcp-")) / "vault"
+        base = options.work or Path(tempfile.mkdtemp(prefix="memosite-bench-mcp-"))
+        root = base / f"{options.generator}-{size}"
         try:
             started = time.perf_counter()
-            build_vault(root, size)
-            print(f"vault: {size} records written and indexed in {time.perf_counter() - started:.1f} s")
+            build_vault(root, size, options.generator)
+            print(f"vault: {size} records ({options.generator}) ready in {time.perf_counter() - started:.1f} s")
             medians[size] = {}
             for mode in modes:
                 (root / "config.local.json").write_text(
@@ -364,10 +504,18 @@ def main() -> None:
                 timings = anyio.run(measure, root, options.calls)
                 print(f"-- {mode} --")
                 _report(timings, medians[size], mode)
+                bare = bare_fts(root, timings.searches)
+                if bare:
+                    medians[size][f"bare {mode}"] = statistics.median(bare)
+                    ratio = medians[size][f"search {mode} cpu"] / statistics.median(bare)
+                    print(
+                        f"bare FTS5 query p50 {statistics.median(bare):.1f} ms CPU; search CPU p50 / bare p50 ="
+                        f" {ratio:.2f}× {'ok' if ratio <= 1.2 else 'MISSED'} (issue 24: ≤ 1.2×)"
+                    )
             if options.profile:
                 profile_upsert(root, min(options.calls, 100))
         finally:
-            if options.keep:
+            if options.keep or options.work:
                 print(f"vault kept at {root}")
             else:
                 shutil.rmtree(root.parent, ignore_errors=True)
@@ -378,8 +526,12 @@ def main() -> None:
                 key = f"{tool} {mode}"
                 if key in medians[small] and key in medians[large]:
                     growth = medians[large][key] / medians[small][key]
+                    cpu_growth = medians[large][f"{key} cpu"] / max(medians[small][f"{key} cpu"], 1e-9)
                     verdict = ("ok" if growth <= MAX_GROWTH else "MISSED") + f" (≤ {MAX_GROWTH}×)"
-                    print(f"{key:21} p50 {large}/{small} = {growth:.2f}×  {verdict if tool in TARGETS_MS else ''}")
+                    print(
+                        f"{key:21} p50 {large}/{small} = {growth:.2f}× wall, {cpu_growth:.2f}× CPU"
+                        f"  {verdict if tool in TARGETS_MS else ''}"
+                    )
 
 
 if __name__ == "__main__":

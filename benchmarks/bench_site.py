@@ -5,7 +5,11 @@ fast ``memosite serve`` shows a change.
     .venv/bin/python benchmarks/bench_site.py --sizes 1000 --rounds 1 --skip-serve
     .venv/bin/python benchmarks/bench_site.py --code /path/to/other/checkout   # the same figures for other code
     .venv/bin/python benchmarks/bench_site.py --sizes 10000 --serve-only --serve-rounds 5
+    .venv/bin/python benchmarks/bench_site.py --sizes 50000 --cold-only --rounds 1
     .venv/bin/python benchmarks/bench_site.py --engines mkdocs properdocs zensical --demo --sizes 1000
+
+The record files of each size are written once into the benchmark cache outside the repository
+(see ``_vaultgen.cached_files``) and indexed by the code measured.
 
 Every build runs in a new process; its CPU (user + system) and wall time and peak memory come
 from the operating system (``wait4``). Each round runs, in turn:
@@ -13,8 +17,11 @@ from the operating system (``wait4``). Each round runs, in turn:
 * ``plain-same``   plain MkDocs (no memosite plugin) of exactly the pages the plugin generates,
                    those it keeps out of the search index marked ``search: exclude``;
 * ``cold``         ``memosite build`` with an empty page cache;
-* ``warm``         ``memosite build`` after one record file changed (a new process, cache kept);
+* ``warm``         ``memosite build`` after one record file changed (a new process, cache kept,
+                   into the folder the cold build filled);
 * ``plain-bodies`` plain MkDocs of the record bodies alone (one page per record).
+
+``--cold-only`` runs ``cold`` and ``warm`` alone (a 50,000-record plain MkDocs build takes hours).
 
 Rounds alternate so that neither side always gets the warm OS caches; the best of the rounds
 counts. With ``--engines``, each size (and with ``--demo`` the ``memosite demo`` vault) is built
@@ -23,6 +30,9 @@ the ratios (ProperDocs and Zensical run in child processes, whose CPU counts too
 Targets (issue 13): cold <= 1.1x plain-same; warm <= plain-bodies; in serve at the largest size:
 an edited record visible <= 1.5 s, a new record (its page, the search index and records.json)
 <= 3 s, ready <= 30 s with a warm cache.
+Targets (issue 24): cold <= 1.0x plain-same; warm <= 1.5 s CPU at 10,000 and <= 0.1x cold at 1,000;
+a 50,000-record cold build completes (time and peak memory); serve at 10,000 started on the cache a
+build left shows its first page <= 10 s (wall), an edit <= 1 s and a new record <= 2 s.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -48,6 +59,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _vaultgen import cached_files
 
 PROJECT = "bench"
 WORDS = [
@@ -117,14 +132,25 @@ def _body(rng: random.Random, index: int) -> str:
 
 
 def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> None:
-    """``count`` hand-written record files (a mix of kinds, some expired or superseded), indexed."""
+    """``count`` hand-written record files (a mix of kinds, some expired or superseded), indexed;
+    the files come from the benchmark cache after the first run."""
     from memosite.indexing import reindex
+    from memosite.vault import Vault
+
+    cached_files(f"site-v1-{seed}", count, lambda at: write_site_files(at, count, seed=seed), root)
+    vault = Vault.open(root)
+    reindex(vault)
+    vault.close()
+
+
+def write_site_files(root: Path, count: int, *, seed: int = 7) -> None:
+    """The record files of :func:`write_synthetic_vault` (not indexed)."""
     from memosite.schema import format_iso
     from memosite.vault import Vault
 
     rng = random.Random(seed)
     vault = Vault.open(root)
-    now = datetime.now(UTC)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
     kinds = [kind for kind, share in MIX for _ in range(int(share * 100))]
     decisions: list[str] = []
     for index in range(count):
@@ -155,7 +181,6 @@ def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         front = yaml.safe_dump(fm, sort_keys=False, allow_unicode=True)
         path.write_text(f"---\n{front}---\n{_body(rng, index)}", encoding="utf-8")
-    reindex(vault)
     vault.close()
 
 
@@ -166,7 +191,17 @@ class Run:
     rss_mb: float
 
 
+# Each measured build reports its own peak resident memory (VmHWM) on stderr as it ends: the
+# rusage of a child forked from this (large) benchmark process would count this process's pages.
+_PEAK = (
+    "\nimport re as _re\nwith open('/proc/self/status', encoding='ascii') as _status:\n"
+    "    sys.stderr.write('peak-kib ' + _re.search(r'VmHWM:\\s+(\\d+)', _status.read()).group(1) + '\\n')\n"
+)
+
+
 def _measure(args: list[str], env: dict[str, str]) -> Run:
+    if len(args) > 2 and args[1] == "-c":
+        args = [args[0], "-c", args[2] + _PEAK, *args[3:]]
     started = time.perf_counter()
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -177,7 +212,8 @@ def _measure(args: list[str], env: dict[str, str]) -> Run:
         process.stderr.close()
     if process.returncode != 0:
         raise SystemExit(f"benchmark step failed ({' '.join(args[:3])} ...):\n{err[-2000:]}")
-    return Run(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024)
+    peak = re.search(r"^peak-kib (\d+)$", err, re.MULTILINE)
+    return Run(usage.ru_utime + usage.ru_stime, wall, int(peak.group(1)) / 1024 if peak else float("nan"))
 
 
 _PLAIN = textwrap.dedent(
@@ -298,24 +334,27 @@ def _touch_one_record(vault_root: Path, marker: str) -> Path:
     return path
 
 
-def bench_builds(code: Path, size: int, rounds: int, work: Path) -> dict[str, list[Run]]:
+def bench_builds(code: Path, size: int, rounds: int, work: Path, *, cold_only: bool = False) -> dict[str, list[Run]]:
     vault_root = work / "vault"
     write_synthetic_vault(vault_root, size)
-    same_config, bodies_config = prepare_plain(code, vault_root, work)
+    if not cold_only:
+        same_config, bodies_config = prepare_plain(code, vault_root, work)
     env = {**os.environ, "PYTHONPATH": str(code)}
     python = sys.executable
     runs: dict[str, list[Run]] = {"plain-same": [], "cold": [], "warm": [], "plain-bodies": []}
     for n in range(rounds):
         # plain-same and cold both start with no site to replace (MkDocs would first delete the
         # previous round's output, memosite builds into a new directory).
-        shutil.rmtree(work / "p1", ignore_errors=True)
-        runs["plain-same"].append(_measure([python, "-c", _PLAIN, str(same_config), str(work / "p1")], env))
+        if not cold_only:
+            shutil.rmtree(work / "p1", ignore_errors=True)
+            runs["plain-same"].append(_measure([python, "-c", _PLAIN, str(same_config), str(work / "p1")], env))
         shutil.rmtree(vault_root / ".memosite" / "site-cache", ignore_errors=True)
         shutil.rmtree(work / "site", ignore_errors=True)
         runs["cold"].append(_measure([python, "-c", _MEMOSITE, str(code), str(vault_root), str(work / "site")], env))
         _touch_one_record(vault_root, f"warm-marker-{n}")
         runs["warm"].append(_measure([python, "-c", _MEMOSITE, str(code), str(vault_root), str(work / "site")], env))
-        runs["plain-bodies"].append(_measure([python, "-c", _PLAIN, str(bodies_config), str(work / "p2")], env))
+        if not cold_only:
+            runs["plain-bodies"].append(_measure([python, "-c", _PLAIN, str(bodies_config), str(work / "p2")], env))
     return runs
 
 
@@ -363,15 +402,18 @@ def _serving(vault_root: Path, port: int) -> Iterator[tuple[str, float]]:
 
 
 def bench_serve(code: Path, vault_root: Path, rounds: int = 3) -> dict[str, list[float]]:
+    """Serve on the page cache a ``memosite build`` left: the first page, then edits and new records."""
     sys.path.insert(0, str(code))
-    figures: dict[str, list[float]] = {"cold start": [], "ready": [], "edited": [], "new": []}
+    figures: dict[str, list[float]] = {"build": [], "first page": [], "edited": [], "new": []}
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    out = vault_root.parent / "served-build"
+    shutil.rmtree(out, ignore_errors=True)
+    figures["build"].append(_measure([sys.executable, "-c", _MEMOSITE, str(code), str(vault_root), str(out)], env).wall)
     port = _free_port()
-    with _serving(vault_root, port) as (_url, cold):  # the first start on this address fills the cache
-        figures["cold start"].append(cold)
-        time.sleep(2.0)  # let the server's own threads start before it is stopped
-    time.sleep(1.0)
-    with _serving(vault_root, port) as (url, ready):
-        figures["ready"].append(ready)
+    started = time.perf_counter()
+    with _serving(vault_root, port) as (url, _ready):
+        _get(f"{url}memory/{PROJECT}/")
+        figures["first page"].append(time.perf_counter() - started)
         time.sleep(1.0)
         for n in range(rounds):
             marker = f"serve-marker-{n}-{time.time_ns()}"
@@ -417,6 +459,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of the four builds")
     parser.add_argument("--skip-serve", action="store_true")
     parser.add_argument("--serve-only", action="store_true", help="only the serve figures, at the largest size")
+    parser.add_argument("--cold-only", action="store_true", help="only memosite's cold and warm builds")
     parser.add_argument("--serve-rounds", type=int, default=3, help="edits and new records measured in serve")
     parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parent.parent, help="checkout to measure")
     parser.add_argument("--engines", nargs="+", help="cold builds by these engines instead (the first is the baseline)")
@@ -448,12 +491,18 @@ def main() -> None:
                     write_synthetic_vault(work / "vault", size)
                     _print_serve(size, bench_serve(code, work / "vault", args.serve_rounds))
                 continue
-            runs = bench_builds(code, size, args.rounds, work)
+            runs = bench_builds(code, size, args.rounds, work, cold_only=args.cold_only)
             for name, measured in runs.items():
+                if not measured:
+                    continue
                 cpus = "–".join(f"{r.cpu:.1f}" for r in sorted(measured, key=lambda r: r.cpu))
                 walls = "–".join(f"{r.wall:.1f}" for r in sorted(measured, key=lambda r: r.wall))
                 print(f"{size:>8} {name:>13} {cpus:>16} {walls:>16} {_best(measured).rss_mb:>6.0f}", flush=True)
-            plain, cold, warm, bodies = (_best(runs[k]) for k in ("plain-same", "cold", "warm", "plain-bodies"))
+            cold, warm = _best(runs["cold"]), _best(runs["warm"])
+            print(f"{size:>8} {'warm/cold':>13}  CPU {warm.cpu / cold.cpu:.3f}", flush=True)
+            if args.cold_only:
+                continue
+            plain, bodies = _best(runs["plain-same"]), _best(runs["plain-bodies"])
             print(
                 f"{size:>8} {'ratios':>13}  cold/plain-same CPU {cold.cpu / plain.cpu:.2f}"
                 f" wall {cold.wall / plain.wall:.2f}"
@@ -469,8 +518,8 @@ def _print_serve(size: int, figures: dict[str, list[float]]) -> None:
         return ", ".join(f"{v:.2f}" for v in values) + f" s (median {statistics.median(values):.2f})"
 
     print(
-        f"serve at {size} records: first start {figures['cold start'][0]:.1f} s, ready"
-        f" {figures['ready'][0]:.1f} s (warm cache); edited record visible {listed(figures['edited'])};"
+        f"serve at {size} records (after a build of {figures['build'][0]:.1f} s): first page"
+        f" {figures['first page'][0]:.1f} s; edited record visible {listed(figures['edited'])};"
         f" new record (page, search index, records.json) {listed(figures['new'])}",
         flush=True,
     )

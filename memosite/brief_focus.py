@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from memosite.index.database import Index
 
 RARE_SHARE = 0.1  # a word held by one record in ten is rare enough to pull a record in alone
+_SLACK = 1e-9
 FOCUS_CANDIDATES = 100  # the word matches weighed per section, best bm25 first
 MAX_REASON_WORDS = 4
 
@@ -65,6 +66,21 @@ class TaskWords:
             if held:
                 terms.append(WeighedTerm(term.label, expression, substring, idf(count, held)))
         return cls(terms, idf(count, max(1, round(RARE_SHARE * count))))
+
+    def needed(self) -> list[WeighedTerm] | None:
+        """The fewest heaviest terms one of which every record about the task holds (the others
+        together weigh less than the threshold); None when no record can be about the task, however
+        many of the terms it holds (all of them common words)."""
+        ordered = sorted(self.terms, key=lambda term: -term.weight)
+        rest = math.fsum(term.weight for term in ordered)
+        # A hair of slack: a record just at the threshold by another order of sums still counts.
+        if rest < self.threshold - _SLACK:
+            return None
+        for n, term in enumerate(ordered):
+            rest -= term.weight
+            if rest < self.threshold - _SLACK:
+                return ordered[: n + 1]
+        return ordered
 
     def held_by(self, index: Index, rowids: Sequence[int]) -> dict[int, list[WeighedTerm]]:
         """The task's terms each of ``rowids`` holds, heaviest first."""
@@ -170,7 +186,16 @@ def _weighed_matches(
     fresh_only: bool,
 ) -> list[tuple[queries.BriefCandidate, list[WeighedTerm]]]:
     """The section's records holding enough of the task's weight, best bm25 first, with the terms
-    each holds."""
+    each holds. Only records holding one of the terms such a record must hold are read (none when
+    the task's words are all common ones): the words' ranking never walks the whole project."""
+    needed = words.needed()
+    if needed is None:
+        return []
+    holding = (
+        " OR ".join(f"({term.expression})" for term in needed)
+        if all(term.expression is not None for term in needed)
+        else None  # a substring of a script written without spaces: no word index to ask
+    )
     candidates = [
         candidate
         for candidate in queries.brief_section(
@@ -183,6 +208,7 @@ def _weighed_matches(
             path=None,
             limit=FOCUS_CANDIDATES,
             fresh_only=fresh_only,
+            holding=holding,
         )
         if candidate.matched
     ]

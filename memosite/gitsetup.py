@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memosite.errors import StorageError
 from memosite.gitcommand import branch_name, first_line, git_dir, run_git
-from memosite.kinds import VIEW_FILES
+from memosite.kinds import INVENTORY_PATTERN, VIEW_FILES
 from memosite.vault import DISPOSABLE_PATTERNS, Vault, atomic_write_text
 
 BLOCK_START = "# >>> memosite: disposable files, rebuilt from the records (managed block) >>>"
@@ -95,7 +95,7 @@ def attributes_block() -> str:
         "* merge=memosite-file",
         "*.jsonl merge=memosite-union",
         "/projects/*/*/*.md merge=memosite-record",
-        *(f"/projects/*/{name} merge=memosite-view" for name in VIEW_FILES),
+        *(f"/projects/*/{name} merge=memosite-view" for name in (*VIEW_FILES, INVENTORY_PATTERN)),
     ]
     return _managed_block(ATTRIBUTES_START, lines)
 

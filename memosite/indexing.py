@@ -304,12 +304,15 @@ class RefreshResult:
 def record_file_stats(vault: Vault, project: str) -> Iterator[tuple[str, Path, os.stat_result]]:
     """Each record file of ``project`` with its vault-relative path and its stat (files that
     vanish while listed are left out)."""
+    root = os.fspath(vault.root) + os.sep  # the paths are under the root: a slice, not relative_to()
     for path in vault.iter_record_files(project):
         try:
             stat = path.stat()
         except FileNotFoundError:
             continue
-        yield vault.relative(path), path, stat
+        text = os.fspath(path)
+        relative = text[len(root) :].replace(os.sep, "/") if text.startswith(root) else vault.relative(path)
+        yield relative, path, stat
 
 
 def refresh_project(vault: Vault, project: str, *, force: bool = False) -> RefreshResult:

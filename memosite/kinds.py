@@ -8,6 +8,7 @@ Every rule elsewhere that depends on the kind reads this table instead of keepin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -16,6 +17,12 @@ BootstrapRole = Literal["traps", "decisions", "context"]
 TtlSetting = Literal["scratchDays", "reviewDays"]
 
 VIEW_FILES = ("TRAPS.md", "DECISIONS.md", "INDEX.md", "PROMPTS.md", "SESSIONS.md")
+# A kind with more records than INDEX.md lists gets its whole inventory beside the views, one file
+# per month of ``updated``: ``INDEX.<kind dir>.<YYYY-MM>.md`` (see memosite.views).
+UNDATED = "undated"
+INVENTORY_PATTERN = "INDEX.*.md"  # the inventory files as a glob (git attributes)
+_INVENTORY_FILE = re.compile(r"^INDEX\.([a-z]+)\.(\d{4}-\d{2}|undated)\.md$")
+_MONTH = re.compile(r"^\d{4}-\d{2}$")
 
 
 @dataclass(frozen=True)
@@ -125,3 +132,24 @@ def views_for_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
         if facts is not None:
             wanted.update(facts.views)
     return tuple(name for name in VIEW_FILES if name in wanted)
+
+
+def month_of(updated: str | None) -> str:
+    """The month (``YYYY-MM``) of a record's ``updated``, which names its inventory file; empty
+    when it has none that reads as a date (its file is then the ``undated`` one)."""
+    month = (updated or "")[:7]
+    return month if _MONTH.match(month) else ""
+
+
+def inventory_file(kind: str, month: str) -> str:
+    """The name of the file, beside the views, that lists the records of ``kind`` updated in ``month``."""
+    return f"INDEX.{directory_for_kind(kind)}.{month if _MONTH.match(month) else UNDATED}.md"
+
+
+def is_view_file(name: str) -> bool:
+    """Whether ``name``, at a project's root, is a compiled view: one of :data:`VIEW_FILES` or a
+    monthly inventory file of a kind that appears in the views."""
+    if name in VIEW_FILES:
+        return True
+    found = _INVENTORY_FILE.match(name)
+    return found is not None and any(f.durable and f.directory == found.group(1) for f in KIND_FACTS.values())

@@ -71,10 +71,28 @@ def _literal_prefix(pattern: str) -> str:
     return "/".join(segments)
 
 
+def _normalized(raw: str) -> str:
+    return raw.strip().replace("\\", "/").removeprefix("./").strip("/")
+
+
+def literal_prefixes(patterns: Iterable[str]) -> list[str]:
+    """The literal start of each pattern, whole segments up to the first with a wildcard (empty for
+    a pattern that starts with one). A pattern can cover a path only when its literal start is the
+    path, one of the path's parent directories, or a directory beneath the path: an index of these
+    finds the few patterns worth testing against a path."""
+    return sorted({_literal_prefix(pattern) for pattern in map(_normalized, patterns) if pattern})
+
+
+def path_ancestors(path: str) -> list[str]:
+    """``""``, then each parent directory of ``path``, then ``path`` itself."""
+    parts = path.split("/")
+    return ["", *("/".join(parts[:n]) for n in range(1, len(parts) + 1))]
+
+
 def path_matches(patterns: Iterable[str], path: str) -> bool:
     """True when one of ``patterns`` covers ``path`` (see the module docstring for the rules)."""
     for raw in patterns:
-        pattern = raw.strip().replace("\\", "/").removeprefix("./").strip("/")
+        pattern = _normalized(raw)
         if not pattern:
             continue
         if _pattern_regex(pattern).fullmatch(path):

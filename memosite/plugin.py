@@ -100,22 +100,41 @@ class MemositePluginConfig(Config):
     cache = c.Choice(("auto", "true", "false", True, False), default="auto")
 
 
-class _MemoryBytecodeCache(jinja2.BytecodeCache):
-    """Compiled theme templates of this process, by template name and source checksum."""
+class _ThemeBytecodeCache(jinja2.BytecodeCache):
+    """Compiled theme templates, by template name and source checksum: in this process's memory
+    (serve renders with them on every rebuild) and in this user's cache directory, so a new build
+    process does not compile Material's templates again."""
 
     def __init__(self) -> None:
         self._store: dict[str, bytes] = {}
+        self._disk: jinja2.BytecodeCache | bool | None = False  # False: not opened yet
+
+    def _on_disk(self) -> jinja2.BytecodeCache | None:
+        if self._disk is False:
+            from memosite.templates import file_bytecode_cache, theme_bytecode_dir
+
+            self._disk = file_bytecode_cache(theme_bytecode_dir())
+        return self._disk if isinstance(self._disk, jinja2.BytecodeCache) else None
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         code = self._store.get(bucket.key)
         if code is not None:
             bucket.bytecode_from_string(code)
+            return
+        disk = self._on_disk()
+        if disk is not None:
+            disk.load_bytecode(bucket)
+            if bucket.code is not None:
+                self._store[bucket.key] = bucket.bytecode_to_string()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         self._store[bucket.key] = bucket.bytecode_to_string()
+        disk = self._on_disk()
+        if disk is not None:
+            disk.dump_bytecode(bucket)
 
 
-_THEME_BYTECODE = _MemoryBytecodeCache()
+_THEME_BYTECODE = _ThemeBytecodeCache()
 
 
 class _VirtualPage(File):
@@ -183,11 +202,21 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
         self.serving = False
         self._cache_dirty = False
+        # memosite build places the pages taken from the page cache into its destination itself
+        # (only those the destination lacks): the build then leaves them out of site_dir and lists
+        # them here (site path -> src_uri), for :attr:`page_cache`.
+        self.defer_cached_pages = False
+        self.cached_pages: dict[str, str] = {}
 
     @property
     def published_records(self) -> int:
         """How many records the last build published."""
         return len(self._content.records) if self._content is not None else 0
+
+    @property
+    def page_cache(self) -> PageCache | None:
+        """The page cache of the last build (it holds :attr:`cached_pages`)."""
+        return self._cache
 
     @property
     def rendered_pages(self) -> int:
@@ -258,12 +287,14 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         from memosite.resources import data_path
         from memosite.site.cache import PageCache, Scanner, digest
         from memosite.site.pages import RecordMemo, collect_site_content
+        from memosite.template_files import templates_checksum_for
         from memosite.vault import Vault
         from memosite.watch import recompile_projects
 
         assert self.vault_root is not None
         if self._memo is None:
             self._memo = RecordMemo()
+        docs = list(files.documentation_pages())
         try:
             vault = Vault.open(self.vault_root, create=False)
             try:
@@ -272,6 +303,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     # Files first: edits made by hand since the last compile reach the index and the
                     # vault's own views before the site is made from them.
                     recompile_projects(vault, self.projects)
+                scope = _site_scope(config, docs, templates_checksum_for(vault))
+                if not (self.serving and self._cache is not None and self._cache.scope == scope):
+                    self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
+                if self._memory.written and scope != self._scope:
+                    self._memory.written = {}  # the configuration changed: what serve wrote is stale
+                # A record page is looked up by what it is made from before it is rendered: an
+                # unchanged record costs a digest, not a template rendering.
                 content = collect_site_content(
                     vault,
                     prefix=self.prefix,
@@ -279,18 +317,14 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     memo=self._memo,
                     include_pending=self.config.include_pending,
                     author_emails=self.config.author_emails,
+                    known=lambda uri, basis: self._holds(uri, _record_key(scope, uri, basis)),
                 )
-                docs = list(files.documentation_pages())
-                scope = _site_scope(config, docs, self._memo.templates)
-                if not (self.serving and self._cache is not None and self._cache.scope == scope):
-                    self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
             finally:
                 vault.close()
         except MemositeError as exc:
             raise PluginError(f"memosite: {exc.message}") from exc
+        assert self._cache is not None
         self._scanner = Scanner(self._cache.clean)
-        if self._memory.written and scope != self._scope:
-            self._memory.written = {}  # the configuration changed: what serve wrote is stale
         self._scope = scope
 
         self._keys, self._reuse, self._rendered, self._handled = {}, {}, set(), set()
@@ -301,13 +335,16 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             if page.src_uri in present:
                 log.warning("memosite: '%s' in docs_dir replaces the generated page", page.src_uri)
                 continue
-            fingerprint, charts = page.fingerprint, tuple(sorted(page.charts.values()))
-            known = previous_keys.get(page.src_uri)
-            if known is not None and known[0] == scope and known[1] == fingerprint and known[2] == charts:
-                key = known[3]
+            if page.basis:
+                key = _record_key(scope, page.src_uri, page.basis)
             else:
-                key = digest(scope, page.src_uri, fingerprint, *charts)
-            self._page_keys[page.src_uri] = (scope, fingerprint, charts, key)
+                fingerprint, charts = page.fingerprint, tuple(sorted(page.charts.values()))
+                known = previous_keys.get(page.src_uri)
+                if known is not None and known[0] == scope and known[1] == fingerprint and known[2] == charts:
+                    key = known[3]
+                else:
+                    key = digest(scope, page.src_uri, fingerprint, *charts)
+                self._page_keys[page.src_uri] = (scope, fingerprint, charts, key)
             self._keys[page.src_uri] = key
             written = self._memory.written.get(page.src_uri)
             earlier = previous_files.get(page.src_uri)
@@ -335,6 +372,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 elif (cached := self._cache.lookup(page.src_uri, key)) is not None:
                     self._reuse[page.src_uri] = cached
                     virtual.render_needed = False
+                elif page.basis and not page.markdown:
+                    # Held when the page was gathered, gone since (a pack removed meanwhile).
+                    raise PluginError(
+                        f"memosite: the page cache lost {page.src_uri}; build again (it rebuilds the page)"
+                    )
             self._files_by_uri[page.src_uri] = virtual
             files.append(virtual)
         for file in docs:
@@ -357,6 +399,16 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             if asset not in files:
                 files.append(File.generated(config, asset, abs_src_path=str(assets / asset)))
         return files
+
+    def _holds(self, src_uri: str, key: str) -> bool:
+        """Whether the page ``key`` names is at hand without rendering it: in the page cache, or
+        (serving) in the site directory from the last build."""
+        written = self._memory.written.get(src_uri)
+        if written is not None and written.key == key:
+            dest = self._memory.dest_paths.get(src_uri)
+            if dest is not None and os.path.isfile(dest):
+                return True
+        return self._cache is not None and self._cache.lookup(src_uri, key) is not None
 
     def _add_feeds(self, config: MkDocsConfig, files: Files, content: SiteContent, urls: dict[str, str]) -> None:
         from memosite.schema import utc_now
@@ -481,10 +533,15 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         assert self._scanner is not None
         site_dir = Path(config.site_dir)
         virtual = {f.src_uri: f for f in self._files if isinstance(f, _VirtualPage)}
+        self.cached_pages = {}
         for uri, source in self._reuse.items():
             dest = virtual[uri].abs_dest_path
             if isinstance(source, _PageState):
                 continue  # already in site_dir from the previous build
+            if self.defer_cached_pages:
+                # memosite build puts these in the destination itself, only where it lacks them.
+                self.cached_pages[virtual[uri].dest_uri] = uri
+                continue
             if not self._cache.copy_to(source, dest):
                 raise PluginError(f"memosite: the page cache lost {uri}; build again (it rebuilds the page)")
             self._handled.add(os.path.abspath(dest))
@@ -619,6 +676,13 @@ def _versions() -> tuple[str, ...]:
         except PackageNotFoundError:
             found.append(f"{package}=?")
     return tuple(found)
+
+
+def _record_key(scope: str, src_uri: str, basis: str) -> str:
+    """The page cache's key of a record page: the site's scope and what the page is made from."""
+    from memosite.site.cache import digest
+
+    return digest(scope, src_uri, "record", basis)
 
 
 def _site_scope(config: MkDocsConfig, docs: list[File], templates: str) -> str:

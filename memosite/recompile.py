@@ -9,6 +9,7 @@ import jinja2
 
 from memosite.errors import BuildError
 from memosite.indexing import describe_view_error, refresh_project
+from memosite.kinds import VIEW_FILES
 from memosite.mutation import mutation
 from memosite.vault import Vault
 from memosite.views import write_views
@@ -22,6 +23,7 @@ def compile_project(vault: Vault, project: str) -> list[Path]:
     with mutation(vault, f"compile {project}"):
         refresh_project(vault, project)
         try:
-            return write_views(vault, project)
+            write_views(vault, project)  # rewrites only what changed
         except (sqlite3.Error, jinja2.TemplateError) as exc:
             raise BuildError(f"cannot compile the views of {project}: {describe_view_error(exc)}") from exc
+    return [vault.project_dir(project) / name for name in VIEW_FILES]

@@ -313,6 +313,19 @@ class _NoFollowBytecodeCache(jinja2.FileSystemBytecodeCache):
             atomic_write_bytes(Path(self._get_cache_filename(bucket)), buffer.getvalue(), durable=False)
 
 
+def theme_bytecode_dir(cache_dir: Path | None = None) -> Path:
+    """Where a site's theme templates (Material's, an override's) are kept compiled: this user's
+    cache directory, one folder per Jinja version (a cached template is found by its source's
+    checksum, so a changed theme is compiled again)."""
+    return (cache_dir or user_cache_dir()) / THEME_BYTECODE_DIR / jinja2.__version__
+
+
+def file_bytecode_cache(directory: Path) -> jinja2.BytecodeCache | None:
+    """A bytecode cache in ``directory``, a folder only this user can write (None when it cannot
+    be one): never read or written through a symlink."""
+    return _bytecode_cache(directory)
+
+
 def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
     if directory is None:
         return None
@@ -322,6 +335,9 @@ def _bytecode_cache(directory: Path | None) -> jinja2.BytecodeCache | None:
         warn(f"template cache not used: {exc.message}")
         return None  # a cache, not a requirement
     return _NoFollowBytecodeCache(str(directory))
+
+
+THEME_BYTECODE_DIR = "theme-bytecode"
 
 
 def bytecode_dir_for(vault: Vault, cache_dir: Path | None = None) -> Path:

@@ -1,15 +1,29 @@
 """Compiled views: TRAPS.md, DECISIONS.md, INDEX.md, PROMPTS.md, SESSIONS.md, rendered with Jinja.
 
-Each record's fragments are rendered once, when it is indexed, and kept in the index; a view is then
-assembled from cached fragments, and a change rewrites only the views its kind appears in. state and
-scratch records never appear in a view.
+Each record's fragments are rendered once, when it is indexed, and kept in the index; a view is
+assembled from them. A view stays readable, and cheap to write, at any size:
+
+* a section that shows records in full (live traps, most severe first; accepted and proposed
+  decisions) shows its first :data:`VIEW_ROWS`, then up to :data:`LINE_ROWS` more in one line each;
+  any other section (inactive traps, expired and archived decisions, superseded ones, prompts,
+  sessions, each kind's table in INDEX.md) shows its first :data:`LINE_ROWS`;
+* after a cut section, a line says how many it leaves out (live traps by severity) and where they
+  all are: INDEX.md, the kind's monthly inventory and the site;
+* a kind with more records than INDEX.md lists gets its whole inventory beside the views, one file
+  per month of ``updated``: ``INDEX.<kind dir>.<YYYY-MM>.md``, newest first.
+
+A write compiles only the views its kinds appear in (and any view missing), and re-emits only the
+monthly files whose records changed; a file whose new content equals the old one apart from its
+``Last compiled`` stamp is left untouched, stamp included. state and scratch records never appear in
+a view.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +33,7 @@ import jinja2
 from memosite.codelayers import shown_layer
 from memosite.errors import SafetyViolation
 from memosite.index import Index, IndexEntry, fragments
-from memosite.kinds import DURABLE_KINDS, KIND_FACTS, VIEW_FILES
+from memosite.kinds import DURABLE_KINDS, KIND_FACTS, UNDATED, VIEW_FILES, inventory_file, is_view_file
 from memosite.reviewstate import is_pending
 from memosite.schema import format_iso, utc_now
 from memosite.templates import VaultSandbox, environment_for, sandbox_refusals
@@ -31,7 +45,14 @@ MoreNote = Callable[[str, str, str, int, int], str]
 Hidden = Mapping[str, Collection[str]]
 
 KIND_TITLES = {kind: facts.title for kind, facts in KIND_FACTS.items() if facts.durable}
+SEVERITY_NAMES = {4: "critical", 3: "high", 2: "medium", 1: "low", 0: "unrated"}
 
+# The bounds of a compiled view (see the module docstring): records in full, then lines.
+VIEW_ROWS = 50
+LINE_ROWS = 100
+INVENTORY_TEMPLATE = "views/inventory.md.j2"
+# The stamp a view carries; two renderings that differ only there are the same view.
+_STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
 
 DIGEST_CHARS = 320
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -113,86 +134,226 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
             warn(f"the views show no rows: the vault's templates/rows.md.j2 cannot render one ({reason})")
 
 
-class _Pieces:
-    """Large view sections kept as UTF-8 bytes while the page template renders around them.
+# --- sections --------------------------------------------------------------------------------
 
-    The template sees a short placeholder for each piece; :meth:`assemble` splices the bytes in,
-    so megabytes of cached rows are never decoded and re-encoded on a write.
+
+@dataclass
+class _Compiler:
+    """The sections of one view of one project at one instant.
+
+    For the vault's own files (``site`` False) sections are bounded as the module docstring says.
+    The site asks for ``limit`` rows of each section's own rendering (all of them when None) and
+    adds ``more`` after a cut one; ``hidden`` leaves records out of every section and count.
     """
 
-    _MARK = re.compile("\x00piece:(\\d+)\x00")
-
-    def __init__(self, limit: int | None = None, more: MoreNote | None = None, hidden: Hidden | None = None) -> None:
-        self.blobs: list[list[bytes]] = []
-        self.limit = limit
-        self.more = more
-        self.hidden = hidden or {}
+    index: Index
+    project: str
+    now_iso: str
+    site: bool = False
+    limit: int | None = None
+    more: MoreNote | None = None
+    hidden: Hidden = field(default_factory=dict)
+    _months: dict[str, dict[str, int]] | None = None
+    _until: dict[str, str | None] = field(default_factory=dict)  # kind -> its first expiry after now
+    _live: dict[str, dict[int, int]] = field(default_factory=dict)  # kind -> live rows by severity
 
     def section(
-        self, index: Index, spec: fragments.Section, project: str, kind: str, now_iso: str
-    ) -> tuple[int, list[bytes]]:
-        """A view section: all of it, or (with ``limit``) its first rows and a note on the rest;
-        the hidden records of the kind left out."""
+        self, spec: fragments.Section, kind: str, *, in_full: bool = False, note: bool = True
+    ) -> tuple[int, str]:
+        """A section's row count and Markdown (its shown rows and, when cut, the note after them).
+        ``in_full``: the section shows records in full, so the vault's files list more in brief;
+        ``note``: a vault file says after a cut section how many it leaves out and where they are.
+        The vault's sections are remembered until their kind changes or one of its records
+        expires: a write compiles the sections of the kinds it touched, the rest are at hand."""
+        if self.site:
+            return self._section(spec, kind, in_full=in_full, note=note)
+        key = (self.project, kind, "section", spec.name, in_full, note)
+        remembered = self._remembered(key)
+        if remembered is None:
+            remembered = self._remember(key, kind, self._section(spec, kind, in_full=in_full, note=note))
+        count, text = remembered
+        return int(count), str(text)
+
+    def count(self, spec: fragments.Section, kind: str) -> int:
+        """How many rows ``spec`` has: the live rows and the others from the chunk counts (see
+        :meth:`by_severity`), any other section from an index."""
         hidden = self.hidden.get(kind, ())
-        if self.limit is None and not hidden:
-            return fragments.section(index, spec, project, kind, now_iso)
-        from memosite.index.site import section_head
+        if self.site and hidden:
+            return fragments.section_count(self.index, spec, self.project, kind, self.now_iso, hidden)
+        if spec.where in (fragments.LIVE_COUNT.where, fragments.TRAPS_INACTIVE.where):
+            return sum(self.by_severity(spec, kind).values())
+        return fragments.section_count(self.index, spec, self.project, kind, self.now_iso)
 
-        limit = -1 if self.limit is None else self.limit
-        count, head = section_head(index, spec, project, kind, now_iso, limit, hidden)
-        if self.limit is not None and count > self.limit and self.more is not None:
-            head += self.more(spec.name, project, kind, self.limit, count).encode("utf-8")
-        return count, [head]
+    def by_severity(self, spec: fragments.Section, kind: str) -> dict[int, int]:
+        """The rows of the live section (``LIVE_COUNT``, ``TRAPS_ACTIVE``) or of its complement
+        (``TRAPS_INACTIVE``) by severity weight, from the chunk counts less the live rows that
+        have expired; any other section from an index."""
+        if spec.where not in (fragments.LIVE_COUNT.where, fragments.TRAPS_INACTIVE.where):
+            return fragments.severity_counts(self.index, spec, self.project, kind, self.now_iso)
+        if kind not in self._live:
+            self._live[kind] = fragments.live_by_severity(self.index, self.project, kind, self.now_iso)
+        live = self._live[kind]
+        if spec.where == fragments.LIVE_COUNT.where:
+            return dict(live)
+        every = fragments.rows_by_severity(self.index, self.project, kind)
+        return {weight: count - live.get(weight, 0) for weight, count in every.items() if count > live.get(weight, 0)}
 
-    def hidden_paths(self, kind: str) -> Collection[str]:
-        return self.hidden.get(kind, ())
+    def _remembered(self, key: tuple[Any, ...]) -> Any:
+        self.index.follow_other_connections()  # another process's write drops every section
+        found = self.index.view_memo.get(key)
+        if found is None:
+            return None
+        since, until, value = found
+        return value if since <= self.now_iso and (until is None or self.now_iso < until) else None
 
-    def put(self, blobs: list[bytes]) -> str:
-        self.blobs.append(blobs)
-        return f"\x00piece:{len(self.blobs) - 1}\x00"
+    def _remember(self, key: tuple[Any, ...], kind: str, value: Any) -> Any:
+        if kind not in self._until:
+            self._until[kind] = fragments.kind_valid_until(self.index, self.project, kind, self.now_iso)
+        self.index.view_memo[key] = (self.now_iso, self._until[kind], value)
+        return value
 
-    def assemble(self, text: str) -> list[bytes]:
-        out: list[bytes] = []
-        for n, part in enumerate(self._MARK.split(text)):
-            if n % 2:
-                out.extend(self.blobs[int(part)])
-            else:
-                out.append(part.encode("utf-8"))
-        return out
+    def _section(self, spec: fragments.Section, kind: str, *, in_full: bool, note: bool) -> tuple[int, str]:
+        hidden = self.hidden.get(kind, ())
+        count = self.count(spec, kind)
+        if not count:
+            return 0, ""
+        # Few of the kind's rows in the section: find them in an index instead of reading the kind.
+        sparse = count * 4 < self.kind_rows(kind)
+        if self.site:
+            limit = -1 if self.limit is None else self.limit
+            text = self._rows(spec, kind, limit=limit, hidden=hidden, sparse=sparse)
+            if self.limit is not None and count > self.limit and self.more is not None:
+                text += self.more(spec.name, self.project, kind, self.limit, count)
+            return count, text
+        shown = VIEW_ROWS if in_full else LINE_ROWS
+        text = self._rows(spec, kind, limit=shown, sparse=sparse)
+        if in_full and count > shown:
+            brief = self._rows(spec, kind, limit=LINE_ROWS, offset=shown, expression=fragments.LINE, sparse=sparse)
+            text += f"**More {_noun(spec.name, kind, 2)}, in brief:**\n\n{brief}\n"
+            shown = min(count, shown + LINE_ROWS)
+        if count > shown and note:
+            text += self.left_out(spec.name, kind, shown, count, spec if kind == "trap" else None)
+        return count, text
+
+    def _rows(
+        self,
+        spec: fragments.Section,
+        kind: str,
+        *,
+        limit: int,
+        offset: int = 0,
+        expression: str | None = None,
+        hidden: Collection[str] = (),
+        sparse: bool = False,
+    ) -> str:
+        return fragments.section_rows(
+            self.index,
+            spec,
+            self.project,
+            kind,
+            self.now_iso,
+            limit=limit,
+            offset=offset,
+            expression=expression,
+            hidden=hidden,
+            sparse=sparse,
+        ).decode("utf-8")
+
+    def kind_rows(self, kind: str) -> int:
+        """How many records of ``kind`` have fragments."""
+        return sum(self.months(kind).values())
+
+    def left_out(
+        self, name: str, kind: str, shown: int, count: int, by_severity_of: fragments.Section | None = None
+    ) -> str:
+        """The line after a cut section ``name`` of a vault file: how many it leaves out (by
+        severity, counted over ``by_severity_of``), and where they all are. (A section is cut only
+        when its kind has more records than INDEX.md lists: the monthly files then hold them.)"""
+        rest = count - shown
+        detail = ""
+        if by_severity_of is not None:
+            # The rows are in severity order: what is left out is the least severe part.
+            by_severity = self.by_severity(by_severity_of, kind)
+            left, parts = rest, []
+            for weight in sorted(by_severity):
+                taken = min(left, by_severity[weight])
+                if taken:
+                    parts.append((weight, taken))
+                left -= taken
+            detail = " (" + ", ".join(f"{n:,} {SEVERITY_NAMES.get(w, 'unrated')}" for w, n in reversed(parts)) + ")"
+        title = KIND_TITLES[kind]
+        return (
+            f"\n*{rest:,} more {_noun(name, kind, rest)} {'is' if rest == 1 else 'are'} not shown here{detail}:"
+            f" [INDEX.md](INDEX.md#{title.lower()}) lists every one of the {title.lower()}, month by month,"
+            " and so does the site (`memosite serve`, or the published site's Memory page).*\n\n"
+        )
+
+    def months(self, kind: str) -> dict[str, int]:
+        """month → records of ``kind`` (newest month first)."""
+        if self._months is None:
+            self._months = fragments.month_counts(self.index, self.project)
+        return self._months.get(kind, {})
+
+    def has_inventory(self, kind: str) -> bool:
+        """Whether ``kind`` has more records than INDEX.md lists (its monthly files hold them all)."""
+        return not self.site and sum(self.months(kind).values()) > LINE_ROWS
+
+    def inventory_links(self, kind: str) -> str:
+        """The note after a kind's INDEX.md table when the table is cut: its monthly files."""
+        if not self.has_inventory(kind):
+            return ""
+        months = self.months(kind)
+        links = " · ".join(
+            f"[{month or UNDATED}]({inventory_file(kind, month)}) ({count:,})" for month, count in months.items()
+        )
+        total = sum(months.values())
+        return (
+            f"\n*The first {LINE_ROWS} of {total:,} are listed above; all of them, by the month they were last"
+            f" updated in: {links}*\n"
+        )
 
 
-def _traps_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
-    index = vault.index()
-    active_count, active = pieces.section(index, fragments.TRAPS_ACTIVE, project, "trap", now_iso)
-    inactive_count, inactive = pieces.section(index, fragments.TRAPS_INACTIVE, project, "trap", now_iso)
-    return {
-        "active": pieces.put(active),
-        "active_count": active_count,
-        "inactive": pieces.put(inactive),
-        "inactive_count": inactive_count,
-    }
+def _noun(section: str, kind: str, count: int) -> str:
+    words = {
+        "traps_active": ("active trap", "active traps"),
+        "traps_inactive": ("inactive trap", "inactive traps"),
+        "decisions_accepted": ("accepted decision", "accepted decisions"),
+        "decisions_proposed": ("proposed decision", "proposed decisions"),
+        "decisions_expired": ("expired decision", "expired decisions"),
+        "decisions_archived": ("archived decision", "archived decisions"),
+        "decisions_superseded": ("superseded decision", "superseded decisions"),
+    }.get(section)
+    if words is None:
+        title = KIND_TITLES.get(kind, kind).lower()
+        words = (title.removesuffix("s"), title)
+    return words[0] if count == 1 else words[1]
+
+
+def _traps_context(compiler: _Compiler) -> dict[str, Any]:
+    active_count, active = compiler.section(fragments.TRAPS_ACTIVE, "trap", in_full=True)
+    inactive_count, inactive = compiler.section(fragments.TRAPS_INACTIVE, "trap")
+    return {"active": active, "active_count": active_count, "inactive": inactive, "inactive_count": inactive_count}
 
 
 _DECISION_SECTIONS = {
-    "accepted": fragments.DECISIONS_ACCEPTED,
-    "proposed": fragments.DECISIONS_PROPOSED,
-    "expired": fragments.DECISIONS_EXPIRED,
-    "archived": fragments.DECISIONS_ARCHIVED,
+    "accepted": (fragments.DECISIONS_ACCEPTED, True),
+    "proposed": (fragments.DECISIONS_PROPOSED, True),
+    "expired": (fragments.DECISIONS_EXPIRED, False),
+    "archived": (fragments.DECISIONS_ARCHIVED, False),
 }
 
 
-def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
-    index = vault.index()
+def _decisions_context(compiler: _Compiler) -> dict[str, Any]:
     context: dict[str, Any] = {}
-    for name, spec in _DECISION_SECTIONS.items():
-        count, text = pieces.section(index, spec, project, "decision", now_iso)
-        context[name] = pieces.put(text)
+    for name, (spec, in_full) in _DECISION_SECTIONS.items():
+        count, text = compiler.section(spec, "decision", in_full=in_full)
+        context[name] = text
         context[f"{name}_count"] = count
-    hidden = pieces.hidden_paths("decision")
+    hidden = compiler.hidden.get("decision", ())
+    limit = -1 if compiler.site else LINE_ROWS
+    superseded_count, rows = fragments.superseded_decisions(compiler.index, compiler.project, limit, hidden)
     superseded = []
-    for row in fragments.superseded_decisions(index, project):
-        if row.path in hidden:
-            continue
+    for row in rows:
         shown = row.successor_path is not None and row.successor_path not in hidden
         superseded.append(
             {
@@ -204,20 +365,29 @@ def _decisions_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces
             }
         )
     # Records waiting for review (all the site hides) have no fragments, so they are not counted.
-    total = fragments.kind_counts(index, project).get("decision", 0)
-    return {**context, "superseded": superseded, "total": total}
+    total = fragments.kind_counts(compiler.index, compiler.project).get("decision", 0)
+    more = ""
+    if superseded_count > len(superseded):
+        more = compiler.left_out("decisions_superseded", "decision", len(superseded), superseded_count)
+    return {
+        **context,
+        "superseded": superseded,
+        "superseded_count": superseded_count,
+        "superseded_more": more,
+        "total": total,
+    }
 
 
-def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
-    index = vault.index()
-    counts = fragments.kind_counts(index, project)
+def _index_context(compiler: _Compiler) -> dict[str, Any]:
+    counts = fragments.kind_counts(compiler.index, compiler.project)
     sections = []
     for kind in DURABLE_KINDS:
         count, active, rows = counts.get(kind, 0), 0, ""
         if count:
-            active = pieces.section(index, fragments.LIVE_COUNT, project, kind, now_iso)[0]
-            count, blobs = pieces.section(index, fragments.INDEX_ROWS, project, kind, now_iso)
-            rows = pieces.put(blobs)
+            active = compiler.count(fragments.LIVE_COUNT, kind)
+            # INDEX.md's own note on a cut table names the kind's monthly files.
+            count, rows = compiler.section(fragments.INDEX_ROWS, kind, note=False)
+            rows += compiler.inventory_links(kind)
         sections.append({"kind": kind, "title": KIND_TITLES[kind], "count": count, "active": active, "rows": rows})
     return {
         "sections": sections,
@@ -226,15 +396,16 @@ def _index_context(vault: Vault, project: str, now_iso: str, pieces: _Pieces) ->
     }
 
 
-def _inventory_context(kind: str) -> Any:
-    def build(vault: Vault, project: str, now_iso: str, pieces: _Pieces) -> dict[str, Any]:
-        count, rows = pieces.section(vault.index(), fragments.INVENTORY, project, kind, now_iso)
-        return {"rows": pieces.put(rows), "count": count}
+def _inventory_context(kind: str) -> Callable[[_Compiler], dict[str, Any]]:
+    def build(compiler: _Compiler) -> dict[str, Any]:
+        count, rows = compiler.section(fragments.INVENTORY, kind, note=False)
+        rows += compiler.inventory_links(kind)
+        return {"rows": rows, "count": count}
 
     return build
 
 
-_CONTEXTS = {
+_CONTEXTS: dict[str, Callable[[_Compiler], dict[str, Any]]] = {
     "TRAPS.md": _traps_context,
     "DECISIONS.md": _decisions_context,
     "INDEX.md": _index_context,
@@ -255,16 +426,11 @@ def render_view_bytes(
 ) -> list[bytes]:
     """The UTF-8 Markdown of one compiled view, from the index, as pieces to write in order.
 
-    With ``limit``, each section shows only its first ``limit`` rows (the site's view pages stay
-    small at any size) followed by ``more(section, project, kind, shown, total)``. ``hidden``
-    (kind -> record files) leaves those records out of every section and count: the site's view
-    of records not published."""
-    now = now or utc_now()
-    now_iso = format_iso(now)
-    pieces = _Pieces(limit, more, hidden)
-    context = _CONTEXTS[name](vault, project, now_iso, pieces)
-    template = env_for(vault).get_template(f"views/{name}.j2")
-    return pieces.assemble(template.render(project=project, compiled=now_iso, **context))
+    Without ``limit``, ``more`` and ``hidden`` this is the vault's own file, bounded as the module
+    docstring says. The site passes them: each section shows only its first ``limit`` rows (all of
+    them when None) followed by ``more(section, project, kind, shown, total)``, and ``hidden``
+    (kind -> record files) leaves those records out of every section and count."""
+    return [render_view(vault, project, name, now, limit=limit, more=more, hidden=hidden).encode("utf-8")]
 
 
 def render_view(
@@ -278,16 +444,105 @@ def render_view(
     hidden: Hidden | None = None,
 ) -> str:
     """The Markdown of one compiled view, from the index (see :func:`render_view_bytes`)."""
-    return b"".join(render_view_bytes(vault, project, name, now, limit=limit, more=more, hidden=hidden)).decode("utf-8")
+    now_iso = format_iso(now or utc_now())
+    site = limit is not None or more is not None or hidden is not None
+    compiler = _Compiler(vault.index(), project, now_iso, site, limit, more, hidden or {})
+    context = _CONTEXTS[name](compiler)
+    template = env_for(vault).get_template(f"views/{name}.j2")
+    return template.render(project=project, compiled=now_iso, **context)
+
+
+def _unstamped(data: bytes) -> bytes:
+    return _STAMP.sub(b"", data, count=1)
+
+
+def _write_if_changed(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` (atomic; views are derived, so no fsync) unless the file already
+    holds it apart from its ``Last compiled`` stamp; whether it was written."""
+    try:
+        # The stamp is of fixed width: a file of another size holds other content, unread.
+        old = path.read_bytes() if path.stat().st_size == len(data) else None
+    except FileNotFoundError:
+        old = None
+    if old is not None and _unstamped(old) == _unstamped(data):
+        return False
+    atomic_write_bytes(path, data, durable=False)
+    return True
 
 
 def write_views(
     vault: Vault, project: str, names: Iterable[str] = VIEW_FILES, now: datetime | None = None
 ) -> list[Path]:
-    """Rewrite the named views of a project (atomic; views are derived so no fsync is needed)."""
-    written = []
-    for name in names:
-        path = vault.project_dir(project) / name
-        atomic_write_bytes(path, render_view_bytes(vault, project, name, now), durable=False)
-        written.append(path)
-    return written
+    """Compile the named views of a project, and any of the five that is missing; with INDEX.md,
+    bring its monthly inventory files in step too. Returns the files written or removed: a view
+    whose content is unchanged but for its stamp is left as it is (see the module docstring)."""
+    now = now or utc_now()
+    directory = vault.project_dir(project)
+    asked = set(names)
+    changed = []
+    for name in VIEW_FILES:
+        path = directory / name
+        if (name in asked or not path.is_file()) and _write_if_changed(
+            path, b"".join(render_view_bytes(vault, project, name, now))
+        ):
+            changed.append(path)
+    if "INDEX.md" in asked:
+        changed += write_inventory(vault, project, now)
+    return changed
+
+
+def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> list[Path]:
+    """Bring the project's monthly inventory files in step with the index: one per month of each
+    kind with more records than INDEX.md lists, re-emitted only when its records changed, it
+    reads differently since (a record expired) or its file is not as it was written; files no
+    kind needs any more are removed. Returns the files written or removed."""
+    index = vault.index()
+    now_iso = format_iso(now or utc_now())
+    compiler = _Compiler(index, project, now_iso)
+    directory = vault.project_dir(project)
+    wanted = {
+        inventory_file(kind, month): (kind, month)
+        for kind in DURABLE_KINDS
+        if compiler.has_inventory(kind)
+        for month in compiler.months(kind)
+    }
+    changed: list[Path] = []
+    with index.cache_transaction():
+        with os.scandir(directory) as found:
+            leftovers = [e.name for e in found if e.name not in VIEW_FILES and is_view_file(e.name)]
+        for name in leftovers:
+            if name not in wanted:
+                (directory / name).unlink(missing_ok=True)
+                fragments.forget_file(index, project, name)
+                changed.append(directory / name)
+        written = fragments.written_files(index, project)
+        template = env_for(vault).get_template(INVENTORY_TEMPLATE) if wanted else None
+        for name, (kind, month) in wanted.items():
+            path = directory / name
+            known = written.get(name)
+            if known is not None and (known.valid_until is None or now_iso < known.valid_until):
+                try:
+                    stat = path.stat()
+                except FileNotFoundError:
+                    stat = None
+                if stat is not None and (stat.st_mtime_ns, stat.st_size) == (known.mtime_ns, known.size):
+                    continue
+            assert template is not None
+            rows = fragments.month_rows(index, project, kind, month, now_iso)
+            text = template.render(
+                project=project,
+                compiled=now_iso,
+                kind=kind,
+                title=KIND_TITLES[kind],
+                directory=KIND_FACTS[kind].directory,
+                month=month or UNDATED,
+                count=rows.count,
+                rows=rows.rows.decode("utf-8"),
+            )
+            if _write_if_changed(path, text.encode("utf-8")):
+                changed.append(path)
+            stat = path.stat()
+            fragments.remember_file(
+                index, project, name, fragments.WrittenFile(rows.valid_until, stat.st_mtime_ns, stat.st_size)
+            )
+    return changed

@@ -834,3 +834,115 @@ def test_a_huge_record_full_of_the_searched_word_is_found_with_a_snippet_of_its_
     assert "**lorem**" in found["huge"].snippet and len(found["huge"].snippet) < 400
     # A word only past the snippet's source still finds the record: ranking reads the whole body.
     assert [hit.id for hit in search_records(vault, "demo", "okapi").results] == ["huge"]
+
+
+# --- the top-N path (issue 24) -----------------------------------------------------------------
+
+TOPK_WORDS = ("lock", "cache", "retry", "café", "ошибка", "σφάλμα", "webhook", "jitter")
+TOPK_UNSPACED = ("数据库迁移", "锁表", "キャッシュ")
+
+
+@pytest.fixture(scope="module")
+def topk_vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
+    import random
+
+    from memosite.indexing import reindex
+    from memosite.schema import Record, serialize_record, validate_frontmatter
+
+    rng = random.Random(5)
+    vault = Vault.open(tmp_path_factory.mktemp("topk") / "vault")
+    for n in range(90):
+        kind = ("trap", "decision", "log", "spec")[n % 4]
+        words = [rng.choice(TOPK_WORDS) for _ in range(rng.randint(1, 6))]
+        if n % 7 == 0:
+            words.append(rng.choice(TOPK_UNSPACED))
+        fm: dict[str, object] = {
+            "id": f"r{n}",
+            "kind": kind,
+            "project": P,
+            "title": " ".join(words[:2]),
+            "created": format_iso(NOW - timedelta(days=n)),
+            "updated": format_iso(NOW - timedelta(days=n % 9)),
+            "hits": n % 5,
+        }
+        if kind == "trap":
+            fm.update(severity=("low", "high", "critical")[n % 3], occurrences=1 + n % 3)
+            if n % 10 == 0:
+                fm.update(staleCount=3, helpfulCount=0)
+        if n % 13 == 0:
+            fm["status"] = "archived"
+        path = vault.record_path(P, kind, f"r{n}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = Record(validate_frontmatter(fm), " ".join(words) + ".\n")
+        path.write_text(serialize_record(record), encoding="utf-8")
+    reindex(vault, [P])
+    return vault
+
+
+def _materialised(index, terms, filters, *, sort: str, limit: int, require_all: bool):  # type: ignore[no-untyped-def]
+    """What a search returned before it went through the top-N sort: every match materialised,
+    counted and sorted (the reference the top-N path must agree with)."""
+    from memosite.index import fts
+
+    found = fts.relation(terms, fts.search_scope(index, filters), require_all=require_all)
+    found.cte("m", found.select, *found.params)
+    rows = index.conn.execute(
+        f"{found.prefix()}SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {fts.ORDERS[sort]} LIMIT ?",
+        [*found.cte_params, limit],
+    ).fetchall()
+    total = int(rows[0]["total"]) if rows else 0
+    return [(int(r["rid"]), float(r["rank"]), int(r["matched"])) for r in rows], total
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(TOPK_WORDS + TOPK_UNSPACED), min_size=1, max_size=4, unique=True),
+    sort=st.sampled_from(("relevance", "occurrences", "hits", "updated")),
+    limit=st.integers(min_value=1, max_value=30),
+    require_all=st.booleans(),
+    kinds=st.sampled_from(((), ("trap",), ("trap", "decision"))),
+)
+def test_the_top_n_search_returns_what_sorting_every_match_returns(
+    topk_vault: Vault, words: list[str], sort: str, limit: int, require_all: bool, kinds: tuple[str, ...]
+) -> None:
+    from memosite.index import fts
+    from memosite.query import parse_query
+
+    index = topk_vault.index()
+    parsed = parse_query(" ".join(words))
+    terms = parsed.all_terms() if require_all else parsed.any_terms()
+    filters = fts.SearchFilters(P, format_iso(NOW), kinds=kinds, hidden_kinds=("scratch",))
+    ranking = fts.find_ranked(index, terms, filters, sort=sort, limit=limit, require_all=require_all)
+    expected, total = _materialised(index, terms, filters, sort=sort, limit=limit, require_all=require_all)
+    assert ranking.total == total
+    assert [(rowid, rank) for rowid, rank, _ in ranking.rows] == [(rowid, rank) for rowid, rank, _ in expected]
+    loaded = fts.load_ranked(index, ranking)
+    assert [match.matched for match in loaded] == [matched for _, _, matched in expected]
+
+
+def test_search_total_counts_every_match_when_the_page_is_full(topk_vault: Vault) -> None:
+    result = search_records(topk_vault, P, "lock", limit=1, now=NOW)
+    everything = search_records(topk_vault, P, "lock", limit=1000, now=NOW)
+    assert len(result.results) == 1 and result.total == everything.total == len(everything.results) > 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from((*TOPK_WORDS, "loc", "cach", "ret", "web", "jit", "ошиб", "caf")), min_size=1, max_size=3
+    ),
+    require_all=st.booleans(),
+)
+def test_whether_a_match_exists_is_what_finding_the_matches_says(
+    topk_vault: Vault, words: list[str], require_all: bool
+) -> None:
+    """``exists`` asks whole words before prefixes: its answer is still whether the search finds any."""
+    from memosite.index import fts
+    from memosite.query import parse_query
+
+    index = topk_vault.index()
+    parsed = parse_query(" ".join(words))
+    terms = parsed.all_terms() if require_all else parsed.any_terms()
+    filters = fts.SearchFilters(P, format_iso(NOW), kinds=("trap", "decision"), hidden_kinds=("scratch",))
+    found = fts.find_ranked(index, terms, filters, sort="relevance", limit=1, require_all=require_all)
+    assert fts.exists(index, terms, filters, require_all=require_all) == bool(found.rows)

@@ -229,3 +229,28 @@ def test_serve_include_pending_serves_pending_records_and_the_review_page(vault:
         assert "The queue may drop messages — キュー." in page
         review = _get(f"http://127.0.0.1:{port}/memory/{PROJECT}/REVIEW/")
         assert "Agent guess" in review and "+The queue may drop messages — キュー." in review
+
+
+def test_serve_starts_from_the_page_cache_a_build_left_and_shows_an_edit(tmp_path: Path, vault: Vault) -> None:
+    from memosite.site.build import build_site, memosite_plugin
+
+    for title in ("Café rounding", "Ошибка округления", "丸め誤差 🎉"):
+        upsert_record(vault, PROJECT, kind="trap", body=f"{title}: the body.", frontmatter={"title": title})
+    build_site(vault, out_dir=tmp_path / "site")
+    server = SiteServer(vault, dev_addr=f"127.0.0.1:{_free_port()}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert server.wait_ready(60)
+        assert server._last_config is not None
+        rendered = memosite_plugin(server._last_config)._rendered
+        assert {uri for uri in rendered if "/traps/" in uri} == set()  # every record page came from the cache
+        page = f"{server.url}memory/{PROJECT}/traps/cafe-rounding/"
+        assert "Café rounding: the body." in _get(page)
+        path = _record(vault, "cafe-rounding")
+        path.write_text(path.read_text(encoding="utf-8").replace("the body", "the edited body"), encoding="utf-8")
+        assert "the edited body" in _eventually(page, lambda text: "the edited body" in text)
+    finally:
+        server.stop()
+        thread.join(30)
+    assert not thread.is_alive()

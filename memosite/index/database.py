@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import StorageError
-from memosite.index import fragments, vectors
+from memosite.index import fragments, partitions, termcounts, vectors
 from memosite.index.entry import COLUMNS, IndexEntry
 from memosite.index.schema import ensure_schema
 from memosite.reviewstate import pending_sql
@@ -45,14 +45,16 @@ class Index:
                 raise StorageError(f"cannot open index {path.name}: {again}") from again
         except OSError as exc:
             raise StorageError(f"cannot open index {path.name}: {exc}") from exc
-        # View pieces this process has assembled, current while view_cache still holds their token.
-        self.pieces: dict[tuple[str, str, str, str], tuple[int, bytes]] = {}
-        # (project, kind) → its fragment chunks as last read (see fragments.kind_chunks).
-        self.chunk_memo: dict[tuple[str, str], list[fragments.Chunk]] = {}
         # project → its directories' stamps as this process last wrote or read them in ``meta``.
         self._directories_seen: dict[str, str] = {}
         # Answers remembered until the index changes (see ``remembered``).
         self._answers: dict[Any, Any] = {}
+        # Compiled view sections of this process, by (project, kind, …): a change of the kind's
+        # fragments drops them (memosite.index.fragments), so a write compiles only its kinds'.
+        self.view_memo: dict[tuple[Any, ...], Any] = {}
+        # (project, FTS5 expression) -> how many traps and decisions hold it (memosite.index.termcounts).
+        self.term_counts: dict[tuple[str, str], int] = {}
+        self.term_writes = 0
         self._answers_stamp: tuple[int, int] | None = None
         self._data_version: int | None = None  # PRAGMA data_version when the memos were last checked
         self._holding = False  # a unit of work holds its writes open (see held_writes)
@@ -67,8 +69,8 @@ class Index:
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
-        # Views scan whole fragment ranges: map the file instead of copying pages through read().
-        self.conn.execute("PRAGMA mmap_size = 268435456")
+        # No memory map: every read is of a few pages now (bounded views, index scans), and a mapped
+        # page faults its neighbours in too, so a write at 50,000 records held 200 MB of the file.
         self.conn.execute("PRAGMA cache_size = -32768")
         # A write touches the same few dozen pages each time (the FTS structure, the facts'
         # indexes, the in-flight notes): checkpointing every 4,000 WAL pages instead of SQLite's
@@ -229,28 +231,40 @@ class Index:
         placeholders = ", ".join("?" for _ in COLUMNS)
         updates = ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "path")
         with self.transaction():
+            before = termcounts.holder_at(self, entry.path)
+            old = self.conn.execute("SELECT rowid, project, kind FROM records WHERE path = ?", (entry.path,)).fetchone()
+            if old is not None and (old[1], old[2]) != (entry.project, entry.kind):
+                self.conn.execute("DELETE FROM records WHERE rowid = ?", (old[0],))
+                old = None
+            # A new row's rowid lies in its project's and kind's range (memosite.index.partitions).
+            rowid = old[0] if old is not None else partitions.new_rowid(self, entry.project, entry.kind)
             self.conn.execute(
-                f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({placeholders}) "
+                f"INSERT INTO records (rowid, {', '.join(COLUMNS)}) VALUES (?, {placeholders}) "
                 f"ON CONFLICT(path) DO UPDATE SET {updates}",
-                entry.as_params(),
+                (rowid, *entry.as_params()),
             )
             fragments.replace_fragment(self, entry)
             if entry.vector is not None:
                 vectors.store(self, entry.path, *entry.vector)
+            termcounts.follow(self, before, termcounts.holder_of(entry))
 
     def delete_path(self, path: str) -> bool:
         with self.transaction():
+            before = termcounts.holder_at(self, path)
             fragments.drop_fragment(self, path)
-            return self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
+            deleted = self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
+            termcounts.follow(self, before, None)
+            return deleted
 
     def follow_other_connections(self) -> int:
         """``PRAGMA data_version``. When it moved, another connection committed, and the memos that
-        this connection keeps current through its own writes (the chunks, the directory stamps)
-        no longer can: they are dropped."""
+        this connection keeps current through its own writes (the directory stamps) no longer can:
+        they are dropped."""
         version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version:
-            self.chunk_memo.clear()
             self._directories_seen.clear()
+            self.view_memo.clear()
+            self.term_counts.clear()
             self._data_version = version
         return version
 
@@ -276,14 +290,14 @@ class Index:
     def forget_memos(self) -> None:
         """Drop what this process remembers of the index (a rollback took back what it names)."""
         self._answers.clear()
-        self.pieces.clear()
-        self.chunk_memo.clear()
         self._directories_seen.clear()
+        self.view_memo.clear()
+        self.term_counts.clear()
 
     def clear(self, project: str | None = None) -> None:
         self.forget_memos()
         with self.transaction():
-            for table in ("records", "fragments", "fragment_chunks", "view_cache"):
+            for table in ("records", "fragments", "fragment_chunks", "view_files"):
                 if project is None:
                     self.conn.execute(f"DELETE FROM {table}")
                 else:

@@ -8,6 +8,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from memosite.kinds import month_of
+from memosite.paths import literal_prefixes
 from memosite.schema import is_flagged_stale
 from memosite.text import fold, has_unspaced
 
@@ -43,6 +45,7 @@ COLUMNS = (
     "size",
     "folded",
     "unspaced",
+    "pattern_prefixes",
 )
 FRAGMENT_COLUMNS = (
     "project",
@@ -117,19 +120,22 @@ class IndexEntry:
         values["frontmatter"] = json.dumps(self.frontmatter, default=str, ensure_ascii=False)
         values["folded"] = folded_text(self.title, self.body, values["tags"])
         values["unspaced"] = int(has_unspaced(f"{self.title}\n{self.body}\n{values['tags']}"))
+        values["pattern_prefixes"] = json.dumps(literal_prefixes(self.path_patterns))
         return tuple(values[name] for name in COLUMNS)
 
     def fragment_params(self) -> tuple[Any, ...]:
         values = dict(self.__dict__)
         values["stale_last"] = int(self.is_stale_flagged)
         values["updated"] = self.updated or ""
-        values["month"] = values["updated"][:7]
+        values["month"] = month_of(self.updated)
         return tuple(values[name] for name in FRAGMENT_COLUMNS)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexEntry:
         """An entry from a ``records`` row (fragments are not loaded: views read them in SQL)."""
-        data = {name: row[name] for name in COLUMNS if name not in ("tags_json", "folded", "unspaced")}
+        data = {
+            name: row[name] for name in COLUMNS if name not in ("tags_json", "folded", "unspaced", "pattern_prefixes")
+        }
         data["tags"] = json.loads(row["tags_json"])
         data["path_patterns"] = json.loads(row["path_patterns"])
         data["frontmatter"] = json.loads(row["frontmatter"])

@@ -1,22 +1,24 @@
-"""View fragments: each record's pre-rendered rows, and the view sections assembled from them.
+"""View fragments: each record's pre-rendered rows, and the view sections read from them.
 
 A record's fragments are rendered once, when it is indexed, into a table clustered in view order,
-so a view section is one ordered range scan of UTF-8 bytes. Sections are cached per *chunk* (the
-fragments of one kind with the same stale flag, severity and month of ``updated``): a change drops
-only the chunks its old and new fragment belong to, and a chunk also goes stale on its own when
-one of its records expires (``valid_until``). The text of a cached piece lives in the process's
-memory under a token; the ``view_cache`` row says whether it is still current.
+so the head of a view section is one short range scan of UTF-8 bytes and its count a scan of an
+index. ``fragment_chunks`` counts the fragments of each kind by stale flag, severity and month of
+``updated``, so a kind's size and its months are known without reading its rows. The monthly
+inventory files (``INDEX.<kind dir>.<YYYY-MM>.md``) are read one month at a time; ``view_files``
+remembers each one written, and a fragment that enters or leaves a month drops that month's row,
+so a write re-emits only the months it changed.
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import expired_sql, not_expired_sql
 from memosite.index.entry import FRAGMENT_COLUMNS, IndexEntry
+from memosite.kinds import inventory_file
 from memosite.statuses import accepted_sql, inactive_sql, known_status_sql
 
 if TYPE_CHECKING:
@@ -26,12 +28,14 @@ if TYPE_CHECKING:
 # ``updated``'s first seven characters, so it changes nothing in the order but makes a chunk (same
 # stale flag, severity and month) one contiguous range of the primary key.
 VIEW_ORDER = "stale_last, severity_weight DESC, month DESC, updated DESC, path"
+# A monthly inventory file lists its records newest first (the fragments_month index's order).
+MONTH_ORDER = "updated DESC, path"
 _LIVE = f"status = 'active' AND {not_expired_sql()}"
 _NOT_EXPIRED = not_expired_sql()
-
-
-def chunk_key(stale_last: int, severity_weight: int, month: str) -> str:
-    return f"{stale_last}|{severity_weight}|{month}"
+_EXPIRED = expired_sql()
+# Records a rendering leaves out of a section (the site's unpublished ones): few, so bound as one
+# JSON array.
+_NOT_HIDDEN = "path NOT IN (SELECT value FROM json_each(?))"
 
 
 # --- writes (inside Index.upsert / delete_path transactions) ---------------------------------
@@ -44,7 +48,9 @@ def replace_fragment(index: Index, entry: IndexEntry) -> None:
     params = entry.fragment_params()
     row = dict(zip(FRAGMENT_COLUMNS, params, strict=True))
     conn = index.conn
-    _count_chunk(index, entry.project, entry.kind, row["stale_last"], row["severity_weight"], row["month"], +1)
+    _count_chunk(
+        index, entry.project, entry.kind, (row["stale_last"], row["severity_weight"], row["month"], row["status"]), +1
+    )
     conn.execute(
         f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' for _ in FRAGMENT_COLUMNS)})",
         params,
@@ -54,56 +60,38 @@ def replace_fragment(index: Index, entry: IndexEntry) -> None:
 def drop_fragment(index: Index, path: str) -> None:
     conn = index.conn
     old = conn.execute(
-        "SELECT project, kind, stale_last, severity_weight, month FROM fragments WHERE path = ?", (path,)
+        "SELECT project, kind, stale_last, severity_weight, month, status FROM fragments WHERE path = ?", (path,)
     ).fetchone()
     if old is not None:
-        _count_chunk(index, old[0], old[1], old[2], old[3], old[4], -1)
+        _count_chunk(index, old[0], old[1], (old[2], old[3], old[4], old[5]), -1)
         conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
 
 
-def _count_chunk(index: Index, project: str, kind: str, stale_last: int, weight: int, month: str, delta: int) -> None:
-    """Adjust a chunk's fragment count and drop its cached pieces: its content changed."""
-    index.chunk_memo.pop((project, kind), None)
+def _count_chunk(index: Index, project: str, kind: str, chunk: tuple[int, int, str, str], delta: int) -> None:
+    """Adjust a chunk's fragment count (``chunk``: stale flag, severity weight, month, status); the
+    month's inventory file, and the sections of the kind this process compiled, are no longer
+    current."""
+    for key in [key for key in index.view_memo if key[:2] == (project, kind)]:
+        del index.view_memo[key]
     conn = index.conn
     conn.execute(
-        "DELETE FROM view_cache WHERE project = ? AND kind = ? AND chunk = ?",
-        (project, kind, chunk_key(stale_last, weight, month)),
+        "DELETE FROM view_files WHERE project = ? AND name = ?",
+        (project, inventory_file(kind, chunk[2])),
     )
-    key = (project, kind, stale_last, weight, month)
+    key = (project, kind, *chunk)
     conn.execute(
-        "INSERT INTO fragment_chunks (project, kind, stale_last, severity_weight, month, rows)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET rows = rows + excluded.rows",
+        "INSERT INTO fragment_chunks (project, kind, stale_last, severity_weight, month, status, rows)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET rows = rows + excluded.rows",
         (*key, delta),
     )
     conn.execute(
         "DELETE FROM fragment_chunks WHERE project = ? AND kind = ? AND stale_last = ?"
-        " AND severity_weight = ? AND month = ? AND rows <= 0",
+        " AND severity_weight = ? AND month = ? AND status = ? AND rows <= 0",
         key,
     )
 
 
 # --- sections --------------------------------------------------------------------------------
-
-
-def _joined(
-    index: Index,
-    expression: str,
-    project: str,
-    kind: str,
-    *,
-    where: str = "",
-    params: Sequence[Any] = (),
-    expression_params: Sequence[Any] = (),
-) -> tuple[int, bytes]:
-    """Count and UTF-8 concatenation of a fragment ``expression`` over matching rows in view order:
-    no per-row Python work, and bytes (no decoding of megabytes of text just to encode it again)."""
-    clauses = "project = ? AND kind = ?" + (f" AND ({where})" if where else "")
-    row = index.conn.execute(
-        f"SELECT count(*), CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
-        f"(SELECT {expression} AS piece FROM fragments WHERE {clauses} ORDER BY {VIEW_ORDER})",
-        [*expression_params, project, kind, *params],
-    ).fetchone()
-    return int(row[0]), bytes(row[1])
 
 
 @dataclass(frozen=True)
@@ -145,11 +133,12 @@ def as_of_compile(column: str) -> str:
 
 
 _ACCEPTED = accepted_sql()
+LINE = as_of_compile("row_line")  # the one-line rendering of any record
 TRAPS_ACTIVE = Section("traps_active", "row_view", _LIVE)
-TRAPS_INACTIVE = Section("traps_inactive", as_of_compile("row_line"), f"NOT ({_LIVE})")
+TRAPS_INACTIVE = Section("traps_inactive", LINE, f"NOT ({_LIVE})")
 DECISIONS_ACCEPTED = Section("decisions_accepted", "row_view", f"{_ACCEPTED} AND {_NOT_EXPIRED}")
 DECISIONS_PROPOSED = Section("decisions_proposed", "row_view", f"status = 'paused' AND {_NOT_EXPIRED}")
-DECISIONS_EXPIRED = Section("decisions_expired", as_of_compile("row_line"), SHOWS_EXPIRED)
+DECISIONS_EXPIRED = Section("decisions_expired", LINE, SHOWS_EXPIRED)
 DECISIONS_ARCHIVED = Section(
     "decisions_archived",
     "row_line",
@@ -160,98 +149,144 @@ INDEX_ROWS = Section("index_rows", as_of_compile("row_index"))
 INVENTORY = Section("inventory", as_of_compile("row_view"))
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """One chunk of a kind's fragments, and what ``view_cache`` says of its cached pieces
-    (section name → ``(count, token, valid_until)``)."""
+def _scope(spec: Section, project: str, kind: str, now_iso: str, hidden: Collection[str]) -> tuple[str, list[Any]]:
+    where = "project = ? AND kind = ?" + (f" AND ({spec.where})" if spec.where else "")
+    params: list[Any] = [project, kind, *(now_iso,) * spec.now_params]
+    if hidden:
+        # Without hidden records the clause is left out altogether: the vault's views never hide any.
+        where += f" AND {_NOT_HIDDEN}"
+        params.append(json.dumps(sorted(hidden)))
+    return where, params
 
-    stale_last: int
-    weight: int
-    month: str
-    cached: dict[str, tuple[int, int, str | None]]
+
+def section_count(
+    index: Index, spec: Section, project: str, kind: str, now_iso: str, hidden: Collection[str] = ()
+) -> int:
+    """How many rows the section ``spec`` of one kind has (a scan of an index, no row read)."""
+    where, params = _scope(spec, project, kind, now_iso, hidden)
+    return int(index.conn.execute(f"SELECT count(*) FROM fragments WHERE {where}", params).fetchone()[0])
 
 
-def kind_chunks(index: Index, project: str, kind: str) -> list[Chunk]:
-    """Every chunk of a kind in view order with its cached pieces' metadata.
+def severity_counts(
+    index: Index, spec: Section, project: str, kind: str, now_iso: str, hidden: Collection[str] = ()
+) -> dict[int, int]:
+    """The section's rows counted by severity weight (4 critical … 0 unrated)."""
+    where, params = _scope(spec, project, kind, now_iso, hidden)
+    sql = f"SELECT severity_weight, count(*) FROM fragments WHERE {where} GROUP BY severity_weight"
+    return {int(weight): int(count) for weight, count in index.conn.execute(sql, params)}
 
-    The index remembers the answer between calls: this connection's own changes drop it (a
-    fragment added to or removed from a chunk) or update it (a piece cached), and a commit by
-    any other connection (``PRAGMA data_version`` moved) drops every remembered kind. So a
-    write's view rebuild reads the chunks of the kinds it changed, not of every kind it shows.
-    """
-    index.follow_other_connections()
-    remembered = index.chunk_memo.get((project, kind))
-    if remembered is not None:
-        return remembered
-    chunks: list[Chunk] = []
-    for stale_last, weight, month, name, count, token, valid_until in index.conn.execute(
-        "SELECT c.stale_last, c.severity_weight, c.month, v.name, v.count, v.token, v.valid_until"
-        " FROM fragment_chunks AS c LEFT JOIN view_cache AS v ON v.project = c.project AND v.kind = c.kind"
-        " AND v.chunk = c.stale_last || '|' || c.severity_weight || '|' || c.month"
-        " WHERE c.project = ? AND c.kind = ? ORDER BY c.stale_last, c.severity_weight DESC, c.month DESC",
+
+def section_rows(
+    index: Index,
+    spec: Section,
+    project: str,
+    kind: str,
+    now_iso: str,
+    *,
+    limit: int,
+    offset: int = 0,
+    expression: str | None = None,
+    hidden: Collection[str] = (),
+    sparse: bool = False,
+) -> bytes:
+    """Rows ``offset`` to ``offset + limit`` of the section in view order (all from ``offset`` for
+    a negative ``limit``), concatenated as UTF-8: the section's own fragment, or ``expression``.
+
+    A ``sparse`` section (few of the kind's rows belong to it: inactive traps, expired decisions)
+    is found in ``fragments_live`` and only the rows shown are read; a dense one is read in view
+    order, where the first rows are the ones shown."""
+    shown = spec.expression if expression is None else expression
+    where, params = _scope(spec, project, kind, now_iso, hidden)
+    if sparse:
+        ordered = ", ".join(f"f.{column}" for column in VIEW_ORDER.split(", "))
+        source = (
+            f"(SELECT path FROM fragments INDEXED BY fragments_live WHERE {where} ORDER BY {VIEW_ORDER}"
+            f" LIMIT ? OFFSET ?) AS k CROSS JOIN fragments AS f ON f.path = k.path"
+        )
+        row = index.conn.execute(
+            f"SELECT CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
+            f"(SELECT {shown} AS piece FROM {source} ORDER BY {ordered})",
+            [*(now_iso,) * shown.count("?"), *params, limit, offset],
+        ).fetchone()
+        return bytes(row[0])
+    row = index.conn.execute(
+        f"SELECT CAST(coalesce(group_concat(piece, ''), '') AS BLOB) FROM "
+        f"(SELECT {shown} AS piece FROM fragments WHERE {where} ORDER BY {VIEW_ORDER} LIMIT ? OFFSET ?)",
+        [*(now_iso,) * shown.count("?"), *params, limit, offset],
+    ).fetchone()
+    return bytes(row[0])
+
+
+def kind_valid_until(index: Index, project: str, kind: str, now_iso: str) -> str | None:
+    """When the first record of ``kind`` expires after ``now_iso`` (its rows then read
+    differently): the first expiry of each status the kind's chunks hold, one index seek each."""
+    statuses = [
+        row[0]
+        for row in index.conn.execute(
+            "SELECT DISTINCT status FROM fragment_chunks WHERE project = ? AND kind = ?", (project, kind)
+        )
+    ]
+    firsts = [
+        index.conn.execute(
+            "SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND status = ? AND expires_at > ?",
+            (project, kind, status, now_iso),
+        ).fetchone()[0]
+        for status in statuses
+    ]
+    found = [str(first) for first in firsts if first is not None]
+    return min(found) if found else None
+
+
+def live_by_severity(index: Index, project: str, kind: str, now_iso: str) -> dict[int, int]:
+    """The rows of ``kind`` that are live at ``now_iso`` (active, not expired: ``LIVE_COUNT``'s
+    rows), by severity weight: the active ones from the chunk counts, less those that have
+    expired (an index range as long as they are few)."""
+    live: dict[int, int] = {}
+    for weight, count in index.conn.execute(
+        "SELECT severity_weight, sum(rows) FROM fragment_chunks WHERE project = ? AND kind = ? AND status = 'active'"
+        " GROUP BY severity_weight",
         (project, kind),
     ):
-        last = chunks[-1] if chunks else None
-        if last is None or (last.stale_last, last.weight, last.month) != (stale_last, weight, month):
-            last = Chunk(stale_last, weight, month, {})
-            chunks.append(last)
-        if name is not None:
-            last.cached[name] = (int(count), int(token), valid_until)
-    index.chunk_memo[project, kind] = chunks
-    return chunks
+        live[int(weight)] = int(count)
+    for weight, count in index.conn.execute(
+        f"SELECT severity_weight, count(*) FROM fragments WHERE project = ? AND kind = ? AND status = 'active'"
+        f" AND {_EXPIRED} GROUP BY severity_weight",
+        (project, kind, now_iso),
+    ):
+        live[int(weight)] -= int(count)
+    return {weight: count for weight, count in live.items() if count}
 
 
-def section(index: Index, spec: Section, project: str, kind: str, now_iso: str) -> tuple[int, list[bytes]]:
-    """The rows of ``spec`` for one kind, as its cached chunk pieces in view order, and their count.
+def live_count(
+    index: Index, project: str, kind: str, statuses: Sequence[str], weights: Sequence[int] | None, now_iso: str
+) -> tuple[int, str | None]:
+    """How many records of ``kind`` (none waiting for review: they have no fragments) have one of
+    ``statuses`` (and one of the severity ``weights``) and have not expired at ``now_iso``, and when
+    the first of them expires: from the chunk counts, less those expired (index ranges)."""
+    marks = ", ".join("?" for _ in statuses)
+    where = f"project = ? AND kind = ? AND status IN ({marks})"
+    params: list[Any] = [project, kind, *statuses]
+    if weights is not None:
+        where += f" AND severity_weight IN ({', '.join('?' for _ in weights)})"
+        params += list(weights)
+    conn = index.conn
+    total = conn.execute(f"SELECT coalesce(sum(rows), 0) FROM fragment_chunks WHERE {where}", params).fetchone()[0]
+    expired = conn.execute(f"SELECT count(*) FROM fragments WHERE {where} AND {_EXPIRED}", [*params, now_iso])
+    first = conn.execute(f"SELECT min(expires_at) FROM fragments WHERE {where} AND expires_at > ?", [*params, now_iso])
+    found = first.fetchone()[0]
+    return int(total) - int(expired.fetchone()[0]), str(found) if found is not None else None
 
-    Only the chunks a change touched (or whose records have expired since) are recomputed, so the
-    cost of a write stays near constant as a kind grows.
-    """
-    params = (now_iso,) * spec.now_params
-    expression_params = (now_iso,) * spec.expression_now_params
-    total = 0
-    pieces: list[bytes] = []
-    for chunk in kind_chunks(index, project, kind):
-        stale_last, weight, month = chunk.stale_last, chunk.weight, chunk.month
-        key = (project, kind, chunk_key(stale_last, weight, month), spec.name)
-        cached = chunk.cached.get(spec.name)
-        current = cached is not None and (cached[2] is None or now_iso < cached[2])
-        remembered = index.pieces.get(key)
-        if cached is not None and current and remembered is not None and remembered[0] == cached[1]:
-            count, text = cached[0], remembered[1]
-        else:
-            in_chunk = "stale_last = ? AND severity_weight = ? AND month = ?"
-            chunk_params = (stale_last, weight, month)
-            count, text = _joined(
-                index,
-                spec.expression,
-                project,
-                kind,
-                where=f"{in_chunk} AND ({spec.where})" if spec.where else in_chunk,
-                params=(*chunk_params, *params),
-                expression_params=expression_params,
-            )
-            if cached is not None and current:
-                # A row still present means no fragment of the chunk changed since it was
-                # written, so a recomputed piece may keep its token; otherwise mint one.
-                token = cached[1]
-            else:
-                token = secrets.randbits(62)
-                valid_until = index.conn.execute(
-                    f"SELECT min(expires_at) FROM fragments WHERE project = ? AND kind = ? AND {in_chunk}"
-                    " AND expires_at > ?",
-                    (project, kind, *chunk_params, now_iso),
-                ).fetchone()[0]
-                index.conn.execute(
-                    "INSERT OR REPLACE INTO view_cache (project, kind, chunk, name, count, token, valid_until)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (*key, count, token, valid_until),
-                )
-                chunk.cached[spec.name] = (count, token, valid_until)
-            index.pieces[key] = (token, text)
-        total += count
-        pieces.append(text)
-    return total, pieces
+
+def rows_by_severity(index: Index, project: str, kind: str) -> dict[int, int]:
+    """The rows of ``kind`` by severity weight, from the chunk counts."""
+    return {
+        int(weight): int(count)
+        for weight, count in index.conn.execute(
+            "SELECT severity_weight, sum(rows) FROM fragment_chunks WHERE project = ? AND kind = ?"
+            " GROUP BY severity_weight",
+            (project, kind),
+        )
+    }
 
 
 def kind_counts(index: Index, project: str) -> dict[str, int]:
@@ -264,6 +299,77 @@ def kind_counts(index: Index, project: str) -> dict[str, int]:
     }
 
 
+def month_counts(index: Index, project: str) -> dict[str, dict[str, int]]:
+    """kind → month → number of records with view fragments, newest month first."""
+    found: dict[str, dict[str, int]] = {}
+    for kind, month, count in index.conn.execute(
+        "SELECT kind, month, sum(rows) FROM fragment_chunks WHERE project = ? GROUP BY kind, month"
+        " ORDER BY kind, month DESC",
+        (project,),
+    ):
+        found.setdefault(str(kind), {})[str(month)] = int(count)
+    return found
+
+
+# --- the monthly inventory files -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MonthRows:
+    """The inventory rows of one kind and month, newest first, and when the first of them expires
+    after the compile instant (its row then reads differently)."""
+
+    count: int
+    rows: bytes
+    valid_until: str | None
+
+
+def month_rows(index: Index, project: str, kind: str, month: str, now_iso: str) -> MonthRows:
+    """Every record of ``kind`` updated in ``month`` as its index row (one pass over the month)."""
+    expression = as_of_compile("row_index")
+    row = index.conn.execute(
+        "SELECT count(*), CAST(coalesce(group_concat(piece, ''), '') AS BLOB), min(soon) FROM "
+        f"(SELECT {expression} AS piece, CASE WHEN expires_at > ? THEN expires_at END AS soon FROM fragments"
+        f" WHERE project = ? AND kind = ? AND month = ? ORDER BY {MONTH_ORDER})",
+        [*(now_iso,) * expression.count("?"), now_iso, project, kind, month],
+    ).fetchone()
+    return MonthRows(int(row[0]), bytes(row[1]), row[2])
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """What the index remembers of an inventory file it wrote: when its rows read differently
+    (``valid_until``) and the file's modification time and size then."""
+
+    valid_until: str | None
+    mtime_ns: int
+    size: int
+
+
+def written_files(index: Index, project: str) -> dict[str, WrittenFile]:
+    """The inventory files of ``project`` still current as written (name → what was written)."""
+    return {
+        str(name): WrittenFile(valid_until, int(mtime_ns), int(size))
+        for name, valid_until, mtime_ns, size in index.conn.execute(
+            "SELECT name, valid_until, mtime_ns, size FROM view_files WHERE project = ?", (project,)
+        )
+    }
+
+
+def remember_file(index: Index, project: str, name: str, written: WrittenFile) -> None:
+    index.conn.execute(
+        "INSERT OR REPLACE INTO view_files (project, name, valid_until, mtime_ns, size) VALUES (?, ?, ?, ?, ?)",
+        (project, name, written.valid_until, written.mtime_ns, written.size),
+    )
+
+
+def forget_file(index: Index, project: str, name: str) -> None:
+    index.conn.execute("DELETE FROM view_files WHERE project = ? AND name = ?", (project, name))
+
+
+# --- superseded decisions --------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class SupersededDecision:
     title: str
@@ -273,15 +379,25 @@ class SupersededDecision:
     successor_path: str | None
 
 
-def superseded_decisions(index: Index, project: str) -> list[SupersededDecision]:
-    """Superseded decisions, newest first, each with its successor's title and path when known."""
-    return [
+def superseded_decisions(
+    index: Index, project: str, limit: int = -1, hidden: Collection[str] = ()
+) -> tuple[int, list[SupersededDecision]]:
+    """How many decisions are superseded, and the first ``limit`` of them (all for a negative
+    ``limit``), newest first, each with its successor's title and path when known; the record files
+    in ``hidden`` are left out of both."""
+    scope = "d.project = ? AND d.kind = 'decision' AND d.status = 'superseded'"
+    params: list[Any] = [project]
+    if hidden:
+        scope += " AND d." + _NOT_HIDDEN
+        params.append(json.dumps(sorted(hidden)))
+    total = int(index.conn.execute(f"SELECT count(*) FROM records AS d WHERE {scope}", params).fetchone()[0])
+    rows = [
         SupersededDecision(row[0], row[1], row[2], row[3], row[4])
         for row in index.conn.execute(
             "SELECT d.title, d.path, d.superseded_by, s.title, s.path"
             " FROM records d LEFT JOIN records s ON s.project = d.project AND s.id = d.superseded_by"
-            " WHERE d.project = ? AND d.kind = 'decision' AND d.status = 'superseded'"
-            " ORDER BY d.updated DESC",
-            (project,),
+            f" WHERE {scope} ORDER BY d.updated DESC, d.path LIMIT ?",
+            (*params, limit),
         )
     ]
+    return total, rows

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from memosite.expiration import active_at_sql, not_expired_sql
-from memosite.paths import path_matches
+from memosite.paths import path_ancestors, path_matches
 from memosite.statuses import live_sql
 
 if TYPE_CHECKING:
@@ -158,23 +159,23 @@ def _marks(values: Sequence[Any]) -> str:
 
 def matching_pattern_sets(index: Index, project: str | None, path: str) -> list[str]:
     """The distinct ``path_patterns`` (as stored) of a project's records, or of every project's,
-    that cover ``path``. Python's :func:`memosite.paths.path_matches` decides once per distinct set
-    (traps about the same files share one); the sets are read with one scan of an index and
-    remembered until the index changes, so a path search or brief does not scan them each time."""
+    that cover ``path``. Only the sets holding a pattern whose literal start could cover the path
+    (see :func:`memosite.paths.literal_prefixes`) are read, through ``path_prefixes``; Python's
+    :func:`memosite.paths.path_matches` decides once per distinct set. The answer is remembered
+    until the index changes."""
 
-    def distinct() -> list[str]:
-        scope = "project = ? AND " if project is not None else ""
-        # A stored set is a JSON list of strings: ``["…`` sorts before ``[]``, so the sets that
-        # name paths are one range of the index, the far more numerous empty ones beyond it.
-        return [
-            row[0]
-            for row in index.conn.execute(
-                f"SELECT DISTINCT path_patterns FROM search_facts WHERE {scope}path_patterns < '[]'",
-                [project] if project is not None else [],
-            )
-        ]
+    def candidates() -> list[str]:
+        starts = path_ancestors(path)
+        scope = " AND p.project = ?" if project is not None else ""
+        sql = (
+            "SELECT DISTINCT f.path_patterns FROM path_prefixes AS p JOIN search_facts AS f ON f.rowid = p.record"
+            f" WHERE (p.prefix IN ({_marks(starts)}) OR (p.prefix > ? AND p.prefix < ?)){scope}"
+        )
+        # Beneath the path: every literal start that begins with ``path/`` ('0' follows '/').
+        params: list[Any] = [*starts, f"{path}/", f"{path}0", *([project] if project is not None else [])]
+        return [row[0] for row in index.conn.execute(sql, params)]
 
-    known: list[str] = index.remembered(("pattern sets", project), distinct)
+    known: list[str] = index.remembered(("pattern sets", project, path), candidates)
     return [patterns for patterns in known if _covers(patterns, path)]
 
 
@@ -258,6 +259,7 @@ class _Relation:
     select: str = ""
     params: list[Any] = field(default_factory=list)
     fts_query: str | None = None  # for snippets
+    count_later: tuple[str, ...] = ()  # words whose holders ``matched`` has yet to count
 
     def cte(self, name: str, sql: str, *params: Any) -> None:
         self.ctes.append(f"{name} AS MATERIALIZED ({sql})")
@@ -281,9 +283,24 @@ def _holds(substrings: Sequence[str]) -> tuple[list[str], list[str]]:
     return ["(instr(t, lower(?)) > 0)" for _ in substrings], list(substrings)
 
 
-def relation(terms: Terms, scope: Where, *, require_all: bool, ranked: bool = True) -> _Relation:
+def relation(
+    terms: Terms,
+    scope: Where,
+    *,
+    require_all: bool,
+    ranked: bool = True,
+    count_words: bool = True,
+    holding: str | None = None,
+    rowids: tuple[int, int] | None = None,
+) -> _Relation:
     """The rows in ``scope`` matching ``terms`` (every term with ``require_all``, else any).
-    Unless ``ranked``, ``rank`` and ``matched`` are left at 0: only which rows match (a count)."""
+    Unless ``ranked``, ``rank`` and ``matched`` are left at 0: only which rows match (a count).
+    Without ``count_words``, an any-term match of words alone leaves ``matched`` at 0 and names the
+    words in ``count_later``: how many a row holds is then asked of the few rows shown. ``holding``
+    (an FTS5 expression; any-term words only) keeps only the rows that also match it, and counts
+    each word's holders among those alone: ranks are as without it. ``rowids`` (``[low, high)``, one
+    kind of one project: see :mod:`memosite.index.partitions`; any-term words only) is where the
+    rows in scope lie: the word index is read in that range alone."""
     out = _Relation()
     rank = _BM25 if ranked else "0.0"
     if terms.raw is not None:
@@ -334,16 +351,43 @@ def relation(terms: Terms, scope: Where, *, require_all: bool, ranked: bool = Tr
     # Any term: the words OR-ed (ranked by bm25), each word's rows to count how many a record holds,
     # and the unspaced records holding any of the substrings.
     # Each word's rows, for counting how many a record holds: one set per word, built once.
-    held = ["(f.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?))" for _ in words]
-    word_count = " + ".join(held) if len(words) > 1 and ranked else "1"
-    word_params = list(words) if len(words) > 1 and ranked else []
+    narrowed = bool(words) and not substrings and (rowids is not None or holding is not None)
+    within = " AND rowid >= ? AND rowid < ?" if narrowed and rowids is not None else ""
+    held = [f"(f.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?{within}))" for _ in words]
+    counted = len(words) > 1 and ranked and (count_words or bool(substrings))
+    word_count = " + ".join(held) if counted else "1"
+    word_params: list[Any] = []
+    restrict, restrict_params = "", list[Any]()
+    if narrowed:
+        # The rows in scope lie in ``rowids`` and match ``holding``: each word's set is built of
+        # those alone (an FTS5 range and intersection, small when ``holding`` is rare), and rows
+        # outside them are dropped before anything is read.
+        if rowids is not None:
+            restrict = " AND records_fts.rowid >= ? AND records_fts.rowid < ?"
+            restrict_params += [*rowids]
+        if holding is not None:
+            # "+": a set to test each row against, never a rowid for the word index to probe (each
+            # probe would count every word's holders again for bm25).
+            restrict += " AND +records_fts.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
+            restrict_params.append(holding)
+        if counted:
+            for word in words:
+                word_params += [f"({word}) AND ({holding})" if holding is not None else word, *(rowids or ())]
+    elif counted:
+        word_params = list(words)
     out.fts_query = " OR ".join(words) if words else None
+    if len(words) > 1 and ranked and not counted:
+        # Each word's set of rows would be built in full to count, for every match, how many of
+        # them it holds; the ranking does not need it, so only the rows shown are asked.
+        word_count = "0"
+        out.count_later = tuple(words)
     if not substrings:
         out.select = (
             f"SELECT {_ORDER_COLUMNS}, {word_count} AS matched, {rank} AS rank FROM records_fts "
-            f"CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid WHERE records_fts MATCH ? AND {scope.sql()}"
+            f"CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid WHERE records_fts MATCH ?{restrict}"
+            f" AND {scope.sql()}"
         )
-        out.params = [*word_params, out.fts_query, *scope.params]
+        out.params = [*word_params, out.fts_query, *restrict_params, *scope.params]
         return out
     _unspaced_texts(out, scope)
     checks, params = _holds(substrings)
@@ -393,6 +437,7 @@ class Ranking:
     total: int
     fts_query: str | None = None
     substrings: tuple[str, ...] = ()
+    count_later: tuple[str, ...] = ()  # ``matched`` of the rows is counted when they are loaded
 
 
 def find_ranked(
@@ -418,27 +463,44 @@ def find_ranked(
         )
         total = int(rows[0]["total"]) if rows else 0
         return Ranking([(int(row["rid"]), None, 0) for row in rows], total)
-    found = relation(terms, scope, require_all=require_all)
-    # Ranking reads every match anyway: they are counted in the same pass, not matched again.
-    found.cte("m", found.select, *found.params)
+    # The first ``limit`` rows come out of SQLite's top-N sort, every match read once and none
+    # kept but the best; how many match in all is counted apart (without bm25), only when the
+    # first rows fill the page.
+    found = relation(terms, scope, require_all=require_all, count_words=sort != "relevance")
     rows = _run(
         index,
-        f"{found.prefix()}SELECT *, (SELECT count(*) FROM m) AS total FROM m ORDER BY {ORDERS[sort]} LIMIT ?",
-        [*found.cte_params, limit],
+        f"{found.prefix()}SELECT * FROM ({found.select}) ORDER BY {ORDERS[sort]} LIMIT ?",
+        [*found.cte_params, *found.params, limit],
         parsed_query=True,
     )
-    total = int(rows[0]["total"]) if rows else 0
+    total = len(rows)
+    if total >= limit:
+        counted = relation(terms, scope, require_all=require_all, ranked=False)
+        total = int(
+            _run(
+                index,
+                f"{counted.prefix()}SELECT count(*) FROM ({counted.select})",
+                [*counted.cte_params, *counted.params],
+                parsed_query=True,
+            )[0][0]
+        )
     ranked: list[tuple[int, float | None, int]] = [
         (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
     ]
-    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings))
+    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings), found.count_later)
 
 
 def load_ranked(
     index: Index, ranking: Ranking, rows: Sequence[tuple[int, float | None, int]] | None = None
 ) -> list[Match]:
     """``rows`` of ``ranking`` (all of them when None) as matches, with snippets, in that order."""
-    return _load(index, list(ranking.rows if rows is None else rows), ranking.fts_query, ranking.substrings)
+    return _load(
+        index,
+        list(ranking.rows if rows is None else rows),
+        ranking.fts_query,
+        ranking.substrings,
+        count_later=ranking.count_later,
+    )
 
 
 def find(
@@ -494,10 +556,24 @@ def load_matches(index: Index, rowids: Sequence[int], fts_query: str | None, sub
 
 def exists(index: Index, terms: Terms, filters: SearchFilters, *, require_all: bool = True) -> bool:
     """Whether any record in scope matches ``terms`` (all of them with ``require_all``): the first
-    matching row answers, nothing is ranked or counted."""
-    found = relation(terms, search_scope(index, filters), require_all=require_all, ranked=False)
-    sql = f"{found.prefix()}SELECT 1 FROM ({found.select}) LIMIT 1"
-    return bool(_run(index, sql, [*found.cte_params, *found.params], parsed_query=True))
+    matching row answers, nothing is ranked or counted.
+
+    A prefix word (``"retr"*``) makes FTS5 merge every posting of every word it starts before the
+    first row comes out; a record holding the whole word holds the prefix too, so the whole words
+    are asked first and the prefixes only when they find nothing."""
+    scope = search_scope(index, filters)
+    whole = tuple(_WHOLE_WORD.sub(r"\1", word) for word in terms.words)
+    asked = [terms] if whole == terms.words or terms.raw is not None else [replace(terms, words=whole), terms]
+    for reading in asked:
+        found = relation(reading, scope, require_all=require_all, ranked=False)
+        sql = f"{found.prefix()}SELECT 1 FROM ({found.select}) LIMIT 1"
+        if _run(index, sql, [*found.cte_params, *found.params], parsed_query=True):
+            return True
+    return False
+
+
+# A prefix spelling of memosite.query (``"word"*``): the whole word is the quoted part.
+_WHOLE_WORD = re.compile(r'("(?:[^"]|"")*")\*')
 
 
 _RESULT_COLUMNS = (
@@ -540,9 +616,12 @@ _SNIPPET_TABLE = (
 SNIPPET_SOURCE_CHARS = 32_000
 
 
-def _snippets(conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query: str) -> dict[int, str]:
-    """``snippet()`` of the start of the body of each shown row (:data:`SNIPPET_SOURCE_CHARS`). Asked
-    of ``records_fts`` itself, each row costs a walk of the query's whole posting list (a
+def _snippets(
+    conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query: str, count_words: Sequence[str] = ()
+) -> tuple[dict[int, str], dict[int, int]]:
+    """``snippet()`` of the start of the body of each shown row (:data:`SNIPPET_SOURCE_CHARS`), and
+    how many of ``count_words`` that start holds. Asked of ``records_fts`` itself, each row costs a
+    walk of the query's whole posting list (a
     millisecond per row for a common word), so the few shown rows are put in a connection-private
     FTS5 table with the same tokenizer and asked there."""
     conn.execute(_SNIPPET_TABLE)
@@ -563,7 +642,11 @@ def _snippets(conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query:
         ],
     )
     conn.execute("RELEASE snippet_rows")
+    held: dict[int, int] = {}
     try:
+        for word in count_words:
+            for (rowid,) in conn.execute("SELECT rowid FROM temp.snippet_rows WHERE snippet_rows MATCH ?", [word]):
+                held[rowid] = held.get(rowid, 0) + 1
         return {
             found[0]: found[1]
             for found in conn.execute(
@@ -571,9 +654,9 @@ def _snippets(conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query:
                 "WHERE snippet_rows MATCH ?",
                 [fts_query],
             )
-        }
+        }, held
     except sqlite3.OperationalError:
-        return {}
+        return {}, held
 
 
 def _load(
@@ -583,6 +666,7 @@ def _load(
     substrings: Sequence[str],
     *,
     head: bool = False,
+    count_later: Sequence[str] = (),
 ) -> list[Match]:
     if not ranked:
         return []
@@ -597,12 +681,14 @@ def _load(
             rowids,
         )
     }
-    snippets = _snippets(conn, rows, fts_query) if fts_query is not None else {}
+    snippets, held = _snippets(conn, rows, fts_query, count_later) if fts_query is not None else ({}, {})
     found = []
     for rowid, rank, matched in ranked:
         row = rows.get(rowid)
         if row is None:
             continue
+        if count_later:
+            matched = held.get(rowid, 0)
         snippet = snippets.get(rowid) or (substring_snippet(row["body"], substrings) if substrings else "")
         if not snippet and head:
             snippet = _head(row["body"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from memosite.expiration import not_expired_sql
-from memosite.index import fts
+from memosite.index import fragments, fts, partitions, termcounts
 from memosite.index.entry import IndexEntry
 from memosite.schema import is_flagged_stale
 from memosite.statuses import inactive_sql, live_sql
@@ -141,6 +141,7 @@ def ranked_traps(
 # --- the session brief -----------------------------------------------------------------------
 
 BriefSection = Literal["traps", "decisions", "pending"]
+_SECTION_KINDS = {"traps": "trap", "decisions": "decision"}
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,13 @@ def brief_section_count(
     again of a vault that has not changed)."""
 
     def count() -> tuple[int, str | None, str]:
+        if section in _SECTION_KINDS and not fresh_only:
+            # Traps and decisions in scope are the ones with view fragments (none waiting for
+            # review): counted from the fragments' chunk counts, not by reading the section.
+            kind = _SECTION_KINDS[section]
+            statuses, weights = (("active",), values) if section == "traps" else (values, None)
+            counted, first = fragments.live_count(index, project, kind, statuses, weights, now_iso)
+            return counted, first, now_iso
         scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
         # Every expiry among the rows counted lies after now_iso: the first is when the count ends.
         row = index.conn.execute(
@@ -235,13 +243,17 @@ def _focused(
     terms: fts.Terms | None,
     path: str | None,
     limit: int,
+    holding: str | None = None,
 ) -> list[BriefCandidate]:
-    """The first ``limit`` records of the section that match the path or the query, in order."""
+    """The first ``limit`` records of the section that match the path or the query (and
+    ``holding``, when given), in order."""
     ctes: list[str] = []
     params: list[Any] = []
     sources: list[str] = []
     if terms:
-        found = fts.relation(terms, scope, require_all=False)
+        kind = _SECTION_KINDS.get(section)
+        rowids = partitions.project_range(index, project, kind) if kind is not None else None
+        found = fts.relation(terms, scope, require_all=False, holding=holding, rowids=rowids)
         ctes += [cte.removeprefix("WITH ") for cte in found.ctes]
         params += found.cte_params
         ctes.append(f"q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select}))")
@@ -293,17 +305,19 @@ def brief_section(
     offset: int = 0,
     fresh_only: bool = False,
     first: Sequence[BriefCandidate] | None = None,
+    holding: str | None = None,
 ) -> list[BriefCandidate]:
     """Records of the section in its order (see ``_SECTION_ORDERS``): ``limit`` of them from
     ``offset``. ``terms`` match as any-term (raises :class:`fts.QuerySyntaxError` for raw FTS5
-    syntax SQLite rejects). ``first``, when given, replaces the path and query focus: those records
+    syntax SQLite rejects); with ``holding`` (an FTS5 expression) only the records that also match
+    it are focused on. ``first``, when given, replaces the path and query focus: those records
     (in scope, in that order), then the rest in the section's own order."""
     scope = _section_scope(project, section, values, now_iso, fresh_only=fresh_only)
     wanted = offset + limit
     if first is not None:
         focused = list(first)
     elif terms or path is not None:
-        focused = _focused(index, project, section, scope, terms, path, wanted)
+        focused = _focused(index, project, section, scope, terms, path, wanted, holding)
     else:
         focused = []
     if len(focused) >= wanted:
@@ -429,21 +443,42 @@ _KNOWLEDGE_SCOPE = "f.project = ? AND f.kind IN ('trap', 'decision') AND NOT f.p
 
 
 def knowledge_count(index: Index, project: str) -> int:
-    """How many traps and decisions the project holds (what a word's rarity is measured against)."""
-    return int(
-        index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {_KNOWLEDGE_SCOPE}", (project,)).fetchone()[0]
-    )
+    """How many traps and decisions the project holds (what a word's rarity is measured against),
+    none waiting for review: those with view fragments, from the fragments' chunk counts."""
+    counts = fragments.kind_counts(index, project)
+    return counts.get("trap", 0) + counts.get("decision", 0)
 
 
 def knowledge_holding(index: Index, project: str, expression: str | None, substring: str | None) -> int:
     """How many of the project's traps and decisions hold one term: an FTS5 ``expression`` over the
-    word index, or a ``substring`` of a script written without spaces."""
+    word index (counted in the project's trap and decision ranges of rowids alone, see
+    :mod:`memosite.index.partitions`, less those waiting for review; remembered while this process
+    follows the writes, see :mod:`memosite.index.termcounts`), or a ``substring`` of a script
+    written without spaces."""
     if expression is not None:
-        sql = (
-            "SELECT count(*) FROM records_fts CROSS JOIN search_facts AS f ON f.rowid = records_fts.rowid "
-            f"WHERE records_fts MATCH ? AND {_KNOWLEDGE_SCOPE}"
+        known = termcounts.remembered(index, project, expression)
+        if known is not None:
+            return known
+        held = 0
+        for kind in termcounts.KNOWLEDGE:
+            rowids = partitions.project_range(index, project, kind)
+            if rowids is None:
+                return 0
+            held += int(
+                index.conn.execute(
+                    "SELECT count(*) FROM records_fts WHERE records_fts MATCH ? AND rowid >= ? AND rowid < ?",
+                    (expression, *rowids),
+                ).fetchone()[0]
+            )
+        waiting = "SELECT rowid FROM search_facts WHERE project = ? AND kind IN ('trap', 'decision') AND pending"
+        held -= int(
+            index.conn.execute(
+                f"SELECT count(*) FROM records_fts WHERE records_fts MATCH ? AND rowid IN ({waiting})",
+                (expression, project),
+            ).fetchone()[0]
         )
-        return int(index.conn.execute(sql, (expression, project)).fetchone()[0])
+        termcounts.remember(index, project, expression, held)
+        return held
     sql = (
         "SELECT count(*) FROM search_facts AS f JOIN records AS r ON r.rowid = f.rowid "
         f"WHERE f.unspaced AND {_KNOWLEDGE_SCOPE} AND instr(lower({_TEXT}), lower(?)) > 0"

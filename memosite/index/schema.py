@@ -1,5 +1,5 @@
-"""The index's tables: one row per record file, its view fragments, chunk counts, the view cache,
-the in-flight writes of units of work, and what search reads, kept in step with ``records`` by
+"""The index's tables: one row per record file, its view fragments, chunk counts, the inventory
+files written, the in-flight writes of units of work, and what search reads, kept in step with ``records`` by
 triggers:
 
 * ``records_fts`` — FTS5 over title, body, tags and their folded text (porter stemming; FTS5
@@ -23,7 +23,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.reviewstate import pending_sql
 from memosite.schema import flagged_stale_sql
 
-SCHEMA_VERSION = "29"
+SCHEMA_VERSION = "32"
 
 
 def _text(row: str) -> str:
@@ -107,6 +107,30 @@ CREATE INDEX IF NOT EXISTS search_facts_decision_order ON search_facts(
     project, kind, flagged, updated DESC, path, status, expires_at
 );
 CREATE INDEX IF NOT EXISTS search_facts_patterns ON search_facts(project, path_patterns);
+-- Each path pattern's literal start, kept in step with ``records``: the patterns that may cover a path
+-- are those starting with one of its parents (or itself, or nothing) or beneath it, one lookup each.
+CREATE TABLE IF NOT EXISTS path_prefixes (
+    record INTEGER NOT NULL,
+    prefix TEXT NOT NULL,
+    project TEXT NOT NULL,
+    PRIMARY KEY (record, prefix)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS path_prefixes_prefix ON path_prefixes(prefix, project);
+CREATE TRIGGER IF NOT EXISTS path_prefixes_ai AFTER INSERT ON records WHEN new.pattern_prefixes != '[]' BEGIN
+    INSERT INTO path_prefixes (record, prefix, project)
+        SELECT new.rowid, value, new.project FROM json_each(new.pattern_prefixes);
+END;
+CREATE TRIGGER IF NOT EXISTS path_prefixes_ad AFTER DELETE ON records WHEN old.pattern_prefixes != '[]' BEGIN
+    DELETE FROM path_prefixes WHERE record = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS path_prefixes_au AFTER UPDATE OF pattern_prefixes, project ON records
+WHEN old.pattern_prefixes IS NOT new.pattern_prefixes OR old.project IS NOT new.project BEGIN
+    DELETE FROM path_prefixes WHERE record = old.rowid;
+    INSERT INTO path_prefixes (record, prefix, project)
+        SELECT new.rowid, value, new.project FROM json_each(new.pattern_prefixes);
+END;
+-- The few records waiting for review, without scanning the others.
+CREATE INDEX IF NOT EXISTS search_facts_pending ON search_facts(project, kind) WHERE pending;
 -- Only the records the trigram table holds: a write of any other record never touches it.
 CREATE INDEX IF NOT EXISTS search_facts_unspaced ON search_facts(project) WHERE unspaced;
 CREATE TRIGGER IF NOT EXISTS search_facts_ai AFTER INSERT ON records BEGIN
@@ -187,7 +211,8 @@ CREATE TABLE IF NOT EXISTS records (
     mtime_ns INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL DEFAULT 0,
     folded TEXT NOT NULL DEFAULT '',  -- see entry.folded_text: what the word index also reads
-    unspaced INTEGER NOT NULL  -- the text holds a script the trigram table is for (text.has_unspaced)
+    unspaced INTEGER NOT NULL,  -- the text holds a script the trigram table is for (text.has_unspaced)
+    pattern_prefixes TEXT NOT NULL DEFAULT '[]'  -- the literal start of each path pattern (paths.literal_prefixes)
 );
 -- Rendered view fragments, clustered in view order so a view section is one ordered range scan
 -- (``month`` is the prefix of ``updated``, so leading with it keeps the order and makes each chunk
@@ -202,37 +227,44 @@ CREATE TABLE IF NOT EXISTS fragments (
     month TEXT NOT NULL,
     status TEXT NOT NULL,
     expires_at TEXT,
-    row_view TEXT NOT NULL,
     row_index TEXT NOT NULL,
     row_line TEXT NOT NULL,
+    row_view TEXT NOT NULL,  -- last: the longest, so reading the others never walks its overflow pages
     PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC, updated DESC, path)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS fragments_path ON fragments(path);
-CREATE INDEX IF NOT EXISTS fragments_live ON fragments(project, kind, status, expires_at);
--- How many fragments each chunk holds, kept in step by upsert/delete: the chunk list of a kind
--- without scanning its fragments.
+-- A section's count (live traps by severity, accepted decisions …) is a scan of this index alone.
+CREATE INDEX IF NOT EXISTS fragments_live ON fragments(project, kind, status, expires_at, severity_weight);
+-- A monthly inventory file reads its month's rows in its own order.
+CREATE INDEX IF NOT EXISTS fragments_month ON fragments(project, kind, month, updated DESC, path);
+-- How many fragments each chunk holds (same stale flag, severity, month and status), kept in step
+-- by upsert/delete: a kind's size, its months and its records by status and severity without
+-- scanning its fragments.
 CREATE TABLE IF NOT EXISTS fragment_chunks (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
     stale_last INTEGER NOT NULL,
     severity_weight INTEGER NOT NULL,
     month TEXT NOT NULL,
+    status TEXT NOT NULL,
     rows INTEGER NOT NULL,
-    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC)
+    PRIMARY KEY (project, kind, stale_last, severity_weight DESC, month DESC, status)
 ) WITHOUT ROWID;
--- Assembled pieces of view sections, one per chunk of a kind's fragments (same stale flag,
--- severity and month of ``updated``). A change drops only the chunks its old and new fragment
--- belong to; a piece also goes stale on its own when one of its records expires (valid_until).
--- The text lives in each process's memory under ``token``; the row says whether it is current.
-CREATE TABLE IF NOT EXISTS view_cache (
+-- The monthly inventory files written (``name`` at the project's root) and still current: a
+-- fragment entering or leaving the month drops its row; the file is current until ``valid_until``
+-- (a record of it expires) and while it keeps the modification time and size it was written with.
+CREATE TABLE IF NOT EXISTS view_files (
     project TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    chunk TEXT NOT NULL,
     name TEXT NOT NULL,
-    count INTEGER NOT NULL,
-    token INTEGER NOT NULL,
     valid_until TEXT,
-    PRIMARY KEY (project, kind, chunk, name)
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (project, name)
+) WITHOUT ROWID;
+-- Each project's block of record rowids (memosite.index.partitions): its kinds' ranges.
+CREATE TABLE IF NOT EXISTS partitions (
+    project TEXT PRIMARY KEY,
+    number INTEGER NOT NULL UNIQUE
 ) WITHOUT ROWID;
 -- Record files a unit of work is writing or removing right now (see memosite.mutation). A row
 -- left behind by a killed process names a file whose index row and views may be behind it: the
@@ -282,10 +314,12 @@ TABLES = frozenset(
         "search_facts",
         "fragments",
         "fragment_chunks",
-        "view_cache",
+        "view_files",
         "inflight",
         "verdicts",
         "vectors",
+        "path_prefixes",
+        "partitions",
     }
 )
 _DROP = (
@@ -296,9 +330,11 @@ _DROP = (
     "DROP TRIGGER IF EXISTS search_facts_ai; DROP TRIGGER IF EXISTS search_facts_ad;"
     "DROP TRIGGER IF EXISTS search_facts_au; DROP TABLE IF EXISTS search_facts;"
     "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS fragments;"
-    "DROP TABLE IF EXISTS view_cache; DROP TABLE IF EXISTS fragment_chunks;"
+    "DROP TABLE IF EXISTS view_cache; DROP TABLE IF EXISTS view_files; DROP TABLE IF EXISTS fragment_chunks;"
     "DROP TABLE IF EXISTS inflight; DROP TABLE IF EXISTS verdicts;"
     "DROP TRIGGER IF EXISTS vectors_ad; DROP TRIGGER IF EXISTS vectors_au; DROP TABLE IF EXISTS vectors;"
+    "DROP TRIGGER IF EXISTS path_prefixes_ai; DROP TRIGGER IF EXISTS path_prefixes_ad;"
+    "DROP TRIGGER IF EXISTS path_prefixes_au; DROP TABLE IF EXISTS path_prefixes; DROP TABLE IF EXISTS partitions;"
 )
 
 

@@ -1,7 +1,10 @@
-"""Building the site: the MkDocs configuration for a vault, one build, and a staged ``--out`` build.
+"""Building the site: the MkDocs configuration for a vault, one build, and an ``--out`` build.
 
-A build never touches the destination until it has succeeded: the site is built into a staging
-directory next to it, scanned for secrets (by the plugin), and only then swapped into place.
+A build never touches the destination until it has succeeded: what MkDocs renders goes into a
+staging directory next to it and is scanned for secrets (by the plugin, as are the pages it takes
+from the page cache); only then is the destination brought in step, in place, file by file
+(:func:`memosite.site.output.update_site`): a build after one record changed writes that record's
+page and the pages that list it, and nothing else.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from memosite.errors import BuildError, InvalidArguments
 from memosite.resources import data_path
-from memosite.site.destination import check_destination, place_site
+from memosite.site.destination import check_destination
 from memosite.vault import Vault
 
 if TYPE_CHECKING:
@@ -152,6 +155,7 @@ def load_site_config(
     plugin.serving = False
     plugin.recompile_vault = True
     plugin.watch_vault_on_serve = True
+    plugin.defer_cached_pages = False
     plugin.config.vault = str(vault.root)
     if projects:
         plugin.config.projects = list(projects)
@@ -220,6 +224,8 @@ def build_site(
     :mod:`memosite.site.destination`); files a person keeps there beside the site stay, and so do
     files of the previous build a person edited since (``kept``).
     """
+    from memosite.site.output import update_site
+
     destination = check_destination(out_dir, vault.root)
     out_dir = destination.path
     started = time.monotonic()
@@ -238,22 +244,23 @@ def build_site(
             site_name=site_name,
             include_pending=include_pending,
         )
-        warnings = run_build(config)
         plugin = memosite_plugin(config)
-        placement = place_site(staging, destination)
+        plugin.defer_cached_pages = True
+        warnings = run_build(config)
+        update = update_site(staging, destination, plugin.cached_pages, plugin.page_cache)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    pages, size = site_size(out_dir)
+    files = update.manifest.files if update.manifest is not None else {}
     return BuildResult(
         site_dir=str(out_dir),
         projects=list(plugin.projects),
         records=plugin.published_records,
-        pages=pages,
-        bytes=size,
+        pages=sum(1 for name in files if name.endswith(".html")),
+        bytes=sum(written.size for written in files.values()),
         seconds=round(time.monotonic() - started, 3),
         warnings=warnings,
-        kept=placement.kept,
+        kept=update.kept,
     )
 
 

@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memosite.secrets import SecretFinding, scan_text
-from memosite.vault import TEMP_PREFIX, atomic_write_text, warn
+from memosite.site.manifest import data_digest
+from memosite.vault import TEMP_PREFIX, atomic_write_bytes, atomic_write_text, warn
 
 CACHE_DIR = "site-cache"
-FORMAT = 2
+FORMAT = 3
 PACKS_DIR = "packs"
 # A pack still being written (a temp name) that is older than this was left by a build that died.
 STALE_TEMP_SECONDS = 24 * 3600
@@ -58,6 +59,7 @@ class CachedPage:
     search: list[dict[str, Any]]
     pack: str = ""  # the pack file holding the page's HTML
     offset: int = 0
+    digest: str = ""  # of the HTML, as a site manifest records it (memosite.site.manifest.data_digest)
 
 
 def _pack_name() -> str:
@@ -105,6 +107,7 @@ class PageCache:
                 list(item.get("search", [])),
                 str(item["pack"]),
                 int(item["offset"]),
+                str(item["digest"]),
             )
         cache.clean = set(data.get("clean", []))
         return cache
@@ -154,6 +157,16 @@ class PageCache:
             return False
         return True
 
+    def place(self, entry: CachedPage, dest: Path) -> bool:
+        """Put the cached page at ``dest`` atomically (a reader sees the old page or the new one);
+        False when the cached copy is gone or does not hold what its digest says."""
+        data = self._read(entry)
+        if data is None or data_digest(data) != entry.digest:
+            return False
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(dest, data, durable=False)
+        return True
+
     def _append(self, data: bytes) -> tuple[str, int] | None:
         """Add ``data`` to this build's pack; where it went, or None when nothing can be written."""
         try:
@@ -179,13 +192,15 @@ class PageCache:
             return
         where = self._append(data)
         if where is not None:
-            self._added[src_uri] = CachedPage(key, len(data), search, *where)
+            self._added[src_uri] = CachedPage(key, len(data), search, *where, data_digest(data))
 
     def keep(self, src_uri: str, entry: CachedPage, search: list[dict[str, Any]] | None = None) -> None:
         """Carry an entry reused by this build into the saved index."""
         # serve calls this for every unchanged page on each rebuild: no dataclasses.replace here.
         self._added[src_uri] = (
-            entry if search is None else CachedPage(entry.key, entry.size, search, entry.pack, entry.offset)
+            entry
+            if search is None
+            else CachedPage(entry.key, entry.size, search, entry.pack, entry.offset, entry.digest)
         )
 
     def _finish_pack(self) -> bool:
@@ -261,7 +276,14 @@ class PageCache:
             "format": FORMAT,
             "scope": self.scope,
             "pages": {
-                uri: {"key": p.key, "size": p.size, "search": p.search, "pack": p.pack, "offset": p.offset}
+                uri: {
+                    "key": p.key,
+                    "size": p.size,
+                    "search": p.search,
+                    "pack": p.pack,
+                    "offset": p.offset,
+                    "digest": p.digest,
+                }
                 for uri, p in self.pages.items()
             },
             "clean": sorted(self.clean),

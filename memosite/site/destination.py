@@ -131,7 +131,7 @@ def place_site(staging: Path, destination: Destination) -> Placement:
         dest = target / relative
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / relative, dest)
-    _remove_empty_dirs(target, (previous.dirs - set(new_dirs)) & set(present_dirs))
+    remove_empty_dirs(target, (previous.dirs - set(new_dirs)) & set(present_dirs))
     write_signed_manifest(target / MANIFEST, GENERATOR, Manifest(written, made), key)
     shutil.rmtree(staging, ignore_errors=True)
     return Placement(kept=sorted(name for name in edited if name not in written))
@@ -149,7 +149,7 @@ def _swap(staging: Path, target: Path) -> None:
         shutil.rmtree(retired, ignore_errors=True)
 
 
-def _remove_empty_dirs(root: Path, candidates: set[str] | frozenset[str]) -> None:
+def remove_empty_dirs(root: Path, candidates: set[str] | frozenset[str]) -> None:
     """Remove the directories among ``candidates`` (ones memosite made) that are empty, deepest
     first; a directory a person made, or one holding anything, stays."""
     for relative in sorted(candidates, key=lambda name: (-name.count("/"), name)):

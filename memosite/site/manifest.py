@@ -64,6 +64,11 @@ class Manifest:
     dirs: frozenset[str] = frozenset()
 
 
+def data_digest(data: bytes) -> str:
+    """What :func:`content_digest` says of a file holding ``data``."""
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
 def content_digest(path: Path) -> str:
     """BLAKE2b-256 of a file's bytes, read without following a symlink."""
     digest = hashlib.blake2b(digest_size=32)

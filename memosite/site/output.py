@@ -1,14 +1,29 @@
-"""Repairs on a built site directory: empty it (a refused build), drop pages that are gone.
+"""The output folder of a site: brought in step with a finished build in place, emptied (a refused
+build), pages that are gone removed.
 
-These run at the end of a build (from the plugin's ``on_post_build``) and know only the site
-directory, not MkDocs.
+:func:`update_site` is how ``memosite build`` publishes: MkDocs builds into a staging folder beside
+the destination only what it rendered or copied this time, the page cache holds the rest, and once
+the build has succeeded (the plugin found no secret) each file goes into the destination only when
+its content differs from what the destination holds, by an atomic rename or write. Files of the
+previous build that this one no longer has (a record that left) are removed; nothing else is
+touched. The signed manifest of :mod:`memosite.site.destination` says what memosite wrote, so a
+person's files and edits stay, and a build that dies half way leaves a folder the next build can
+still tell apart from a person's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from memosite.errors import BuildError, InvalidArguments
+from memosite.site.cache import PageCache
+from memosite.site.destination import GENERATOR, MANIFEST, Destination, Placement, remove_empty_dirs
+from memosite.site.manifest import Manifest, WrittenFile, content_digest, unchanged, within, write_manifest
 
 
 def clean_site_dir(site_dir: Path) -> None:
@@ -35,3 +50,123 @@ def remove_outputs(site_dir: Path, paths: Iterable[str]) -> None:
             except OSError:
                 break
             parent = parent.parent
+
+
+@dataclass
+class SiteUpdate(Placement):
+    """What :func:`update_site` did: files written (new or changed), removed, and the manifest now
+    in the destination."""
+
+    written: list[str] | None = None
+    removed: list[str] | None = None
+    manifest: Manifest | None = None
+
+
+def _parents(names: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for name in names:
+        parts = name.split("/")[:-1]
+        for n in range(1, len(parts) + 1):
+            found.add("/".join(parts[:n]))
+    return found
+
+
+def update_site(
+    staging: Path, destination: Destination, cached: Mapping[str, str], cache: PageCache | None
+) -> SiteUpdate:
+    """Bring ``destination`` in step with the build in ``staging`` plus the pages ``cached`` names
+    (site path -> page in ``cache``), in place; see the module docstring. Before anything changes,
+    a person's file (one memosite did not write, or edited since) where the site puts a file or
+    needs a directory stops it. Removes ``staging``."""
+    staged, staged_dirs = _walk(staging)
+    new_files = set(staged) | set(cached)
+    new_dirs = set(staged_dirs) | _parents(cached)
+    target, key = destination.path, destination.key
+    previous = destination.previous or Manifest()
+    # Only the paths this build or the last one names are looked at, never the whole folder: a
+    # file of a person's matters only where the site would put a file or need a directory.
+    edited = {name for name, written in previous.files.items() if not unchanged(target / name, written)}
+    edited = {name for name in edited if os.path.lexists(target / name)}
+    # Every directory the site needs is checked, those the last build made too: one a person
+    # replaced with a file or a link (into another folder) would take this build's files there.
+    base = os.fspath(target)
+    theirs = {name for name in new_dirs if _not_a_directory(os.path.join(base, name))}
+    theirs |= {name for name in new_files - set(previous.files) if os.path.lexists(os.path.join(base, name))}
+    clashes = sorted((theirs | edited) & (new_files | new_dirs))
+    if clashes:
+        why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
+        raise InvalidArguments(f"refusing to build into {target}: the site would replace {clashes[0]}, which {why}")
+    target.mkdir(parents=True, exist_ok=True)
+    made = frozenset(d for d in new_dirs if d in previous.dirs or not (target / d).exists())
+    # What memosite wrote there and nobody changed since.
+    intact = {name for name in previous.files if name not in edited and os.path.lexists(target / name)}
+    written: dict[str, WrittenFile] = {}
+    placed: list[str] = []
+    # Until the last file is in, the manifest lists both builds: a build that dies half way leaves
+    # a folder the next build can still tell apart from a person's files.
+    pending = Manifest({**previous.files}, previous.dirs | made)
+    write_manifest(target / MANIFEST, GENERATOR, pending, key)
+    # The files of the last build this one does not have (a record that left) go first: a path
+    # where the site now needs a directory is free before anything is put there.
+    # Only files reached without passing through a link: a directory a person swapped for a link
+    # into another folder never has files removed there.
+    removed = sorted(name for name in intact - new_files if within(target, name))
+    for name in removed:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            (target / name).unlink()
+    for name in staged:
+        digest = content_digest(staging / name)
+        known = previous.files.get(name)
+        if known is not None and name in intact and known.digest == digest:
+            written[name] = known
+            continue
+        dest = target / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / name, dest)
+        written[name] = _written(dest, digest)
+        placed.append(name)
+    for name, src_uri in cached.items():
+        entry = cache.pages.get(src_uri) if cache is not None else None
+        known = previous.files.get(name)
+        if entry is not None and known is not None and name in intact and known.digest == entry.digest:
+            written[name] = known
+            continue
+        if entry is None or cache is None or not cache.place(entry, target / name):
+            raise BuildError(f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)")
+        written[name] = _written(target / name, entry.digest)
+        placed.append(name)
+    remove_empty_dirs(target, previous.dirs - new_dirs)
+    manifest = Manifest(written, made)
+    write_manifest(target / MANIFEST, GENERATOR, manifest, key)
+    shutil.rmtree(staging, ignore_errors=True)
+    kept = sorted(name for name in edited if name not in written)
+    return SiteUpdate(kept=kept, written=placed, removed=removed, manifest=manifest)
+
+
+def _walk(root: Path) -> tuple[list[str], list[str]]:
+    """Every file and directory under ``root``, relative (POSIX), never following a link (a
+    symlink counts as a file)."""
+    files: list[str] = []
+    dirs: list[str] = []
+    start = len(os.fspath(root)) + 1
+    for directory, subdirs, names in os.walk(root):
+        here = directory[start:].replace(os.sep, "/")
+        prefix = f"{here}/" if here else ""
+        for name in list(subdirs):
+            if os.path.islink(os.path.join(directory, name)):
+                subdirs.remove(name)
+                names.append(name)
+            else:
+                dirs.append(prefix + name)
+        files += [prefix + name for name in names if prefix + name != MANIFEST]
+    return files, dirs
+
+
+def _not_a_directory(path: str) -> bool:
+    """Whether something other than a real directory (a file, a link) stands at ``path``."""
+    return os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path))
+
+
+def _written(path: Path, digest: str) -> WrittenFile:
+    info = os.lstat(path)
+    return WrittenFile(digest, info.st_size, info.st_mtime_ns, info.st_ino)

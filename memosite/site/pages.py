@@ -306,6 +306,32 @@ def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
     )
 
 
+def record_basis(templates: str, record: PublishedRecord, basis: tuple[Any, ...]) -> str:
+    """A digest of everything a record page is made from: the templates (and the e-mail setting),
+    the record's file as indexed (its path, time, size and computed expiry), why it is inactive
+    now, whether it waits for review, the records it links to, its verdict and what links to it."""
+    from memosite.site.cache import digest
+
+    entry, inactive, supersedes, superseded_by, verdict, links = basis
+
+    def named(target: IndexEntry | None) -> str:
+        return "" if target is None else f"{target.path}\0{target.title}"
+
+    return digest(
+        templates,
+        entry.path,
+        str(entry.mtime_ns),
+        str(entry.size),
+        entry.expires_at or "",
+        ",".join(inactive),
+        str(record.pending),
+        named(supersedes),
+        named(superseded_by),
+        repr(verdict),
+        repr(links),
+    )
+
+
 def collect_site_content(
     vault: Vault,
     *,
@@ -316,13 +342,16 @@ def collect_site_content(
     section_rows: int | None = SITE_SECTION_ROWS,
     include_pending: bool = False,
     author_emails: bool = False,
+    known: Callable[[str, str], bool] | None = None,
 ) -> SiteContent:
     """The memory section's pages from the index (call ``refresh_project`` first to be current).
 
     state and scratch records never get a page, exactly as they never appear in a view; records
     waiting for review get none either (nor a row, a view row, a feed entry or a count) unless
     ``include_pending``. Authors' e-mail addresses are left out unless ``author_emails``. With a
-    ``memo`` from the previous build, only changed records are read and rendered again.
+    ``memo`` from the previous build, only changed records are read and rendered again. A record
+    page for which ``known(src_uri, basis)`` is true is not rendered at all: the caller holds the
+    page built from that basis (its Markdown is left empty).
     """
     from memosite.index.site import published_verdicts
     from memosite.sync.conflicts import list_conflicts
@@ -369,15 +398,18 @@ def collect_site_content(
                 verdict,
                 links,
             )
+            digest = record_basis(checksum, record, basis)
             cached = memo.pages.get(entry.path)
             if cached is not None and _same_basis(cached[0], basis):
                 markdown = cached[1]
+            elif known is not None and known(src_uri, digest):
+                markdown = ""  # the caller holds this page: never rendered
             else:
                 context = _record_context(record, by_id, links, author_emails=author_emails)
                 markdown = record_template.render(r=context)
                 memo.pages[entry.path] = (basis, markdown)
             meta = {"tags": [str(tag) for tag in entry.tags]} if entry.tags else {}
-            content.add(SitePage(src_uri, markdown, "record", entry.title, record, meta=meta))
+            content.add(SitePage(src_uri, markdown, "record", entry.title, record, meta=meta, basis=digest))
             published.append(record)
         more = _more_note("../index.md")
         hidden_by_kind: dict[str, list[str]] = {}

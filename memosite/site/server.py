@@ -1,6 +1,7 @@
 """``memosite serve``: the site with live reload, kept current by the vault watcher.
 
-The first build takes every unchanged page from the page cache (a warm start). After that a
+The first build takes every unchanged page from the page cache ``memosite build`` left (serve builds
+the same site, so a built vault starts warm) and keeps the cache current while it runs. After that a
 record edit goes: watcher (debounced) -> index and views recompiled once -> a dirty MkDocs build
 that re-renders only pages whose key changed (the plugin keeps each record's row and page between
 builds, and completes the search index and ``records.json``) -> browsers reload. An edit of the
@@ -164,7 +165,9 @@ class SiteServer:
         plugin = memosite_plugin(config)
         plugin.watch_vault_on_serve = False
         plugin.serving = True
-        config.site_url = self.url
+        # The site as `memosite build` makes it (no site_url unless the config names one): the
+        # pages the last build left in the page cache are this site's pages, so the first build of
+        # serve copies them instead of rendering them.
         return config
 
     def build(self) -> None:

@@ -51,6 +51,9 @@ class SitePage:
     record: PublishedRecord | None = None
     charts: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    # A record page's digest of what it is made from (see ``record_basis``); its Markdown is left
+    # empty when the caller already holds the page built from that basis.
+    basis: str = ""
 
     @property
     def searchable(self) -> bool:

@@ -19,7 +19,7 @@ and backslashes:
 * under ``projects/<project>/`` (a valid project id):
 
   - the compiled views at its root (``TRAPS.md``, ``DECISIONS.md``, ``INDEX.md``, ``PROMPTS.md``,
-    ``SESSIONS.md``);
+    ``SESSIONS.md``, and a large kind's monthly inventory ``INDEX.<kind dir>.<YYYY-MM>.md``);
   - in a kind directory (``traps/``, ``decisions/``, … ``sessions/``) any ``<name>.md`` whose name
     does not start with a dot: records, ``<slug>.accepted.md`` review files and
     ``<slug>.conflict.<id>.md`` sidecars;
@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from memosite.kinds import RECORD_DIRS, VIEW_FILES
+from memosite.kinds import RECORD_DIRS, is_view_file
 from memosite.settings import CONFIG_FILE
 from memosite.vault import DISPOSABLE_PATTERNS, INTERNAL_DIR, TEMP_PREFIX, TOMBSTONES_FILE
 from memosite.vaultconfig import team_settings_problem
@@ -106,7 +106,7 @@ def _allowed_path(path: str) -> bool:
     if head != "projects" or not _PROJECT.match(parts[1]) or ".." in parts[1]:
         return False
     if len(parts) == 3:
-        return parts[2] in VIEW_FILES
+        return is_view_file(parts[2])
     if parts[2] not in RECORD_DIRS:
         return False
     if len(parts) == 4:

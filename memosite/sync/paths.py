@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from memosite.kinds import RECORD_DIRS, VIEW_FILES
+from memosite.kinds import RECORD_DIRS, is_view_file
 from memosite.vault import CONFLICT_MARK, is_record_name
 
 PathClass = Literal["record", "view", "sidecar", "jsonl", "config", "file"]
@@ -27,7 +27,7 @@ def classify(path: str) -> PathClass:
         return "sidecar"
     if len(parts) == 4 and parts[0] == "projects" and parts[2] in RECORD_DIRS and is_record_name(name):
         return "record"
-    if len(parts) == 3 and parts[0] == "projects" and name in VIEW_FILES:
+    if len(parts) == 3 and parts[0] == "projects" and is_view_file(name):
         return "view"
     if name.endswith(".jsonl"):
         return "jsonl"
