@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.schema import Record, format_iso, serialize_record, subdir_for_kind, validate_frontmatter
 from memosite.vault import Vault
 

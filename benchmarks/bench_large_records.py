@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from memosite.index.fts import SNIPPET_SOURCE_CHARS
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.search import search_records
 from memosite.store import upsert_record
 from memosite.vault import Vault

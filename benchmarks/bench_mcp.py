@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _vaultgen
 
 from memosite.embedding import load_embedder
-from memosite.indexing import ensure_index, reindex
+from memosite.refresh import ensure_index, reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.vault import Vault
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _recallcorpus import ANSWERS, QUESTIONS, distractors
 
 from memosite.bootstrap import build_bootstrap
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.search import search_records
 from memosite.vault import Vault

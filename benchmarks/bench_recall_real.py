@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import memosite
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.search import search_records
 from memosite.vault import Vault

@@ -46,7 +46,7 @@ from _vaultgen import cached_files
 
 from memosite.bootstrap import build_bootstrap
 from memosite.curator import run_gc
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.search import search_records
 from memosite.vault import Vault

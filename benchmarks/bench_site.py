@@ -134,7 +134,7 @@ def _body(rng: random.Random, index: int) -> str:
 def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> None:
     """``count`` hand-written record files (a mix of kinds, some expired or superseded), indexed;
     the files come from the benchmark cache after the first run."""
-    from memosite.indexing import reindex
+    from memosite.refresh import reindex
     from memosite.vault import Vault
 
     cached_files(f"site-v1-{seed}", count, lambda at: write_site_files(at, count, seed=seed), root)
@@ -253,7 +253,7 @@ def _plain_config(code: Path, docs: Path, nav: object, work: Path) -> Path:
 def prepare_plain(code: Path, vault_root: Path, work: Path) -> tuple[Path, Path]:
     """The plugin's pages as ordinary files (``same``) and the record bodies alone (``bodies``)."""
     sys.path.insert(0, str(code))
-    from memosite.indexing import ensure_index
+    from memosite.refresh import ensure_index
     from memosite.site.pages import collect_site_content, nav_section
     from memosite.vault import Vault
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _vaultgen import SEVERITIES, WORDS, build_vault, sentence
 
-from memosite.indexing import ensure_index
+from memosite.refresh import ensure_index
 from memosite.store import append_event, upsert_record
 from memosite.vault import Vault
 

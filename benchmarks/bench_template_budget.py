@@ -23,9 +23,9 @@ from pathlib import Path
 
 import jinja2
 
-import memosite.templates as templates
-from memosite.indexing import reindex
+import memosite.template_env as templates
 from memosite.mutation import mutation
+from memosite.refresh import reindex
 from memosite.store import upsert_record
 from memosite.vault import Vault
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _vaultgen import WORDS, sentence, write_record
 
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.schema import format_iso
 from memosite.vault import Vault
 from memosite.verify import verify_project

@@ -18,12 +18,12 @@ from typing import Any
 
 from memosite.configuration import edit_machine_file
 from memosite.gitidentity import git_identity
-from memosite.gitsync import run_git
 from memosite.policy import ConfigReport, PolicyChange, ReviewPolicy, enforced, tightened
 from memosite.provenance import require_person
 from memosite.settings import CONFIG_FILE
 from memosite.vault import Vault
 from memosite.vaultconfig import ACCEPTED_KEY, accepted_entry, load_config
+from memosite.vaultgit import run_git
 
 
 def config_report(vault: Vault, *, applied: tuple[PolicyChange, ...] = ()) -> ConfigReport:

@@ -345,7 +345,7 @@ class _Gatherer:
             parsed = parse_query(parsed.text, plain=True)
         if parsed is not None and not parsed.empty:
             self.terms = fts.Terms(raw=parsed.raw) if parsed.raw is not None else parsed.any_terms()
-        from memosite.indexing import fill_missing_vectors, semantic_embedder
+        from memosite.refresh import fill_missing_vectors, semantic_embedder
 
         # The task's words are weighed, and meaning used, for a query of words (FTS5 syntax is
         # matched as written, as search does).
@@ -743,7 +743,7 @@ def build_bootstrap(
     """The session brief of ``project`` (see the module docstring for what it holds and drops). A
     read: an agent's brief counts the hits of what it shows through
     :func:`memosite.hits.bootstrap_counting_hits`."""
-    from memosite.indexing import ensure_index
+    from memosite.refresh import ensure_index
     from memosite.schema import validate_slug
 
     now = now or utc_now()

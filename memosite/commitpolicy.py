@@ -4,7 +4,7 @@ Every unit of work asks :func:`request_commit` once it ends. With ``vaultGit.ato
 change is committed at once (with whatever was queued before it); false queues the message and
 :func:`flush_pending` commits the batch (gc does this at the end of a pass). Hits are usage, not
 edits: :func:`queue_commit` keeps them for the next commit. A failed commit never fails the write
-that stands: it warns, and :func:`memosite.gitsync.vault_git_problem` keeps saying why.
+that stands: it warns, and :func:`memosite.vaultgit.vault_git_problem` keeps saying why.
 
 With ``vaultGit.push: "auto"`` a commit then asks for a push later (:mod:`memosite.pushhook`), which
 the sync package carries out in the background; vault git itself never imports team sync.
@@ -16,9 +16,9 @@ import contextlib
 import os
 
 from memosite.errors import StorageError
-from memosite.gitsync import commit_now, merge_in_progress, note_problem, vault_git_problem
 from memosite.pushhook import request_push
 from memosite.vault import Vault, warn
+from memosite.vaultgit import commit_now, merge_in_progress, note_problem, vault_git_problem
 
 
 def request_commit(vault: Vault, message: str) -> None:

@@ -20,11 +20,11 @@ from typing import Any, Literal
 from memosite.errors import InvalidArguments
 from memosite.expiration import parse_duration
 from memosite.gitidentity import git_identity
-from memosite.indexing import refresh_project
 from memosite.kinds import KIND_FACTS, KINDS
 from memosite.mutation import mutation
 from memosite.policy import ReviewPolicy
 from memosite.provenance import require_person
+from memosite.refresh import refresh_project
 from memosite.settings import (
     BY_KEY,
     CONFIG_FILE,

@@ -26,9 +26,10 @@ from memosite.archive import archive_fields
 from memosite.errors import InvalidRecord, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
 from memosite.index import queries
-from memosite.indexing import ensure_index, read_record, record_title, refresh_project
 from memosite.kinds import ARCHIVE_ON_EXPIRE_KINDS, KINDS, SWEPT_KINDS
 from memosite.mutation import Mutation, mutation
+from memosite.recordfile import read_record, record_title
+from memosite.refresh import ensure_index, refresh_project
 from memosite.rollup import RollupPlan, apply_rollup, log_is_eligible, plan_rollups
 from memosite.schema import Record, format_iso, utc_now, validate_frontmatter
 from memosite.statuses import is_terminal

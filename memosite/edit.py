@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
-from memosite.indexing import path_defaults, record_label
 from memosite.kinds import directory_for_kind
 from memosite.lookup import find_record
 from memosite.mutation import mutation
+from memosite.recordfile import path_defaults, record_label
 from memosite.schema import format_iso, parse_record, utc_now
 from memosite.secrets import assert_no_secrets
 from memosite.vault import Vault

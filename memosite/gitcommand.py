@@ -13,7 +13,7 @@ command line is built from three parts that never mix:
 
 Git also runs with :data:`SAFE_CONFIG`: no hook runs from memosite's own git calls (the vault's
 ``post-merge`` hook is for a person's plain ``git pull``), attributes come only from the
-repository's ``info/attributes`` (memosite's; see :mod:`memosite.gitsync`), no submodule is
+repository's ``info/attributes`` (memosite's; see :mod:`memosite.vaultgit`), no submodule is
 touched, no command-running transport (``ext::``, ``fd::``) is allowed, fetched objects are checked
 (``fetch.fsckObjects``), and paths that alias ``.git`` on NTFS or HFS+ are refused on checkout.
 The system and global git configuration stay in force: they are this machine's (credential

@@ -12,8 +12,9 @@ from typing import Any
 from memosite.errors import InvalidArguments, RecordNotFound, SafetyViolation
 from memosite.expiration import is_expired_at, iso_or_none, resolve_expires_at
 from memosite.index import queries
-from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.kinds import KINDS, PRIVATE_KINDS
+from memosite.recordfile import read_record, record_label
+from memosite.refresh import ensure_index, refresh_project
 from memosite.reviewstate import is_pending
 from memosite.schema import Record, normalize_kind, subdir_for_kind, utc_now
 from memosite.suggest import did_you_mean, near_misses

@@ -26,17 +26,17 @@ from pathlib import Path
 
 from memosite import commitpolicy
 from memosite.errors import InvalidRecord, LockTimeout, StorageError
-from memosite.indexing import (
+from memosite.interrupts import held_after_change, note_change
+from memosite.lookup import writable_target
+from memosite.recordfile import read_record
+from memosite.refresh import (
     build_entry,
     ensure_index,
     index_record,
-    read_record,
     rebuild_views,
     remember_directories,
     remove_record_files,
 )
-from memosite.interrupts import held_after_change, note_change
-from memosite.lookup import writable_target
 from memosite.schema import Record, serialize_record
 from memosite.secrets import assert_no_secrets
 from memosite.vault import ACCEPTED_SUFFIX, PROPOSED_SUFFIX, Tombstone, Vault, atomic_write_text, is_record_name, warn

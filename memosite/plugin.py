@@ -111,7 +111,7 @@ class _ThemeBytecodeCache(jinja2.BytecodeCache):
 
     def _on_disk(self) -> jinja2.BytecodeCache | None:
         if self._disk is False:
-            from memosite.templates import file_bytecode_cache, theme_bytecode_dir
+            from memosite.template_env import file_bytecode_cache, theme_bytecode_dir
 
             self._disk = file_bytecode_cache(theme_bytecode_dir())
         return self._disk if isinstance(self._disk, jinja2.BytecodeCache) else None
@@ -283,7 +283,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
     # --- pages -------------------------------------------------------------------------------
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
-        from memosite.indexing import ensure_index
+        from memosite.refresh import ensure_index
         from memosite.resources import data_path
         from memosite.site.cache import PageCache, Scanner, digest
         from memosite.site.pages import RecordMemo, collect_site_content

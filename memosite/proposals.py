@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memosite.errors import InvalidRecord
-from memosite.indexing import path_defaults, record_label
 from memosite.kinds import RECORD_DIRS
 from memosite.lookup import writable_target
+from memosite.recordfile import path_defaults, record_label
 from memosite.schema import Record, parse_record
 from memosite.vault import ACCEPTED_SUFFIX, PROPOSED_SUFFIX, Vault, atomic_write_bytes
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import jinja2
 
 from memosite.errors import BuildError
-from memosite.indexing import describe_view_error, refresh_project
 from memosite.kinds import VIEW_FILES
 from memosite.mutation import mutation
+from memosite.refresh import describe_view_error, refresh_project
 from memosite.vault import Vault
 from memosite.views import write_views
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from memosite.archive import archive_fields
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound
-from memosite.indexing import path_defaults, record_label, record_title
 from memosite.lookup import locate_record, with_suggestions
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import (
@@ -34,6 +33,7 @@ from memosite.proposals import (
     read_accepted,
     record_path_of,
 )
+from memosite.recordfile import path_defaults, record_label, record_title
 from memosite.reviewstate import PENDING
 from memosite.schema import Record, format_iso, parse_record, utc_now
 from memosite.statuses import is_terminal
@@ -79,7 +79,7 @@ def list_pending(vault: Vault, project: str) -> list[PendingRecord]:
     """What waits for review, newest first: pending records, each with its diff against the
     accepted version an older memosite kept (a new record's diff is its whole text), and proposals,
     each with its diff against the record it would change."""
-    from memosite.indexing import ensure_index
+    from memosite.refresh import ensure_index
 
     ensure_index(vault)
     pending = []

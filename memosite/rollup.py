@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memosite.errors import InvalidRecord, StorageError
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.schema import Record, format_iso, parse_datetime, validate_frontmatter
 from memosite.vault import RecordFile, Tombstone, Vault, warn
 

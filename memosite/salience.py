@@ -290,7 +290,7 @@ def rank_traps(
         layer = named
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArguments(f"invalid limit {limit!r}: expected a positive integer")
-    from memosite.indexing import ensure_index
+    from memosite.refresh import ensure_index
 
     now_iso = format_iso(now or utc_now())
     ensure_index(vault)
@@ -347,7 +347,7 @@ class BackfillResult:
 def _readable_trap(path: Path) -> tuple[Record, Any]:
     """A trap file (a layer under another name, ``layer: Frontend``, reads as its layer) and the
     layer as the file writes it."""
-    from memosite.indexing import read_record
+    from memosite.recordfile import read_record
 
     record = read_record(path)
     raw = parse_record(path.read_bytes().decode("utf-8").removeprefix("\ufeff"), path, validate=False)

@@ -484,7 +484,7 @@ def parse_record(
     """Parse a record file. Raises :class:`InvalidRecord` when it is not a valid record.
 
     ``defaults`` fill required fields the file leaves out (what its path tells: see
-    :func:`memosite.indexing.read_record`); they are not part of the file's own text, so a rewrite
+    :func:`memosite.recordfile.read_record`); they are not part of the file's own text, so a rewrite
     emits them as new keys. ``where`` names the file in messages (default: ``path``).
     """
     where = f" in {where}" if where else f" in {path}" if path else ""

@@ -222,7 +222,7 @@ def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: i
     """:func:`find_matches` in relevance order, fused with the ranking by meaning (see the module
     docstring). A query in FTS5 syntax, or with a "quoted phrase", asks for exact words: it is
     ranked by words alone."""
-    from memosite.indexing import fill_missing_vectors
+    from memosite.refresh import fill_missing_vectors
 
     index = vault.index()
     lexical = find_matches(index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES), load=0)
@@ -252,7 +252,7 @@ def _find_by_meaning_too(vault: Vault, text: str, filters: fts.SearchFilters, *,
     """The hybrid search of ``text`` (:func:`find_hybrid`), or None where only words can rank: hybrid
     is off or not installed, a "quoted phrase", FTS5 syntax that finds something as written, a query
     the model cannot read, an index without vectors. None of those loads the model."""
-    from memosite.indexing import semantic_embedder
+    from memosite.refresh import semantic_embedder
 
     if not vault.config.search_semantic:
         return None
@@ -374,7 +374,7 @@ def search_records(
     each hit its place in each ranking. A read: acknowledging the records a caller used counts their
     hits through :func:`memosite.hits.search_counting_hits`.
     """
-    from memosite.indexing import ensure_index
+    from memosite.refresh import ensure_index
 
     now = now or utc_now()
     if sort not in SORTS:

@@ -21,14 +21,15 @@ from typing import Any
 from memosite.acceptance import config_report
 from memosite.config import ProjectIdentity
 from memosite.errors import InvalidRecord, StorageError
-from memosite.gitsync import vault_git_problem
 from memosite.index import queries
-from memosite.indexing import read_record, record_file_stats
 from memosite.policy import ConfigReport
 from memosite.proposals import count_proposals
+from memosite.recordfile import read_record
+from memosite.refresh import record_file_stats
 from memosite.schema import utc_now
 from memosite.sync.status import SyncState, sync_state
 from memosite.vault import Vault
+from memosite.vaultgit import vault_git_problem
 
 
 @dataclass
@@ -65,7 +66,7 @@ class GitState:
     enabled: bool
     repository: bool
     pending_commits: int = 0
-    stuck: str | None = None  # why vault git cannot commit now (memosite.gitsync.vault_git_problem)
+    stuck: str | None = None  # why vault git cannot commit now (memosite.vaultgit.vault_git_problem)
 
     def to_json(self) -> dict[str, Any]:
         return {

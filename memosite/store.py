@@ -25,13 +25,14 @@ from memosite.archive import archive_fields, restore_fields
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, PersonRequired, RecordNotFound
 from memosite.expiration import is_expired_iso, iso_or_none, resolve_expires_at
 from memosite.index import queries
-from memosite.indexing import ensure_index, read_record, record_label, refresh_project
 from memosite.kinds import KINDS
 from memosite.lookup import files_holding_id, find_record, locate_record, shared_id_error, suggest_ids, writable_target
 from memosite.mutation import Mutation, mutation
 from memosite.proposals import drop_accepted_version, keep_legacy_copies, proposal_path, read_proposal
 from memosite.provenance import approved_by_person, provenance_fields
+from memosite.recordfile import read_record, record_label
 from memosite.recurrence import is_recurrence, pattern_key, trap_occurrences
+from memosite.refresh import ensure_index, refresh_project
 from memosite.reviewstate import REJECTED, is_pending
 from memosite.schema import (
     Record,

@@ -1,7 +1,7 @@
 """Which template files are in effect for a vault, and their checksum, without Jinja.
 
 memosite's own templates ship in the package; a vault's ``templates/`` may override any of them
-by name (see :mod:`memosite.templates`, which builds the environment). Whatever was rendered from
+by name (see :mod:`memosite.template_env`, which builds the environment). Whatever was rendered from
 templates and kept is keyed by :func:`templates_checksum_for`, which every command checks before
 using the index: it reads file names and times (and hashes a file only when those moved), so the
 check costs a read-only command no Jinja import.

@@ -152,7 +152,7 @@ class Vault:
     # What an open vault object carries for the layers above it (set by them, never passed in):
     # the unit of work running on it (memosite.mutation), so that a unit opened inside another
     # joins it; and the Jinja environment of its templates with their checksum
-    # (memosite.templates), built once per vault object and checksum.
+    # (memosite.template_env), built once per vault object and checksum.
     current_unit: Mutation | None = field(default=None, init=False, repr=False, compare=False)
     template_cache: tuple[str, jinja2.Environment] | None = field(default=None, init=False, repr=False, compare=False)
     _index: Index | None = field(default=None, init=False, repr=False, compare=False)

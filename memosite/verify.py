@@ -24,9 +24,9 @@ from memosite.freshness import (
     repin_spec,
 )
 from memosite.index import verdicts
-from memosite.indexing import ensure_index
 from memosite.lookup import find_record
 from memosite.mutation import mutation
+from memosite.refresh import ensure_index
 from memosite.schema import format_iso, utc_now
 from memosite.vault import Vault, warn
 

@@ -36,7 +36,7 @@ from memosite.index import Index, IndexEntry, fragments
 from memosite.kinds import DURABLE_KINDS, KIND_FACTS, UNDATED, VIEW_FILES, inventory_file, is_view_file
 from memosite.reviewstate import is_pending
 from memosite.schema import format_iso, utc_now
-from memosite.templates import VaultSandbox, environment_for, sandbox_refusals
+from memosite.template_env import VaultSandbox, environment_for, sandbox_refusals
 from memosite.vault import Vault, atomic_write_bytes, warn
 
 # (section name, project, kind, rows shown, rows in all) -> Markdown placed after a cut section

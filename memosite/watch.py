@@ -27,8 +27,8 @@ from typing import Any
 
 from memosite.config import validate_project_id
 from memosite.errors import InvalidArguments, MemositeError
-from memosite.indexing import RefreshResult, rebuild_views, refresh_project
 from memosite.kinds import RECORD_DIRS
+from memosite.refresh import RefreshResult, rebuild_views, refresh_project
 from memosite.vault import TEMP_PREFIX, Vault, is_record_name, warn
 
 CHANGE_EVENTS = frozenset({"created", "modified", "deleted", "moved"})

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 
 CORPUS = Path(__file__).with_name("corpus") / "import"
 PROJECT = "demo"  # the conftest's MEMOSITE_PROJECT

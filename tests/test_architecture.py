@@ -195,7 +195,7 @@ try:
     main()
 except SystemExit as done:
     assert not done.code, done.code
-heavy = ("jinja2", "anyascii", "subprocess", "memosite.mutation", "memosite.gitsync", "memosite.commitpolicy",
+heavy = ("jinja2", "anyascii", "subprocess", "memosite.mutation", "memosite.vaultgit", "memosite.commitpolicy",
          "memosite.gitcommand", "memosite.salience", "memosite.bootstrap")
 heavy = sorted(n for n in heavy if n in sys.modules)
 print("HEAVY", heavy, file=sys.stderr)
@@ -271,16 +271,17 @@ LAYER_MEMBERS: dict[str, list[str]] = {
         "gitidentity",
         "gitlock",
         "gitsetup",
-        "gitsync",
+        "vaultgit",
         "index",
         "lockfile",
         "pushhook",
-        "sync.allowlist",  # what a shared tree may hold: the rule every vault commit stages by
+        "recordfile",
+        "sharedtree",  # what a shared tree may hold: the rule every vault commit stages by
         "vault",
         "workspace",
     ],
     # What is rebuilt from the files: index rows, views, templates.
-    "derived": ["indexing", "templates", "views"],
+    "derived": ["refresh", "template_env", "views"],
     # Reads: they never write a record.
     "reads": ["bootstrap", "brief_focus", "freshness", "hybrid", "lookup", "proposals", "query", "recall", "search"],
     # The unit of work and everything that changes the vault through it.
@@ -496,18 +497,18 @@ if TYPE_CHECKING:
     from memosite.mutation import Mutation
 def write():
     from memosite.store import upsert_record
-    import memosite.gitsync
+    import memosite.vaultgit
 class Later:
     def build(self):
         from memosite.site import pages
 """
-    modules = {"memosite.kinds", "memosite.mutation", "memosite.store", "memosite.gitsync", "memosite.site"}
+    modules = {"memosite.kinds", "memosite.mutation", "memosite.store", "memosite.vaultgit", "memosite.site"}
     modules.add("memosite.site.pages")
     found = [(edge.imported, edge.line) for edge in imports_in(source, "memosite.views", modules)]
     assert found == [
         ("memosite.kinds", 3),
         ("memosite.store", 7),
-        ("memosite.gitsync", 8),
+        ("memosite.vaultgit", 8),
         ("memosite.site.pages", 11),
     ]
     assert import_cycles([Import("a", "b", 1), Import("b", "c", 1), Import("c", "a", 1), Import("c", "d", 1)]) == [
@@ -517,7 +518,7 @@ class Later:
 
 def _private_uses(path: Path, name: str, modules: set[str]) -> list[str]:
     """Private names (``_x``) a module takes from another memosite module: imported, or read off
-    an imported module (``gitsync._schedule``)."""
+    an imported module (``vaultgit._schedule``)."""
     tree = parsed(path)
     imported_modules: set[str] = set()
     found = []

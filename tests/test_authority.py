@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from mcp import Client, types
 
 from memosite.errors import PersonRequired
-from memosite.indexing import read_record
 from memosite.mcp_server.server import build_server
 from memosite.provenance import (
     AGENT_SHELL_MARKERS,
@@ -32,6 +31,7 @@ from memosite.provenance import (
     provenance_fields,
     require_person,
 )
+from memosite.recordfile import read_record
 from memosite.review import approve_records, reject_records
 from memosite.store import upsert_record
 from memosite.vault import Vault

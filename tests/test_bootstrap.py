@@ -15,7 +15,7 @@ from memosite.bootstrap import MAX_TRAPS, MIN_MAX_BYTES, build_bootstrap
 from memosite.cli import cli
 from memosite.errors import InvalidArguments
 from memosite.hits import bootstrap_counting_hits
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.store import upsert_record
 from memosite.vault import Vault
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from memosite.bootstrap import build_bootstrap
 from memosite.index import fts, partitions, queries
-from memosite.indexing import reindex
 from memosite.paths import path_matches
+from memosite.refresh import reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -435,7 +435,7 @@ def test_remembered_term_counts_follow_every_write(
 ) -> None:
     """A long-running process remembers how many traps and decisions hold a word and follows its own
     writes: after any of them the count is what counting the word index says."""
-    from memosite.indexing import refresh_project
+    from memosite.refresh import refresh_project
     from memosite.store import forget_record
 
     vault = Vault.open(tmp_path_factory.mktemp("terms") / "vault")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.vault import Vault
 
 WORKERS = 8
@@ -215,7 +215,7 @@ def test_a_forked_child_leaving_the_lock_does_not_free_it_for_its_parent(vault_d
 
 def test_a_long_lived_reader_notices_when_another_process_empties_the_index(vault_dir: Path) -> None:
     # What a rebuild by another process looks like before it refills: no rows, no directory times.
-    from memosite.indexing import DIRECTORIES_META
+    from memosite.refresh import DIRECTORIES_META
     from memosite.search import search_records
     from memosite.store import upsert_record
 

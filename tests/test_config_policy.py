@@ -19,10 +19,10 @@ from mcp import Client, types
 from test_config_split import push_config, read_json
 from test_sync_support import P, Team, make_team
 
-from memosite.indexing import read_record
 from memosite.kinds import KINDS
 from memosite.mcp_server.server import build_server
 from memosite.policy import ReviewPolicy, enforced, loosened, tightened
+from memosite.recordfile import read_record
 from memosite.vault import Vault
 
 MALLORY = "Mallory Ångström <mallory@example.org>"

@@ -21,7 +21,7 @@ from memosite.curator import (
     run_gc,
     sweep_expired_records,
 )
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.schema import Record, format_iso, parse_record
 from memosite.search import search_records
 from memosite.store import append_event, upsert_record
@@ -490,7 +490,7 @@ def test_cli_gc_prints_a_readable_summary_without_progress_bar_off_terminal(vaul
 
 def test_a_log_saved_under_a_rollup_file_name_is_extended_not_lost(vault: Vault) -> None:
     from memosite.curator import run_gc
-    from memosite.indexing import read_record
+    from memosite.recordfile import read_record
     from memosite.store import append_event, upsert_record
 
     now = datetime(2026, 11, 30, tzinfo=UTC)

@@ -12,7 +12,7 @@ from test_sync_conflicts import conflict_on_both, state
 from test_sync_support import Team, team
 from test_trust import CLIENT_CODE, commit_all, git, repo
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 
 # The fixtures: a real git repository of a product (test_trust), two machines on a bare remote (sync).
 __all__ = ["repo", "team"]

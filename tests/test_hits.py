@@ -11,8 +11,8 @@ import pytest
 
 from memosite.bootstrap import build_bootstrap
 from memosite.hits import bootstrap_counting_hits, get_record_counting_hit, search_counting_hits
-from memosite.indexing import read_record
 from memosite.lookup import get_record
+from memosite.recordfile import read_record
 from memosite.search import search_records
 from memosite.store import upsert_record
 from memosite.vault import Vault

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from memosite.agentsession import session_slug
 from memosite.hooks import runner
-from memosite.indexing import read_record
 from memosite.recall import named_paths, terms_needed
+from memosite.recordfile import read_record
 
 CORPUS = Path(__file__).parent / "corpus" / "agents"
 SESSION = "0d6f3c1e-5b7a-4c2e-9a41-3f0e2b8c7d15"

@@ -78,7 +78,7 @@ def test_a_symlinked_internal_directory_is_refused(vault_dir: Path, tmp_path: Pa
 
 
 def test_a_planted_template_cache_file_is_never_followed(vault_dir: Path, tmp_path: Path) -> None:
-    from memosite.templates import bytecode_dir_for
+    from memosite.template_env import bytecode_dir_for
 
     vault = Vault.open(vault_dir)
     upsert_record(vault, "demo", kind="trap", body="first", slug="a")

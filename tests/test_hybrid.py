@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from memosite import embedding, hybrid
 from memosite.index import fts
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.salience import record_feedback
 from memosite.search import find_matches, search_records
 from memosite.store import upsert_record

@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult
 
 from memosite.cli import cli
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.schema import KINDS
 
 STORE_TOOLS = {"upsert", "get", "append", "forget", "restore"}

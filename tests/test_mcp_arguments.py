@@ -14,9 +14,9 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from memosite.indexing import read_record
 from memosite.mcp_server.project import SessionProject, at_start
 from memosite.mcp_server.server import build_server
+from memosite.recordfile import read_record
 from memosite.vault import Vault
 
 

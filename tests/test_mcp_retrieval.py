@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 from mcp import Client, types
 
-from memosite.indexing import read_record
 from memosite.mcp_server.server import build_server
+from memosite.recordfile import read_record
 from memosite.store import upsert_record
 from memosite.vault import Vault
 

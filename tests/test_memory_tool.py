@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments
-from memosite.indexing import read_record
 from memosite.integrations.anthropic import AsyncMemositeMemoryTool, MemositeMemoryTool
 from memosite.memorytool.backend import MAX_FILE_BYTES, MemoryBackend
 from memosite.memorytool.paths import ROOT, canonical_path
+from memosite.recordfile import read_record
 from memosite.schema import utc_now
 from memosite.search import search_records
 from memosite.vault import Vault

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from memosite.indexing import read_record
 from memosite.mcp_server.server import build_server
+from memosite.recordfile import read_record
 from memosite.vault import Vault
 
 

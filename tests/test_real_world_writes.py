@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, SafetyViolation
-from memosite.indexing import read_record
 from memosite.kinds import KIND_FACTS, KINDS
 from memosite.lookup import get_record
 from memosite.recompile import compile_project
+from memosite.recordfile import read_record
 from memosite.schema import slugify
 from memosite.search import search_records
 from memosite.store import forget_record, list_records, restore_record, upsert_record

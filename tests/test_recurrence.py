@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.recurrence import (
     body_labels,
     classify_layer,

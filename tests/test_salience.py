@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from memosite.cli import cli
 from memosite.errors import InvalidArguments, RecordNotFound
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.salience import backfill_traps, prune_session_seen_sets, rank_traps, record_feedback, record_hits
 from memosite.schema import format_iso
 from memosite.store import upsert_record
@@ -226,7 +226,7 @@ def _hand_trap(vault: Vault, slug: str, body: str, extra: str = "") -> Path:
 
 
 def test_rank_reports_a_trap_without_occurrences_as_seen_once(vault: Vault) -> None:
-    from memosite.indexing import refresh_project
+    from memosite.refresh import refresh_project
 
     _hand_trap(vault, "old-style", "Written before occurrences existed.\n")
     trap(vault, "twice", occurrences=2)

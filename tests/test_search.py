@@ -19,7 +19,7 @@ from memosite.cli import cli
 from memosite.curator import run_gc
 from memosite.errors import InvalidArguments
 from memosite.hits import search_counting_hits
-from memosite.indexing import refresh_project
+from memosite.refresh import refresh_project
 from memosite.schema import format_iso
 from memosite.search import path_matches, search_records
 from memosite.store import forget_record, upsert_record
@@ -846,7 +846,7 @@ TOPK_UNSPACED = ("数据库迁移", "锁表", "キャッシュ")
 def topk_vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
     import random
 
-    from memosite.indexing import reindex
+    from memosite.refresh import reindex
     from memosite.schema import Record, serialize_record, validate_frontmatter
 
     rng = random.Random(5)

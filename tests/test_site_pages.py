@@ -321,7 +321,7 @@ def _dashboard_pages(content: object) -> dict[str, str]:
 def test_a_rebuild_reuses_home_figures_only_while_what_they_show_is_unchanged(
     vault: Vault, edit: object, reused: bool
 ) -> None:
-    from memosite.indexing import refresh_project
+    from memosite.refresh import refresh_project
     from memosite.site.pages import RecordMemo, collect_site_content
 
     for n in range(3):

@@ -26,7 +26,7 @@ from click.testing import CliRunner, Result
 from test_sync_support import Team, make_team
 
 from memosite.cli import cli
-from memosite.indexing import ensure_index
+from memosite.refresh import ensure_index
 from memosite.schema import format_iso, utc_now
 from memosite.site.build import build_site
 from memosite.site.export import export_docs

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memosite.errors import InvalidArguments, InvalidRecord, InvalidTransition, RecordNotFound, SafetyViolation
-from memosite.indexing import read_record
 from memosite.lookup import get_record
+from memosite.recordfile import read_record
 from memosite.schema import parse_record
 from memosite.store import (
     append_event,
@@ -454,7 +454,7 @@ def test_restore_of_active_record_is_an_invalid_transition(vault: Vault) -> None
 def test_listing_skips_conflict_sidecars_temp_files_and_unparseable_files(
     vault: Vault, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memosite.indexing import reindex
+    from memosite.refresh import reindex
 
     upsert_record(vault, "demo", kind="spec", body="b", slug="good")
     specs = vault.kind_dir("demo", "spec")
@@ -505,7 +505,7 @@ def test_parse_of_written_file_round_trips(vault: Vault) -> None:
 
 
 def test_a_symlinked_kind_directory_is_never_read(vault: Vault, tmp_path: Path) -> None:
-    from memosite.indexing import reindex
+    from memosite.refresh import reindex
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -10,8 +10,8 @@ import pytest
 
 from memosite.demo import write_demo_vault
 from memosite.errors import InvalidTransition, SafetyViolation
-from memosite.indexing import read_record
 from memosite.lookup import get_record
+from memosite.recordfile import read_record
 from memosite.store import upsert_record
 from memosite.stormbuffer.bridge import export_project, import_store
 from memosite.stormbuffer.codec import parse_record

@@ -24,8 +24,8 @@ from test_sync_support import (
 )
 
 from memosite.curator import compact_monthly_logs
-from memosite.indexing import read_record
 from memosite.pushhook import register_push_scheduler
+from memosite.recordfile import read_record
 from memosite.salience import record_feedback, record_hits
 from memosite.schema import parse_record, utc_now
 from memosite.search import search_records

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_sync_support import TRAP, P, git, isolate_git, trap, write_config
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.sync.run import sync_vault
 from memosite.vault import Vault
 

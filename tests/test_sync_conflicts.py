@@ -15,7 +15,7 @@ import pytest
 from test_sync_support import TRAP, P, Team, git, make_team, same_everywhere, synced_pair, trap
 
 from memosite.errors import InvalidArguments
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.salience import record_hits
 from memosite.settings import TEAM_DEFAULTS
 from memosite.store import forget_record

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sync_support import TRAP, P, Team, git, make_team, push_forged, synced_pair, trap
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 from memosite.schema import format_iso, utc_now
 from memosite.sync.conflicts import list_conflicts
 from memosite.sync.errors import RefusedContent

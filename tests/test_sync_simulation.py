@@ -26,7 +26,7 @@ import pytest
 from test_sync_support import Team, git, make_team, worktree_files
 
 from memosite.errors import MemositeError
-from memosite.indexing import reindex
+from memosite.refresh import reindex
 from memosite.salience import record_feedback, record_hits
 from memosite.schema import parse_datetime, parse_record, serialize_record, utc_now
 from memosite.search import search_records

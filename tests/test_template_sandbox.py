@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from memosite.errors import SafetyViolation
 from memosite.resources import data_path
 from memosite.store import upsert_record
+from memosite.template_env import VaultSandbox, build_environment, bytecode_dir_for, environment_for
 from memosite.template_files import override_names
-from memosite.templates import VaultSandbox, build_environment, bytecode_dir_for, environment_for
 from memosite.vault import Vault
 from memosite.views import digest, env_for, render_view
 

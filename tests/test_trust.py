@@ -15,8 +15,8 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from memosite.indexing import read_record
 from memosite.mcp_server.server import build_server
+from memosite.recordfile import read_record
 from memosite.vault import Vault
 
 CLIENT_CODE = "".join(f"line {n}: charge(order, key={n})\n" for n in range(1, 101))

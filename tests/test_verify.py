@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_trust import CLIENT_CODE, cite_trap, commit_all, git, repo, verdicts
 
-from memosite.indexing import read_record
+from memosite.recordfile import read_record
 
 __all__ = ["repo"]  # the fixture, shared with test_trust
 

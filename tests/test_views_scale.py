@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memosite.indexing import reindex
 from memosite.kinds import VIEW_FILES, inventory_file, is_view_file
+from memosite.refresh import reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
@@ -288,7 +288,7 @@ def test_reindex_of_a_clean_committed_vault_leaves_git_status_clean(vault_dir: P
 )
 def test_counts_from_the_chunks_agree_with_counting_the_rows(vault: Vault, traps: list[tuple[str, ...]]) -> None:
     from memosite.index import fragments
-    from memosite.indexing import refresh_project
+    from memosite.refresh import refresh_project
     from memosite.views import _Compiler
 
     project = f"c{abs(hash(tuple(traps))) % 10**9}"

@@ -264,7 +264,7 @@ def compile_(app: App) -> None:
 @vault_options
 def reindex(app: App, all_projects: bool) -> None:
     """Rebuild the search index and the views from the Markdown files."""
-    from memosite.indexing import reindex as rebuild
+    from memosite.refresh import reindex as rebuild
     from memosite.text import counted
 
     counts = rebuild(app.vault, None if all_projects else [app.project])

@@ -23,8 +23,8 @@ from typing import Any, Literal
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.importers.source import SOURCE_FIELDS, Coverage, ImportedRecord, Skipped, import_key
 from memosite.index.entry import IndexEntry
-from memosite.indexing import ensure_index, refresh_project
 from memosite.mutation import mutation
+from memosite.refresh import ensure_index, refresh_project
 from memosite.schema import DATE_FIELDS, normalize_date, slugify, validate_slug
 from memosite.statuses import is_inactive, is_terminal
 from memosite.store import forget_record, slug_taken, unique_slug_candidates, upsert_record

@@ -21,7 +21,6 @@ from pathlib import PurePosixPath
 from memosite.errors import InvalidArguments
 from memosite.expiration import is_expired_iso
 from memosite.index.entry import IndexEntry
-from memosite.indexing import ensure_index, refresh_project
 from memosite.memorytool.paths import (
     KIND_DIRECTORY,
     ROOT,
@@ -32,6 +31,7 @@ from memosite.memorytool.paths import (
     kind_for_path,
     parts_of,
 )
+from memosite.refresh import ensure_index, refresh_project
 from memosite.reviewstate import is_pending
 from memosite.schema import format_iso, is_flagged_stale
 from memosite.statuses import is_inactive

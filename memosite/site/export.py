@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memosite.errors import InvalidArguments, SafetyViolation
-from memosite.indexing import ensure_index
+from memosite.refresh import ensure_index
 from memosite.resources import SITE_ASSETS as ASSETS
 from memosite.resources import data_path
 from memosite.schema import utc_now

@@ -246,7 +246,7 @@ class _Exported:
 
 def export_project(vault: Vault, project: str, store_path: Path, *, name: str | None = None) -> BridgeResult:
     """Write the durable records of ``project`` into the store at ``store_path`` (made if missing)."""
-    from memosite.indexing import read_record
+    from memosite.recordfile import read_record
 
     resolved, root = store_path.resolve(), vault.root.resolve()
     if resolved == root or root in resolved.parents or resolved in root.parents:
@@ -360,7 +360,7 @@ def _to_storm(
     A record Stormbuffer cannot hold is skipped with the reason: one whose body has no text, or
     a global-scope record when the store is a project store (it belongs in the global store).
     """
-    from memosite.indexing import record_title
+    from memosite.recordfile import record_title
     from memosite.schema import Record
 
     where = vault.relative(path)

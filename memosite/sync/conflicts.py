@@ -484,8 +484,8 @@ def _same_content(before: bytes, now: bytes, is_record: bool) -> bool:
 
 
 def _resolve_record(vault: Vault, conflict: Conflict, chosen: list[Conflict], kept: Kept) -> None:
-    from memosite.indexing import read_record
     from memosite.mutation import mutation
+    from memosite.recordfile import read_record
 
     assert conflict.project is not None
     target = vault.root / conflict.path

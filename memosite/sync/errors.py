@@ -30,7 +30,7 @@ class PushFailed(SyncError):
 
 
 class RefusedContent(SyncError):
-    """Commits hold what a shared vault may not (:mod:`memosite.sync.allowlist`), or a conflict
+    """Commits hold what a shared vault may not (:mod:`memosite.sharedtree`), or a conflict
     sidecar holding no version its record ever had: refused before anything reached the work tree."""
 
     code = "REFUSED_CONTENT"

@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from memosite import gitsync
+from memosite import vaultgit
 from memosite.errors import MemositeError
-from memosite.indexing import ensure_index
+from memosite.refresh import ensure_index
 from memosite.sync.errors import RefusedContent
 from memosite.sync.incoming import check_commits
 from memosite.sync.repo import Repo
@@ -45,7 +45,7 @@ def after_merge(vault: Vault) -> list[str]:
             return []  # a fast-forward: the views came compiled with the commits
         done = recompile(vault, resynced.kinds)
         # git still holds MERGE_HEAD while this hook runs: commit with plumbing, which ignores it.
-        gitsync.commit_tree(vault.root, "compile views after git merge", actor=vault.actor)
+        vaultgit.commit_tree(vault.root, "compile views after git merge", actor=vault.actor)
     return done
 
 

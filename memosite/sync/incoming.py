@@ -4,7 +4,7 @@ Every commit of the range (not only the tip: a file added and removed again is s
 looked at through what it brought in (:meth:`memosite.sync.repo.Repo.introduced`), and refused
 when it
 
-* adds or changes a path the allowlist refuses (:mod:`memosite.sync.allowlist`): a
+* adds or changes a path the allowlist refuses (:mod:`memosite.sharedtree`): a
   ``.gitattributes``, a ``.gitmodules``, ``.memosite/index.sqlite``, a symlink, a submodule, an
   executable, a path with a control character, a foreign ``.gitignore``, a ``config.json`` this
   machine could not load, any file outside what a shared vault holds; or
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from memosite.sync.allowlist import CONTENT_CHECKED, refusal
+from memosite.sharedtree import CONTENT_CHECKED, refusal
 from memosite.sync.errors import RefusedContent
 from memosite.sync.paths import classify, parse_sidecar
 from memosite.sync.repo import Introduced, Repo

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from memosite.errors import SafetyViolation
 from memosite.secrets import SecretFinding, scan_text
-from memosite.sync.allowlist import is_shared
+from memosite.sharedtree import is_shared
 from memosite.sync.incoming import check_commits
 from memosite.sync.paths import classify
 from memosite.sync.repo import Repo

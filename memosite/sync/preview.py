@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 
 from memosite.gitcommand import first_line, remote_location
-from memosite.gitsync import run_git
 from memosite.sync.errors import SyncError, UnrelatedHistory
 from memosite.sync.incoming import check_commits
 from memosite.sync.merging import preview_merge
@@ -24,6 +23,7 @@ from memosite.sync.repo import Change, RemoteTarget, Repo
 from memosite.sync.result import SyncResult
 from memosite.sync.run import check_enabled, choose_branch, refuse_malformed
 from memosite.vault import Vault
+from memosite.vaultgit import run_git
 
 _SCRATCH_IDENTITY = {
     "GIT_AUTHOR_NAME": "memosite dry run",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from memosite import gitcommand
 from memosite.gitcommand import first_line, git_dir
-from memosite.gitsync import git_env, run_git
 from memosite.provenance import Actor
 from memosite.sync.errors import NoRemote, SyncError
+from memosite.vaultgit import git_env, run_git
 
 READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
 # Merges and fast-forwards run by sync (with no hook, as every git call of memosite's: its

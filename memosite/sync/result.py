@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from memosite.gitsync import LeftOut
 from memosite.policy import ConfigReport
 from memosite.schema import format_iso
 from memosite.sync.paths import classify, parse_sidecar
 from memosite.sync.repo import RemoteTarget
 from memosite.sync.resolution import Resolution
 from memosite.sync.resync import ResyncResult
+from memosite.vaultgit import LeftOut
 
 Integration = Literal["up-to-date", "ahead", "fast-forward", "merge", "join", "first-push"]
 

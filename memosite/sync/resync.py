@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from memosite.config import load_config
 from memosite.errors import InvalidRecord, StorageError
 from memosite.index import IndexEntry
-from memosite.indexing import build_entry, read_record, rebuild_views, refresh_project, remember_directories
+from memosite.recordfile import read_record
+from memosite.refresh import build_entry, rebuild_views, refresh_project, remember_directories
 from memosite.sync.paths import classify, record_project
 from memosite.sync.repo import Change
 from memosite.vault import Vault, warn

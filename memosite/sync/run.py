@@ -27,13 +27,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from memosite import commitpolicy, gitcommand, gitsetup, gitsync
+from memosite import commitpolicy, gitcommand, gitsetup, vaultgit
 from memosite.acceptance import settle_policy
 from memosite.config import load_config
-from memosite.gitsync import LeftOut
-from memosite.indexing import ensure_index, rebuild_views, refresh_project, remember_directories
+from memosite.refresh import ensure_index, rebuild_views, refresh_project, remember_directories
 from memosite.settings import TEAM_DEFAULTS
-from memosite.sync.allowlist import is_shared, refusal
+from memosite.sharedtree import is_shared, refusal
 from memosite.sync.conflicts import end_conflicts_of_purged, list_conflicts
 from memosite.sync.errors import PushFailed, RefusedContent, SyncError, UnrelatedHistory
 from memosite.sync.incoming import check_commits
@@ -46,6 +45,7 @@ from memosite.sync.result import ConflictNote, SyncResult, counted
 from memosite.sync.resync import recompile, resync_changes
 from memosite.sync.state import note_push, note_sync, read_state
 from memosite.vault import Vault, atomic_write_bytes
+from memosite.vaultgit import LeftOut
 
 MAX_ATTEMPTS = 5
 # What git says when a push lost a race: the remote moved on (rejected as not a fast-forward), or
@@ -178,7 +178,7 @@ def _sync_with(vault: Vault, repo: Repo, target: RemoteTarget, allow_unrelated: 
             fetch(repo, target)
         accept_fetched(vault, repo, target, branch)
         with vault.lock():
-            gitsync.recover_index_lock(repo.root)
+            vaultgit.recover_index_lock(repo.root)
             ensure_index(vault)
             if attempt == 0:
                 if repo.merge_in_progress():
@@ -293,7 +293,7 @@ def _commit_local(vault: Vault, repo: Repo, result: SyncResult) -> bool:
     shared = [path for path in pending if is_shared(path)]
     if pending:
         listed = "\n".join(shared[:50]) + (f"\n… and {len(shared) - 50} more" if len(shared) > 50 else "")
-        committed = gitsync.commit_now(vault, f"sync: commit local changes\n\n{listed}") or committed
+        committed = vaultgit.commit_now(vault, f"sync: commit local changes\n\n{listed}") or committed
         result.left_out = [_left_out(repo.root, path) for path in repo.dirty()]
     return committed
 
@@ -333,7 +333,7 @@ def _integrate(
         result.note_brought_in(c.path for c in changes if c.status == "A")
         ended = _end_purged(vault, result)  # a purge that came in, made where the sidecar was not yet
         if ended:
-            gitsync.commit_now(vault, "sync: end the conflicts of purged records\n\n" + "\n".join(ended))
+            vaultgit.commit_now(vault, "sync: end the conflicts of purged records\n\n" + "\n".join(ended))
         result.integration = "fast-forward" if result.integration in ("up-to-date", "ahead") else result.integration
     else:
         unrelated = base is None
@@ -342,7 +342,7 @@ def _integrate(
                 f"{target.branch_label(branch)} shares no history with this vault: refusing to merge two unrelated"
                 " vaults (check vaultGit.remote; to merge them record by record, sync once with --allow-unrelated)"
             )
-        identity = gitsync.identity_options(repo.root)
+        identity = vaultgit.identity_options(repo.root)
         options = ["--allow-unrelated-histories"] if unrelated else []
         merged = repo.run(
             "merge",
@@ -377,13 +377,13 @@ def _complete_merge(vault: Vault, repo: Repo, result: SyncResult, message: str) 
     result.note_brought_in(c.path for c in changes.values() if c.status == "A")
     recompile(vault, resynced.kinds)
     _end_purged(vault, result, ("HEAD", "MERGE_HEAD"))
-    gitsync.stage_shared(repo.root)
+    vaultgit.stage_shared(repo.root)
     lines = [message, ""]
     lines += [f"conflict: {c.path} -> {c.sidecar} ({c.reason})" for c in result.conflicts]
     lines += [f"purged: {p.path} ({p.reason})" for p in result.purged]
     lines += [f"kept after purge: {p.path} ({p.reason})" for p in result.kept_after_purge]
     lines += [f"conflict ended by purge: {c.path} (removed {c.sidecar})" for c in result.ended_by_purge]
-    done = gitsync.commit(repo.root, "\n".join(lines).strip(), actor=vault.actor, no_verify=True)
+    done = vaultgit.commit(repo.root, "\n".join(lines).strip(), actor=vault.actor, no_verify=True)
     if done.returncode != 0:
         raise SyncError(f"cannot commit the merge: {gitcommand.first_line(done.stderr or done.stdout)}")
 
@@ -483,13 +483,13 @@ def point_remote_head(repo: Repo, target: RemoteTarget, branch: str) -> bool:
     location = _local_repository(target.url, repo.root)
     if location is None:
         return False
-    if gitsync.run_git(location, "rev-parse", "--is-bare-repository").stdout.strip() != "true":
+    if vaultgit.run_git(location, "rev-parse", "--is-bare-repository").stdout.strip() != "true":
         return False
-    if gitsync.run_git(location, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"]).returncode == 0:
+    if vaultgit.run_git(location, "rev-parse", "-q", "--verify", args=["HEAD^{commit}"]).returncode == 0:
         return False
-    if gitsync.run_git(location, "rev-parse", "-q", "--verify", args=[f"refs/heads/{branch}"]).returncode != 0:
+    if vaultgit.run_git(location, "rev-parse", "-q", "--verify", args=[f"refs/heads/{branch}"]).returncode != 0:
         return False
-    return gitsync.run_git(location, "symbolic-ref", args=["HEAD", f"refs/heads/{branch}"]).returncode == 0
+    return vaultgit.run_git(location, "symbolic-ref", args=["HEAD", f"refs/heads/{branch}"]).returncode == 0
 
 
 def _local_repository(url: str, root: Path) -> Path | None:

@@ -2,7 +2,7 @@
 vault may.
 
 :func:`commit_now` commits everything a shared vault may hold (:func:`stage_shared`, by
-:mod:`memosite.sync.allowlist`); when it commits — at once per change, or queued — is the commit
+:mod:`memosite.sharedtree`); when it commits — at once per change, or queued — is the commit
 policy's (:mod:`memosite.commitpolicy`), and setting the repository up is :mod:`memosite.gitsetup`'s
 (``.gitignore`` block, merge drivers, attributes, hooks).
 
@@ -33,7 +33,7 @@ from memosite.gitcommand import first_line, git_dir
 from memosite.gitlock import inspect_index_lock, remove_stale_index_lock
 from memosite.gitsetup import ensure_repo
 from memosite.schema import format_iso, utc_now
-from memosite.sync.allowlist import refusal
+from memosite.sharedtree import refusal
 from memosite.vault import Vault, atomic_write_text, warn
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def _add_all(root: Path) -> None:
 
 def stage_shared(root: Path) -> Staged:
     """Stage every change of the work tree (``git add -A``), then take back out of the index what a
-    shared vault may not hold (:mod:`memosite.sync.allowlist`: a stray ``.DS_Store``, a symlink, an
+    shared vault may not hold (:mod:`memosite.sharedtree`: a stray ``.DS_Store``, a symlink, an
     executable, a ``.gitattributes`` …), so no commit of this machine carries what other machines
     refuse. The files themselves stay on disk."""
     _add_all(root)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from test_sync_support import TRAP, Team, git, make_team, push_forged, synced_pair, trap
 
 from memosite.kinds import RECORD_DIRS, VIEW_FILES
-from memosite.sync.allowlist import is_shared, refusal
+from memosite.sharedtree import is_shared, refusal
 from memosite.sync.errors import RefusedContent
 from memosite.sync.preview import preview_sync
 from memosite.sync.run import sync_vault

@@ -30,7 +30,7 @@ Everything else is refused: ``.gitattributes`` and ``.gitmodules`` anywhere, ano
 ``.gitignore``, ``.memosite/index.sqlite`` or a template cache, files outside ``projects/`` but the
 ones above, hidden files, symlinks, submodules, executables. :func:`refusal` says why a path and
 mode may not be shared; :mod:`memosite.sync.incoming` applies it to every commit that arrives, and
-:mod:`memosite.gitsync` to what this machine commits.
+:mod:`memosite.vaultgit` to what this machine commits.
 """
 
 from __future__ import annotations
