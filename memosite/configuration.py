@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from memosite.errors import InvalidArguments
@@ -35,6 +36,7 @@ from memosite.settings import (
     SETTINGS,
     Setting,
     keys_in_section,
+    lookup,
     settings_text,
     suggest_keys,
     value_problem,
@@ -283,6 +285,41 @@ def unset_setting(vault: Vault, key: str, env: Mapping[str, str]) -> SettingChan
     return _change(vault, setting, MISSING, "unset", env)
 
 
+def repair_machine_setting(root: Path, key: str, words: Sequence[str] | None, env: Mapping[str, str]) -> SettingChange:
+    """``config set`` (``words``) or ``config unset`` (None) of a machine setting while
+    ``config.local.json`` does not load (a value of the wrong type, a remote named like an option):
+    the file is edited as it stands, under the vault lock, without loading it, so a bad value never
+    stops the command that repairs it. What still does not load afterwards is this call's error
+    (the edit stays: it did what it says)."""
+    setting = find_setting(key)
+    if setting.scope != "machine":
+        raise InvalidArguments(f"{setting.key} is a team setting: repair {MACHINE_FILE} first")
+    action: Action = "unset" if words is None else "set"
+    require_person(env, f"config {action} {setting.key}")
+    value = MISSING if words is None else parse_value(setting, words)
+    with Vault(root=root, config=VaultConfig()).lock():
+        data = read_settings_file_at(root, MACHINE_FILE)
+        previous = lookup(data, setting.key)
+        changed = _edited(data, setting.key, value)
+        written = changed != data
+        if written:
+            atomic_write_text(root / MACHINE_FILE, settings_text(changed), mode=0o600)
+    change = SettingChange(
+        setting,
+        action,
+        None if previous is MISSING else previous,
+        None if value is MISSING else value,
+        written,
+        written,
+        False,
+    )
+    try:
+        load_config(root)
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"{change.line()}, but the settings still do not load: {exc.message}") from exc
+    return change
+
+
 def _change(vault: Vault, setting: Setting, value: Any, action: Action, env: Mapping[str, str]) -> SettingChange:
     previous = view_setting(vault.config, setting).value
     if setting.scope == "machine":
@@ -300,8 +337,13 @@ def _edited(data: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 def read_settings_file(vault: Vault, name: str) -> dict[str, Any]:
     """``config.json`` or ``config.local.json`` as it is on disk (key order kept)."""
+    return read_settings_file_at(vault.root, name)
+
+
+def read_settings_file_at(root: Path, name: str) -> dict[str, Any]:
+    """The settings file ``name`` of the vault at ``root`` as it is on disk (key order kept)."""
     try:
-        data = json.loads((vault.root / name).read_text(encoding="utf-8"))
+        data = json.loads((root / name).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:

@@ -18,6 +18,7 @@ from memosite.errors import InvalidArguments
 from memosite.kinds import KINDS
 from memosite.settings import BY_KEY, SETTINGS
 from memosite.vault import Vault
+from memosite.vaultconfig import ACCEPTED_KEY
 
 FILES = ("config.json", "config.local.json")
 
@@ -228,6 +229,36 @@ def test_config_unset_returns_a_setting_to_its_default(git_vault: Vault, run_cli
     run_cli("config", "unset", "sessions.root")
     assert "sessions" not in read_json(git_vault.root / "config.local.json")
     assert run_cli("config", "get", "sessions.root", "--json").json()["source"] == "default"
+
+
+def test_a_bad_machine_value_is_repaired_by_the_command_it_stops(git_vault: Vault, run_cli: Any) -> None:
+    machine = git_vault.root / "config.local.json"
+    data = read_json(machine)
+    data["vaultGit"] = {"remote": "--upload-pack=touch pwned"}
+    data["search"] = {"semantic": "peut-être"}
+    machine.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    stopped = run_cli("list")
+    assert stopped.exit_code == 1 and "vaultGit.remote must not start with '-'" in stopped.stderr
+    history = commits(git_vault.root)
+    # One repair at a time: each says what it did, and what still stops the vault.
+    first = run_cli("config", "set", "vaultGit.remote", "../Память.git")
+    assert first.exit_code == 1 and first.stderr.count("\n") == 1
+    assert "set vaultGit.remote to ../Память.git" in first.stderr and "search.semantic" in first.stderr
+    assert read_json(machine)["vaultGit"]["remote"] == "../Память.git"
+    second = run_cli("config", "unset", "search.semantic")
+    assert second.exit_code == 0 and second.stdout.startswith("unset search.semantic")
+    assert "search" not in read_json(machine) and read_json(machine)[ACCEPTED_KEY] == data[ACCEPTED_KEY]
+    assert run_cli("list").exit_code == 0
+    assert commits(git_vault.root) == history  # a machine file is never committed
+
+
+def test_a_bad_machine_value_does_not_let_a_team_setting_through(git_vault: Vault, run_cli: Any) -> None:
+    machine = git_vault.root / "config.local.json"
+    machine.write_text(json.dumps({"vaultGit": {"remote": "-x"}}), encoding="utf-8")
+    before = files_of(git_vault.root)
+    refused = run_cli("config", "set", "ttl.scratchDays", "3")
+    assert refused.exit_code == 1 and "vaultGit.remote" in refused.stderr
+    assert files_of(git_vault.root) == before
 
 
 @pytest.mark.parametrize("text", SCRIPTS)

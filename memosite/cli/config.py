@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from memosite.cli._common import App, vault_options
+
+if TYPE_CHECKING:
+    from memosite.configuration import SettingChange
 
 _GROUP_HELP = """This vault's settings: the team's policy and this machine's own.
 
@@ -87,7 +92,7 @@ def set_(app: App, key: str, values: tuple[str, ...]) -> None:
     """
     from memosite.configuration import set_setting
 
-    change = set_setting(app.vault, key, values, app.env)
+    change = _repaired(app, key, values) or set_setting(app.vault, key, values, app.env)
     app.emit(change.to_json(), change.line())
 
 
@@ -98,8 +103,24 @@ def unset(app: App, key: str) -> None:
     """Remove KEY from its file: its default applies again."""
     from memosite.configuration import unset_setting
 
-    change = unset_setting(app.vault, key, app.env)
+    change = _repaired(app, key, None) or unset_setting(app.vault, key, app.env)
     app.emit(change.to_json(), change.line())
+
+
+def _repaired(app: App, key: str, values: tuple[str, ...] | None) -> SettingChange | None:
+    """The change made to a ``config.local.json`` that stops the vault from opening, when KEY is
+    a machine setting (the way to repair it); None when the vault opens."""
+    from memosite.configuration import find_setting, repair_machine_setting
+    from memosite.errors import InvalidArguments
+    from memosite.settings import MACHINE_FILE
+
+    try:
+        app.vault  # noqa: B018 - opening it is the question
+    except InvalidArguments as exc:
+        if MACHINE_FILE not in exc.message or find_setting(key).scope != "machine":
+            raise
+        return repair_machine_setting(app.vault_root, key, values, app.env)
+    return None
 
 
 @config.command("accept-policy")
