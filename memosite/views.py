@@ -59,24 +59,50 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
 
+# What a decision record's opening holds besides what it says: its metadata lines (adr-tools'
+# "Date: …", MADR's "Deciders: …"), the paragraph under a "Status" heading, and editor comments.
+_METADATA_LINE = re.compile(
+    r"^\s*(?:[-*+]\s+)?[*_]*(date|status|deciders?|decision[- ]makers|consulted|informed|technical story|authors?|tags"
+    r"|supersedes|superseded by|amends|amended by)[*_]*\s*:",
+    re.IGNORECASE,
+)
+_STATUS_HEADING = re.compile(
+    r"^#+\s*(status|statut|estado|stato|статус|κατάσταση|状态|狀態|ステータス)\s*$", re.IGNORECASE
+)
+_COMMENT = re.compile(r"^<!--.*?-->$", re.DOTALL)
+
+
 def digest(body: str, limit: int = DIGEST_CHARS) -> tuple[str, bool]:
     """What a compiled view shows of a body, and whether anything was left out.
 
-    A short body is shown whole. A longer one is summed up by its first paragraph that is not a
-    heading (up to a code fence, cut at a word near ``limit``): a view with thousands of records
-    stays readable and cheap to rewrite, and the record's own page holds the rest.
+    A short body is shown whole. A longer one is summed up by its first paragraph that says
+    something (not a heading, a status section, metadata lines or an HTML comment; up to a code
+    fence, cut at a word near ``limit``): a view with thousands of records stays readable and
+    cheap to rewrite, and the record's own page holds the rest.
     """
     text = body.strip()
     if len(text) <= limit:
         return text, False
     paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
-    first = next((p for p in paragraphs if not p.startswith("#")), paragraphs[0])
+    first = next(iter(_telling_paragraphs(paragraphs)), paragraphs[0])
     fence = _FENCE.search(first)
     if fence is not None:
         first = first[: fence.start()].rstrip() or "(starts with a code block)"
     if len(first) > limit:
         first = first[:limit].rsplit(" ", 1)[0].rstrip() + " …"
     return first, first != text
+
+
+def _telling_paragraphs(paragraphs: list[str]) -> Iterable[str]:
+    under_status = False
+    for paragraph in paragraphs:
+        if paragraph.startswith("#"):
+            under_status = _STATUS_HEADING.match(paragraph) is not None
+            continue
+        lines = paragraph.splitlines()
+        if under_status or _COMMENT.match(paragraph) or all(_METADATA_LINE.match(line) for line in lines):
+            continue
+        yield paragraph
 
 
 def env_for(vault: Vault) -> jinja2.Environment:

@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from memosite.recompile import compile_project
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
@@ -262,6 +264,24 @@ def test_digest_shows_short_bodies_whole_and_sums_up_long_ones() -> None:
     assert digest("short body\n") == ("short body", False)
     long_body = "# Heading\n\nFirst paragraph explains it.\n\n" + "More detail. " * 60
     assert digest(long_body) == ("First paragraph explains it.", True)
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "Date: 2021-08-10\n\n## Status\n\nAccepted\n\n## Context",  # adr-tools (Nygard)
+        # MADR 2
+        "* Status: accepted\n* Deciders: Ана, Zoë, 王芳\n* Date: 2024-03-01\n\n## Context and Problem Statement",
+        "<!-- vale RedHat.Headings = NO -->\n\n## Context",  # an editor's comment
+        "## Statut\n\nAccepté\n\n## Status\n\nAccepted\n\n## Контекст",
+    ],
+)
+def test_a_decisions_digest_is_what_it_says_not_its_metadata(opening: str) -> None:
+    from memosite.views import digest
+
+    said = "Платежи повторяются: we need one queue for retries, 決済 included."
+    body = f"{opening}\n\n{said}\n\n## Decision\n\n" + "We use the job queue. " * 30
+    assert digest(body) == (said, True)
 
 
 def test_digest_never_ends_inside_a_code_fence() -> None:

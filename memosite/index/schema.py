@@ -23,7 +23,7 @@ from memosite.recurrence import occurrences_sql
 from memosite.reviewstate import pending_sql
 from memosite.schema import flagged_stale_sql
 
-SCHEMA_VERSION = "32"
+SCHEMA_VERSION = "33"  # 33: view digests skip decision metadata
 
 
 def _text(row: str) -> str:
