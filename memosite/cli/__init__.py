@@ -110,13 +110,9 @@ def cli(ctx: click.Context, vault_arg: str | None, project_arg: str | None, as_j
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """Run the CLI on ``argv``. The console script (:mod:`memosite.console`) sends ``hook`` past
+    click to the hook runner first; here ``hook`` is click's command like any other."""
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["hook"]:
-        # An agent runs a hook in a fresh process at every prompt: straight to the hook runner,
-        # past click (whose usage errors exit 2, which an agent reads as "block this prompt").
-        from memosite.hooks.runner import main as run_hook
-
-        sys.exit(run_hook(args[1:]))
     try:
         return cli.main(args=args, prog_name="memosite", standalone_mode=False)
     except click.exceptions.Exit as exc:
