@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from memosite.errors import InvalidArguments
-from memosite.site.build import build_site, publish_to_dir
+from memosite.site.build import build_site
 from memosite.site.destination import MANIFEST
+from memosite.site.engines import publish_to_dir
 from memosite.store import upsert_record
 from memosite.vault import Vault
 

@@ -138,3 +138,36 @@ def test_github_pages_url_follows_the_remote(url: str, pages: str | None) -> Non
 def test_invalid_branch_name_is_rejected(filled: Vault, remote: Path) -> None:
     with pytest.raises(InvalidArguments):
         publish_gh_pages(filled, remote=str(remote), branch="bad..branch")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["mkdocs", "properdocs", "zensical"])
+def test_publish_to_builds_with_the_engine_asked(filled: Vault, tmp_path: Path, engine: str) -> None:
+    from memosite.site.engines import installed_engines
+
+    if engine not in installed_engines():
+        pytest.skip(f"{engine} is not installed")
+    out = tmp_path / "public"
+    result = CliRunner().invoke(cli, ["publish", "--to", str(out), "--engine", engine, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["engine"] == engine and payload["records"] == 1
+    pages = [path.read_text(encoding="utf-8") for path in out.rglob("index.html")]
+    assert any("Retrying a charge without a key double-charges." in page for page in pages)
+
+
+@pytest.mark.slow
+def test_gh_pages_builds_with_the_engine_asked(filled: Vault, remote: Path) -> None:
+    from memosite.site.engines import installed_engines
+
+    if "zensical" not in installed_engines():
+        pytest.skip("zensical is not installed")
+    result = publish_gh_pages(filled, remote=str(remote), engine="zensical")
+    files = _files_on(remote)
+    assert {"index.html", ".nojekyll"} <= files and result.build.records == 1
+    assert any(name.startswith("memory/shop/") for name in files)
+
+
+def test_publish_names_the_engines_it_knows(filled: Vault, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["publish", "--to", str(tmp_path / "p"), "--engine", "hugo"])
+    assert result.exit_code == 2 and "'hugo' is not one of" in result.stderr and not (tmp_path / "p").exists()

@@ -69,6 +69,12 @@ def _report_warnings(warnings: list[str]) -> None:
             sys.stderr.write(f"memosite: warning: {message}\n")
 
 
+_engine_option = click.option(
+    "--engine",
+    type=click.Choice(["mkdocs", "properdocs", "zensical"]),
+    help="The generator: mkdocs (MkDocs 1.6), properdocs (its maintained continuation) or zensical "
+    "(builds memosite's exported pages). Default: properdocs when installed, else mkdocs.",
+)
 _config_option = click.option(
     "--config",
     "config_file",
@@ -105,12 +111,7 @@ _include_pending_option = click.option(
     "files the last one wrote, and only once it succeeded). Default: this vault's folder in your cache "
     "directory (~/.cache/memosite/sites/…), never the directory you are in.",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["mkdocs", "properdocs", "zensical"]),
-    help="The generator: mkdocs (MkDocs 1.6), properdocs (its maintained continuation) or zensical "
-    "(builds memosite's exported pages). Default: properdocs when installed, else mkdocs.",
-)
+@_engine_option
 @_config_option
 @_site_url_option
 @_site_name_option
@@ -272,6 +273,7 @@ def _describe(batch: WatchBatch) -> str:
 )
 @click.option("--branch", default="gh-pages", show_default=True, help="With --gh-pages: the branch to commit to.")
 @click.option("--message", "-m", metavar="TEXT", help="With --gh-pages: the commit message.")
+@_engine_option
 @_config_option
 @_site_url_option
 @_site_name_option
@@ -285,6 +287,7 @@ def publish(
     remote: str,
     branch: str,
     message: str | None,
+    engine: str | None,
     config_file: str | None,
     site_url: str | None,
     site_name: str | None,
@@ -298,9 +301,11 @@ def publish(
     without touching your working tree.
     """
     from memosite.errors import InvalidArguments
+    from memosite.site.engines import choose_engine
 
     if bool(dest) == gh_pages:
         raise InvalidArguments("choose one destination: --to DIR or --gh-pages")
+    chosen = choose_engine(engine)
     common: dict[str, Any] = {
         "config_file": config_file,
         "strict": strict,
@@ -310,15 +315,15 @@ def publish(
         "include_pending": include_pending,
     }
     if dest:
-        from memosite.site.build import publish_to_dir
+        from memosite.site.engines import publish_to_dir
 
-        result = publish_to_dir(app.vault, dest=dest, **common)
+        result = publish_to_dir(app.vault, dest=dest, engine=chosen, **common)
         _report_warnings(result.warnings)
-        app.emit(result.to_json(), _summary(result, "published"))
+        app.emit({**result.to_json(), "engine": chosen}, _summary(result, "published", engine=chosen))
         return
     from memosite.site.ghpages import publish_gh_pages
 
-    pushed = publish_gh_pages(app.vault, remote=remote, branch=branch, message=message, **common)
+    pushed = publish_gh_pages(app.vault, remote=remote, branch=branch, message=message, engine=chosen, **common)
     _report_warnings(pushed.build.warnings)
     app.emit(
         pushed.to_json(),

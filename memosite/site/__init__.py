@@ -1,6 +1,6 @@
 """The published site: build, serve and publish a vault with MkDocs Material.
 
-``build_site`` / ``publish_to_dir`` (``build``), ``serve`` / ``SiteServer`` (``server``) and
+``build_site`` (``build``), ``publish_to_dir`` (``engines``), ``serve`` / ``SiteServer`` (``server``) and
 ``publish_gh_pages`` (``ghpages``) are imported on first use, so that importing this package stays
 cheap. ``export_docs`` (``export``) writes the memory section as plain Markdown.
 """
@@ -13,7 +13,7 @@ from typing import Any
 _EXPORTS = {
     "BuildResult": "memosite.site.build",
     "build_site": "memosite.site.build",
-    "publish_to_dir": "memosite.site.build",
+    "publish_to_dir": "memosite.site.engines",
     "SiteServer": "memosite.site.server",
     "serve": "memosite.site.server",
     "GhPagesResult": "memosite.site.ghpages",

@@ -262,27 +262,3 @@ def build_site(
         warnings=warnings,
         kept=update.kept,
     )
-
-
-def publish_to_dir(
-    vault: Vault,
-    *,
-    dest: str | Path,
-    config_file: str | Path | None = None,
-    strict: bool = False,
-    projects: Sequence[str] | None = None,
-    site_url: str | None = None,
-    site_name: str | None = None,
-    include_pending: bool = False,
-) -> BuildResult:
-    """A finished static copy of the site in ``dest`` (built, scanned, then moved into place)."""
-    return build_site(
-        vault,
-        out_dir=dest,
-        config_file=config_file,
-        strict=strict,
-        projects=projects,
-        site_url=site_url,
-        site_name=site_name,
-        include_pending=include_pending,
-    )

@@ -69,9 +69,11 @@ def build_with_engine(
     site_url: str | None = None,
     site_name: str | None = None,
     include_pending: bool = False,
+    fallback_site_url: str | None = None,
 ) -> BuildResult:
     """Build the vault's site into ``out_dir`` with ``engine`` (see :func:`build_site` for what a
-    build promises: nothing changes at ``out_dir`` unless it succeeds)."""
+    build promises: nothing changes at ``out_dir`` unless it succeeds). ``fallback_site_url`` is
+    the address used when neither ``site_url`` nor the config gives one (a publish's)."""
     request: dict[str, Any] = {
         "out_dir": str(out_dir),
         "config_file": str(config_file) if config_file is not None else None,
@@ -80,6 +82,7 @@ def build_with_engine(
         "site_url": site_url,
         "site_name": site_name,
         "include_pending": include_pending,
+        "fallback_site_url": fallback_site_url,
     }
     if engine == "zensical":
         if config_file is not None:
@@ -89,12 +92,42 @@ def build_with_engine(
             )
         from memosite.site.zensical import build_with_zensical
 
-        return build_with_zensical(vault, **{k: v for k, v in request.items() if k != "config_file"})
+        request["site_url"] = site_url or fallback_site_url
+        return build_with_zensical(
+            vault, **{k: v for k, v in request.items() if k not in ("config_file", "fallback_site_url")}
+        )
     if engine == "properdocs":
         return _build_in_child(vault, request)
     from memosite.site.build import build_site
 
     return build_site(vault, **request)
+
+
+def publish_to_dir(
+    vault: Vault,
+    *,
+    dest: str | Path,
+    engine: str = "mkdocs",
+    config_file: str | Path | None = None,
+    strict: bool = False,
+    projects: Sequence[str] | None = None,
+    site_url: str | None = None,
+    site_name: str | None = None,
+    include_pending: bool = False,
+) -> BuildResult:
+    """A finished static copy of the site in ``dest`` (built by ``engine``, scanned, then moved
+    into place)."""
+    return build_with_engine(
+        vault,
+        engine,
+        out_dir=dest,
+        config_file=config_file,
+        strict=strict,
+        projects=projects,
+        site_url=site_url,
+        site_name=site_name,
+        include_pending=include_pending,
+    )
 
 
 def _build_in_child(vault: Vault, request: dict[str, Any]) -> BuildResult:

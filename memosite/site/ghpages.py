@@ -20,7 +20,8 @@ from typing import Any
 from memosite.errors import InvalidArguments, StorageError
 from memosite.gitcommand import branch_name, remote_location, run_git
 from memosite.schema import format_iso, utc_now
-from memosite.site.build import BuildResult, build_site
+from memosite.site.build import BuildResult
+from memosite.site.engines import build_with_engine
 from memosite.vault import Vault
 
 _FALLBACK_IDENTITY = {
@@ -128,6 +129,7 @@ def publish_gh_pages(
     cwd: Path | None = None,
     site_name: str | None = None,
     include_pending: bool = False,
+    engine: str = "mkdocs",
 ) -> GhPagesResult:
     """Build the site and commit it as the new head of ``branch`` on ``remote``, then push.
 
@@ -142,8 +144,9 @@ def publish_gh_pages(
     parent = heads.stdout.split()[0] if heads.stdout.strip() else None
     with tempfile.TemporaryDirectory(prefix="memosite-ghpages-") as tmp:
         site = Path(tmp) / "site"
-        result = build_site(
+        result = build_with_engine(
             vault,
+            engine,
             out_dir=site,
             config_file=config_file,
             strict=strict,
