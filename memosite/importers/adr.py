@@ -24,7 +24,6 @@ from memosite.importers.source import (
     Parsed,
     Skipped,
     clean_heading,
-    read_source,
     relative_source,
     sections,
     source_base,
@@ -208,17 +207,7 @@ def parse(path: Path) -> Parsed:
             ):
                 continue  # a template, or what is about the folder (README, index)
             parsed.skipped.append(Skipped(relative_source(other, base), "not named as an ADR (0001-… or 20201016-…)"))
-    for file in files:
-        source_path = relative_source(file, base)
-        parsed.covered.files.add(source_path)
-        try:
-            found = record_from_text(read_source(file), source_path)
-        except (OSError, ValueError) as exc:
-            found = Skipped(source_path, str(getattr(exc, "strerror", None) or exc))
-        if isinstance(found, Skipped):
-            parsed.skipped.append(found)
-        else:
-            parsed.records.append(found)
+    parsed.read_each(files, base, record_from_text)
     link_successors(parsed.records)
     return parsed
 

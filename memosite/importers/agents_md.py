@@ -20,7 +20,6 @@ from memosite.importers.source import (
     Parsed,
     Skipped,
     first_heading,
-    read_source,
     relative_source,
     sections,
     source_base,
@@ -187,13 +186,10 @@ def parse(path: Path) -> Parsed:
     if path.is_dir():
         parsed.covered.trees.add(relative_source(path, base))  # every instruction file below it was read
     for file in instruction_files(path):
-        source_path = relative_source(file, base)
-        parsed.covered.files.add(source_path)
-        try:
-            text = read_source(file)
-        except (OSError, ValueError) as exc:
-            parsed.skipped.append(Skipped(source_path, str(getattr(exc, "strerror", None) or exc)))
+        read = parsed.read(file, base)
+        if read is None:
             continue
+        source_path, text = read
         directory = PurePosixPath(relative_source(file.parent, root)) if root is not None else PurePosixPath(".")
         scoped = str(directory) not in ("", ".") and ".claude" not in directory.parts and file.parent != root
         patterns = [f"{directory}/**"] if scoped else None

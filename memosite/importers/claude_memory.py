@@ -22,7 +22,6 @@ from memosite.importers.source import (
     Parsed,
     Skipped,
     first_heading,
-    read_source,
     relative_source,
     source_base,
     split_frontmatter,
@@ -76,13 +75,10 @@ def parse(path: Path) -> Parsed:
         files = sorted(file for file in folder.glob("*.md") if file.is_file())
     topics = {file.name for file in files if file.name != INDEX_FILE}
     for file in files:
-        source_path = relative_source(file, base)
-        parsed.covered.files.add(source_path)
-        try:
-            text = read_source(file)
-        except (OSError, ValueError) as exc:
-            parsed.skipped.append(Skipped(source_path, str(getattr(exc, "strerror", None) or exc)))
+        read = parsed.read(file, base)
+        if read is None:
             continue
+        source_path, text = read
         if file.name == INDEX_FILE:
             kept = [line for line in text.split("\n") if not _points_to_topic(line, topics)]
             records, skipped = records_from_text("\n".join(kept), source_path, fmt=FORMAT)

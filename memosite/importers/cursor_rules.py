@@ -16,7 +16,6 @@ from memosite.importers.source import (
     Parsed,
     Skipped,
     first_heading,
-    read_source,
     relative_source,
     source_base,
     split_frontmatter,
@@ -80,17 +79,7 @@ def parse(path: Path) -> Parsed:
     parsed = Parsed()
     if path.is_dir():
         parsed.covered.trees.add(relative_source(rules_folder(path), base))  # not a package's own rules elsewhere
-    for file in rule_files(path):
-        source_path = relative_source(file, base)
-        parsed.covered.files.add(source_path)
-        try:
-            found = record_from_text(read_source(file), source_path)
-        except (OSError, ValueError) as exc:
-            found = Skipped(source_path, str(getattr(exc, "strerror", None) or exc))
-        if isinstance(found, Skipped):
-            parsed.skipped.append(found)
-        else:
-            parsed.records.append(found)
+    parsed.read_each(rule_files(path), base, record_from_text)
     return parsed
 
 

@@ -9,7 +9,7 @@ half imported. Each importer turns files into :class:`ImportedRecord` values; th
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -95,6 +95,32 @@ class Parsed:
         self.records.extend(other.records)
         self.skipped.extend(other.skipped)
         self.covered.extend(other.covered)
+
+    def read(self, file: Path, base: Path) -> tuple[str, str] | None:
+        """``file``'s source path and text, counted as read; None (and the file listed as skipped,
+        with why) when it cannot be imported."""
+        source_path = relative_source(file, base)
+        self.covered.files.add(source_path)
+        try:
+            return source_path, read_source(file)
+        except (OSError, ValueError) as exc:
+            self.skipped.append(Skipped(source_path, str(getattr(exc, "strerror", None) or exc)))
+            return None
+
+    def read_each(
+        self, files: Iterable[Path], base: Path, record_from_text: Callable[[str, str], ImportedRecord | Skipped]
+    ) -> None:
+        """Read each of ``files`` into one record (or a skipped file) by ``record_from_text(text,
+        source_path)``."""
+        for file in files:
+            read = self.read(file, base)
+            if read is None:
+                continue
+            found = record_from_text(read[1], read[0])
+            if isinstance(found, Skipped):
+                self.skipped.append(found)
+            else:
+                self.records.append(found)
 
 
 def source_base(path: Path) -> Path:
