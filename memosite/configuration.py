@@ -44,7 +44,7 @@ from memosite.settings import (
     without,
 )
 from memosite.vault import Vault, atomic_write_text
-from memosite.vaultconfig import ACCEPTED_KEY, Source, VaultConfig, accepted_entry, load_config
+from memosite.vaultconfig import ACCEPTED_KEY, Source, VaultConfig, accepted_entry, load_config, read_settings_object
 
 Action = Literal["set", "unset"]
 
@@ -298,7 +298,7 @@ def repair_machine_setting(root: Path, key: str, words: Sequence[str] | None, en
     require_person(env, f"config {action} {setting.key}")
     value = MISSING if words is None else parse_value(setting, words)
     with Vault(root=root, config=VaultConfig()).lock():
-        data = read_settings_file_at(root, MACHINE_FILE)
+        data = read_settings_object(root / MACHINE_FILE)
         previous = lookup(data, setting.key)
         changed = _edited(data, setting.key, value)
         written = changed != data
@@ -337,20 +337,7 @@ def _edited(data: Mapping[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 def read_settings_file(vault: Vault, name: str) -> dict[str, Any]:
     """``config.json`` or ``config.local.json`` as it is on disk (key order kept)."""
-    return read_settings_file_at(vault.root, name)
-
-
-def read_settings_file_at(root: Path, name: str) -> dict[str, Any]:
-    """The settings file ``name`` of the vault at ``root`` as it is on disk (key order kept)."""
-    try:
-        data = json.loads((root / name).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise InvalidArguments(f"cannot read {name}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InvalidArguments(f"{name} must hold a JSON object")
-    return data
+    return read_settings_object(vault.root / name)
 
 
 def edit_machine_file(vault: Vault, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:

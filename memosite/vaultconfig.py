@@ -222,10 +222,10 @@ def load_config(vault_root: Path) -> VaultConfig:
     """
     team_path = vault_root / CONFIG_FILE
     machine_path = vault_root / MACHINE_FILE
-    team_data = _read_object(team_path)
+    team_data = read_settings_object(team_path)
     team_only = without(team_data, MACHINE_KEYS)
     _check_settings(team_only, "team", team_path)
-    machine_data = _read_object(machine_path) if machine_path.exists() else None
+    machine_data = read_settings_object(machine_path) if machine_path.exists() else None
     plan: MachinePlan | None = None
     if machine_data is None:
         plan = _first_use(vault_root, team_data, team_only)
@@ -256,7 +256,9 @@ def load_config(vault_root: Path) -> VaultConfig:
     )
 
 
-def _read_object(path: Path) -> dict[str, Any]:
+def read_settings_object(path: Path) -> dict[str, Any]:
+    """A settings file as it is on disk (key order kept; empty when there is none); InvalidArguments
+    naming the file when it is not one JSON object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
