@@ -93,31 +93,18 @@ class _Freshness:
         return RecordVerdict(entry.path, entry.project, entry.kind, entry.id, entry.title, judged).verdict
 
 
-def _from_brief(item: BriefItem) -> MemoryItem:
+def _item(source: BriefItem | IndexEntry) -> MemoryItem:
+    """A brief's item or an index row (both carry what an agent file shows) as a memory item."""
     return MemoryItem(
-        id=item.id,
-        kind=item.kind,
-        title=item.title,
-        rule=rule_line(item.body, RULE_CHARS),
-        path=item.path,
-        severity=item.severity,
-        occurrences=item.occurrences or 1,
-        hits=item.hits,
-        path_patterns=tuple(item.path_patterns),
-    )
-
-
-def _from_entry(entry: IndexEntry) -> MemoryItem:
-    return MemoryItem(
-        id=entry.id,
-        kind=entry.kind,
-        title=entry.title,
-        rule=rule_line(entry.body, RULE_CHARS),
-        path=entry.path,
-        severity=entry.severity,
-        occurrences=entry.occurrences or 1,
-        hits=entry.hits,
-        path_patterns=tuple(entry.path_patterns),
+        id=source.id,
+        kind=source.kind,
+        title=source.title,
+        rule=rule_line(source.body, RULE_CHARS),
+        path=source.path,
+        severity=source.severity,
+        occurrences=source.occurrences or 1,
+        hits=source.hits,
+        path_patterns=tuple(source.path_patterns),
     )
 
 
@@ -126,8 +113,8 @@ def select_memory(vault: Vault, project: str, repo_root: Path | None, *, now: da
     selection = Selection(project)
     fresh = _Freshness(vault, repo_root)
     brief = build_bootstrap(vault, project, max_bytes=_BRIEF_READ_BYTES, fresh_only=True, now=now)
-    selection.traps = list(_keep_fresh(fresh, selection, [_from_brief(item) for item in brief.traps]))
-    selection.decisions = list(_keep_fresh(fresh, selection, [_from_brief(item) for item in brief.decisions]))
+    selection.traps = list(_keep_fresh(fresh, selection, [_item(item) for item in brief.traps]))
+    selection.decisions = list(_keep_fresh(fresh, selection, [_item(item) for item in brief.decisions]))
     for omission in brief.omitted:
         if omission.section in ("traps", "decisions") and omission.reason != "freshness":
             selection.more[omission.section] = selection.more.get(omission.section, 0) + omission.count
@@ -141,7 +128,7 @@ def select_memory(vault: Vault, project: str, repo_root: Path | None, *, now: da
             continue
         entry = index.by_path(hit.path)
         if entry is not None:
-            scoped.append(_from_entry(entry))
+            scoped.append(_item(entry))
     selection.scoped = list(_keep_fresh(fresh, selection, scoped))
     return selection
 
