@@ -1044,5 +1044,7 @@ def test_an_english_spelling_is_never_the_word_itself_and_spelling_it_back_retur
     for other in english_spellings(word):
         assert other != word.lower()
         assert other.isascii() and other.isalpha()
-        if not other.endswith(("or", "ors", "ored", "oring", "orite", "orites", "orable", "er", "ers", "erd", "og", "ogs")):
+        if not other.endswith(
+            ("or", "ors", "ored", "oring", "orite", "orites", "orable", "er", "ers", "erd", "og", "ogs")
+        ):
             assert word.lower() in english_spellings(other)
