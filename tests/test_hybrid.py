@@ -613,11 +613,21 @@ def _many_holding_every_word(vault: Vault) -> None:
     put(vault, "trap", "payment-zh", "重复扣款", "支付重试时没有幂等键会重复扣款。\n")
 
 
-@pytest.mark.parametrize("query", ["payment service deploy", "支付重试", "Платёж дважды", "Διπλή χρέωση", "重复扣款"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "payment service deploy 支付重试",
+        "deploy went out 支付重试",
+        "payment service deploy",
+        "Платёж дважды",
+        "重复扣款",
+    ],
+)
 def test_hybrid_reads_the_words_of_a_query_as_words_alone_do(tmp_path: Path, query: str) -> None:
-    # Before: hybrid asked the words' ranking for 50 candidates, so a query whose every word a page
-    # of records holds (12 here) still fell back to any word: ``match`` said "any"-mixed terms while
-    # the same search by words alone said "all", and a second, costlier query ran for nothing.
+    # Before: hybrid asked the words' ranking for 50 candidates, so a query every term of which a
+    # page of records holds (12 here) still fell back to the any-term reading: the search reported
+    # the character pairs of "支付重试" as its terms where the same search by words alone reported
+    # "支付重试", and a second, costlier query ran for nothing.
     answers = {}
     for semantic in (False, True):
         vault = open_vault(tmp_path / f"vault-{semantic}", semantic=semantic)
