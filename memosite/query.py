@@ -127,11 +127,50 @@ class ParsedQuery:
 
 
 def _variants(text: str) -> list[str]:
-    """The spellings a word is searched under: as written, compatibility form, folded."""
+    """The spellings a word is searched under: as written, compatibility form, folded, and its other
+    English spelling (:func:`english_spellings`)."""
     seen: dict[str, str] = {}
-    for variant in (text, unicodedata.normalize("NFKC", text), fold(text)):
+    for variant in (text, unicodedata.normalize("NFKC", text), fold(text), *english_spellings(text)):
         seen.setdefault(variant.lower(), variant)  # the word index lower-cases, it does not case-fold
     return list(seen.values())
+
+
+# British and American spellings of one English word. The index's porter stemmer folds inflections
+# (``executing`` finds ``execution``) but not spellings: ``organising`` stems to ``organis`` and
+# ``organizing`` to ``organ``, ``licence`` and ``license`` stay apart. Each rule swaps one ending for
+# the other; a spelling no record uses costs one empty posting lookup, so the rules may overshoot.
+_SPELLING_ENDINGS = (
+    # organise/organize, serialising/serializing, normalisation/normalization, optimiser/optimizer
+    (re.compile(r"(?<=[a-z]{3})is(e|es|ed|ing|ation|ations|er|ers)$"), r"iz\1"),
+    (re.compile(r"(?<=[a-z]{3})iz(e|es|ed|ing|ation|ations|er|ers)$"), r"is\1"),
+    # analyse/analyze, paralysed/paralyzed
+    (re.compile(r"(?<=[a-z]{2})ys(e|es|ed|ing|er|ers)$"), r"yz\1"),
+    (re.compile(r"(?<=[a-z]{2})yz(e|es|ed|ing|er|ers)$"), r"ys\1"),
+    # colour/color, behaviours/behaviors, favourite/favorite (four, hour, your: too short to change)
+    (re.compile(r"(?<=[a-z]{3})our(s|ed|ing|ite|ites|able)?$"), r"or\1"),
+    # centre/center, fibres/fibers
+    (re.compile(r"(?<=[a-z]{2})([tb])re(s|d)?$"), r"\1er\2"),
+    # catalogue/catalog, dialogues/dialogs
+    (re.compile(r"(?<=[a-z]{3})ogue(s)?$"), r"og\1"),
+)
+# Nouns in -ence whose American spelling ends in -ense (most -ence words have one spelling only).
+_ENCE_NOUNS = frozenset({"licence", "defence", "offence", "pretence"})
+
+
+def english_spellings(word: str) -> list[str]:
+    """The other spellings of an English ``word`` (British ``organise`` → ``organize``, American
+    ``license`` → ``licence`` …), lower-cased; none for a word of another language or script."""
+    lowered = word.lower()
+    if not lowered.isascii() or not lowered.isalpha() or len(lowered) < 5:
+        return []
+    found = [pattern.sub(replacement, lowered) for pattern, replacement in _SPELLING_ENDINGS]
+    stem = lowered[:-1] if lowered.endswith("s") else lowered
+    plural = lowered[len(stem) :]
+    if stem in _ENCE_NOUNS:
+        found.append(f"{stem[:-4]}ense{plural}")
+    elif stem.endswith("ense") and f"{stem[:-4]}ence" in _ENCE_NOUNS:
+        found.append(f"{stem[:-4]}ence{plural}")
+    return [spelling for spelling in dict.fromkeys(found) if spelling != lowered]
 
 
 def _to_index(terms: tuple[Term, ...]) -> Terms:

@@ -187,11 +187,19 @@ class Found:
 
 
 def find_matches(
-    index: Index, text: str | None, filters: fts.SearchFilters, *, sort: str, limit: int, load: int | None = None
+    index: Index,
+    text: str | None,
+    filters: fts.SearchFilters,
+    *,
+    sort: str,
+    limit: int,
+    load: int | None = None,
+    page: int | None = None,
 ) -> Found:
     """The one query pipeline of search, bootstrap and MCP search (see the module docstring): the
     first ``limit`` matches, of which the first ``load`` (all by default) are loaded as ``matches``;
-    ``ranking`` holds them all."""
+    ``ranking`` holds them all. The any-word reading follows when the strict one finds fewer than
+    ``page`` (``limit`` by default): more candidates than a page read the query as a page would."""
     load = limit if load is None else load
 
     def loaded(ranking: fts.Ranking, match: MatchMode | None, terms: list[str], holding: int, **extra: Any) -> Found:
@@ -212,7 +220,9 @@ def find_matches(
     if parsed.empty:
         return Found([], 0, None, [])
     try:
-        ranking, match, terms, holding = _all_then_any(index, parsed, filters, sort=sort, limit=limit)
+        ranking, match, terms, holding = _all_then_any(
+            index, parsed, filters, sort=sort, limit=limit, page=limit if page is None else page
+        )
     except fts.QuerySyntaxError as exc:
         raise StorageError(f"search failed: {exc}") from exc
     return loaded(ranking, match, terms, holding)
@@ -225,7 +235,11 @@ def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: i
     from memosite.refresh import fill_missing_vectors
 
     index = vault.index()
-    lexical = find_matches(index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES), load=0)
+    # The words' reading is the one a search by words alone would answer with (the any-word reading
+    # only when the strict one fills no page), with more of its candidates.
+    lexical = find_matches(
+        index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES), load=0, page=limit
+    )
     rows = lexical.ranking.rows if lexical.ranking is not None else []
     if lexical.raw or any(term.kind == "phrase" for term in parse_query(text).terms):
         return find_matches(index, text, filters, sort="relevance", limit=limit)
@@ -302,13 +316,13 @@ def _raw_then_words(text: str, as_written: Callable[[fts.Terms], T | None]) -> t
 
 
 def _all_then_any(
-    index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int
+    index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int, page: int
 ) -> tuple[fts.Ranking, MatchMode | None, list[str], int]:
-    """The ranking of the strict reading, or of the loose one when the strict finds too little;
-    ``match``, the terms searched and how many hold every term."""
+    """The ranking of the strict reading, or of the loose one when the strict finds fewer than
+    ``page``; ``match``, the terms searched and how many hold every term."""
     strict = fts.find_ranked(index, parsed.all_terms(), filters, sort=sort, limit=limit)
     total = strict.total
-    if len(strict.rows) < limit and parsed.loosens:
+    if len(strict.rows) < min(page, limit) and parsed.loosens:
         loose = fts.find_ranked(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
         if loose.total > total:
             # Records holding some terms were added after those holding all: ``match`` still says

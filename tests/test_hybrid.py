@@ -594,3 +594,66 @@ def test_a_query_about_nothing_the_vault_knows_finds_nothing(shop: Vault, query:
     found = search_records(shop, P, query, explain=True, now=NOW)
     assert found.ranking == "hybrid"
     assert found.results == [] and found.total == 0
+
+
+# --- the words' reading hybrid fuses, and what a search leaves remembered -------------------------
+
+
+def _many_holding_every_word(vault: Vault) -> None:
+    for n in range(12):
+        put(
+            vault,
+            "log",
+            f"deploy-{n}",
+            f"Deploy {n} of the payment service",
+            f"Payment service deploy {n} went out (支付重试).\n",
+        )
+    put(vault, "trap", "payment-ru", "Платёж списан дважды", "Повтор платежа без ключа идемпотентности.\n")
+    put(vault, "trap", "payment-el", "Διπλή χρέωση πληρωμής", "Η επανάληψη χωρίς κλειδί χρεώνει δύο φορές.\n")
+    put(vault, "trap", "payment-zh", "重复扣款", "支付重试时没有幂等键会重复扣款。\n")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "payment service deploy 支付重试",
+        "deploy went out 支付重试",
+        "payment service deploy",
+        "Платёж дважды",
+        "重复扣款",
+    ],
+)
+def test_hybrid_reads_the_words_of_a_query_as_words_alone_do(tmp_path: Path, query: str) -> None:
+    # Before: hybrid asked the words' ranking for 50 candidates, so a query every term of which a
+    # page of records holds (12 here) still fell back to the any-term reading: the search reported
+    # the character pairs of "支付重试" as its terms where the same search by words alone reported
+    # "支付重试", and a second, costlier query ran for nothing.
+    answers = {}
+    for semantic in (False, True):
+        vault = open_vault(tmp_path / f"vault-{semantic}", semantic=semantic)
+        try:
+            _many_holding_every_word(vault)
+            found = search_records(vault, P, query, limit=10, now=NOW)
+            answers[semantic] = (found.match, found.terms, found.holding_all)
+        finally:
+            vault.close()
+    assert answers[True] == answers[False]
+
+
+def test_a_search_does_not_count_as_a_write_of_the_index(shop: Vault) -> None:
+    # Before: the rows a search puts in its own temp table for snippets moved ``total_changes``, so
+    # every search dropped every remembered answer and made the held vectors be checked again.
+    search_records(shop, P, "payment retries", now=NOW)
+    index = shop.index()
+    before = index.changes()
+    calls = []
+    index.remembered("probe", lambda: calls.append(1))
+    for query in ("payment retries", SYNONYM_QUERY, "Платёж", "Διπλή", "重复扣款", "🦊"):
+        search_records(shop, P, query, now=NOW)
+    index.remembered("probe", lambda: calls.append(1))
+    assert index.changes() == before
+    assert calls == [1]
+    put(shop, "trap", "new-one", "A new trap", "About something new.\n")
+    assert index.changes() > before
+    index.remembered("probe", lambda: calls.append(1))
+    assert calls == [1, 1]

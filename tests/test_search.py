@@ -946,3 +946,105 @@ def test_whether_a_match_exists_is_what_finding_the_matches_says(
     filters = fts.SearchFilters(P, format_iso(NOW), kinds=("trap", "decision"), hidden_kinds=("scratch",))
     found = fts.find_ranked(index, terms, filters, sort="relevance", limit=1, require_all=require_all)
     assert fts.exists(index, terms, filters, require_all=require_all) == bool(found.rows)
+
+
+# --- British and American spellings -----------------------------------------------------------------
+
+
+def _words_only_vault(root: Path) -> Vault:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.local.json").write_text(json.dumps({"search": {"semantic": False}}), encoding="utf-8")
+    vault = Vault.open(root)
+    put(vault, "decision", "licence", "Dual license: MIT and CC0.\n", title="How the template is licensed")
+    put(vault, "trap", "pickle", "Deserializing pickled messages runs their code.\n", title="Pickle is unsafe")
+    put(vault, "trap", "colours", "The theme's colors are set in one stylesheet.\n", title="Theme palette")
+    put(vault, "decision", "centre", "Backups go to the second data center.\n", title="Where backups go")
+    put(vault, "trap", "optimiser", "The query optimizer skips the partial index.\n", title="Planner surprise")
+    put(vault, "decision", "analyse", "We analyse slow requests from the access log.\n", title="Slow requests")
+    put(vault, "trap", "ru", "Сериализация сообщений: pickle небезопасен.\n", title="Сериализация")
+    put(vault, "trap", "el", "Η σειριοποίηση με pickle δεν είναι ασφαλής.\n", title="Σειριοποίηση")
+    put(vault, "trap", "zh", "序列化消息时不要使用 pickle。\n", title="序列化")
+    return vault
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("which licences may people reuse the template under", "licence"),
+        ("is deserialising messages dangerous", "pickle"),
+        ("where are the colours defined", "colours"),
+        ("which data centre holds backups", "centre"),
+        ("query optimiser ignores my index", "optimiser"),
+        ("analyzing slow requests", "analyse"),
+    ],
+)
+def test_a_word_finds_its_other_english_spelling_with_hybrid_off(tmp_path: Path, query: str, expected: str) -> None:
+    # Before: porter stems "licences" to "licenc" and "license" to "licens", "deserialising" to
+    # "deserialis" and "deserializing" to "deseri": the record said it in the other spelling and
+    # words alone never found it.
+    vault = _words_only_vault(tmp_path / "vault")
+    try:
+        found = search_records(vault, P, query, now=NOW)
+        assert found.ranking == "words"
+        assert [hit.id for hit in found.results][:1] == [expected]
+    finally:
+        vault.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("сериализация", ["ru"]), ("σειριοποίηση", ["el"]), ("序列化", ["zh"]), ("Сериализация pickle", ["ru"])],
+)
+def test_other_scripts_are_searched_as_written_beside_the_english_spellings(
+    tmp_path: Path, query: str, expected: list[str]
+) -> None:
+    vault = _words_only_vault(tmp_path / "vault")
+    try:
+        assert [hit.id for hit in search_records(vault, P, query, now=NOW).results][: len(expected)] == expected
+    finally:
+        vault.close()
+
+
+@pytest.mark.parametrize(
+    ("word", "spellings"),
+    [
+        ("organise", ["organize"]),
+        ("organization", ["organisation"]),
+        ("Licences", ["licenses"]),
+        ("license", ["licence"]),
+        ("analysed", ["analyzed"]),
+        ("behaviours", ["behaviors"]),
+        ("centre", ["center"]),
+        ("catalogue", ["catalog"]),
+        ("four", []),
+        ("hour", []),
+        ("size", []),
+        ("sequence", []),
+        ("café", []),
+        ("Straße", []),
+        ("организация", []),
+        ("οργάνωση", []),
+        ("组织", []),
+        ("🦊", []),
+    ],
+)
+def test_english_spellings_swap_only_the_endings_british_and_american_english_spell_apart(
+    word: str, spellings: list[str]
+) -> None:
+    from memosite.query import english_spellings
+
+    assert english_spellings(word) == spellings
+
+
+@settings(max_examples=200, deadline=None)
+@given(word=st.text(min_size=1, max_size=30))
+def test_an_english_spelling_is_never_the_word_itself_and_spelling_it_back_returns_the_word(word: str) -> None:
+    from memosite.query import english_spellings
+
+    for other in english_spellings(word):
+        assert other != word.lower()
+        assert other.isascii() and other.isalpha()
+        if not other.endswith(
+            ("or", "ors", "ored", "oring", "orite", "orites", "orable", "er", "ers", "erd", "og", "ogs")
+        ):
+            assert word.lower() in english_spellings(other)

@@ -56,6 +56,8 @@ class Index:
         self.term_counts: dict[tuple[str, str], int] = {}
         self.term_writes = 0
         self._answers_stamp: tuple[int, int] | None = None
+        # Rows written to this connection's temp tables (see ``scratch_writes``): not index changes.
+        self._scratch_changes = 0
         self._data_version: int | None = None  # PRAGMA data_version when the memos were last checked
         self._holding = False  # a unit of work holds its writes open (see held_writes)
         self._opened = 0  # transaction() blocks running now
@@ -268,12 +270,28 @@ class Index:
             self._data_version = version
         return version
 
+    def changes(self) -> int:
+        """How many rows this connection has written to the index: ``total_changes`` without the rows
+        of :meth:`scratch_writes`. It moves on every write of the index, a rolled-back one too."""
+        return int(self.conn.total_changes) - self._scratch_changes
+
+    @contextlib.contextmanager
+    def scratch_writes(self) -> Iterator[sqlite3.Connection]:
+        """A block that writes only to this connection's temp tables (the few rows a search or a
+        brief asks its own FTS5 table about). ``total_changes`` counts those rows too; without this,
+        every search would look like a write and drop every remembered answer and the held vectors."""
+        before = self.conn.total_changes
+        try:
+            yield self.conn
+        finally:
+            self._scratch_changes += self.conn.total_changes - before
+
     def remembered(self, key: Any, compute: Callable[[], Any], valid: Callable[[Any], bool] | None = None) -> Any:
         """``compute()`` (a read), remembered until the index changes: a write on this connection
-        (``total_changes`` moved, a rolled-back one too) or a commit on any other
+        (:meth:`changes` moved, a rolled-back one too) or a commit on any other
         (``PRAGMA data_version`` moved), or until ``valid(answer)`` says it no longer holds (an
         answer that depends on the time). For answers that cost a scan and rarely change."""
-        stamp = (self.follow_other_connections(), self.conn.total_changes)
+        stamp = (self.follow_other_connections(), self.changes())
         if stamp != self._answers_stamp:
             self._answers.clear()
             self._answers_stamp = stamp

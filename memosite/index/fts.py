@@ -617,31 +617,33 @@ SNIPPET_SOURCE_CHARS = 32_000
 
 
 def _snippets(
-    conn: sqlite3.Connection, rows: dict[int, sqlite3.Row], fts_query: str, count_words: Sequence[str] = ()
+    index: Index, rows: dict[int, sqlite3.Row], fts_query: str, count_words: Sequence[str] = ()
 ) -> tuple[dict[int, str], dict[int, int]]:
     """``snippet()`` of the start of the body of each shown row (:data:`SNIPPET_SOURCE_CHARS`), and
     how many of ``count_words`` that start holds. Asked of ``records_fts`` itself, each row costs a
     walk of the query's whole posting list (a
     millisecond per row for a common word), so the few shown rows are put in a connection-private
     FTS5 table with the same tokenizer and asked there."""
-    conn.execute(_SNIPPET_TABLE)
-    # One savepoint for the rows (it touches only the temp database: no lock on the index).
-    conn.execute("SAVEPOINT snippet_rows")
-    conn.execute("DELETE FROM temp.snippet_rows")
-    conn.executemany(
-        "INSERT INTO temp.snippet_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)",
-        [
-            (
-                rowid,
-                row["title"],
-                row["body"][:SNIPPET_SOURCE_CHARS],
-                " ".join(json.loads(row["tags_json"])),
-                (row["folded"] or "")[:SNIPPET_SOURCE_CHARS],
-            )
-            for rowid, row in rows.items()
-        ],
-    )
-    conn.execute("RELEASE snippet_rows")
+    with index.scratch_writes() as conn:
+        conn.execute(_SNIPPET_TABLE)
+        # One savepoint for the rows (it touches only the temp database: no lock on the index).
+        conn.execute("SAVEPOINT snippet_rows")
+        conn.execute("DELETE FROM temp.snippet_rows")
+        conn.executemany(
+            "INSERT INTO temp.snippet_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    rowid,
+                    row["title"],
+                    row["body"][:SNIPPET_SOURCE_CHARS],
+                    " ".join(json.loads(row["tags_json"])),
+                    (row["folded"] or "")[:SNIPPET_SOURCE_CHARS],
+                )
+                for rowid, row in rows.items()
+            ],
+        )
+        conn.execute("RELEASE snippet_rows")
+    conn = index.conn
     held: dict[int, int] = {}
     try:
         for word in count_words:
@@ -681,7 +683,7 @@ def _load(
             rowids,
         )
     }
-    snippets, held = _snippets(conn, rows, fts_query, count_later) if fts_query is not None else ({}, {})
+    snippets, held = _snippets(index, rows, fts_query, count_later) if fts_query is not None else ({}, {})
     found = []
     for rowid, rank, matched in ranked:
         row = rows.get(rowid)

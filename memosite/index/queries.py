@@ -504,11 +504,12 @@ def holding(index: Index, rowids: Sequence[int], terms: Sequence[tuple[str | Non
     rows = conn.execute(
         f"SELECT r.rowid, r.title, r.body, r.tags, r.folded FROM records AS r WHERE r.rowid IN ({marks})", list(rowids)
     ).fetchall()
-    conn.execute(_FOCUS_TABLE)
-    conn.execute("SAVEPOINT focus_rows")  # the temp database only: no lock on the index
-    conn.execute("DELETE FROM temp.focus_rows")
-    conn.executemany("INSERT INTO temp.focus_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)", rows)
-    conn.execute("RELEASE focus_rows")
+    with index.scratch_writes():
+        conn.execute(_FOCUS_TABLE)
+        conn.execute("SAVEPOINT focus_rows")  # the temp database only: no lock on the index
+        conn.execute("DELETE FROM temp.focus_rows")
+        conn.executemany("INSERT INTO temp.focus_rows (rowid, title, body, tags, folded) VALUES (?, ?, ?, ?, ?)", rows)
+        conn.execute("RELEASE focus_rows")
     found: list[set[int]] = []
     for expression, substring in terms:
         if expression is not None:

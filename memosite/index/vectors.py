@@ -108,7 +108,7 @@ def matrix(index: Index, model: str, decode: Callable[[Sequence[bytes]], Any]) -
     import numpy as np
 
     held = _HELD.setdefault(index, {}).get(model)
-    stamp = (index.follow_other_connections(), index.conn.total_changes)
+    stamp = (index.follow_other_connections(), index.changes())
     if held is not None and held.stamp == stamp:
         return held.rowids, held.rows, held.position
     count, newest = index.conn.execute(
