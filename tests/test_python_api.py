@@ -135,6 +135,23 @@ def test_an_argument_no_method_takes_is_a_type_error(memory: memosite.Memory) ->
         memosite.Memory(vault="", project="shop")
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.get(5),
+        lambda m: m.get(["retries"]),
+        lambda m: m.forget(7, purge=True),
+        lambda m: m.restore(b"retries"),
+    ],
+)
+def test_an_id_that_is_not_text_is_invalid_arguments_and_changes_nothing(memory: memosite.Memory, call: Any) -> None:
+    memory.upsert(kind="trap", slug="retries", title="Повторы", body="Idempotency key.")
+    before = {p: p.read_bytes() for p in memory.vault.root.rglob("*.md")}
+    with pytest.raises(memosite.InvalidArguments, match="invalid id .*: an id is text"):
+        call(memory)
+    assert {p: p.read_bytes() for p in memory.vault.root.rglob("*.md")} == before
+
+
 @pytest.mark.slow
 def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.Memory, tmp_path: Path) -> None:
     memory.upsert(kind="trap", slug="retries", title="Retries double-charge", body="Send an idempotency key.")
