@@ -147,9 +147,35 @@ def test_an_argument_no_method_takes_is_a_type_error(memory: memosite.Memory) ->
 def test_an_id_that_is_not_text_is_invalid_arguments_and_changes_nothing(memory: memosite.Memory, call: Any) -> None:
     memory.upsert(kind="trap", slug="retries", title="Повторы", body="Idempotency key.")
     before = {p: p.read_bytes() for p in memory.vault.root.rglob("*.md")}
-    with pytest.raises(memosite.InvalidArguments, match="invalid id .*: an id is text"):
+    with pytest.raises(memosite.InvalidArguments, match=r"invalid id .*: an id is text"):
         call(memory)
     assert {p: p.read_bytes() for p in memory.vault.root.rglob("*.md")} == before
+
+
+@pytest.mark.parametrize(
+    ("method", "call"),
+    [
+        ("search", lambda m: m.search("x", colour="red")),
+        ("bootstrap", lambda m: m.bootstrap(colour="red")),
+        ("build", lambda m: m.build("site", colour="red")),
+        ("build", lambda m: m.build("site", projects=["other"])),
+    ],
+)
+def test_an_option_a_method_does_not_take_is_a_type_error_naming_that_method(
+    memory: memosite.Memory, method: str, call: Any
+) -> None:
+    with pytest.raises(TypeError, match=rf"^Memory\.{method}\(\) got an unexpected keyword argument .*it takes "):
+        call(memory)
+
+
+def test_a_vault_or_an_actor_of_the_wrong_type_is_invalid_arguments(tmp_path: Path) -> None:
+    with pytest.raises(memosite.InvalidArguments, match="vault must be a path"):
+        memosite.Memory(vault=5, project="shop")  # type: ignore[arg-type]
+    with pytest.raises(memosite.InvalidArguments, match=r"^vault must not be empty"):
+        memosite.Memory(vault="  ", project="shop")
+    with pytest.raises(memosite.InvalidArguments, match=r"actor must be a memosite\.Actor"):
+        memosite.Memory(vault=tmp_path / "v", project="shop", actor="me")  # type: ignore[arg-type]
+    assert not (tmp_path / "v").exists()
 
 
 @pytest.mark.slow
