@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from memosite.config import resolve_project, resolve_vault_root, working_directory
 from memosite.errors import InvalidArguments
 from memosite.provenance import Actor, detect_agent_shell
+from memosite.schema import shown
 from memosite.sync.autopush import register_auto_push
 from memosite.vault import Vault
 from memosite.workspace import check_vault_placement, find_work_tree
@@ -110,6 +112,11 @@ class Memory:
 
         if fields.get("source") not in (None, "agent") and self.vault.actor is not None:
             self.vault.actor.require_person(f"upsert with source {fields['source']}")
+        for name, value in (("title", title), ("body", body)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidArguments(f"{name} must be text, not {type(value).__name__}", details={"field": name})
+        for name, value in fields.items():
+            _check_plain(name, value)
         frontmatter = {**fields, **({"title": title} if title is not None else {})}
         return upsert_record(
             self.vault,
@@ -210,3 +217,23 @@ def _check_options(
             raise TypeError(
                 f"Memory.{method}() got an unexpected keyword argument {name!r}; it takes {', '.join(takes)}"
             )
+
+
+# What a front-matter value may be: what JSON (the CLI's --frontmatter, an MCP call) can carry,
+# and dates. Python can pass anything else, which the YAML writer would refuse half way.
+_PLAIN_VALUES = (str, int, float, bool, date, type(None))
+
+
+def _check_plain(name: str, value: Any) -> None:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            _check_plain(name, key)
+            _check_plain(name, inner)
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _check_plain(name, inner)
+    elif not isinstance(value, _PLAIN_VALUES):
+        raise InvalidArguments(
+            f"invalid {name}: {shown(value)} is not text, a number, true/false, a date, a list or a mapping",
+            details={"field": name},
+        )

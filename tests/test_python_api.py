@@ -178,6 +178,34 @@ def test_a_vault_or_an_actor_of_the_wrong_type_is_invalid_arguments(tmp_path: Pa
     assert not (tmp_path / "v").exists()
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [{"extra": object()}, {"extra": {"nested": {1, 2}}}, {"extra": [b"bytes"]}],
+)
+def test_a_field_value_the_frontmatter_cannot_hold_is_refused_and_nothing_is_written(
+    memory: memosite.Memory, fields: dict[str, Any]
+) -> None:
+    with pytest.raises(memosite.InvalidArguments, match=r"invalid extra: .*text, a number, true/false"):
+        memory.upsert(kind="decision", slug="d", title="Décision", body="Body.", **fields)
+    assert list(memory.vault.root.rglob("d.md")) == []
+
+
+@pytest.mark.parametrize(("field", "value"), [("title", ["Заголовок"]), ("body", 3), ("title", {"en": "Title"})])
+def test_a_title_or_body_that_is_not_text_is_refused_naming_it(memory: memosite.Memory, field: str, value: Any) -> None:
+    arguments = {"title": "Titre", "body": "Corps.", field: value}
+    with pytest.raises(memosite.InvalidArguments, match=f"^{field} must be text"):
+        memory.upsert(kind="decision", slug="d", **arguments)
+    assert list(memory.vault.root.rglob("d.md")) == []
+
+
+def test_a_tuple_field_value_is_written_as_a_list(memory: memosite.Memory) -> None:
+    written = memory.upsert(
+        kind="trap", slug="t", title="Τίτλος", body="Body.", pathPatterns=("src/**",), extra=(1, "ж")
+    )
+    frontmatter = memory.get(written.id).frontmatter
+    assert frontmatter["pathPatterns"] == ["src/**"] and frontmatter["extra"] == [1, "ж"]
+
+
 @pytest.mark.slow
 def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.Memory, tmp_path: Path) -> None:
     memory.upsert(kind="trap", slug="retries", title="Retries double-charge", body="Send an idempotency key.")
