@@ -206,6 +206,13 @@ def test_a_tuple_field_value_is_written_as_a_list(memory: memosite.Memory) -> No
     assert frontmatter["pathPatterns"] == ["src/**"] and frontmatter["extra"] == [1, "ж"]
 
 
+def test_one_tag_or_kind_given_as_text_is_that_one_value_not_its_letters(memory: memosite.Memory) -> None:
+    memory.upsert(kind="trap", slug="t", title="Jeton", body="Le jeton fuit.", tags=["security"])
+    memory.upsert(kind="decision", slug="d", title="Jeton", body="Le jeton tourne.")
+    assert [hit.id for hit in memory.search("jeton", tags="security").results] == ["t"]
+    assert [hit.id for hit in memory.search("jeton", kinds="decision").results] == ["d"]
+
+
 @pytest.mark.slow
 def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.Memory, tmp_path: Path) -> None:
     memory.upsert(kind="trap", slug="retries", title="Retries double-charge", body="Send an idempotency key.")
