@@ -72,7 +72,10 @@ class Memory:
         root = resolve_vault_root(vault, self.env)
         product_root = find_work_tree(working_directory(), self.env)
         check_vault_placement(root, product_root)  # refused before anything is created
-        self.project = resolve_project(project, self.env).id
+        if product_root is not None and product_root.resolve().is_relative_to(root.resolve()):
+            product_root = None  # the vault's own repository is no product, as for the CLI
+        # In <vault>/projects/<p>/ (or deeper) the project is <p>, as for the CLI.
+        self.project = resolve_project(project, self.env, vault_root=root).id
         register_auto_push()  # this program's commits are pushed when the vault says so
         self.vault = Vault.open(root)
         self.vault.product_root = product_root

@@ -213,6 +213,22 @@ def test_one_tag_or_kind_given_as_text_is_that_one_value_not_its_letters(memory:
     assert [hit.id for hit in memory.search("jeton", kinds="decision").results] == ["d"]
 
 
+def test_inside_a_projects_folder_of_a_git_vault_memory_works_in_that_project_as_the_cli_does(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Any
+) -> None:
+    # Before: Memory() in <vault>/projects/shop-1/traps took the vault's own repository for the
+    # project ("vault"), while the CLI there works in the folder's project.
+    with memosite.Memory(vault=vault_dir, project="shop-1") as first:
+        first.upsert(kind="trap", slug="t", title="Ловушка", body="Body.")
+    subprocess.run(["git", "init", "-q", str(vault_dir)], check=True)
+    monkeypatch.delenv("MEMOSITE_PROJECT", raising=False)
+    monkeypatch.chdir(vault_dir / "projects" / "shop-1" / "traps")
+    with memosite.Memory(vault=vault_dir) as inside:
+        assert inside.project == "shop-1" and inside.vault.product_root is None
+        assert [hit.id for hit in inside.search("Ловушка").results] == ["t"]
+    assert json.loads(run_cli("list", "--json").stdout)["project"] == "shop-1"
+
+
 @pytest.mark.slow
 def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.Memory, tmp_path: Path) -> None:
     memory.upsert(kind="trap", slug="retries", title="Retries double-charge", body="Send an idempotency key.")
