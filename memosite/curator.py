@@ -23,17 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from memosite.archive import archive_fields
-from memosite.errors import InvalidRecord, StorageError
+from memosite.errors import InvalidRecord, PersonRequired, StorageError
 from memosite.expiration import is_expired_at, resolve_expires_at
 from memosite.index import queries
 from memosite.kinds import ARCHIVE_ON_EXPIRE_KINDS, KINDS, SWEPT_KINDS
 from memosite.mutation import Mutation, mutation
+from memosite.provenance import approved_by_person
 from memosite.recordfile import read_record, record_title
 from memosite.refresh import ensure_index, refresh_project
 from memosite.rollup import RollupPlan, apply_rollup, log_is_eligible, plan_rollups
 from memosite.schema import Record, format_iso, utc_now, validate_frontmatter
 from memosite.statuses import is_terminal
 from memosite.vault import RecordFile, Tombstone, Vault, is_temp_name, warn
+from memosite.writeplan import describe
 
 __all__ = ["ARCHIVE_ON_EXPIRE_KINDS", "GcResult", "compact_monthly_logs", "run_gc", "sweep_expired_records"]
 TEMP_FILE_MIN_AGE_SECONDS = 60.0
@@ -438,6 +440,7 @@ def _execute(
         )
         if dry_run:
             return _result_from_plan(vault, plan)
+        _refuse_an_agents_purge_of_approved_records(vault, plan)
         result = GcResult(project_id=project, dry_run=False)
         with mutation(vault, f"{what} {project}", flush=True) as unit:
             step = _stepper(plan, progress)
@@ -456,6 +459,30 @@ def _execute(
                 prune_session_seen_sets(vault, now)
             _finish(unit, project, result)
     return result
+
+
+def _refuse_an_agents_purge_of_approved_records(vault: Vault, plan: GcPlan) -> None:
+    """PERSON_REQUIRED, before anything changes, when an agent's purge would unlink a trap, decision
+    or plan a person approved: only a person destroys those, as with ``forget --purge``."""
+    actor = vault.actor
+    if not plan.purge or actor is None or not actor.is_agent:
+        return
+    approved = []
+    for item in plan.remove:
+        if item.kind not in ARCHIVE_ON_EXPIRE_KINDS or not vault.contains(item.path):
+            continue
+        try:
+            record = read_record(item.path)
+        except (InvalidRecord, StorageError):
+            continue  # the sweep skips it too
+        if approved_by_person(record.frontmatter):
+            approved.append(describe(record))
+    if approved:
+        shown = ", ".join(approved[:5]) + (f" and {len(approved) - 5} more" if len(approved) > 5 else "")
+        raise PersonRequired(
+            f"gc purge would delete {shown}, which a person approved: refused to {actor.where()}, only a"
+            " person destroys them (gc without purge archives them, which restore undoes)"
+        )
 
 
 def run_gc(

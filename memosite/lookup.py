@@ -16,7 +16,7 @@ from memosite.kinds import KINDS, PRIVATE_KINDS
 from memosite.recordfile import read_record, record_label
 from memosite.refresh import ensure_index, refresh_project
 from memosite.reviewstate import is_pending
-from memosite.schema import Record, normalize_kind, subdir_for_kind, utc_now
+from memosite.schema import Record, normalize_kind, shown, subdir_for_kind, utc_now
 from memosite.suggest import did_you_mean, near_misses
 from memosite.vault import Vault, is_record_name
 
@@ -92,6 +92,8 @@ def locate_record(
     records of two kinds is ambiguous rather than a guess: a purge must not hit the wrong one.
     A kind given with an id narrows the lookup to that kind.
     """
+    if record_id is not None and not isinstance(record_id, str):
+        raise InvalidArguments(f"invalid id {shown(record_id)}: an id is text", details={"field": "id"})
     if record_id and slug:
         raise InvalidArguments("give an id, or a kind and a slug, not both")
     if record_id and kind:

@@ -20,14 +20,18 @@ The core modules are imported by the method that needs them, so ``import memosit
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memosite.config import resolve_project, resolve_vault_root, working_directory
+from memosite.errors import InvalidArguments
 from memosite.provenance import Actor, detect_agent_shell
+from memosite.schema import shown
 from memosite.sync.autopush import register_auto_push
 from memosite.vault import Vault
 from memosite.workspace import check_vault_placement, find_work_tree
@@ -56,11 +60,22 @@ class Memory:
         actor: Actor | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
+        if vault is not None and not isinstance(vault, (str, os.PathLike)):
+            raise InvalidArguments(f"vault must be a path (text or a pathlib.Path), not {type(vault).__name__}")
+        if vault is not None and not os.fspath(vault).strip():
+            raise InvalidArguments("vault must not be empty (None means MEMOSITE_VAULT, else ~/.memosite)")
+        if actor is not None and not isinstance(actor, Actor):
+            raise InvalidArguments(
+                f"actor must be a memosite.Actor (Actor.mcp_client(name, version, None)), not {type(actor).__name__}"
+            )
         self.env = dict(os.environ if env is None else env)
         root = resolve_vault_root(vault, self.env)
         product_root = find_work_tree(working_directory(), self.env)
         check_vault_placement(root, product_root)  # refused before anything is created
-        self.project = resolve_project(project, self.env).id
+        if product_root is not None and product_root.resolve().is_relative_to(root.resolve()):
+            product_root = None  # the vault's own repository is no product, as for the CLI
+        # In <vault>/projects/<p>/ (or deeper) the project is <p>, as for the CLI.
+        self.project = resolve_project(project, self.env, vault_root=root).id
         register_auto_push()  # this program's commits are pushed when the vault says so
         self.vault = Vault.open(root)
         self.vault.product_root = product_root
@@ -100,6 +115,11 @@ class Memory:
 
         if fields.get("source") not in (None, "agent") and self.vault.actor is not None:
             self.vault.actor.require_person(f"upsert with source {fields['source']}")
+        for name, value in (("title", title), ("body", body)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidArguments(f"{name} must be text, not {type(value).__name__}", details={"field": name})
+        for name, value in fields.items():
+            _check_plain(name, value)
         frontmatter = {**fields, **({"title": title} if title is not None else {})}
         return upsert_record(
             self.vault,
@@ -125,6 +145,7 @@ class Memory:
         ``explain``), as ``memosite search`` finds them."""
         from memosite.search import search_records
 
+        _check_options("search", filters, search_records)
         return search_records(self.vault, None if all_projects else self.project, query, **filters)
 
     def forget(self, id: str, purge: bool = False) -> ForgetResult:
@@ -145,6 +166,7 @@ class Memory:
         ``max_bytes``, ``max_tokens``, ``fresh_only``."""
         from memosite.bootstrap import build_bootstrap
 
+        _check_options("bootstrap", options, build_bootstrap)
         return build_bootstrap(self.vault, self.project, **options)
 
     def gc(self, dry_run: bool = False, *, purge: bool = False) -> GcResult:
@@ -162,6 +184,7 @@ class Memory:
         ``site_name``, ``include_pending``. Nothing changes at ``out`` unless the build succeeds."""
         from memosite.site.engines import build_with_engine, choose_engine
 
+        _check_options("build", options, build_with_engine, set_here=("out_dir", "projects"))
         projects = None if all_projects else [self.project]
         return build_with_engine(self.vault, choose_engine(engine), out_dir=Path(out), projects=projects, **options)
 
@@ -180,3 +203,40 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory(vault={str(self.vault.root)!r}, project={self.project!r})"
+
+
+def _check_options(
+    method: str, given: Mapping[str, Any], core: Callable[..., Any], set_here: Collection[str] = ()
+) -> None:
+    # The options pass through to the core function: a name it does not take would surface as a
+    # TypeError naming that inner function, which the caller never called.
+    takes = [
+        name
+        for name, parameter in inspect.signature(core).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in set_here
+    ]
+    for name in given:
+        if name not in takes:
+            raise TypeError(
+                f"Memory.{method}() got an unexpected keyword argument {name!r}; it takes {', '.join(takes)}"
+            )
+
+
+# What a front-matter value may be: what JSON (the CLI's --frontmatter, an MCP call) can carry,
+# and dates. Python can pass anything else, which the YAML writer would refuse half way.
+_PLAIN_VALUES = (str, int, float, bool, date, type(None))
+
+
+def _check_plain(name: str, value: Any) -> None:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            _check_plain(name, key)
+            _check_plain(name, inner)
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _check_plain(name, inner)
+    elif not isinstance(value, _PLAIN_VALUES):
+        raise InvalidArguments(
+            f"invalid {name}: {shown(value)} is not text, a number, true/false, a date, a list or a mapping",
+            details={"field": name},
+        )

@@ -401,9 +401,10 @@ def search_records(
     filters = fts.SearchFilters(
         project=project,
         now_iso=now_iso,
-        kinds=_normalize_kinds(kinds),
+        kinds=_normalize_kinds([kinds] if isinstance(kinds, str) else kinds),
         statuses=_normalize_statuses(status),
-        tags=[t for t in (tags or ()) if t and t.strip()],
+        # One tag or kind given as text is that one value, never its letters.
+        tags=[t for t in ([tags] if isinstance(tags, str) else tags or ()) if t and t.strip()],
         path=normalize_path(path) if path is not None else None,
         include_expired=include_expired,
         as_of_iso=format_iso(parse_as_of(as_of)) if as_of is not None else None,

@@ -456,6 +456,36 @@ def import_cycles(edges: list[Import]) -> list[list[str]]:
     return groups
 
 
+def shortest_circle(group: list[str], edges: list[Import]) -> list[Import]:
+    """One shortest circle of imports through ``group`` (a group from :func:`import_cycles`): the
+    edge to cut is one of these, while the group can hold dozens of modules."""
+    inside = [edge for edge in edges if edge.importer in group and edge.imported in group]
+    best: list[Import] = []
+    for start in group:
+        reached: dict[str, list[Import]] = {start: []}
+        frontier = [start]
+        while frontier and not (best and len(reached[frontier[0]]) >= len(best)):
+            following = []
+            for node in frontier:
+                for edge in inside:
+                    if edge.importer != node:
+                        continue
+                    if edge.imported == start and (not best or len(reached[node]) + 1 < len(best)):
+                        best = [*reached[node], edge]
+                    elif edge.imported not in reached:
+                        reached[edge.imported] = [*reached[node], edge]
+                        following.append(edge.imported)
+            frontier = following
+    return best
+
+
+WHEN_A_LOWER_MODULE_NEEDS_AN_UPPER_ONE = (
+    "\nA lower module that needs something from above takes it as a hook the upper one registers, a"
+    " callable passed down, or from a leaf module both import (docs/ARCHITECTURE.md, Layers);"
+    " a function-level import counts like any other."
+)
+
+
 def test_every_module_has_a_layer() -> None:
     missing = sorted(name for name in package_modules() if layer_of(name) is None)
     assert missing == [], (
@@ -477,16 +507,17 @@ def test_no_import_runs_up_a_layer() -> None:
         and (imported := layer_of(edge.imported)) is not None
         and LAYERS.index(imported) > LAYERS.index(importer)
     ]
-    assert upward == []
+    assert upward == [], "imports that run up a layer:\n" + "\n".join(upward) + WHEN_A_LOWER_MODULE_NEEDS_AN_UPPER_ONE
 
 
 def test_no_import_cycle_even_through_deferred_imports() -> None:
     edges = package_imports()
     described = [
-        ", ".join(group) + " — " + "; ".join(str(e) for e in edges if e.importer in group and e.imported in group)
+        f"{len(group)} modules import each other in a circle; the shortest: "
+        + " → ".join(str(edge) for edge in shortest_circle(group, edges))
         for group in import_cycles(edges)
     ]
-    assert described == []
+    assert described == [], "\n".join(described) + WHEN_A_LOWER_MODULE_NEEDS_AN_UPPER_ONE
 
 
 def test_the_import_walk_counts_deferred_imports_and_skips_type_checking_ones() -> None:
@@ -513,6 +544,16 @@ class Later:
     ]
     assert import_cycles([Import("a", "b", 1), Import("b", "c", 1), Import("c", "a", 1), Import("c", "d", 1)]) == [
         ["a", "b", "c"]
+    ]
+
+
+def test_a_cycle_is_reported_by_its_shortest_circle() -> None:
+    edges = [Import(*edge) for edge in [("a", "b", 1), ("b", "c", 2), ("c", "d", 3), ("d", "a", 4), ("c", "a", 5)]]
+    assert import_cycles(edges) == [["a", "b", "c", "d"]]
+    assert [(edge.importer, edge.imported) for edge in shortest_circle(["a", "b", "c", "d"], edges)] == [
+        ("a", "b"),
+        ("b", "c"),
+        ("c", "a"),
     ]
 
 

@@ -353,6 +353,44 @@ def test_forget_purge_of_a_persons_record_is_refused_in_an_agents_shell(
     assert read_record(vault_dir / TRAP).frontmatter["status"] == "archived"
 
 
+def test_an_agents_gc_purge_cannot_delete_an_expired_record_a_person_approved(
+    vault_dir: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: a person's trap past its expiry was unlinked, tombstone and all, by an agent's
+    # `gc --purge` (in its shell or over MCP), while `forget --purge` of the same trap was refused.
+    vault_with(vault_dir)
+    made = run_cli(
+        "upsert",
+        "--kind",
+        "trap",
+        "--slug",
+        "lock-order",
+        "--title",
+        "Порядок блокировок",
+        "--body",
+        "Take the locks in name order.",
+        "--expires-at",
+        "2020-01-01",
+    )
+    assert made.exit_code == 0, made.stderr
+    agent(vault_dir, "upsert", kind="trap", slug="mine", body="A guess of mine 🦊.", expires_at="2020-01-01")
+    before = (vault_dir / TRAP).read_bytes()
+    refused = agent(vault_dir, "gc", purge=True)
+    assert refused["error"]["code"] == "PERSON_REQUIRED"
+    assert "demo/trap/lock-order" in refused["error"]["message"]
+    monkeypatch.setenv("CLAUDECODE", "1")
+    line = one_line_refusal(run_cli("gc", "--purge"))
+    assert "a person approved" in line and "gc without purge archives" in line
+    assert (vault_dir / TRAP).read_bytes() == before
+    assert (vault_dir / "projects/demo/traps/mine.md").is_file()  # refused whole: nothing changed
+    tombstones = vault_dir / ".memosite/tombstones.jsonl"
+    assert not tombstones.exists() or "lock-order" not in tombstones.read_text(encoding="utf-8")
+    assert run_cli("gc", "--purge", "--dry-run").exit_code == 0  # a dry run changes nothing: allowed
+    swept = run_cli("gc", "--json")  # without purge the agent archives it, which restore undoes
+    assert swept.exit_code == 0, swept.stderr
+    assert read_record(vault_dir / TRAP).frontmatter["status"] == "archived"
+
+
 @pytest.mark.parametrize(
     ("frontmatter", "approved"),
     [

@@ -26,10 +26,12 @@ from memosite.kinds import KINDS
 from memosite.settings import (
     BY_KEY,
     MACHINE_KEYS,
+    MISSING,
     SETTINGS,
     TEAM_DEFAULTS,
     TEAM_KEYS,
     Setting,
+    lookup,
     remote_problem,
     with_value,
 )
@@ -100,6 +102,8 @@ OLDER_CONFIG: dict[str, Any] = {
 
 
 def test_migrating_an_older_config_json_keeps_every_value_and_says_so_once(vault_dir: Path, run_cli: Any) -> None:
+    unset = [setting.key for setting in SETTINGS if lookup(OLDER_CONFIG, setting.key) is MISSING]
+    assert unset == [], f"give each setting a value other than its default in OLDER_CONFIG: {', '.join(unset)}"
     vault_dir.mkdir()
     (vault_dir / "config.json").write_text(json.dumps(OLDER_CONFIG), encoding="utf-8")
     first = run_cli("config", "list", "--json")
@@ -126,7 +130,7 @@ def _valid_values(setting: Setting) -> st.SearchStrategy[Any]:
         top = min(setting.maximum, 10_000)
         return st.one_of(st.integers(0, int(top)), st.floats(0, top, allow_nan=False).map(lambda x: round(x, 3)))
     if kind in ("count", "bytes"):
-        return st.integers(int(setting.minimum), 10**6)
+        return st.integers(int(setting.minimum), int(min(setting.maximum, 10**6)))
     if kind == "bool":
         return st.booleans()
     if kind == "kinds":

@@ -135,6 +135,100 @@ def test_an_argument_no_method_takes_is_a_type_error(memory: memosite.Memory) ->
         memosite.Memory(vault="", project="shop")
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.get(5),
+        lambda m: m.get(["retries"]),
+        lambda m: m.forget(7, purge=True),
+        lambda m: m.restore(b"retries"),
+    ],
+)
+def test_an_id_that_is_not_text_is_invalid_arguments_and_changes_nothing(memory: memosite.Memory, call: Any) -> None:
+    memory.upsert(kind="trap", slug="retries", title="Повторы", body="Idempotency key.")
+    before = {p: p.read_bytes() for p in memory.vault.root.rglob("*.md")}
+    with pytest.raises(memosite.InvalidArguments, match=r"invalid id .*: an id is text"):
+        call(memory)
+    assert {p: p.read_bytes() for p in memory.vault.root.rglob("*.md")} == before
+
+
+@pytest.mark.parametrize(
+    ("method", "call"),
+    [
+        ("search", lambda m: m.search("x", colour="red")),
+        ("bootstrap", lambda m: m.bootstrap(colour="red")),
+        ("build", lambda m: m.build("site", colour="red")),
+        ("build", lambda m: m.build("site", projects=["other"])),
+    ],
+)
+def test_an_option_a_method_does_not_take_is_a_type_error_naming_that_method(
+    memory: memosite.Memory, method: str, call: Any
+) -> None:
+    with pytest.raises(TypeError, match=rf"^Memory\.{method}\(\) got an unexpected keyword argument .*it takes "):
+        call(memory)
+
+
+def test_a_vault_or_an_actor_of_the_wrong_type_is_invalid_arguments(tmp_path: Path) -> None:
+    with pytest.raises(memosite.InvalidArguments, match="vault must be a path"):
+        memosite.Memory(vault=5, project="shop")  # type: ignore[arg-type]
+    with pytest.raises(memosite.InvalidArguments, match=r"^vault must not be empty"):
+        memosite.Memory(vault="  ", project="shop")
+    with pytest.raises(memosite.InvalidArguments, match=r"actor must be a memosite\.Actor"):
+        memosite.Memory(vault=tmp_path / "v", project="shop", actor="me")  # type: ignore[arg-type]
+    assert not (tmp_path / "v").exists()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"extra": object()}, {"extra": {"nested": {1, 2}}}, {"extra": [b"bytes"]}],
+)
+def test_a_field_value_the_frontmatter_cannot_hold_is_refused_and_nothing_is_written(
+    memory: memosite.Memory, fields: dict[str, Any]
+) -> None:
+    with pytest.raises(memosite.InvalidArguments, match=r"invalid extra: .*text, a number, true/false"):
+        memory.upsert(kind="decision", slug="d", title="Décision", body="Body.", **fields)
+    assert list(memory.vault.root.rglob("d.md")) == []
+
+
+@pytest.mark.parametrize(("field", "value"), [("title", ["Заголовок"]), ("body", 3), ("title", {"en": "Title"})])
+def test_a_title_or_body_that_is_not_text_is_refused_naming_it(memory: memosite.Memory, field: str, value: Any) -> None:
+    arguments = {"title": "Titre", "body": "Corps.", field: value}
+    with pytest.raises(memosite.InvalidArguments, match=f"^{field} must be text"):
+        memory.upsert(kind="decision", slug="d", **arguments)
+    assert list(memory.vault.root.rglob("d.md")) == []
+
+
+def test_a_tuple_field_value_is_written_as_a_list(memory: memosite.Memory) -> None:
+    written = memory.upsert(
+        kind="trap", slug="t", title="Τίτλος", body="Body.", pathPatterns=("src/**",), extra=(1, "ж")
+    )
+    frontmatter = memory.get(written.id).frontmatter
+    assert frontmatter["pathPatterns"] == ["src/**"] and frontmatter["extra"] == [1, "ж"]
+
+
+def test_one_tag_or_kind_given_as_text_is_that_one_value_not_its_letters(memory: memosite.Memory) -> None:
+    memory.upsert(kind="trap", slug="t", title="Jeton", body="Le jeton fuit.", tags=["security"])
+    memory.upsert(kind="decision", slug="d", title="Jeton", body="Le jeton tourne.")
+    assert [hit.id for hit in memory.search("jeton", tags="security").results] == ["t"]
+    assert [hit.id for hit in memory.search("jeton", kinds="decision").results] == ["d"]
+
+
+def test_inside_a_projects_folder_of_a_git_vault_memory_works_in_that_project_as_the_cli_does(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Any
+) -> None:
+    # Before: Memory() in <vault>/projects/shop-1/traps took the vault's own repository for the
+    # project ("vault"), while the CLI there works in the folder's project.
+    with memosite.Memory(vault=vault_dir, project="shop-1") as first:
+        first.upsert(kind="trap", slug="t", title="Ловушка", body="Body.")
+    subprocess.run(["git", "init", "-q", str(vault_dir)], check=True)
+    monkeypatch.delenv("MEMOSITE_PROJECT", raising=False)
+    monkeypatch.chdir(vault_dir / "projects" / "shop-1" / "traps")
+    with memosite.Memory(vault=vault_dir) as inside:
+        assert inside.project == "shop-1" and inside.vault.product_root is None
+        assert [hit.id for hit in inside.search("Ловушка").results] == ["t"]
+    assert json.loads(run_cli("list", "--json").stdout)["project"] == "shop-1"
+
+
 @pytest.mark.slow
 def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.Memory, tmp_path: Path) -> None:
     memory.upsert(kind="trap", slug="retries", title="Retries double-charge", body="Send an idempotency key.")
