@@ -10,7 +10,7 @@ import jinja2
 from memosite.errors import BuildError
 from memosite.kinds import VIEW_FILES
 from memosite.mutation import mutation
-from memosite.refresh import describe_view_error, refresh_project
+from memosite.refresh import describe_view_error, refresh_project, require_project
 from memosite.vault import Vault
 from memosite.views import write_views
 
@@ -20,6 +20,7 @@ def compile_project(vault: Vault, project: str) -> list[Path]:
     views is what was asked: a view that cannot be compiled (a vault template the sandbox stops)
     is this call's error (BUILD_FAILED, or the sandbox's SAFETY_VIOLATION), not a warning after
     which it would say it compiled them."""
+    require_project(vault, project)
     with mutation(vault, f"compile {project}"):
         refresh_project(vault, project)
         try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memosite.errors import InvalidRecord, SafetyViolation, StorageError
+from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
 from memosite.index import IndexEntry, vectors
 from memosite.kinds import RECORD_DIRS, views_for_kinds
@@ -347,6 +347,24 @@ def catch_up(vault: Vault) -> None:
                 rebuild_views(vault, project, result.kinds)
 
 
+def require_project(vault: Vault, project: str, known: Sequence[str] | None = None) -> None:
+    """A project asked for by name must have a folder in the vault: rebuilding or compiling one
+    that has none (a typo, or a command run in a directory that names no project) would only make
+    an empty project. INVALID_ARGUMENTS naming the vault's projects."""
+    if vault.project_dir(project).is_dir():
+        return
+    from memosite.suggest import did_you_mean, near_misses
+
+    known = list(vault.projects() if known is None else known)
+    near = near_misses(project, known)
+    listed = ", ".join(known[:10]) + (" …" if len(known) > 10 else "") if known else "none yet"
+    hint = did_you_mean(near) if near else f" (its projects: {listed})"
+    raise InvalidArguments(
+        f"no project {project} in this vault{hint}: name one with --project, or write a record first",
+        details={"project": project, "projects": known, "suggestions": near},
+    )
+
+
 def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, int]:
     """Rebuild the index from the Markdown files and recompile every view; returns counts."""
     counts: dict[str, int] = {}
@@ -354,6 +372,8 @@ def reindex(vault: Vault, projects: Iterable[str] | None = None) -> dict[str, in
         index = vault.index()
         everything = vault.projects()
         wanted = list(projects) if projects is not None else everything
+        for project in wanted:
+            require_project(vault, project, everything)
         for project in index.projects():
             if projects is None and project not in wanted:
                 index.clear(project)

@@ -17,6 +17,7 @@ from memosite.text import fold
 MAX_SUGGESTIONS = 3
 SIMILARITY = 0.6
 _MIN_PREFIX = 3  # "ab" is the start of too many names to mean any one of them
+_MIN_TYPO_LENGTH = 4  # "v" is one typo away from every one-letter name
 
 
 def near_misses(typed: str, known: Iterable[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
@@ -41,7 +42,7 @@ def near_misses(typed: str, known: Iterable[str], limit: int = MAX_SUGGESTIONS) 
 
 def _one_typo_apart(typed: str, name: str) -> bool:
     """One character replaced, added or left out (``typed`` differs from ``name``)."""
-    if abs(len(typed) - len(name)) > 1 or typed == name:
+    if abs(len(typed) - len(name)) > 1 or typed == name or max(len(typed), len(name)) < _MIN_TYPO_LENGTH:
         return False
     start = 0
     while start < min(len(typed), len(name)) and typed[start] == name[start]:

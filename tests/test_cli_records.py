@@ -158,6 +158,27 @@ def test_list_compile_and_reindex(vault_dir: Path) -> None:
     assert code == 0 and data["projects"] == {"demo": 2}
 
 
+@pytest.mark.parametrize("command", ["compile", "reindex"])
+@pytest.mark.parametrize(("asked", "says"), [("dem", "did you mean demo?"), ("Ελληνικά", "invalid project id")])
+def test_a_project_the_vault_does_not_hold_is_refused_not_made(
+    vault_dir: Path, command: str, asked: str, says: str
+) -> None:
+    # Run in a folder that names no project (the vault's own root, say), compile or reindex
+    # made an empty project of that name with five empty views.
+    run("upsert", "--kind", "trap", "--body", "Повтор платежа списывает дважды", "--slug", "t")
+    before = sorted(path.name for path in (vault_dir / "projects").iterdir())
+    code, data = run_json(command, "--project", asked)
+    assert code == 1 and data["error"]["code"] == "INVALID_ARGUMENTS" and says in data["error"]["message"]
+    assert sorted(path.name for path in (vault_dir / "projects").iterdir()) == before == ["demo"]
+
+
+def test_a_project_named_nowhere_near_lists_the_vaults_projects(vault_dir: Path) -> None:
+    run("upsert", "--kind", "trap", "--body", "x", "--slug", "t")
+    code, data = run_json("reindex", "--project", "vault")
+    assert code == 1 and "its projects: demo" in data["error"]["message"]
+    assert data["error"]["details"]["projects"] == ["demo"]
+
+
 def test_vault_and_project_options_override_environment(tmp_path: Path) -> None:
     other = tmp_path / "other-vault"
     code, data = run_json(
