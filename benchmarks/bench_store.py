@@ -34,9 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _vaultgen import SEVERITIES, WORDS, build_vault, sentence
+from _vaultgen import SEVERITIES, WORDS, build_vault, index_module, sentence
 
-from memosite.refresh import ensure_index
 from memosite.store import append_event, upsert_record
 from memosite.vault import Vault
 
@@ -153,7 +152,7 @@ def _vault(root: Path, size: int, *, semantic: bool) -> Vault:
     if fresh:
         return build_vault(root, size)
     vault = Vault.open(root)
-    ensure_index(vault)
+    index_module().ensure_index(vault)
     return vault
 
 
@@ -198,6 +197,7 @@ def main() -> None:
         "--work", type=Path, help="keep the vaults in this folder (outside the repository) and reuse them next time"
     )
     args = parser.parse_args()
+    print(f"memosite: {Path(sys.modules['memosite'].__file__ or '?').parent}", flush=True)
     sizes = [int(size) for size in args.sizes.split(",")]
     with contextlib.ExitStack() as stack:
         tmp = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memosite-bench-")))
