@@ -58,7 +58,7 @@ def fresh_process_ms(root: Path, samples: int = 5) -> float:
     times = []
     for n in range(samples):
         out = subprocess.run(
-            [sys.executable, "-c", _FRESH, str(root), str(n)], capture_output=True, text=True, check=True
+            [sys.executable, "-P", "-c", _FRESH, str(root), str(n)], capture_output=True, text=True, check=True
         )
         times.append(float(out.stdout))
     return statistics.median(times)
@@ -88,6 +88,7 @@ def _cli_command(root: Path, n: int, *, profile: Path | None = None) -> list[str
     runner = ["-m", "cProfile", "-o", str(profile), "-m", "memosite"] if profile else ["-c", _PEAK]
     return [
         sys.executable,
+        "-P",  # not the working directory first on the path: PYTHONPATH picks the code measured
         *runner,
         "upsert",
         "--vault",
