@@ -84,6 +84,11 @@ _PEAK = (
 )
 
 
+# Each run's CLI upserts create records of their own: with a vault kept by --work, the same slugs
+# again would be updates that change no view (left alone since issue 24), not the new trap measured.
+_RUN = f"{os.getpid()}-{time.time_ns() % 10**9}"
+
+
 def _cli_command(root: Path, n: int, *, profile: Path | None = None) -> list[str]:
     runner = ["-m", "cProfile", "-o", str(profile), "-m", "memosite"] if profile else ["-c", _PEAK]
     return [
@@ -98,11 +103,11 @@ def _cli_command(root: Path, n: int, *, profile: Path | None = None) -> list[str
         "--kind",
         "trap",
         "--slug",
-        f"cli-{n}",
+        f"cli-{_RUN}-{n}",
         "--path",
         "src/cli/x.py",
         "--body",
-        f"cli trap {n}",
+        f"cli trap {_RUN} {n}",
         "--allow-duplicate",
     ]
 
