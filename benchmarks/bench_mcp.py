@@ -217,7 +217,7 @@ def build_vault(root: Path, count: int, generator: str) -> None:
 
 def _server(root: Path, *extra: str) -> StdioServerParameters:
     script = Path(sys.executable).parent / "memosite"
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "memosite"]
+    command = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "memosite"]  # -P: PYTHONPATH first
     return StdioServerParameters(
         command=command[0],
         args=[*command[1:], "mcp", "--vault", str(root), "--project", PROJECT, *extra],
