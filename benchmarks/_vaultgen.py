@@ -5,10 +5,14 @@ written once into a cache outside the repository (``$MEMOSITE_BENCH_VAULTS``, by
 ``memosite-bench-vaults`` in the system's temporary directory) and copied for each run
 (:func:`cached_files`). The cache holds record files only, never an index: each run indexes its copy
 with the code it measures, so the same files serve a before/after comparison.
+
+memosite is imported on first use, not with this module, so that a script measuring another checkout
+(``bench_site.py --code``) can put that checkout first on the path before anything is imported.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 import shutil
@@ -16,10 +20,11 @@ import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from memosite.refresh import reindex
-from memosite.schema import Record, format_iso, serialize_record, subdir_for_kind, validate_frontmatter
-from memosite.vault import Vault
+if TYPE_CHECKING:
+    from memosite.vault import Vault
 
 WORDS = [
     "cache",
@@ -99,6 +104,16 @@ KIND_MIX = (
 SEVERITIES = ["low", "medium", "high", "critical"]
 
 
+def index_module() -> ModuleType:
+    """memosite's module that builds and refreshes the index (``reindex``, ``ensure_index``):
+    ``memosite.refresh``, called ``memosite.indexing`` before issue 22 renamed it, so that the
+    benchmarks can measure a checkout from before the rename."""
+    try:
+        return importlib.import_module("memosite.refresh")
+    except ModuleNotFoundError:
+        return importlib.import_module("memosite.indexing")
+
+
 def sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
@@ -142,14 +157,19 @@ def cached_files(name: str, count: int, write: Callable[[Path], None], dest: Pat
 def build_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -> Vault:
     """A vault of ``count`` varied records in one project, indexed and compiled (its record files
     come from the cache after the first run, see :func:`cached_files`)."""
+    from memosite.vault import Vault
+
     cached_files(f"vaultgen-v1-{project}-{seed}", count, lambda at: write_vault(at, count, project, seed), root)
     vault = Vault.open(root)
-    reindex(vault, [project])
+    index_module().reindex(vault, [project])
     return vault
 
 
 def write_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -> None:
     """Write the record files of :func:`build_vault` (not indexed)."""
+    from memosite.schema import format_iso
+    from memosite.vault import Vault
+
     rng = random.Random(seed)
     vault = Vault.open(root)
     now = datetime(2026, 11, 30, tzinfo=UTC)
@@ -181,10 +201,14 @@ def write_vault(root: Path, count: int, project: str = "bench", seed: int = 7) -
 
 def write_record(vault: Vault, fm: dict[str, object], body: str) -> None:
     """Write one record file as a person would (no index, no views): ``fm`` holds kind, project, id."""
+    from memosite.schema import Record, serialize_record, validate_frontmatter
+
     path = vault.record_path(str(fm["project"]), str(fm["kind"]), str(fm["id"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(serialize_record(Record(validate_frontmatter(fm), body)), encoding="utf-8")
 
 
 def subdir(kind: str) -> str:
+    from memosite.schema import subdir_for_kind
+
     return subdir_for_kind(kind)

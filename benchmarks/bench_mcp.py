@@ -55,7 +55,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _vaultgen
 
 from memosite.embedding import load_embedder
-from memosite.refresh import ensure_index, reindex
 from memosite.schema import Record, format_iso, serialize_record, validate_frontmatter
 from memosite.vault import Vault
 
@@ -204,13 +203,13 @@ def build_vault(root: Path, count: int, generator: str) -> None:
     vault already there (``--work``) is brought up to date with the code measured instead."""
     if root.exists():
         vault = Vault.open(root)
-        ensure_index(vault)
+        _vaultgen.index_module().ensure_index(vault)
         vault.close()
         return
     if generator == "mcp":
         _vaultgen.cached_files("mcp-v1", count, lambda at: write_mcp_vault(at, count), root)
         vault = Vault.open(root)
-        reindex(vault, [PROJECT])
+        _vaultgen.index_module().reindex(vault, [PROJECT])
         vault.close()
     else:
         _vaultgen.build_vault(root, count, project=PROJECT).close()
@@ -218,7 +217,7 @@ def build_vault(root: Path, count: int, generator: str) -> None:
 
 def _server(root: Path, *extra: str) -> StdioServerParameters:
     script = Path(sys.executable).parent / "memosite"
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "memosite"]
+    command = [str(script)] if script.is_file() else [sys.executable, "-P", "-m", "memosite"]  # -P: PYTHONPATH first
     return StdioServerParameters(
         command=command[0],
         args=[*command[1:], "mcp", "--vault", str(root), "--project", PROJECT, *extra],
@@ -481,6 +480,7 @@ def main() -> None:
     parser.add_argument("--generator", choices=("vaultgen", "mcp"), default="vaultgen")
     parser.add_argument("--work", type=Path, help="keep the vaults in this folder and reuse them next time")
     options = parser.parse_args()
+    print(f"memosite: {Path(sys.modules['memosite'].__file__ or '?').parent}", flush=True)
     sizes = [options.records] if options.records else [int(size) for size in options.sizes.split(",")]
     modes = [mode for mode in options.modes.split(",") if mode in ("hybrid", "words")]
     if "hybrid" in modes and load_embedder() is None:

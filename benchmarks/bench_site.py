@@ -62,7 +62,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _vaultgen import cached_files
+from _vaultgen import cached_files, index_module
 
 PROJECT = "bench"
 WORDS = [
@@ -134,12 +134,11 @@ def _body(rng: random.Random, index: int) -> str:
 def write_synthetic_vault(root: Path, count: int, *, seed: int = 7) -> None:
     """``count`` hand-written record files (a mix of kinds, some expired or superseded), indexed;
     the files come from the benchmark cache after the first run."""
-    from memosite.refresh import reindex
     from memosite.vault import Vault
 
     cached_files(f"site-v1-{seed}", count, lambda at: write_site_files(at, count, seed=seed), root)
     vault = Vault.open(root)
-    reindex(vault)
+    index_module().reindex(vault)
     vault.close()
 
 
@@ -253,12 +252,11 @@ def _plain_config(code: Path, docs: Path, nav: object, work: Path) -> Path:
 def prepare_plain(code: Path, vault_root: Path, work: Path) -> tuple[Path, Path]:
     """The plugin's pages as ordinary files (``same``) and the record bodies alone (``bodies``)."""
     sys.path.insert(0, str(code))
-    from memosite.refresh import ensure_index
     from memosite.site.pages import collect_site_content, nav_section
     from memosite.vault import Vault
 
     vault = Vault.open(vault_root, create=False)
-    ensure_index(vault)
+    index_module().ensure_index(vault)
     content = collect_site_content(vault, prefix="memory", projects=vault.projects())
     nav = [{"Home": "index.md"}, nav_section("memory", vault.projects())]
     same = work / "same"
@@ -467,6 +465,10 @@ def main() -> None:
     args = parser.parse_args()
     code = args.code.resolve()
     sys.path.insert(0, str(code))
+    import memosite
+
+    if not Path(memosite.__file__).resolve().is_relative_to(code):
+        raise SystemExit(f"memosite was imported from {memosite.__file__}, not from --code {code}")
     import logging
 
     logging.getLogger("mkdocs").setLevel(logging.ERROR)

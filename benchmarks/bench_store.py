@@ -34,9 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _vaultgen import SEVERITIES, WORDS, build_vault, sentence
+from _vaultgen import SEVERITIES, WORDS, build_vault, index_module, sentence
 
-from memosite.refresh import ensure_index
 from memosite.store import append_event, upsert_record
 from memosite.vault import Vault
 
@@ -59,7 +58,7 @@ def fresh_process_ms(root: Path, samples: int = 5) -> float:
     times = []
     for n in range(samples):
         out = subprocess.run(
-            [sys.executable, "-c", _FRESH, str(root), str(n)], capture_output=True, text=True, check=True
+            [sys.executable, "-P", "-c", _FRESH, str(root), str(n)], capture_output=True, text=True, check=True
         )
         times.append(float(out.stdout))
     return statistics.median(times)
@@ -85,10 +84,16 @@ _PEAK = (
 )
 
 
+# Each run's CLI upserts create records of their own: with a vault kept by --work, the same slugs
+# again would be updates that change no view (left alone since issue 24), not the new trap measured.
+_RUN = f"{os.getpid()}-{time.time_ns() % 10**9}"
+
+
 def _cli_command(root: Path, n: int, *, profile: Path | None = None) -> list[str]:
     runner = ["-m", "cProfile", "-o", str(profile), "-m", "memosite"] if profile else ["-c", _PEAK]
     return [
         sys.executable,
+        "-P",  # not the working directory first on the path: PYTHONPATH picks the code measured
         *runner,
         "upsert",
         "--vault",
@@ -98,11 +103,11 @@ def _cli_command(root: Path, n: int, *, profile: Path | None = None) -> list[str
         "--kind",
         "trap",
         "--slug",
-        f"cli-{n}",
+        f"cli-{_RUN}-{n}",
         "--path",
         "src/cli/x.py",
         "--body",
-        f"cli trap {n}",
+        f"cli trap {_RUN} {n}",
         "--allow-duplicate",
     ]
 
@@ -153,7 +158,7 @@ def _vault(root: Path, size: int, *, semantic: bool) -> Vault:
     if fresh:
         return build_vault(root, size)
     vault = Vault.open(root)
-    ensure_index(vault)
+    index_module().ensure_index(vault)
     return vault
 
 
@@ -198,6 +203,7 @@ def main() -> None:
         "--work", type=Path, help="keep the vaults in this folder (outside the repository) and reuse them next time"
     )
     args = parser.parse_args()
+    print(f"memosite: {Path(sys.modules['memosite'].__file__ or '?').parent}", flush=True)
     sizes = [int(size) for size in args.sizes.split(",")]
     with contextlib.ExitStack() as stack:
         tmp = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memosite-bench-")))
