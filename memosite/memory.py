@@ -118,6 +118,7 @@ class Memory:
         for name, value in (("title", title), ("body", body)):
             if value is not None and not isinstance(value, str):
                 raise InvalidArguments(f"{name} must be text, not {type(value).__name__}", details={"field": name})
+        _check_flags(allow_duplicate=allow_duplicate)
         for name, value in fields.items():
             _check_plain(name, value)
         frontmatter = {**fields, **({"title": title} if title is not None else {})}
@@ -145,6 +146,7 @@ class Memory:
         ``explain``), as ``memosite search`` finds them."""
         from memosite.search import search_records
 
+        _check_flags(all_projects=all_projects)
         _check_options("search", filters, search_records)
         return search_records(self.vault, None if all_projects else self.project, query, **filters)
 
@@ -152,6 +154,7 @@ class Memory:
         """Archive a record, or with ``purge`` delete it (a tombstone kept): ``memosite forget``."""
         from memosite.store import forget_record
 
+        _check_flags(purge=purge)
         return forget_record(self.vault, self.project, record_id=id, purge=purge)
 
     def restore(self, id: str) -> UpsertResult:
@@ -174,6 +177,7 @@ class Memory:
         rolled up by month. ``dry_run`` changes nothing and reports the same counts."""
         from memosite.curator import run_gc
 
+        _check_flags(dry_run=dry_run, purge=purge)
         return run_gc(self.vault, self.project, dry_run=dry_run, purge=purge)
 
     def build(
@@ -184,6 +188,7 @@ class Memory:
         ``site_name``, ``include_pending``. Nothing changes at ``out`` unless the build succeeds."""
         from memosite.site.engines import build_with_engine, choose_engine
 
+        _check_flags(all_projects=all_projects)
         _check_options("build", options, build_with_engine, set_here=("out_dir", "projects"))
         projects = None if all_projects else [self.project]
         return build_with_engine(self.vault, choose_engine(engine), out_dir=Path(out), projects=projects, **options)
@@ -210,16 +215,27 @@ def _check_options(
 ) -> None:
     # The options pass through to the core function: a name it does not take would surface as a
     # TypeError naming that inner function, which the caller never called.
+    parameters = inspect.signature(core).parameters
     takes = [
         name
-        for name, parameter in inspect.signature(core).parameters.items()
+        for name, parameter in parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in set_here
     ]
-    for name in given:
+    for name, value in given.items():
         if name not in takes:
             raise TypeError(
                 f"Memory.{method}() got an unexpected keyword argument {name!r}; it takes {', '.join(takes)}"
             )
+        if parameters[name].annotation in ("bool", bool):
+            _check_flags(**{name: value})
+
+
+def _check_flags(**flags: Any) -> None:
+    # "no" is true to Python: a switch given as anything but True or False is refused, as the
+    # MCP server refuses it, rather than read by its truthiness.
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidArguments(f"{name} must be True or False, not {shown(value)}", details={"field": name})
 
 
 # What a front-matter value may be: what JSON (the CLI's --frontmatter, an MCP call) can carry,

@@ -235,3 +235,26 @@ def test_build_publishes_the_project_with_the_installed_engine(memory: memosite.
     result = memory.build(tmp_path / "site")
     assert result.projects == ["shop"] and result.records == 1
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda m: m.gc(dry_run="no"), "dry_run"),
+        (lambda m: m.gc(purge=1), "purge"),
+        (lambda m: m.forget("retries", purge="yes"), "purge"),
+        (lambda m: m.search("ключ", include_expired="no"), "include_expired"),
+        (lambda m: m.search("ключ", all_projects=None), "all_projects"),
+        (lambda m: m.upsert(kind="trap", body="Ζ", allow_duplicate="false"), "allow_duplicate"),
+        (lambda m: m.build("out", strict="no"), "strict"),
+    ],
+)
+def test_a_switch_that_is_not_true_or_false_is_refused_not_read_by_truthiness(
+    memory: memosite.Memory, vault_dir: Path, call: Any, named: str
+) -> None:
+    memory.upsert(kind="trap", slug="retries", title="Повтор без ключа", body="Idempotency ключ, 冪等キー.")
+    files = sorted(path.read_bytes() for path in vault_dir.rglob("*.md"))
+    with pytest.raises(memosite.InvalidArguments, match=f"{named} must be True or False") as refused:
+        call(memory)
+    assert refused.value.code == "INVALID_ARGUMENTS"
+    assert sorted(path.read_bytes() for path in vault_dir.rglob("*.md")) == files
