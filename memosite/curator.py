@@ -480,7 +480,7 @@ def _refuse_an_agents_purge_of_approved_records(vault: Vault, plan: GcPlan) -> N
     if approved:
         shown = ", ".join(approved[:5]) + (f" and {len(approved) - 5} more" if len(approved) > 5 else "")
         raise PersonRequired(
-            f"gc purge would delete {shown}, which a person approved: refused to {actor.where()}, only a"
+            f"gc purge would delete {shown}, which a person approved: refused in {actor.where()}, only a"
             " person destroys them (gc without purge archives them, which restore undoes)"
         )
 

@@ -84,7 +84,7 @@ class Actor:
         """How a refusal names the agent: its shell, or its MCP client."""
         if self.shell is not None:
             return self.shell.describe()
-        return f"an agent over MCP ({self.client or 'mcp client'})"
+        return f"an agent's MCP session ({self.client or 'mcp client'})"
 
     def require_person(self, action: str) -> None:
         """PERSON_REQUIRED when this actor is an agent (see :func:`require_person`)."""

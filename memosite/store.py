@@ -629,7 +629,7 @@ def forget_record(
         actor = vault.actor
         if purge and actor is not None and actor.is_agent and approved_by_person(record.frontmatter):
             raise PersonRequired(
-                f"purging {describe(record)} is refused to {actor.where()}: a person approved it, so only a"
+                f"purging {describe(record)} is refused in {actor.where()}: a person approved it, so only a"
                 " person destroys it (an agent may archive it: forget without purge, undone by restore)"
             )
         if purge:

@@ -347,7 +347,7 @@ def test_forget_purge_of_a_persons_record_is_refused_in_an_agents_shell(
     before = persons_trap(run_cli)
     monkeypatch.setenv("CLAUDECODE", "1")
     line = one_line_refusal(run_cli("forget", "lock-order", "--purge"))
-    assert "purging demo/trap/lock-order is refused to Claude Code's shell" in line
+    assert "purging demo/trap/lock-order is refused in Claude Code's shell" in line
     assert (vault_dir / TRAP).read_bytes() == before
     assert run_cli("forget", "lock-order").exit_code == 0  # archive: yes
     assert read_record(vault_dir / TRAP).frontmatter["status"] == "archived"
