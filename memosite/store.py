@@ -470,6 +470,10 @@ def upsert_record(
     actor = vault.actor
     if actor is not None:
         actor.refuse_claims(frontmatter or {})
+    title = (frontmatter or {}).get("title")
+    if title is not None and not isinstance(title, str):
+        # A hand-written file may hold `title: 2024` (read as it stands); a write says what it means.
+        raise InvalidArguments(f"title must be text, not {type(title).__name__}", details={"field": "title"})
     if cites:
         frontmatter = {**(frontmatter or {}), "cites": _pin(vault, cites)}
     request = normalize_upsert(

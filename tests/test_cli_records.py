@@ -370,3 +370,11 @@ def test_get_forget_and_restore_take_the_id_as_an_argument_too(vault: Vault, run
         both.exit_code != 0
         and both.stderr == "memosite: error: two different ids given: 'lock-order' and --id 'other'\n"
     )
+
+
+@pytest.mark.parametrize("title", ['["Повтор"]', "2024", '{"el": "Τίτλος"}'])
+def test_a_title_that_is_not_text_is_refused_and_nothing_is_written(vault_dir: Path, title: str) -> None:
+    code, data = run_json("upsert", "--kind", "trap", "--body", "Retry 冪等", "--frontmatter", f'{{"title": {title}}}')
+    assert code == 1 and data["error"]["code"] == "INVALID_ARGUMENTS"
+    assert "title must be text" in data["error"]["message"]
+    assert not list(vault_dir.rglob("*.md"))
