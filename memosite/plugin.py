@@ -136,6 +136,50 @@ class _ThemeBytecodeCache(jinja2.BytecodeCache):
 
 _THEME_BYTECODE = _ThemeBytecodeCache()
 
+# MkDocs lists the theme's files on every build (a walk of each theme directory and a dozen
+# patterns matched per file); serve builds again after each edit. An installed theme cannot change
+# under a running process, so its listing is kept, by directories and patterns; the site's own theme
+# directory (custom_dir) is listed afresh each time, since serve rebuilds when it changes.
+_THEME_LISTINGS: dict[tuple[Any, ...], frozenset[str]] = {}
+
+
+def _keep_theme_listing(theme: Any) -> None:
+    """Make the environments ``theme`` hands out list the installed theme's files once per process."""
+    if getattr(theme, "_memosite_listing", False):
+        return
+    original = theme.get_env
+
+    def get_env() -> Any:
+        env = original()
+        env.list_templates = functools.partial(_list_theme_templates, env, tuple(theme.static_templates))
+        return env
+
+    theme.get_env = get_env
+    theme._memosite_listing = True
+
+
+def _list_theme_templates(
+    env: jinja2.Environment,
+    static: tuple[str, ...],
+    extensions: Any = None,
+    filter_func: Any = None,
+) -> list[str]:
+    """``env.list_templates``, the same names in the same order, the installed directories' part
+    remembered."""
+    loader = env.loader
+    if extensions is not None or filter_func is None or not isinstance(loader, jinja2.FileSystemLoader):
+        return jinja2.Environment.list_templates(env, extensions, filter_func)
+    installed = tuple(str(d) for d in loader.searchpath if "site-packages" in str(d))
+    own = [str(d) for d in loader.searchpath if "site-packages" not in str(d)]
+    key = (installed, static, getattr(filter_func, "__qualname__", repr(filter_func)))
+    names = _THEME_LISTINGS.get(key)
+    if names is None:
+        listed = jinja2.FileSystemLoader(list(installed)).list_templates() if installed else []
+        names = _THEME_LISTINGS[key] = frozenset(name for name in listed if filter_func(name))
+    if own:
+        names = names | {name for name in jinja2.FileSystemLoader(own).list_templates() if filter_func(name)}
+    return sorted(names)
+
 
 class _VirtualPage(File):
     """A generated page that knows whether it must be rendered in this build."""
@@ -253,6 +297,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 option.append(asset)
         _use_page_extensions(config)
         _use_search_separator(config)
+        _keep_theme_listing(config.theme)
         self._site_name = config.site_name
         key = (
             str(self.vault_root),
