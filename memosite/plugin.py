@@ -243,6 +243,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._rows: dict[str, tuple[Any, str, str]] = {}  # src_uri -> (entry, url, records.json row)
         # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
         self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
+        self._record_keys: dict[str, tuple[str, str, str]] = {}  # src_uri -> (scope, basis, key)
         # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
         self.serving = False
         self._cache_dirty = False
@@ -312,7 +313,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if key != self._memory.key:
             self._memory = _BuildMemory(key=key)
             self._memo = None
-            self._files_by_uri, self._rows, self._page_keys = {}, {}, {}
+            self._files_by_uri, self._rows, self._page_keys, self._record_keys = {}, {}, {}, {}
         return config
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
@@ -362,7 +363,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     memo=self._memo,
                     include_pending=self.config.include_pending,
                     author_emails=self.config.author_emails,
-                    known=lambda uri, basis: self._holds(uri, _record_key(scope, uri, basis)),
+                    known=lambda uri, basis: self._holds(uri, self._record_key(scope, uri, basis)),
                 )
             finally:
                 vault.close()
@@ -381,7 +382,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 log.warning("memosite: '%s' in docs_dir replaces the generated page", page.src_uri)
                 continue
             if page.basis:
-                key = _record_key(scope, page.src_uri, page.basis)
+                key = self._record_key(scope, page.src_uri, page.basis)
             else:
                 fingerprint, charts = page.fingerprint, tuple(sorted(page.charts.values()))
                 known = previous_keys.get(page.src_uri)
@@ -444,6 +445,15 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             if asset not in files:
                 files.append(File.generated(config, asset, abs_src_path=str(assets / asset)))
         return files
+
+    def _record_key(self, scope: str, src_uri: str, basis: str) -> str:
+        """:func:`_record_key`, remembered by page between the builds of one process."""
+        held = self._record_keys.get(src_uri)
+        if held is not None and held[0] == scope and held[1] == basis:
+            return held[2]
+        key = _record_key(scope, src_uri, basis)
+        self._record_keys[src_uri] = (scope, basis, key)
+        return key
 
     def _holds(self, src_uri: str, key: str) -> bool:
         """Whether the page ``key`` names is at hand without rendering it: in the page cache, or
