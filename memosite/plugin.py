@@ -244,6 +244,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
         self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
         self._record_keys: dict[str, tuple[str, str, str]] = {}  # src_uri -> (scope, basis, key)
+        self._present: set[str] = set()  # outputs of the last build this build found in place
         # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
         self.serving = False
         self._cache_dirty = False
@@ -341,6 +342,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if self._memo is None:
             self._memo = RecordMemo()
         docs = list(files.documentation_pages())
+        self._present = set()
         try:
             vault = Vault.open(self.vault_root, create=False)
             try:
@@ -400,7 +402,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 and written is not None
                 and written.key == key
                 and earlier.page is not None
-                and os.path.isfile(earlier.abs_dest_path)
+                and _in_place(earlier.abs_dest_path, self._present)
             ):
                 # Serving, unchanged: last build's file (and its Page) stand as they are.
                 virtual = earlier
@@ -461,7 +463,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         written = self._memory.written.get(src_uri)
         if written is not None and written.key == key:
             dest = self._memory.dest_paths.get(src_uri)
-            if dest is not None and os.path.isfile(dest):
+            if dest is not None and _in_place(dest, self._present):
                 return True
         return self._cache is not None and self._cache.lookup(src_uri, key) is not None
 
@@ -731,6 +733,16 @@ def _versions() -> tuple[str, ...]:
         except PackageNotFoundError:
             found.append(f"{package}=?")
     return tuple(found)
+
+
+def _in_place(path: str, present: set[str]) -> bool:
+    """Whether the last build's output ``path`` is still there, looked at once per build."""
+    if path in present:
+        return True
+    if os.path.isfile(path):
+        present.add(path)
+        return True
+    return False
 
 
 def _record_key(scope: str, src_uri: str, basis: str) -> str:
