@@ -1,8 +1,9 @@
 """The watch loop: keeps the index and the compiled views in step with edits made outside memosite.
 
 An editor saving a record, ``git pull``, ``rm``: each burst of file events becomes one
-recompile of the projects it touched. What counts as a change is decided by pure functions
-(:func:`record_project`, :func:`projects_changed`, :class:`Debouncer`) over plain
+recompile of the record files it named (a whole project only when the events cannot name them: a
+directory moved or deleted, events the system dropped). What counts as a change is decided by pure
+functions (:func:`record_project`, :func:`records_changed`, :class:`Debouncer`) over plain
 :class:`FileEvent` values; :class:`VaultWatcher` only feeds them real watchdog events.
 
 Ignored, so that the loop never feeds itself: the views memosite writes at a project's root,
