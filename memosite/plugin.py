@@ -136,6 +136,50 @@ class _ThemeBytecodeCache(jinja2.BytecodeCache):
 
 _THEME_BYTECODE = _ThemeBytecodeCache()
 
+# MkDocs lists the theme's files on every build (a walk of each theme directory and a dozen
+# patterns matched per file); serve builds again after each edit. An installed theme cannot change
+# under a running process, so its listing is kept, by directories and patterns; the site's own theme
+# directory (custom_dir) is listed afresh each time, since serve rebuilds when it changes.
+_THEME_LISTINGS: dict[tuple[Any, ...], frozenset[str]] = {}
+
+
+def _keep_theme_listing(theme: Any) -> None:
+    """Make the environments ``theme`` hands out list the installed theme's files once per process."""
+    if getattr(theme, "_memosite_listing", False):
+        return
+    original = theme.get_env
+
+    def get_env() -> Any:
+        env = original()
+        env.list_templates = functools.partial(_list_theme_templates, env, tuple(theme.static_templates))
+        return env
+
+    theme.get_env = get_env
+    theme._memosite_listing = True
+
+
+def _list_theme_templates(
+    env: jinja2.Environment,
+    static: tuple[str, ...],
+    extensions: Any = None,
+    filter_func: Any = None,
+) -> list[str]:
+    """``env.list_templates``, the same names in the same order, the installed directories' part
+    remembered."""
+    loader = env.loader
+    if extensions is not None or filter_func is None or not isinstance(loader, jinja2.FileSystemLoader):
+        return jinja2.Environment.list_templates(env, extensions, filter_func)
+    installed = tuple(str(d) for d in loader.searchpath if "site-packages" in str(d))
+    own = [str(d) for d in loader.searchpath if "site-packages" not in str(d)]
+    key = (installed, static, getattr(filter_func, "__qualname__", repr(filter_func)))
+    names = _THEME_LISTINGS.get(key)
+    if names is None:
+        listed = jinja2.FileSystemLoader(list(installed)).list_templates() if installed else []
+        names = _THEME_LISTINGS[key] = frozenset(name for name in listed if filter_func(name))
+    if own:
+        names = names | {name for name in jinja2.FileSystemLoader(own).list_templates() if filter_func(name)}
+    return sorted(names)
+
 
 class _VirtualPage(File):
     """A generated page that knows whether it must be rendered in this build."""
@@ -199,6 +243,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._rows: dict[str, tuple[Any, str, str]] = {}  # src_uri -> (entry, url, records.json row)
         # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
         self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
+        self._record_keys: dict[str, tuple[str, str, str]] = {}  # src_uri -> (scope, basis, key)
+        self._present: set[str] = set()  # outputs of the last build this build found in place
         # True while serving (mkdocs serve, memosite serve): the page cache stays in memory.
         self.serving = False
         self._cache_dirty = False
@@ -253,6 +299,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 option.append(asset)
         _use_page_extensions(config)
         _use_search_separator(config)
+        _keep_theme_listing(config.theme)
         self._site_name = config.site_name
         key = (
             str(self.vault_root),
@@ -267,7 +314,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if key != self._memory.key:
             self._memory = _BuildMemory(key=key)
             self._memo = None
-            self._files_by_uri, self._rows, self._page_keys = {}, {}, {}
+            self._files_by_uri, self._rows, self._page_keys, self._record_keys = {}, {}, {}, {}
         return config
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
@@ -295,6 +342,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if self._memo is None:
             self._memo = RecordMemo()
         docs = list(files.documentation_pages())
+        self._present = set()
         try:
             vault = Vault.open(self.vault_root, create=False)
             try:
@@ -317,7 +365,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     memo=self._memo,
                     include_pending=self.config.include_pending,
                     author_emails=self.config.author_emails,
-                    known=lambda uri, basis: self._holds(uri, _record_key(scope, uri, basis)),
+                    known=lambda uri, basis: self._holds(uri, self._record_key(scope, uri, basis)),
                 )
             finally:
                 vault.close()
@@ -336,7 +384,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 log.warning("memosite: '%s' in docs_dir replaces the generated page", page.src_uri)
                 continue
             if page.basis:
-                key = _record_key(scope, page.src_uri, page.basis)
+                key = self._record_key(scope, page.src_uri, page.basis)
             else:
                 fingerprint, charts = page.fingerprint, tuple(sorted(page.charts.values()))
                 known = previous_keys.get(page.src_uri)
@@ -354,7 +402,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 and written is not None
                 and written.key == key
                 and earlier.page is not None
-                and os.path.isfile(earlier.abs_dest_path)
+                and _in_place(earlier.abs_dest_path, self._present)
             ):
                 # Serving, unchanged: last build's file (and its Page) stand as they are.
                 virtual = earlier
@@ -400,13 +448,22 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 files.append(File.generated(config, asset, abs_src_path=str(assets / asset)))
         return files
 
+    def _record_key(self, scope: str, src_uri: str, basis: str) -> str:
+        """:func:`_record_key`, remembered by page between the builds of one process."""
+        held = self._record_keys.get(src_uri)
+        if held is not None and held[0] == scope and held[1] == basis:
+            return held[2]
+        key = _record_key(scope, src_uri, basis)
+        self._record_keys[src_uri] = (scope, basis, key)
+        return key
+
     def _holds(self, src_uri: str, key: str) -> bool:
         """Whether the page ``key`` names is at hand without rendering it: in the page cache, or
         (serving) in the site directory from the last build."""
         written = self._memory.written.get(src_uri)
         if written is not None and written.key == key:
             dest = self._memory.dest_paths.get(src_uri)
-            if dest is not None and os.path.isfile(dest):
+            if dest is not None and _in_place(dest, self._present):
                 return True
         return self._cache is not None and self._cache.lookup(src_uri, key) is not None
 
@@ -676,6 +733,16 @@ def _versions() -> tuple[str, ...]:
         except PackageNotFoundError:
             found.append(f"{package}=?")
     return tuple(found)
+
+
+def _in_place(path: str, present: set[str]) -> bool:
+    """Whether the last build's output ``path`` is still there, looked at once per build."""
+    if path in present:
+        return True
+    if os.path.isfile(path):
+        present.add(path)
+        return True
+    return False
 
 
 def _record_key(scope: str, src_uri: str, basis: str) -> str:

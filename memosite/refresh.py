@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
@@ -26,7 +27,7 @@ from memosite.recordfile import read_record, record_title
 from memosite.recurrence import pattern_key
 from memosite.schema import SEVERITY_WEIGHT, Record
 from memosite.template_files import templates_checksum_for
-from memosite.vault import TEMP_PREFIX, Tombstone, Vault, warn
+from memosite.vault import TEMP_PREFIX, Tombstone, Vault, is_record_name, warn
 
 if TYPE_CHECKING:
     from memosite.embedding import Embedder
@@ -285,6 +286,70 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
             if index.delete_path(relative):
                 result.removed.append(relative)
                 result.kinds.add(known_kinds.get(relative, "trap"))
+        remember_directories(vault, project)
+    return result
+
+
+def _record_file_stat(vault: Vault, project: str, relative: str) -> os.stat_result | None:
+    """The stat of ``relative`` when it is a record file of ``project`` that
+    :meth:`Vault.iter_record_files` would list (a regular file in a kind directory, no symlink on
+    the way), None when it is not or no longer is."""
+    parts = relative.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[1] != project:
+        return None
+    if parts[2] not in RECORD_DIRS or not is_record_name(parts[3]):
+        return None
+    base = vault.project_dir(project)
+    try:
+        if base.is_symlink() or (base / parts[2]).is_symlink():
+            return None  # never read records from outside the vault
+        stat = os.lstat(base / parts[2] / parts[3])
+    except OSError:
+        return None
+    return stat if S_ISREG(stat.st_mode) else None
+
+
+def refresh_files(vault: Vault, project: str, relatives: Iterable[str]) -> RefreshResult:
+    """:func:`refresh_project` for the named files of ``project`` only (vault-relative paths, as a
+    file watcher reports them): each is parsed and indexed when its size or mtime changed, dropped
+    from the index when it is gone or no longer a record file, reported and dropped when it does not
+    parse. No other file is listed, stat-ed or read."""
+    index = vault.index()
+    wanted = sorted(set(relatives))
+    known = index.file_stats_of(wanted)
+    result = RefreshResult()
+    entries: list[IndexEntry] = []
+    gone: list[str] = []
+    for relative in wanted:
+        stat = _record_file_stat(vault, project, relative)
+        if stat is None:
+            if relative in known:
+                gone.append(relative)
+            continue
+        held = known.get(relative)
+        if held is not None and held[:2] == (stat.st_mtime_ns, stat.st_size):
+            continue
+        path = vault.root / relative
+        try:
+            record = read_record(path)
+        except (InvalidRecord, StorageError) as exc:
+            warn(f"skipping {relative}: {exc.message}")
+            result.invalid.append(relative)
+            continue
+        entries.append(build_entry(vault, record, path, stat))
+        (result.changed if held is not None else result.added).append(relative)
+        result.kinds.add(record.kind)
+        if held is not None:
+            result.kinds.add(held[2])
+    attach_vectors(vault, entries)
+    with index.transaction():
+        for entry in entries:
+            index.upsert(entry)
+        for relative in [*gone, *result.invalid]:
+            # An invalid file keeps no stale row either: its last good content is not what is on disk.
+            if index.delete_path(relative):
+                result.removed.append(relative)
+                result.kinds.add(known[relative][2] if relative in known else "trap")
         remember_directories(vault, project)
     return result
 

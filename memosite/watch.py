@@ -1,8 +1,9 @@
 """The watch loop: keeps the index and the compiled views in step with edits made outside memosite.
 
 An editor saving a record, ``git pull``, ``rm``: each burst of file events becomes one
-recompile of the projects it touched. What counts as a change is decided by pure functions
-(:func:`record_project`, :func:`projects_changed`, :class:`Debouncer`) over plain
+recompile of the record files it named (a whole project only when the events cannot name them: a
+directory moved or deleted, events the system dropped). What counts as a change is decided by pure
+functions (:func:`record_project`, :func:`records_changed`, :class:`Debouncer`) over plain
 :class:`FileEvent` values; :class:`VaultWatcher` only feeds them real watchdog events.
 
 Ignored, so that the loop never feeds itself: the views memosite writes at a project's root,
@@ -17,10 +18,11 @@ event comes back. Events arrive in order, so every change made before the probe 
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from typing import Any
 from memosite.config import validate_project_id
 from memosite.errors import InvalidArguments, MemositeError
 from memosite.kinds import RECORD_DIRS
-from memosite.refresh import RefreshResult, rebuild_views, refresh_project
+from memosite.refresh import RefreshResult, rebuild_views, refresh_files, refresh_project
 from memosite.vault import TEMP_PREFIX, Vault, is_record_name, warn
 
 CHANGE_EVENTS = frozenset({"created", "modified", "deleted", "moved"})
@@ -99,14 +101,21 @@ def _directory_project(projects_dir: Path, path: str) -> str | None:
     return parts[0]
 
 
-def projects_changed(projects_dir: Path, events: Iterable[FileEvent]) -> set[str]:
-    """The projects whose records these events may have created, changed, moved or removed.
+# What changed in a project: the vault-relative paths of its record files the events named, or
+# WHOLE_PROJECT when the events cannot say which files (a directory moved or deleted, lost events).
+Changes = dict[str, "set[str] | None"]
+WHOLE_PROJECT = None
+
+
+def records_changed(projects_dir: Path, events: Iterable[FileEvent]) -> Changes:
+    """The record files these events may have created, changed, moved or removed, by project.
 
     A move counts for both ends: saving by rename (temp file -> ``x.md``) changes ``x.md``;
     renaming ``x.md`` away removes it. Moving or deleting a whole kind directory or project
-    counts too (inotify reports the directory only, not the files inside it).
+    changes the whole project (:data:`WHOLE_PROJECT`): inotify reports the directory only, not
+    the files inside it.
     """
-    touched: set[str] = set()
+    changes: Changes = {}
     for event in events:
         if event.event_type not in CHANGE_EVENTS:
             continue
@@ -115,11 +124,27 @@ def projects_changed(projects_dir: Path, events: Iterable[FileEvent]) -> set[str
                 continue
             if event.is_directory:
                 project = _directory_project(projects_dir, path) if event.event_type != "modified" else None
-            else:
-                project = record_project(projects_dir, path)
-            if project is not None:
-                touched.add(project)
-    return touched
+                if project is not None:
+                    changes[project] = WHOLE_PROJECT
+            elif (project := record_project(projects_dir, path)) is not None:
+                merge_changes(changes, {project: {_vault_relative(projects_dir, path)}})
+    return changes
+
+
+def _vault_relative(projects_dir: Path, path: str) -> str:
+    return "/".join((projects_dir.name, *Path(path).relative_to(projects_dir).parts))
+
+
+def merge_changes(into: Changes, more: Changes) -> None:
+    """Add ``more`` to ``into``: paths add up; a whole project stays whole."""
+    for project, paths in more.items():
+        held = into.get(project, set())
+        into[project] = WHOLE_PROJECT if held is WHOLE_PROJECT or paths is WHOLE_PROJECT else held | paths
+
+
+def projects_changed(projects_dir: Path, events: Iterable[FileEvent]) -> set[str]:
+    """The projects whose records these events may have created, changed, moved or removed."""
+    return set(records_changed(projects_dir, events))
 
 
 @dataclass
@@ -188,11 +213,15 @@ class WatchBatch:
         return {"projects": [change.to_json() for change in self.projects]}
 
 
-def recompile_projects(vault: Vault, projects: Iterable[str]) -> WatchBatch:
+def recompile_projects(
+    vault: Vault, projects: Iterable[str], paths: Mapping[str, set[str] | None] | None = None
+) -> WatchBatch:
     """Bring the index and views of ``projects`` in step with their files, under the vault lock.
 
-    Only views that records of a changed kind appear in are rewritten. A project whose directory
-    is gone loses its index rows and gets no views (so a deleted project stays deleted).
+    A project with a set of vault-relative ``paths`` has those files alone looked at (the files a
+    watcher saw change); any other project has every file stat-ed. Only views that records of a
+    changed kind appear in are rewritten. A project whose directory is gone loses its index rows
+    and gets no views (so a deleted project stays deleted).
     """
 
     batch = WatchBatch(projects=[])
@@ -203,11 +232,29 @@ def recompile_projects(vault: Vault, projects: Iterable[str]) -> WatchBatch:
                 batch.projects.append(ProjectChange(project=project, removed=sorted(index.file_stats(project))))
                 index.clear(project)
                 continue
-            change = ProjectChange(project=project, **vars(refresh_project(vault, project)))
+            named = paths.get(project) if paths is not None else None
+            refreshed = refresh_project(vault, project) if named is None else refresh_files(vault, project, named)
+            change = ProjectChange(project=project, **vars(refreshed))
             if change.touched:
                 change.views = [path.name for path in rebuild_views(vault, project, change.kinds)]
             batch.projects.append(change)
     return batch
+
+
+# watchdog says that the kernel dropped events (inotify's queue overflowed) only in its log.
+WATCHDOG_LOGGER = "watchdog.observers"
+
+
+class _LostEvents(logging.Handler):
+    """Turns watchdog's report of lost events into a whole refresh of every project."""
+
+    def __init__(self, watcher: VaultWatcher) -> None:
+        super().__init__(level=logging.WARNING)
+        self.watcher = watcher
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in str(record.msg).lower():
+            self.watcher.events_lost()
 
 
 class VaultWatcher:
@@ -232,7 +279,7 @@ class VaultWatcher:
         self.catch_up = catch_up
         self.recompiles = 0
         self._debouncer = Debouncer(quiet=quiet, max_delay=max_delay)
-        self._pending: set[str] = set()
+        self._pending: Changes = {}
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -240,6 +287,7 @@ class VaultWatcher:
         self._ready = threading.Event()
         self._compiling = False
         self._probes_seen: set[str] = set()
+        self._lost_events: _LostEvents | None = None
 
     # --- events (observer thread) ------------------------------------------------------------
     def dispatch(self, event: FileEvent) -> None:
@@ -251,11 +299,11 @@ class VaultWatcher:
                     self._probes_seen.add(name)
                     self._cond.notify_all()
             return
-        projects = projects_changed(self.projects_dir, [event])
-        if not projects:
+        changes = records_changed(self.projects_dir, [event])
+        if not changes:
             return
         with self._cond:
-            self._pending |= projects
+            merge_changes(self._pending, changes)
             self._debouncer.note(time.monotonic())
             self._cond.notify_all()
 
@@ -271,6 +319,8 @@ class VaultWatcher:
                 watcher.dispatch(FileEvent.from_watchdog(event))
 
         self.projects_dir.mkdir(parents=True, exist_ok=True)
+        self._lost_events = _LostEvents(self)
+        logging.getLogger(WATCHDOG_LOGGER).addHandler(self._lost_events)
         self._observer = Observer()
         self._observer.schedule(_Handler(), str(self.projects_dir), recursive=True)
         self._observer.start()
@@ -320,6 +370,8 @@ class VaultWatcher:
             self._observer.join(timeout=5)
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self._lost_events is not None:
+            logging.getLogger(WATCHDOG_LOGGER).removeHandler(self._lost_events)
 
     def __enter__(self) -> VaultWatcher:
         return self.start()
@@ -328,12 +380,28 @@ class VaultWatcher:
         self.stop()
 
     # --- the loop (watcher thread) -----------------------------------------------------------
-    def _next_burst(self) -> set[str] | None:
+    def events_lost(self) -> None:
+        """The file system dropped events (inotify's queue overflowed): which files changed is no
+        longer known, so the next burst refreshes every project whole."""
+        with self._cond:
+            for project in self._projects_on_disk():
+                self._pending[project] = WHOLE_PROJECT
+            self._debouncer.note(time.monotonic())
+            self._cond.notify_all()
+
+    def _projects_on_disk(self) -> list[str]:
+        try:
+            names = [entry.name for entry in self.projects_dir.iterdir() if entry.is_dir()]
+        except OSError:
+            return []
+        return [name for name in names if _directory_project(self.projects_dir, str(self.projects_dir / name))]
+
+    def _next_burst(self) -> Changes | None:
         with self._cond:
             while not self._stopping:
                 now = time.monotonic()
                 if self._debouncer.due(now):
-                    projects, self._pending = self._pending, set()
+                    projects, self._pending = self._pending, {}
                     self._debouncer.reset()
                     self._compiling = True
                     return projects
@@ -347,8 +415,8 @@ class VaultWatcher:
             if self.catch_up:
                 self._recompile(vault, vault.projects(), quiet_unless_touched=True)
             self._ready.set()
-            while (projects := self._next_burst()) is not None:
-                self._recompile(vault, projects)
+            while (changes := self._next_burst()) is not None:
+                self._recompile(vault, changes, paths=changes)
                 with self._cond:
                     self._compiling = False
                     self._cond.notify_all()
@@ -356,12 +424,19 @@ class VaultWatcher:
             self._ready.set()
             vault.close()
 
-    def _recompile(self, vault: Vault, projects: Iterable[str], *, quiet_unless_touched: bool = False) -> None:
+    def _recompile(
+        self,
+        vault: Vault,
+        projects: Iterable[str],
+        *,
+        paths: Mapping[str, set[str] | None] | None = None,
+        quiet_unless_touched: bool = False,
+    ) -> None:
         projects = list(projects)
         if not projects:
             return
         try:
-            batch = recompile_projects(vault, projects)
+            batch = recompile_projects(vault, projects, paths)
         except (MemositeError, OSError) as exc:
             warn(f"watch: recompiling {', '.join(sorted(projects))} failed: {exc}")
             return

@@ -254,3 +254,43 @@ def test_serve_starts_from_the_page_cache_a_build_left_and_shows_an_edit(tmp_pat
         server.stop()
         thread.join(30)
     assert not thread.is_alive()
+
+
+def _article(html_text: str) -> str:
+    start = html_text.index("<article")
+    return html_text[start : html_text.index("</article>", start)]
+
+
+def test_a_record_page_served_after_an_edit_equals_a_cold_builds(tmp_path: Path, vault: Vault) -> None:
+    import shutil
+
+    from memosite.site.build import build_site
+
+    for title in ("Café rounding", "Ошибка округления", "丸め誤差 🎉", "خطأ التقريب"):
+        upsert_record(vault, PROJECT, kind="trap", body=f"{title}: the body.", frontmatter={"title": title})
+    build_site(vault, out_dir=tmp_path / "warm")
+    server = SiteServer(vault, dev_addr=f"127.0.0.1:{_free_port()}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert server.wait_ready(60)
+        page = f"{server.url}memory/{PROJECT}/traps/cafe-rounding/"
+        path = _record(vault, "cafe-rounding")
+        path.write_text(
+            path.read_text(encoding="utf-8").replace("the body", "the body, edited · правка · 編集"), encoding="utf-8"
+        )
+        served = _eventually(page, lambda text: "編集" in text)
+        served_files = {p.relative_to(server.site_dir).as_posix() for p in server.site_dir.rglob("*") if p.is_file()}
+    finally:
+        server.stop()
+        thread.join(30)
+    shutil.rmtree(vault.root / ".memosite" / "site-cache")
+    build_site(vault, out_dir=tmp_path / "cold")
+    cold = (tmp_path / "cold" / "memory" / PROJECT / "traps" / "cafe-rounding" / "index.html").read_text(
+        encoding="utf-8"
+    )
+    assert _article(served) == _article(cold)
+    # The theme's files (listed once per process while serving) are the ones a cold build copies.
+    cold_assets = {p.relative_to(tmp_path / "cold").as_posix() for p in (tmp_path / "cold" / "assets").rglob("*")}
+    theme_files = {name for name in cold_assets if "." in name.rsplit("/", 1)[-1]}
+    assert theme_files and theme_files <= served_files

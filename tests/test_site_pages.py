@@ -338,3 +338,68 @@ def test_a_rebuild_reuses_home_figures_only_while_what_they_show_is_unchanged(
     fresh = collect_site_content(vault, prefix="memory", projects=["shop"])
     assert (memo.dashboards.figures["shop"] is before) is reused
     assert _dashboard_pages(remembered) == _dashboard_pages(fresh)
+
+
+def _hand_record(vault: Vault, slug: str, title: str, body: str, extra: str = "") -> Path:
+    path = vault.project_dir("shop") / "traps" / f"{slug}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"---\nid: {slug}\nkind: trap\nproject: shop\ncreated: 2026-01-0{len(slug) % 9 + 1}\n"
+        f"updated: 2026-01-01\ntitle: {title}\nseverity: high\n{extra}---\n{body}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _record_markdown(content: object) -> dict[str, str]:
+    return {page.src_uri: page.markdown for page in content.pages if page.role == "record"}  # type: ignore[attr-defined]
+
+
+CITES_SHARED = "cites:\n  - path: src/cookies.py\n"
+
+
+@pytest.mark.parametrize(
+    ("slug", "title", "body", "extra"),
+    [
+        ("alpha", "Alpha · Альфа", "Now links to [beta](beta.md) and [gamma](gamma.md).", ""),
+        ("alpha", "Alpha", "Links to nothing any more.", ""),
+        ("alpha", "Alpha renamed · 改名 🎉", "See [gamma](gamma.md).", ""),
+        ("alpha", "Alpha", "See [gamma](gamma.md).", CITES_SHARED),
+        ("alpha", "Alpha", "See [gamma](gamma.md).", "supersedes: delta\n"),
+        ("delta", "Delta · دلتا", "Superseded.", "supersededBy: beta\n"),
+        ("alpha", None, "", ""),
+    ],
+    ids=[
+        "link-added",
+        "link-removed",
+        "title-of-a-linking-record",
+        "code-shared",
+        "supersedes",
+        "superseded-by",
+        "deleted",
+    ],
+)
+def test_links_here_after_an_edit_in_a_long_running_build_equal_a_fresh_builds(
+    vault: Vault, slug: str, title: str | None, body: str, extra: str
+) -> None:
+    from memosite.refresh import refresh_project
+    from memosite.site.pages import RecordMemo, collect_site_content
+
+    _hand_record(vault, "alpha", "Alpha", "See [gamma](gamma.md).")
+    _hand_record(vault, "beta", "Beta", "Nothing links from here.")
+    _hand_record(vault, "gamma", "Gamma · Гамма", "Links to [[alpha]].")
+    _hand_record(vault, "delta", "Delta", "Cites the cookie code.", CITES_SHARED)
+    _hand_record(vault, "epsilon", "Epsilon", "Also cites it.", CITES_SHARED + "supersedes: delta\n")
+    refresh_project(vault, "shop")
+    memo = RecordMemo()
+    first = _record_markdown(collect_site_content(vault, prefix="memory", projects=["shop"], memo=memo))
+    assert len(first) == 5
+    if title is None:
+        (vault.project_dir("shop") / "traps" / f"{slug}.md").unlink()
+    else:
+        _hand_record(vault, slug, title, body, extra)
+    refresh_project(vault, "shop")
+    remembered = _record_markdown(collect_site_content(vault, prefix="memory", projects=["shop"], memo=memo))
+    fresh = _record_markdown(collect_site_content(vault, prefix="memory", projects=["shop"]))
+    assert remembered == fresh
+    assert remembered != first

@@ -22,6 +22,7 @@ from memosite.watch import (
     WatchBatch,
     projects_changed,
     record_project,
+    records_changed,
 )
 
 ROOT = Path("/vault/projects")
@@ -92,6 +93,32 @@ def test_deleting_a_kind_directory_or_project_counts_the_project() -> None:
     assert projects_changed(ROOT, [_event("deleted", "shop/traps", directory=True)]) == {"shop"}
     assert projects_changed(ROOT, [_event("deleted", "shop", directory=True)]) == {"shop"}
     assert projects_changed(ROOT, [_event("modified", "shop/traps", directory=True)]) == set()
+
+
+def test_record_events_name_their_files_and_directory_events_the_whole_project() -> None:
+    changes = records_changed(
+        ROOT,
+        [
+            _event("modified", "shop/traps/a.md"),
+            _event("moved", "shop/traps/.a.md.tmp", "shop/traps/b.md"),
+            _event("moved", "shop/traps/c.md", "shop/decisions/c.md"),
+            _event("deleted", "shop/traps/d.md"),
+            _event("deleted", "billing/traps", directory=True),
+            _event("modified", "billing/traps/e.md"),
+            _event("modified", "ops/traps", directory=True),  # a file came or went: its own event says which
+            _event("opened", "ops/traps/f.md"),
+        ],
+    )
+    assert changes == {
+        "shop": {
+            "projects/shop/traps/a.md",
+            "projects/shop/traps/b.md",
+            "projects/shop/traps/c.md",
+            "projects/shop/decisions/c.md",
+            "projects/shop/traps/d.md",
+        },
+        "billing": None,
+    }
 
 
 def test_burst_is_due_once_events_stop_for_the_quiet_period() -> None:
@@ -278,3 +305,142 @@ def test_a_watcher_not_started_is_never_ready(vault: Vault) -> None:
     watcher = VaultWatcher(vault.root, quiet=QUIET)
     assert not watcher.wait_ready(0.01)
     assert not watcher.wait_settled(0.01)
+
+
+# --- only the files the watcher saw change are read ------------------------------------------
+
+
+def _record_text(slug: str, title: str, body: str) -> str:
+    return (
+        f"---\nid: {slug}\nkind: trap\nproject: shop\ncreated: 2026-01-01\nupdated: 2026-01-01\n"
+        f"title: {title}\nseverity: high\n---\n{body}\n"
+    )
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the record files the index reads, in order (the real parser does the reading)."""
+    import memosite.refresh
+
+    seen: list[str] = []
+    real = memosite.refresh.read_record
+
+    def counting(path: Path) -> object:
+        seen.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(memosite.refresh, "read_record", counting)
+    return seen
+
+
+@pytest.fixture
+def bystander(vault: Vault, shop: Path) -> Path:
+    """A record edited while no watcher ran: a refresh of the whole project would read it again."""
+    path = shop.with_name("bystander.md")
+    path.write_text(_record_text("bystander", "Bystander", "Untouched by the watcher."), encoding="utf-8")
+    from memosite.refresh import refresh_project
+
+    refresh_project(vault, "shop")
+    edited = _record_text("bystander", "Bystander", "Edited while nobody watched · 見ていない.")
+    path.write_text(edited, encoding="utf-8")
+    return path
+
+
+def _changes(batches: list[WatchBatch]) -> dict[str, list[str]]:
+    merged: dict[str, list[str]] = {"added": [], "changed": [], "removed": [], "invalid": []}
+    for batch in batches:
+        for project in batch.to_json()["projects"]:
+            for key in merged:
+                merged[key] += project[key]
+    return merged
+
+
+def test_an_edit_seen_by_the_watcher_reads_that_file_alone(
+    vault: Vault, shop: Path, bystander: Path, parses: list[str], watching: _Recorder
+) -> None:
+    shop.write_text(shop.read_text(encoding="utf-8") + "\nÉdité · Ελληνικά · правка · 🍪\n", encoding="utf-8")
+    batches = watching.settle()
+    assert parses == ["cookie-loses-samesite.md"]
+    assert _changes(batches)["changed"] == ["projects/shop/traps/cookie-loses-samesite.md"]
+    assert "🍪" in vault.index().by_path(vault.relative(shop)).body
+    assert "見ていない" not in vault.index().by_path(vault.relative(bystander)).body  # not read: not seen
+
+
+def test_a_new_file_seen_by_the_watcher_is_indexed_alone(
+    vault: Vault, shop: Path, bystander: Path, parses: list[str], watching: _Recorder
+) -> None:
+    fresh = shop.with_name("retry-storm.md")
+    fresh.write_text(_record_text("retry-storm", "Retry storm · عاصفة", "Clients retry in lockstep."), encoding="utf-8")
+    batches = watching.settle()
+    assert parses == ["retry-storm.md"]
+    assert _changes(batches)["added"] == ["projects/shop/traps/retry-storm.md"]
+    assert "Retry storm · عاصفة" in _view(vault)
+
+
+def test_a_deletion_seen_by_the_watcher_drops_that_row_and_reads_nothing(
+    vault: Vault, shop: Path, bystander: Path, parses: list[str], watching: _Recorder
+) -> None:
+    shop.unlink()
+    batches = watching.settle()
+    assert parses == []
+    assert _changes(batches)["removed"] == ["projects/shop/traps/cookie-loses-samesite.md"]
+    assert vault.index().by_path(vault.relative(shop)) is None
+    assert vault.index().by_path(vault.relative(bystander)) is not None
+    assert "Cookie loses SameSite" not in _view(vault)
+
+
+def test_a_rename_seen_by_the_watcher_moves_that_row_alone(
+    vault: Vault, shop: Path, bystander: Path, parses: list[str], watching: _Recorder
+) -> None:
+    renamed = shop.with_name("samesite-cookie.md")
+    os.replace(shop, renamed)
+    batches = watching.settle()
+    assert parses == ["samesite-cookie.md"]
+    changes = _changes(batches)
+    assert changes["added"] == ["projects/shop/traps/samesite-cookie.md"]
+    assert changes["removed"] == ["projects/shop/traps/cookie-loses-samesite.md"]
+    assert vault.index().by_path(vault.relative(shop)) is None
+    assert vault.index().by_path(vault.relative(renamed)) is not None
+
+
+def test_a_file_that_stops_parsing_is_reported_and_leaves_the_index(
+    vault: Vault,
+    shop: Path,
+    bystander: Path,
+    parses: list[str],
+    watching: _Recorder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shop.write_text("---\ntitle: [unclosed · 閉じていない\n---\nbody\n", encoding="utf-8")
+    batches = watching.settle()
+    assert parses == ["cookie-loses-samesite.md"]
+    changes = _changes(batches)
+    assert changes["invalid"] == changes["removed"] == ["projects/shop/traps/cookie-loses-samesite.md"]
+    assert "skipping projects/shop/traps/cookie-loses-samesite.md" in capsys.readouterr().err
+    assert vault.index().by_path(vault.relative(shop)) is None
+    assert "Cookie loses SameSite" not in _view(vault)
+
+
+def test_a_kind_directory_moved_away_refreshes_its_project_whole(
+    vault: Vault, shop: Path, bystander: Path, parses: list[str], watching: _Recorder
+) -> None:
+    os.replace(shop.parent, vault.root / "traps-aside")
+    batches = watching.settle()
+    assert parses == []
+    assert sorted(_changes(batches)["removed"]) == [
+        "projects/shop/traps/bystander.md",
+        "projects/shop/traps/cookie-loses-samesite.md",
+    ]
+
+
+def test_lost_events_refresh_every_project_whole(
+    vault: Vault, shop: Path, bystander: Path, parses: list[str], watching: _Recorder
+) -> None:
+    import logging
+
+    # What watchdog logs when the kernel's inotify queue overflowed (its only report of it).
+    logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+    batches = watching.settle()
+    assert parses == ["bystander.md"]
+    assert _changes(batches)["changed"] == ["projects/shop/traps/bystander.md"]
+    assert "見ていない" in vault.index().by_path(vault.relative(bystander)).body

@@ -395,6 +395,18 @@ class Index:
             for row in self.conn.execute("SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,))
         }
 
+    def file_stats_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+        """``(mtime_ns, size, kind)`` of each of ``paths`` the index holds (the others are left out)."""
+        found: dict[str, tuple[int, int, str]] = {}
+        for start in range(0, len(paths), 500):  # SQLite's limit on bound parameters
+            chunk = list(paths[start : start + 500])
+            marks = ", ".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT path, mtime_ns, size, kind FROM records WHERE path IN ({marks})", chunk
+            ):
+                found[row[0]] = (row[1], row[2], row[3])
+        return found
+
     def kinds_by_path(self, project: str) -> dict[str, str]:
         return {
             row[0]: row[1] for row in self.conn.execute("SELECT path, kind FROM records WHERE project = ?", (project,))

@@ -100,6 +100,9 @@ class ProjectLinks:
     """The link graph of one project's published records."""
 
     entries: Sequence[IndexEntry]
+    # path -> (the entry, what its body links to): a long-running process's memo, so that only
+    # bodies that changed are searched for links again.
+    targets: dict[str, tuple[IndexEntry, frozenset[tuple[str, str]]]] | None = None
     _by_id: dict[str, IndexEntry] = field(default_factory=dict, init=False)
     _successors: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
     _by_path: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
@@ -116,9 +119,29 @@ class ProjectLinks:
             for key in {(_kind_dir(entry), entry.slug), ("", entry.slug), ("", entry.id)}:
                 by_name.setdefault(key, []).append(entry)
         for entry in self.entries:
-            targets = {t.path for key in link_targets(entry.body) for t in by_name.get(key, ())}
+            targets = {t.path for key in self._links_of(entry) for t in by_name.get(key, ())}
             for path in targets - {entry.path}:
                 self._linked_from.setdefault(path, []).append(entry)
+
+    def _links_of(self, entry: IndexEntry) -> frozenset[tuple[str, str]]:
+        if self.targets is None:
+            return frozenset(link_targets(entry.body))
+        held = self.targets.get(entry.path)
+        if held is not None and held[0] is entry:
+            return held[1]
+        found = frozenset(link_targets(entry.body))
+        self.targets[entry.path] = (entry, found)
+        return found
+
+    def links_basis(self, entry: IndexEntry) -> tuple[IndexEntry | None, ...]:
+        """Every record :meth:`links_here` reads for ``entry``, in order: two bases holding the
+        same objects (index rows are new objects when their file changed) give equal answers."""
+        parts: list[IndexEntry | None] = [entry, *self.chain(entry), None]
+        for path in cited_paths(entry):
+            parts += self._by_path.get(path, ())
+            parts.append(None)
+        parts += self._linked_from.get(entry.path, ())
+        return tuple(parts)
 
     def chain(self, entry: IndexEntry) -> list[IndexEntry]:
         """The supersession chain through ``entry``, oldest first (just ``entry`` when alone)."""

@@ -272,6 +272,11 @@ class RecordMemo:
     pages: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
     templates: str = ""
     dashboards: DashboardMemo = field(default_factory=DashboardMemo)
+    # path -> (the records its "Links here" was made from, the answer)
+    links: dict[str, tuple[tuple[IndexEntry | None, ...], LinksHere]] = field(default_factory=dict)
+    # path -> (the basis and pending flag a page's digest was made from, the digest)
+    digests: dict[str, tuple[tuple[Any, ...], bool, str]] = field(default_factory=dict)
+    targets: dict[str, tuple[IndexEntry, frozenset[tuple[str, str]]]] = field(default_factory=dict)
 
     def refresh(self, vault: Vault, project: str) -> list[IndexEntry]:
         """The project's durable records, re-reading only rows whose file changed."""
@@ -293,6 +298,17 @@ class RecordMemo:
                         known.pop(path, None)
         self.entries[project] = known
         return sorted(known.values(), key=lambda e: e.path)
+
+
+def _links_here(graph: ProjectLinks, entry: IndexEntry, memo: RecordMemo) -> LinksHere:
+    """``graph.links_here(entry)``, the last answer when it was made from the same records."""
+    basis = graph.links_basis(entry)
+    held = memo.links.get(entry.path)
+    if held is not None and len(held[0]) == len(basis) and all(a is b for a, b in zip(held[0], basis, strict=True)):
+        return held[1]
+    links = graph.links_here(entry)
+    memo.links[entry.path] = (basis, links)
+    return links
 
 
 def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
@@ -365,6 +381,7 @@ def collect_site_content(
     checksum = f"{checksum}:{int(author_emails)}"  # a memo keeps pages of one e-mail setting
     if memo.templates != checksum:
         memo.pages.clear()
+        memo.digests.clear()
         memo.dashboards.clear()
         memo.templates = checksum
     record_template = env.get_template("site/record.md.j2")
@@ -378,7 +395,7 @@ def collect_site_content(
             left_out = {id(entry) for entry in hidden}
             entries = [entry for entry in entries if id(entry) not in left_out]
         by_id = {entry.id: entry for entry in entries}
-        graph = ProjectLinks(entries)
+        graph = ProjectLinks(entries, memo.targets)
         published: list[PublishedRecord] = []
         for entry in entries:
             src_uri = f"{content.prefix}/{project}/{link_for(entry)}"
@@ -389,7 +406,7 @@ def collect_site_content(
             # A page depends on its row, on why it is inactive now, on the rows it links to, on its
             # verdict and on what links to it; rows are re-read only when their file changed, so
             # the same objects mean the same page.
-            links = graph.links_here(entry)
+            links = _links_here(graph, entry, memo)
             basis = (
                 entry,
                 record.inactive,
@@ -398,7 +415,12 @@ def collect_site_content(
                 verdict,
                 links,
             )
-            digest = record_basis(checksum, record, basis)
+            earlier = memo.digests.get(entry.path)
+            if earlier is not None and earlier[1] == record.pending and _same_basis(earlier[0], basis):
+                digest = earlier[2]
+            else:
+                digest = record_basis(checksum, record, basis)
+                memo.digests[entry.path] = (basis, record.pending, digest)
             cached = memo.pages.get(entry.path)
             if cached is not None and _same_basis(cached[0], basis):
                 markdown = cached[1]
@@ -461,8 +483,10 @@ def collect_site_content(
 
             content.add(pages.review_page(env, list_pending(vault, project) if waiting else []))
         content.feeds[f"{content.prefix}/{project}/feed.xml"] = source
-    for path in [p for p in memo.pages if not any(p in known for known in memo.entries.values())]:
-        del memo.pages[path]
+    current = {path for known in memo.entries.values() for path in known}
+    for held in (memo.pages, memo.digests, memo.links, memo.targets):
+        for path in [p for p in held if p not in current]:
+            del held[path]
     content.overview = Overview(content.prefix, sources, now)
     content.feeds[content.feed_uri] = FeedSource.merged(sources)
     # The Memory page is the one page published without sanitising (its form and table are HTML):
