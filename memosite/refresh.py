@@ -262,17 +262,16 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
         seen.add(relative)
         if not force and known.get(relative) == (stat.st_mtime_ns, stat.st_size):
             continue
-        try:
-            record = read_record(path)
-        except (InvalidRecord, StorageError) as exc:
-            warn(f"skipping {relative}: {exc.message}")
-            result.invalid.append(relative)
-            continue
-        entries.append(build_entry(vault, record, path, stat))
-        (result.changed if relative in known else result.added).append(relative)
-        result.kinds.add(record.kind)
-        if relative in known_kinds:
-            result.kinds.add(known_kinds[relative])
+        _read_into(
+            vault,
+            relative,
+            path,
+            stat,
+            result,
+            entries,
+            previous_kind=known_kinds.get(relative),
+            known=relative in known,
+        )
     attach_vectors(vault, entries)
     with index.transaction():
         for entry in entries:
@@ -288,6 +287,33 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
                 result.kinds.add(known_kinds.get(relative, "trap"))
         remember_directories(vault, project)
     return result
+
+
+def _read_into(
+    vault: Vault,
+    relative: str,
+    path: Path,
+    stat: os.stat_result,
+    result: RefreshResult,
+    entries: list[IndexEntry],
+    *,
+    previous_kind: str | None,
+    known: bool,
+) -> None:
+    """Read one changed record file into ``entries`` and say so in ``result`` (changed when the
+    index ``known`` it, else added; its kind, and the kind it had, touched); a file that does not
+    parse is reported and listed invalid."""
+    try:
+        record = read_record(path)
+    except (InvalidRecord, StorageError) as exc:
+        warn(f"skipping {relative}: {exc.message}")
+        result.invalid.append(relative)
+        return
+    entries.append(build_entry(vault, record, path, stat))
+    (result.changed if known else result.added).append(relative)
+    result.kinds.add(record.kind)
+    if previous_kind is not None:
+        result.kinds.add(previous_kind)
 
 
 def _record_file_stat(vault: Vault, project: str, relative: str) -> os.stat_result | None:
@@ -329,18 +355,17 @@ def refresh_files(vault: Vault, project: str, relatives: Iterable[str]) -> Refre
         held = known.get(relative)
         if held is not None and held[:2] == (stat.st_mtime_ns, stat.st_size):
             continue
-        path = vault.root / relative
-        try:
-            record = read_record(path)
-        except (InvalidRecord, StorageError) as exc:
-            warn(f"skipping {relative}: {exc.message}")
-            result.invalid.append(relative)
-            continue
-        entries.append(build_entry(vault, record, path, stat))
-        (result.changed if held is not None else result.added).append(relative)
-        result.kinds.add(record.kind)
-        if held is not None:
-            result.kinds.add(held[2])
+        previous = held[2] if held is not None else None
+        _read_into(
+            vault,
+            relative,
+            vault.root / relative,
+            stat,
+            result,
+            entries,
+            previous_kind=previous,
+            known=held is not None,
+        )
     attach_vectors(vault, entries)
     with index.transaction():
         for entry in entries:
