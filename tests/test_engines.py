@@ -9,7 +9,6 @@ import functools
 import http.server
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,14 +18,13 @@ from pathlib import Path
 
 import feedparser
 import pytest
+from browser_support import chromium
 
 from memosite.demo import DEMO_PROJECT, write_demo_vault
 from memosite.site.engines import ENGINES, PREFERENCE, choose_engine, installed_engines
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 BASE = f"memory/{DEMO_PROJECT}"
 # Records in several scripts, each found by a query the CLI's search would accept.
 SEARCHED = [
@@ -82,13 +80,8 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -5,20 +5,17 @@ in and for any text drawn from them."""
 
 from __future__ import annotations
 
-import shutil
 import unicodedata
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from browser_support import chromium
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memosite.resources import data_path
 from memosite.text import fold
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 # Latin, its combining marks, Greek, Cyrillic, Armenian, Hebrew, Arabic; Latin and Greek extended;
 # the extended combining marks; kana; halfwidth and fullwidth forms.
 BLOCKS = [(0x20, 0x6FF), (0x1AB0, 0x1AFF), (0x1DC0, 0x1FFF), (0x20D0, 0x20FF), (0x3040, 0x30FF), (0xFF00, 0xFFEF)]
@@ -42,17 +39,12 @@ WORDS = st.lists(
 
 @pytest.fixture(scope="module")
 def page() -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed")
     script = (data_path("site_src") / "assets/memosite/memory.js").read_text(encoding="utf-8")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        opened = browser.new_page()
+    with chromium() as browser:
+        opened = browser.new_page()  # type: ignore[attr-defined]
         opened.set_content("<!doctype html><html><body></body></html>")
         opened.add_script_tag(content=script)
         yield opened
-        browser.close()
 
 
 def _js_fold(page: object, texts: list[str]) -> list[str]:

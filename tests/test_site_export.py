@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from browser_support import chromium
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,16 +48,6 @@ markdown_extensions:
 extra_css: [assets/memosite/memory.css]
 extra_javascript: [assets/memosite/memory.js]
 """
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def _fill(vault: Vault) -> None:
@@ -142,13 +133,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.mark.browser

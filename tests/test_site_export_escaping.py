@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from browser_support import chromium
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,8 +52,6 @@ extra_javascript: [assets/memosite/memory.js]
 """
 # The payloads as live markup (as text they read &lt;img …).
 LIVE_MARKUP = re.compile(r"<img src=x|<script>window\.__pwned|<svg onload|<b>bold</b>", re.IGNORECASE)
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 
 def _generator(name: str) -> Path:
@@ -160,13 +159,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.mark.slow

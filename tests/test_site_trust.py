@@ -10,7 +10,6 @@ import functools
 import http.server
 import itertools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -480,31 +479,24 @@ def served(trusted: Trusted) -> Iterator[str]:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_memory_table_shows_and_filters_by_cited_code_and_marks_unreviewed_rows(served: str) -> None:
-    from test_browser import CHROMIUM, CHROMIUM_ARGS
+    from browser_support import chromium
 
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists() or not os.access(CHROMIUM, os.X_OK):
-        pytest.skip("Chromium is not installed")
     assert shutil.which("git")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{served}memory/")
-            page.wait_for_selector(".memosite-memory[data-memosite-loaded]")
-            row = page.locator("tr", has_text="Retries need keys")
-            assert row.locator(".memosite-chip--drifted").inner_text() == "drifted"
-            assert page.locator("tr", has_text=PENDING_TITLE).locator(".memosite-chip--unreviewed").count() == 1
-            page.locator("select[name=freshness]").select_option("missing")
-            titles = page.locator(".memosite-memory__table tbody tr td:first-child a").all_inner_texts()
-            assert titles == ["Refunds return one"]
-            assert "freshness=missing" in page.url
-            page.locator("select[name=freshness]").select_option("")
-            page.locator("th[data-sort=freshness] button").click()
-            first = page.locator(".memosite-memory__table tbody tr").first
-            assert first.locator(".memosite-chip--missing").count() == 1  # missing sorts first, descending
-            assert not errors, errors
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{served}memory/")
+        page.wait_for_selector(".memosite-memory[data-memosite-loaded]")
+        row = page.locator("tr", has_text="Retries need keys")
+        assert row.locator(".memosite-chip--drifted").inner_text() == "drifted"
+        assert page.locator("tr", has_text=PENDING_TITLE).locator(".memosite-chip--unreviewed").count() == 1
+        page.locator("select[name=freshness]").select_option("missing")
+        titles = page.locator(".memosite-memory__table tbody tr td:first-child a").all_inner_texts()
+        assert titles == ["Refunds return one"]
+        assert "freshness=missing" in page.url
+        page.locator("select[name=freshness]").select_option("")
+        page.locator("th[data-sort=freshness] button").click()
+        first = page.locator(".memosite-memory__table tbody tr").first
+        assert first.locator(".memosite-chip--missing").count() == 1  # missing sorts first, descending
+        assert not errors, errors
