@@ -90,3 +90,12 @@ def run_cli() -> Callable[..., CliOutcome]:
         return CliOutcome(result.exit_code, result.stdout, result.stderr)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """A headless Chromium for a test module (see ``browser_support``)."""
+    from browser_support import chromium
+
+    with chromium() as launched:
+        yield launched

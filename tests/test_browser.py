@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import chromium
 
 from memosite.site.build import build_site
 from memosite.store import upsert_record
@@ -79,12 +78,6 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.shutdown()
     server.server_close()
     thread.join(10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture

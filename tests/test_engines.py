@@ -18,7 +18,6 @@ from pathlib import Path
 
 import feedparser
 import pytest
-from browser_support import chromium
 
 from memosite.demo import DEMO_PROJECT, write_demo_vault
 from memosite.site.engines import ENGINES, PREFERENCE, choose_engine, installed_engines
@@ -76,12 +75,6 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     server.shutdown()
     server.server_close()
     thread.join(10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture

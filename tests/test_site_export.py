@@ -3,20 +3,16 @@ the plugin, neutralised and secret-checked, with a Memory page that works in Chr
 
 from __future__ import annotations
 
-import functools
 import html
-import http.server
 import json
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from browser_support import chromium
+from browser_support import serving
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -126,39 +122,24 @@ def test_both_generators_build_the_export_without_the_plugin(built: Path) -> Non
     assert (built / "memory/records.json").is_file() and (built / "memory/shop/feed.xml").is_file()
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium() as launched:
-        yield launched
-
-
 @pytest.mark.browser
 def test_memory_page_of_the_export_lists_records_in_chromium(built: Path, browser: object) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     context = browser.new_context()  # type: ignore[attr-defined]
-    try:
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(f"http://127.0.0.1:{server.server_address[1]}/memory/")
-        page.wait_for_selector(".memosite-memory[data-memosite-loaded]", timeout=60_000)
-        titles = page.locator(".memosite-memory__table tbody tr td:first-child a").all_inner_texts()
-        assert sorted(titles) == ["Cookie loses SameSite", f"Invoice rounding {SCRIPTS}"]  # expired hidden
-        page.locator(".memosite-memory__table tbody a", has_text="Cookie loses").click()
-        page.wait_for_load_state()
-        assert "Behind the CDN" in page.content()
-        assert not errors and page.evaluate("window.__pwned") is None
-    finally:
-        context.close()
-        server.shutdown()
-        server.server_close()
+    with serving(built) as url:
+        try:
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{url}memory/")
+            page.wait_for_selector(".memosite-memory[data-memosite-loaded]", timeout=60_000)
+            titles = page.locator(".memosite-memory__table tbody tr td:first-child a").all_inner_texts()
+            assert sorted(titles) == ["Cookie loses SameSite", f"Invoice rounding {SCRIPTS}"]  # expired hidden
+            page.locator(".memosite-memory__table tbody a", has_text="Cookie loses").click()
+            page.wait_for_load_state()
+            assert "Behind the CDN" in page.content()
+            assert not errors and page.evaluate("window.__pwned") is None
+        finally:
+            context.close()
 
 
 def test_export_refuses_a_folder_inside_the_vault_and_a_foreign_memory_folder(tmp_path: Path, vault: Vault) -> None:

@@ -5,20 +5,16 @@ the page title, the header, the nav and the search index, so a record titled
 
 from __future__ import annotations
 
-import functools
 import html
-import http.server
 import re
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from browser_support import chromium
+from browser_support import serving
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,37 +148,22 @@ def test_an_apostrophe_in_a_title_is_written_as_itself() -> None:
     assert front_matter_title('Say "no" to <b>') == '"Say &quot;no&quot; to &lt;b&gt;"'
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium() as launched:
-        yield launched
-
-
 @pytest.mark.slow
 @pytest.mark.browser
 def test_no_script_runs_on_an_exported_page_in_chromium(built: Path, browser: object) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     context = browser.new_context()  # type: ignore[attr-defined]
-    try:
-        page = context.new_page()
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        record = next(built.glob("memory/shop/traps/img-src*/index.html")).parent.relative_to(built).as_posix()
-        for path in ("/", f"/{record}/", "/memory/shop/"):
-            page.goto(base + path)
-            page.wait_for_load_state("load")
-            assert page.evaluate("window.__pwned") is None, path
-        assert IMG in page.title() or IMG in page.content().replace("&lt;", "<").replace("&gt;", ">")
-    finally:
-        context.close()
-        server.shutdown()
-        server.server_close()
+    with serving(built) as url:
+        try:
+            page = context.new_page()
+            base = url.rstrip("/")
+            record = next(built.glob("memory/shop/traps/img-src*/index.html")).parent.relative_to(built).as_posix()
+            for path in ("/", f"/{record}/", "/memory/shop/"):
+                page.goto(base + path)
+                page.wait_for_load_state("load")
+                assert page.evaluate("window.__pwned") is None, path
+            assert IMG in page.title() or IMG in page.content().replace("&lt;", "<").replace("&gt;", ">")
+        finally:
+            context.close()
 
 
 # --- every other value, and a body that opens the details' element ------------------------------
@@ -276,22 +257,18 @@ def test_no_value_of_a_records_details_is_live_markup_in_a_plain_mkdocs_build(bu
 def test_no_script_runs_on_any_exported_page_whatever_a_records_fields_and_body_hold(
     built_fields: Path, browser: object
 ) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built_fields)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     context = browser.new_context()  # type: ignore[attr-defined]
     dialogs: list[str] = []
-    try:
-        page = context.new_page()
-        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        for html_file in sorted(built_fields.rglob("index.html")):
-            path = "/" + html_file.parent.relative_to(built_fields).as_posix() + "/"
-            page.goto(base + path.replace("/./", "/"))
-            page.wait_for_load_state("load")
-            assert page.evaluate("window.__pwned") is None, path
-        assert dialogs == []
-    finally:
-        context.close()
-        server.shutdown()
-        server.server_close()
+    with serving(built_fields) as url:
+        try:
+            page = context.new_page()
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            base = url.rstrip("/")
+            for html_file in sorted(built_fields.rglob("index.html")):
+                path = "/" + html_file.parent.relative_to(built_fields).as_posix() + "/"
+                page.goto(base + path.replace("/./", "/"))
+                page.wait_for_load_state("load")
+                assert page.evaluate("window.__pwned") is None, path
+            assert dialogs == []
+        finally:
+            context.close()
