@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fresh_python import run_fresh
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -204,8 +205,6 @@ print("HEAVY", heavy, file=sys.stderr)
 
 def test_a_read_only_search_loads_no_templates_no_write_machinery_and_runs_no_git(tmp_path: Path) -> None:
     # A CLI search is a fresh process each time: what it imports and runs is its latency.
-    import subprocess
-    import sys
 
     from memosite.store import upsert_record
     from memosite.vault import Vault
@@ -213,15 +212,7 @@ def test_a_read_only_search_loads_no_templates_no_write_machinery_and_runs_no_gi
     vault = Vault.open(tmp_path / "vault")
     upsert_record(vault, "demo", kind="trap", body="Retries of a payment double the charge", slug="retries")
     vault.close()
-    done = subprocess.run(
-        [sys.executable, "-c", _READ_ONLY_SEARCH, str(tmp_path / "vault")],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_fresh(_READ_ONLY_SEARCH, str(tmp_path / "vault"))
     assert '"retries"' in done.stdout
     assert "HEAVY []" in done.stderr
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fresh_python import run_fresh
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -551,15 +552,7 @@ print("numpy" in sys.modules, "memosite.bpe" in sys.modules)
 
 def test_a_search_that_cannot_use_vectors_never_loads_the_model(shop: Vault, tmp_path: Path) -> None:
     queries = ['"signed out"', "title:login OR title:invoices", "Повторная оплата", "支付 重试", "🚀"]
-    done = subprocess.run(
-        [sys.executable, "-c", _NEVER_LOADS.replace("{project}", P), str(shop.root), *queries],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_fresh(_NEVER_LOADS.replace("{project}", P), str(shop.root), *queries)
     assert done.stdout.split() == ["False", "False"]
 
 
@@ -568,15 +561,7 @@ def test_an_index_without_vectors_never_loads_the_model(tmp_path: Path) -> None:
     seed(vault)
     vault.close()
     (tmp_path / "vault" / "config.local.json").write_text(json.dumps({"search": {"semantic": True}}), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", _NEVER_LOADS.replace("{project}", P), str(tmp_path / "vault"), SYNONYM_QUERY],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_fresh(_NEVER_LOADS.replace("{project}", P), str(tmp_path / "vault"), SYNONYM_QUERY)
     assert done.stdout.split() == ["False", "False"]
 
 

@@ -6,11 +6,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fresh_python import run_fresh
 
 import memosite
 from memosite.provenance import AGENT_SHELL_MARKERS
@@ -42,15 +42,7 @@ print(found.total, heavy)
 
 
 def test_importing_memosite_and_reading_loads_no_site_generator_templates_or_mcp(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", LIGHT_IMPORT, str(tmp_path / "vault")],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_fresh(LIGHT_IMPORT, str(tmp_path / "vault"))
     assert done.stdout.split() == ["0", "[]"]
 
 
