@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memosite.expiration import not_expired_sql
 from memosite.index import fragments, fts, partitions, termcounts
+from memosite.index.database import filters
 from memosite.index.entry import IndexEntry
 from memosite.schema import is_flagged_stale
 from memosite.statuses import inactive_sql, live_sql
@@ -530,13 +531,6 @@ _TEXT = "r.title || char(10) || r.body || char(10) || r.tags"
 def project_ids(index: Index, project: str | None, kinds: Sequence[str] | None = None) -> list[str]:
     """The ids of ``project``'s records (every project's when None), of ``kinds`` when given: what a
     mistyped id is compared with."""
-    where: list[str] = ["1"]
-    params: list[Any] = []
-    if project is not None:
-        where.append("project = ?")
-        params.append(project)
-    if kinds:
-        where.append(f"kind IN ({_marks(kinds)})")
-        params.extend(kinds)
-    sql = f"SELECT DISTINCT id FROM records WHERE {' AND '.join(where)} ORDER BY id"
+    clauses, params = filters(project, kinds, None)
+    sql = f"SELECT DISTINCT id FROM records{clauses} ORDER BY id"
     return [str(row[0]) for row in index.conn.execute(sql, params)]
