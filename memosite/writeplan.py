@@ -253,7 +253,7 @@ def prepare_upsert(
     )
     # An agent's write waits for review whatever source it names (an import run by an agent too).
     reviewed_as = "agent" if (provenance or {}).get("source") == "agent" else writer_source
-    proposal = reviewed_as == "agent" and _proposes(existing, request.kind, config, incoming)
+    proposal = reviewed_as == "agent" and _proposes(existing, request.kind, config, incoming, request.body)
     # A further agent change of a record with a change waiting builds on the waiting one.
     base = proposed if proposal and proposed is not None else existing
     if request.body is None and base is not None:
@@ -322,22 +322,32 @@ def _fields_edit(merged: dict[str, Any], writer: Mapping[str, Any]) -> dict[str,
 EXPIRY_FIELDS = ("expires_at", "ttl")
 
 
-def _proposes(existing: Record | None, kind: str, config: VaultConfig, incoming: Mapping[str, Any]) -> bool:
+def _proposes(
+    existing: Record | None, kind: str, config: VaultConfig, incoming: Mapping[str, Any], body: str | None
+) -> bool:
     """An agent's change of ``existing`` waits beside it instead of replacing it: the record serves
     (no review of it is under way), and a person approved it (of a kind the brief serves, see
-    :data:`~memosite.provenance.GUARDED_KINDS`, or of any kind when the change moves its expiry)
-    or ``review.required`` names its kind. Whoever wrote the text: an agent changing a person's
-    record only in its fields proposes too."""
+    :data:`~memosite.provenance.GUARDED_KINDS`; of any kind when the change moves its expiry; of
+    any kind but scratch when it rewrites the text or the title) or ``review.required`` names its
+    kind. Whoever wrote the text: an agent changing a person's record only in its fields proposes
+    too."""
     if existing is None or is_pending(existing.frontmatter):
         return False
     if kind in config.review_required:
         return True
     if not approved_by_person(existing.frontmatter):
         return False
+    if kind in GUARDED_KINDS:
+        return True
     # An agent that dated a person's review record in the past had the next gc (its own, over
-    # MCP) purge it, on every machine: the expiry of a person's record is theirs to change.
-    moves_expiry = any(name in incoming and incoming[name] != existing.frontmatter.get(name) for name in EXPIRY_FIELDS)
-    return kind in GUARDED_KINDS or moves_expiry
+    # MCP) purge it, on every machine: the expiry of a person's record is theirs to change. A
+    # person's log, prompt or review rewritten in place was as good as destroyed, so its text is
+    # theirs too; scratch is throwaway by definition.
+    if any(name in incoming and incoming[name] != existing.frontmatter.get(name) for name in EXPIRY_FIELDS):
+        return True
+    retitles = "title" in incoming and incoming["title"] != existing.frontmatter.get("title")
+    rewrites = body is not None and body != existing.body
+    return kind != "scratch" and (retitles or rewrites)
 
 
 def _displaces(older: Record | None, older_id: str | None, own_id: Any) -> bool:

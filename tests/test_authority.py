@@ -646,6 +646,53 @@ def test_an_agent_cannot_date_a_persons_record_into_the_past_for_its_own_gc_to_p
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind", ["log", "prompt", "review", "session"])
+@pytest.mark.parametrize("change", [{"body": "Nothing happened here 🙈."}, {"title": "Пусто"}])
+def test_an_agent_cannot_rewrite_a_persons_log_prompt_or_review_in_place(
+    vault_dir: Path, run_cli: Any, kind: str, change: dict[str, str]
+) -> None:
+    # Before: kinds the brief does not serve were not guarded, so an agent's upsert over MCP
+    # replaced a person's incident log or review notes outright: as good as destroying them.
+    vault_with(vault_dir)
+    done = run_cli(
+        "upsert",
+        "--kind",
+        kind,
+        "--slug",
+        "incident-7",
+        "--title",
+        "Ἀρχή: 事故 7",
+        "--body",
+        "Root cause: the café's DNS ✈.\n",
+    )
+    assert done.exit_code == 0, done.stderr
+    path = next(vault_dir.glob("projects/demo/*/incident-7.md"))
+    before = path.read_bytes()
+    proposed = agent(vault_dir, "upsert", kind=kind, slug="incident-7", **change)
+    assert proposed["action"] == "proposed" and proposed["pending"] is True
+    assert path.read_bytes() == before
+    assert "café's DNS" in run_cli("get", "incident-7", "--json").json()["body"]
+    assert [item["id"] for item in run_cli("review", "--json").json()["pending"]] == ["incident-7"]
+    assert run_cli("review", "approve", "incident-7").exit_code == 0
+    approved = read_record(path)
+    assert approved.body == change.get("body", "Root cause: the café's DNS ✈.\n")
+    assert approved.frontmatter["title"] == change.get("title", "Ἀρχή: 事故 7")
+
+
+def test_an_agent_still_tags_a_persons_log_and_rewrites_its_own_and_scratch(vault_dir: Path, run_cli: Any) -> None:
+    vault_with(vault_dir)
+    for kind, slug in (("log", "deploy-notes"), ("scratch", "todo")):
+        assert run_cli("upsert", "--kind", kind, "--slug", slug, "--body", "Schritt eins.").exit_code == 0
+    tagged = agent(vault_dir, "upsert", kind="log", slug="deploy-notes", tags=["déploiement"])
+    assert tagged["action"] == "updated" and not tagged.get("pending")
+    scratch = agent(vault_dir, "upsert", kind="scratch", slug="todo", body="Шаг два.")
+    assert scratch["action"] == "updated"
+    assert read_record(next(vault_dir.glob("projects/demo/*/todo.md"))).body.strip() == "Шаг два."
+    agent(vault_dir, "upsert", kind="log", slug="agents-own", body="步骤一")
+    own = agent(vault_dir, "upsert", kind="log", slug="agents-own", body="步骤二")
+    assert own["action"] == "updated"
+
+
 @pytest.mark.parametrize("kind", ["decision", "trap", "spec"])
 def test_an_agent_cannot_shadow_a_persons_decision_by_giving_its_own_file_the_decisions_id(
     vault_dir: Path, run_cli: Any, kind: str
