@@ -60,6 +60,8 @@ UNRELATED = [
 ]
 # A log pasted before the question, as people paste one: about a megabyte.
 _LOG = "\n".join(f"2026-11-30T09:{n % 60:02d}:00Z INFO worker-{n} heartbeat ok, depth {n % 7}" for n in range(17000))
+# -P: the child imports the memosite installed in this interpreter, never one in the working
+# directory (``-c`` would put the directory it runs in first on sys.path).
 _THROUGH_CLICK = "import sys; from memosite.cli import main; sys.argv = ['memosite', *sys.argv[1:]]; main()"
 
 
@@ -175,7 +177,7 @@ def main() -> None:
                     warm.encode(),
                     {**cached, "MEMOSITE_VAULT": str(vaults[size])},
                 )
-                _run([sys.executable, "-c", _THROUGH_CLICK, "hook", "prompt"], warm.encode(), cached)
+                _run([sys.executable, "-P", "-c", _THROUGH_CLICK, "hook", "prompt"], warm.encode(), cached)
         matched: dict[int, int] = dict.fromkeys(sizes, 0)
         for round_number in range(options.rounds):
             for size in sizes:
@@ -195,7 +197,9 @@ def main() -> None:
                     record(f"hook prompt @{size}", wall, cpu)
                     matched[size] += bool(out.strip())
                     if n % 4 == 0:
-                        wall, cpu, _ = _run([sys.executable, "-c", _THROUGH_CLICK, "hook", "prompt"], payload, env)
+                        wall, cpu, _ = _run(
+                            [sys.executable, "-P", "-c", _THROUGH_CLICK, "hook", "prompt"], payload, env
+                        )
                         record(f"hook prompt via click @{size}", wall, cpu)
                         start = json.dumps({"session_id": f"s-{n}", "hook_event_name": "SessionStart"}).encode()
                         wall, cpu, _ = _run([str(MEMOSITE), "hook", "session-start"], start, env)
@@ -208,7 +212,7 @@ def main() -> None:
                         wall, cpu, _ = _run([str(MEMOSITE), "hook", "prompt"], payload, cold_env)
                         record(f"hook prompt, no bytecode @{size}", wall, cpu)
             for _ in range(max(options.runs // 4, 1)):
-                wall, cpu, _ = _run([sys.executable, "-c", "pass"], b"", cached)
+                wall, cpu, _ = _run([sys.executable, "-P", "-c", "pass"], b"", cached)
                 record("python -c pass (baseline)", wall, cpu)
         print(f"\nhook latency (fresh process, payload on stdin; {options.rounds} rounds alternating sizes)")
         for label, (walls, cpus) in results.items():
