@@ -35,7 +35,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import jinja2
 import jinja2.bccache
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.runtime import Context, markup_join
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEscapeFormatter, SandboxedFormatter
+from markupsafe import Markup
 
 from memosite import version
 from memosite.errors import SafetyViolation, StorageError
@@ -47,6 +49,19 @@ from memosite.template_files import (
     builtin_checksum,
     override_names,
     templates_checksum,
+)
+from memosite.template_limits import (
+    charge_text,
+    check_result,
+    check_text_of,
+    checked_concat,
+    checked_lipsum,
+    format_field_size,
+    guard_filter,
+    predict_binop,
+    predict_method,
+    render_allowance,
+    text_size,
 )
 from memosite.userdirs import private_dir, user_cache_dir
 from memosite.vault import atomic_write_bytes, warn
@@ -151,32 +166,74 @@ class _RenderBudget:
 @contextlib.contextmanager
 def render_budget(env: jinja2.Environment) -> Iterator[None]:
     """Within the block, template code of a :class:`VaultSandbox` runs at most
-    :data:`RENDER_STEPS` lines; once a render ran out, every later one of that environment is
-    refused at once (the same template would run out again, for every record)."""
+    :data:`RENDER_STEPS` lines and allocates within :mod:`memosite.template_limits`; once a
+    render ran out of lines, every later one of that environment is refused at once (the same
+    template would run out again, for every record)."""
     if not isinstance(env, VaultSandbox):
         yield
         return
     if env.exhausted is not None:
         raise env.exhausted
-    if sys.gettrace() is not None:  # a debugger, a coverage tool, or a render of this one already
-        yield
-        return
-    budget = _RenderBudget(RENDER_STEPS)
-    sys.settrace(budget.trace)
-    try:
-        yield
-    except SafetyViolation as refused:
-        if budget.left < 0:
-            env.exhausted = refused
-        raise
-    finally:
-        sys.settrace(None)
+    with render_allowance():
+        if sys.gettrace() is not None:  # a debugger, a coverage tool, or a render of this one already
+            yield
+            return
+        budget = _RenderBudget(RENDER_STEPS)
+        sys.settrace(budget.trace)
+        try:
+            yield
+        except SafetyViolation as refused:
+            if budget.left < 0:
+                env.exhausted = refused
+            raise
+        finally:
+            sys.settrace(None)
 
 
 class _BudgetedTemplate(jinja2.Template):
     def render(self, *args: Any, **kwargs: Any) -> str:
         with render_budget(self.environment):
             return super().render(*args, **kwargs)
+
+    @classmethod
+    def _from_namespace(cls, environment: jinja2.Environment, namespace: Any, globals: Any) -> jinja2.Template:
+        # `~` compiles to a call of str_join (markup_join): the module's own name for it is
+        # replaced, so the sandbox's joins are checked and memosite's own templates keep Jinja's.
+        if isinstance(environment, VaultSandbox):
+            namespace["str_join"] = _str_join
+            namespace["markup_join"] = _markup_join
+        return super()._from_namespace(environment, namespace, globals)
+
+
+def _str_join(parts: Any) -> str:
+    parts = list(parts)
+    charge_text(sum(text_size(part) for part in parts), "the text of a `~`")
+    return "".join(map(str, parts))
+
+
+def _markup_join(parts: Any) -> str:
+    parts = list(parts)
+    charge_text(sum(text_size(part) for part in parts), "the text of a `~`")
+    return markup_join(parts)
+
+
+def _printed(value: Any) -> Any:
+    """The sandbox's ``finalize``: what a template prints is refused before it becomes text past
+    the cap (``{{ [s] * 1000 }}`` holds a thousand references, its text a thousand copies)."""
+    check_text_of(value, "the text of a printed value")
+    return value
+
+
+class _CheckedFormatter(SandboxedFormatter):
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        charge_text(format_field_size(value, format_spec), "the text of str.format()")
+        return super().format_field(value, format_spec)
+
+
+class _CheckedEscapeFormatter(SandboxedEscapeFormatter):
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        charge_text(format_field_size(value, format_spec), "the text of str.format()")
+        return super().format_field(value, format_spec)
 
 
 class VaultSandbox(ImmutableSandboxedEnvironment):
@@ -186,6 +243,53 @@ class VaultSandbox(ImmutableSandboxedEnvironment):
     exhausted: SafetyViolation | None = None
     rows_failed = False  # said once: the vault's rows.md.j2 cannot render a row
     template_class = _BudgetedTemplate
+    # The operators that can make a value larger than their operands (see template_limits).
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    concat = staticmethod(checked_concat)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, finalize=_printed, **kwargs)
+        self.globals["lipsum"] = checked_lipsum
+
+    def guard_filters(self) -> None:
+        """Hold every filter to the memory caps (called once its filters are all in)."""
+        for name, func in list(self.filters.items()):
+            self.filters[name] = guard_filter(name, func)
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        predict_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        # Jinja passes the loop's and block's variables along as keywords of its own (a call of
+        # something that asks for the context gets them); the method's own arguments are the rest.
+        own = {name: value for name, value in kwargs.items() if name not in ("_loop_vars", "_block_vars")}
+        checked = predict_method(__obj, args, own)
+        if checked is None:
+            return super().call(__context, __obj, *args, **kwargs)
+        args, own = checked
+        result = super().call(__context, __obj, *args, **own, **{k: v for k, v in kwargs.items() if k not in own})
+        return check_result(result, f"the result of str.{getattr(__obj, '__name__', '')}()")
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        if super().wrap_str_format(value) is None:
+            return None
+        owner: str = value.__self__
+        formatter: SandboxedFormatter
+        if isinstance(owner, Markup):
+            formatter = _CheckedEscapeFormatter(self, escape=owner.escape)
+        else:
+            formatter = _CheckedFormatter(self)
+        by_name = value.__name__ == "format_map"
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            if not by_name:
+                return type(owner)(formatter.vformat(owner, args, kwargs))
+            if kwargs or len(args) != 1:
+                raise TypeError("format_map() takes exactly one argument")
+            return type(owner)(formatter.vformat(owner, (), args[0]))
+
+        return checked
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         # Nothing a template is given holds a module or a class on purpose; one that did would be
@@ -291,6 +395,8 @@ def build_environment(
             loader=jinja2.ChoiceLoader([defaults, builtin]), bytecode_cache=_bytecode_cache(bytecode_dir), **options
         )
     env.filters.update(inline=_inline, cell=_cell, day=_day, md=markdown_text, mdcode=code_span, **filters)
+    if isinstance(env, VaultSandbox):
+        env.guard_filters()
     return env
 
 

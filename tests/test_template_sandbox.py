@@ -7,9 +7,12 @@ then the command a teammate runs next.
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import pickle
+import resource
+import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -438,3 +441,200 @@ def test_a_legitimate_override_over_many_records_stays_within_the_budget(
     outcome = run_cli("compile")
     assert outcome.exit_code == 0 and "warning" not in outcome.stderr, outcome.stderr
     assert "trap-299" in (vault.root / "projects/demo/TRAPS.md").read_text(encoding="utf-8")
+
+
+# --- templates that ask for more memory than the machine has ---------------------------------------
+
+# Each bomb, as a synced template would carry it; before, `compile` (and every command that
+# rebuilt the view) grew until the OOM killer ended it, or printed a MemoryError traceback.
+BIG = '{% set s = "é" * 10000000 %}'  # 10M characters: under the cap, a thousand of them far over it
+MEMORY_BOMBS = {
+    "a string times 10**10": '{% set s = "x" * 10**10 %}{{ s | length }}',
+    "a string doubled with ~ forty times": (
+        '{% set ns = namespace(s="ab") %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}'
+    ),
+    "a string doubled with + forty times": (
+        '{% set ns = namespace(s="ab") %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}'
+    ),
+    "str.ljust": '{{ "a".ljust(10**11) }}',
+    "str.center": '{{ "日本".center(10**11, "語") }}',
+    "str.zfill": '{{ "1".zfill(10**11) }}',
+    "str.expandtabs": '{{ ("\t" * 1000).expandtabs(10**8) }}',
+    "str.replace": '{{ ("a" * 1000000).replace("a", "ошибка" * 1000) }}',
+    "str.join": BIG + "{{ s.join([s] * 1000) }}",
+    "str.split": '{{ ("a " * 8000000).split() | length }}',
+    "str.translate": '{{ ("a" * 1000000).translate({97: "€" * 10000}) }}',
+    "printf with a * width": '{{ "%*s" % (10**10, "") }}',
+    "printf with a literal width": '{{ "%10000000000s" % "x" }}',
+    "str.format with a width": '{{ "{:>10000000000}".format(1) }}',
+    "str.format_map with a width": '{{ "{a:>10000000000}".format_map({"a": 1}) }}',
+    "a list times 10**10": "{{ ([0] * 10**10) | length }}",
+    "a list grown with + without range": (
+        "{% set ns = namespace(xs=[0]) %}{% for i in range(40) %}{% set ns.xs = ns.xs + ns.xs %}{% endfor %}"
+    ),
+    "an integer of 10**10 digits": "{{ 10 ** (10 ** 10) }}",
+    "an integer squared forty times": (
+        "{% set ns = namespace(x=3) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}{% endfor %}"
+    ),
+    "|join of one large string a thousand times": BIG + "{{ ([s] * 1000) | join }}",
+    "|join with a large separator": BIG + "{{ range(1000) | join(s) }}",
+    "|center": '{{ "x" | center(10**10) }}',
+    "|indent": '{{ ("\\n" * 1000000) | indent(10**6) }}',
+    "|indent with a text prefix": BIG + '{{ ("\\n" * 1000) | indent(s) }}',
+    "|wordwrap": BIG + '{{ ("a " * 100000) | wordwrap(1, wrapstring=s) }}',
+    "|replace": '{{ ("a" * 1000000) | replace("a", "🎉" * 1000) }}',
+    "|format": '{{ "%*s" | format(10**10, "") }}',
+    "|batch filled": "{{ [1] | batch(10**10, 0) | list }}",
+    "|slice": "{{ [1] | slice(10**10) | list }}",
+    "|list of a long text": '{{ ("ab" * 10000000) | list | length }}',
+    "|sum of lists": "{{ ([[0] * 1000000] * 1000) | sum(start=[]) | length }}",
+    "|tojson of a list of one large string": BIG + "{{ ([s] * 1000) | tojson }}",
+    "|string of a dict": BIG + "{{ dict(a=[s] * 1000) | string }}",
+    "printing a list of one large string": BIG + "{{ [s] * 1000 }}",
+    "printing a namespace": BIG + "{% set ns = namespace(a=[s] * 1000) %}{{ ns }}",
+    "~ of a list of one large string": BIG + '{{ "" ~ [s] * 1000 }}',
+    "a loop printing a large string": BIG + "{% for i in range(100000) %}{{ s }}{% endfor %}",
+    "a macro printing a large string": (
+        BIG + "{% macro m() %}{% for i in range(100000) %}{{ s }}{% endfor %}{% endmacro %}{{ m() | length }}"
+    ),
+    "a set block printing a large string": (
+        BIG + "{% set t %}{% for i in range(100000) %}{{ s }}{% endfor %}{% endset %}{{ t | length }}"
+    ),
+    "a filter applied a million times": '{{ range(100000) | map("string") | map("center", 10**7) | list | length }}',
+    "lipsum": "{{ lipsum(10**8) }}",
+}
+
+
+def _bounded_memosite(memosite_exe: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script with its address space capped at 2 GiB: a bomb that got through fails
+    with MemoryError here instead of taking the machine's memory from everyone else."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run(
+        [str(memosite_exe), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        preexec_fn=cap,  # only sets a limit, before exec
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MEMORY_BOMBS))
+def test_a_vault_view_template_that_asks_for_unbounded_memory_is_refused_and_the_command_ends(
+    name: str, vault_dir: Path, memosite_exe: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Кэш течёт", "--body", "x").exit_code == 0
+    traps = vault_dir / "projects/demo/TRAPS.md"
+    before = traps.read_bytes()
+    _plant(vault_dir, "views/TRAPS.md.j2", "# Traps " + SCRIPTS + "\n" + MEMORY_BOMBS[name] + "\n")
+    outcome = _bounded_memosite(memosite_exe, "compile")
+    assert "MemoryError" not in outcome.stderr and "Traceback" not in outcome.stderr, outcome.stderr
+    assert outcome.returncode == 1 and "compiled" not in outcome.stdout
+    [line] = [line for line in _one_line(outcome.stderr) if line.startswith("memosite: error:")]
+    assert "templates/views/TRAPS.md.j2 line 2" in line and "sandbox" in line, line
+    assert "characters" in line or "items" in line or "bits" in line
+    assert traps.read_bytes() == before
+    assert run_cli("list").exit_code == 0
+
+
+def test_a_row_template_that_asks_for_unbounded_memory_costs_the_views_their_rows_only(
+    vault_dir: Path, memosite_exe: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Trap", "--body", "x").exit_code == 0
+    _plant(vault_dir, "rows.md.j2", '{% macro trap(e) %}{{ e.title ~ "x" * 10**10 }}{% endmacro %}')
+    outcome = _bounded_memosite(memosite_exe, "upsert", "--kind", "trap", "--title", "Ещё одна", "--body", "y")
+    assert outcome.returncode == 0 and "Traceback" not in outcome.stderr, outcome.stderr
+    assert (vault_dir / "projects/demo/traps/eshche-odna.md").exists()
+    assert any("templates/rows.md.j2 line 1" in line for line in _one_line(outcome.stderr))
+    assert run_cli("list").exit_code == 0 and run_cli("search", "Trap").exit_code == 0
+
+
+def test_a_vault_site_template_that_asks_for_unbounded_memory_fails_the_build_and_publishes_nothing(
+    vault_dir: Path, tmp_path: Path, memosite_exe: Path, run_cli: Callable[..., Any]
+) -> None:
+    assert run_cli("upsert", "--kind", "trap", "--title", "Trap", "--body", "x").exit_code == 0
+    _plant(vault_dir, "site/record.md.j2", "{{ page }}\n" + MEMORY_BOMBS["str.format with a width"])
+    out = tmp_path / "site"
+    outcome = _bounded_memosite(memosite_exe, "build", "--out", str(out), "--json")
+    assert outcome.returncode == 1 and not out.exists() and "Traceback" not in outcome.stderr
+    message = json.loads(outcome.stdout)["error"]["message"]
+    assert "templates/site/record.md.j2 line 2" in message and "sandbox" in message, message
+    exported = _bounded_memosite(memosite_exe, "export-docs", str(tmp_path / "docs"), "--json")
+    assert exported.returncode == 1 and json.loads(exported.stdout)["error"]["code"] == "SAFETY_VIOLATION"
+
+
+def test_a_large_but_bounded_override_still_renders(vault: Vault) -> None:
+    # What a team writes on purpose stays possible: text of a few MB, padding, formatting, joins.
+    upsert_record(vault, "demo", kind="trap", body="x", slug="t", frontmatter={"title": SCRIPTS})
+    _plant(
+        vault.root,
+        "views/TRAPS.md.j2",
+        '{% set s = "é" * 1000000 %}{{ (s ~ s) | length }} {{ ([SCRIPTS] * 1000) | join(", ") | length }}'.replace(
+            "SCRIPTS", repr(SCRIPTS)
+        )
+        + ' {{ "%-8s|" % "日本" }}{{ "{:>6}".format("ñ") }}{{ "x".ljust(3, "·") }}{{ 2 ** 64 }}'
+        + ' {{ lipsum(2, html=False) | wordcount > 10 }} {{ "a b" | replace(" ", "—") }}\n',
+    )
+    text = render_view(vault, "demo", "TRAPS.md")
+    expected_join = 1000 * len(SCRIPTS) + 999 * 2
+    assert text == f"2000000 {expected_join} 日本      |     ñx··18446744073709551616 True a—b\n"
+
+
+# A small grammar of growing operations on small inputs: any template built from it either
+# renders within the caps or is refused with SafetyViolation, never a MemoryError.
+_SEEDS = st.sampled_from(['"ab"', '"日本"', '"🎉é"', "[1, 2]", "3", '["ошибка"]'])
+_GROW = st.sampled_from(
+    [
+        "{x} ~ {x}",
+        "{x} + {x}",
+        "{x} * {n}",
+        "{x} ** {n}",
+        '"%*s" % ({n}, {x})',
+        '"{{:>{{0}}}}".format({n}, {x})',
+        "{x} | string | center({n})",
+        "{x} | string | indent({n}, true)",
+        '{x} | string | replace("", {x} | string)',
+        "[{x}] * {n}",
+        "{x} | string | wordwrap(1, wrapstring={x} | string)",
+        "({x} | string).ljust({n})",
+        "[{x}, {x}] | join({x} | string)",
+        "({x} | string).join([{x} | string] * {n})",
+        "{x} | tojson",
+    ]
+)
+_NUMBERS = st.sampled_from(["2", "40", "1000", "10 ** 6", "10 ** 10", "2 ** 64"])
+
+
+@st.composite
+def _growing_templates(draw: st.DrawFn) -> str:
+    lines = ["{% set ns = namespace(x=" + draw(_SEEDS) + ") %}"]
+    for _ in range(draw(st.integers(1, 6))):
+        step = draw(_GROW).format(x="ns.x", n=draw(_NUMBERS))
+        loop = draw(st.sampled_from([1, 3, 40]))
+        lines.append(f"{{% for i in range({loop}) %}}{{% set ns.x = {step} %}}{{% endfor %}}")
+    lines.append("{{ ns.x }}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=150, deadline=None)
+@given(source=_growing_templates())
+def test_a_template_of_growing_operations_renders_within_the_caps_or_is_refused(
+    source: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from memosite.template_limits import MAX_TEXT
+
+    override = tmp_path_factory.mktemp("templates")
+    (override / "probe.md.j2").write_text(source, encoding="utf-8")
+    env = build_environment(override, None, {"digest": digest})
+    try:
+        text = env.get_template("probe.md.j2").render()
+    except SafetyViolation as refused:
+        assert "templates/probe.md.j2 line" in refused.message
+        return
+    except (TypeError, ValueError, OverflowError, jinja2.UndefinedError):
+        return  # an operation these values do not support: Python says so, with no memory spent
+    assert len(text) <= MAX_TEXT
