@@ -11,7 +11,8 @@ rebuild.
 A vault's templates are data, not code: they arrive with everything else from the shared git
 remote. While any override takes part, every template is rendered in Jinja's immutable sandbox
 (no attribute that starts with ``_``, no module, class or function internals, no changing the
-values it is given, no more than :data:`RENDER_STEPS` lines of template code run in one render),
+values it is given, no more than :data:`RENDER_STEPS` lines of template code run in one render, no
+value built past the caps of :mod:`memosite.template_limits`),
 read without following a symlink, and never compiled to or loaded from a bytecode cache. What the
 sandbox refuses is a :class:`~memosite.errors.SafetyViolation` naming the template and line.
 memosite's own templates alone render unsandboxed, with their compiled code kept in this user's
@@ -205,22 +206,31 @@ class _BudgetedTemplate(jinja2.Template):
         return super()._from_namespace(environment, namespace, globals)
 
 
+# Values whose text is no larger than what they hold (an int prints at most 4,300 digits).
+_PLAIN = frozenset({str, Markup, int, float, bool, type(None)})
+
+
 def _str_join(parts: Any) -> str:
     parts = list(parts)
-    charge_text(sum(text_size(part) for part in parts), "the text of a `~`")
+    if _PLAIN.issuperset(map(type, parts)):
+        texts = list(map(str, parts))
+        charge_text(sum(map(len, texts)), "the text of a `~`")
+        return "".join(texts)
+    charge_text(sum(map(text_size, parts)), "the text of a `~`")
     return "".join(map(str, parts))
 
 
 def _markup_join(parts: Any) -> str:
     parts = list(parts)
-    charge_text(sum(text_size(part) for part in parts), "the text of a `~`")
+    charge_text(sum(map(text_size, parts)), "the text of a `~`")
     return markup_join(parts)
 
 
 def _printed(value: Any) -> Any:
     """The sandbox's ``finalize``: what a template prints is refused before it becomes text past
     the cap (``{{ [s] * 1000 }}`` holds a thousand references, its text a thousand copies)."""
-    check_text_of(value, "the text of a printed value")
+    if type(value) is not str:
+        check_text_of(value, "the text of a printed value")
     return value
 
 
@@ -257,12 +267,15 @@ class VaultSandbox(ImmutableSandboxedEnvironment):
             self.filters[name] = guard_filter(name, func)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        predict_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        if not (type(left) is int and type(right) is int and operator == "+"):  # a loop's counter
+            predict_binop(operator, left, right)
+        return self.binop_table[operator](left, right)
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         # Jinja passes the loop's and block's variables along as keywords of its own (a call of
         # something that asks for the context gets them); the method's own arguments are the rest.
+        if not isinstance(getattr(__obj, "__self__", None), (str, bytes)):
+            return super().call(__context, __obj, *args, **kwargs)
         own = {name: value for name, value in kwargs.items() if name not in ("_loop_vars", "_block_vars")}
         checked = predict_method(__obj, args, own)
         if checked is None:

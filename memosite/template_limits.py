@@ -93,19 +93,24 @@ def checked_concat(parts: Iterable[str]) -> str:
     of :data:`RENDER_TEXT`, and a refusal is thrown into the template where it stands, so it names
     the line that printed past it."""
     if isinstance(parts, list):
-        charge_text(sum(len(part) for part in parts), "the text of a block")
+        charge_text(sum(map(len, parts)), "the text of a block")
         return "".join(parts)
+    allowance = _current.get()
+    left = allowance.left if allowance is not None else RENDER_TEXT
     collected: list[str] = []
     for part in parts:
-        try:
-            _spend(len(part))
-        except RenderMemoryExceeded as exc:
+        left -= len(part)
+        if left < 0:
+            exc = RenderMemoryExceeded(
+                f"it built more than {RENDER_TEXT:,} characters of text in one render (a loop that builds text?)"
+            )
             throw = getattr(parts, "throw", None)
-            if throw is None:
-                raise
-            throw(exc)  # raises it again from the template's own frame
-            raise
+            if throw is not None:
+                throw(exc)  # raises it again from the template's own frame
+            raise exc
         collected.append(part)
+    if allowance is not None:
+        allowance.left = left
     return "".join(collected)
 
 
@@ -189,17 +194,41 @@ def bounded_items(value: Any, what: str) -> list[Any]:
 
 
 def word_count(text: str) -> int:
-    """How many words a split on whitespace yields, counted without building them."""
-    if len(text) // 2 + 1 <= MAX_ITEMS:
+    """At least how many words a split on whitespace yields (exact for a long text), counted
+    without building them."""
+    if len(text) <= MAX_ITEMS // 4:
         return len(text) // 2 + 1
     return sum(1 for _ in re.finditer(r"\S+", text))
+
+
+def nesting(value: Any) -> tuple[int, int]:
+    """How many items (lines, once indented) and how deep the containers of ``value`` go, walked
+    no further than :data:`MAX_ITEMS` items."""
+    items, deepest = 0, 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and items <= MAX_ITEMS:
+        item, depth = stack.pop()
+        items += 1
+        deepest = max(deepest, depth)
+        if isinstance(item, Mapping):
+            stack.extend((part, depth + 1) for part in item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((part, depth + 1) for part in item)
+    return items, deepest
 
 
 def check_result(value: Any, what: str) -> Any:
     """Refuse (and count) what an operation returned: text past :data:`MAX_TEXT`, a list past
     :data:`MAX_ITEMS` (for operations whose result is at most a small factor of their inputs)."""
     if isinstance(value, (str, bytes)):
-        charge_text(len(value), what)
+        size = len(value)
+        if size > MAX_TEXT:
+            raise _refuse(what, size, MAX_TEXT, "characters")
+        allowance = _current.get()
+        if allowance is not None:
+            allowance.left -= size
+            if allowance.left < 0:
+                _spend(0)
     elif isinstance(value, (list, tuple, dict, set, frozenset)):
         charge_items(len(value), what)
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -393,28 +422,46 @@ def guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     signature = _filter_signature(func)
     predict = _FILTER_PREDICTORS.get(name)
     what = f"the result of |{name}"
+    bind = signature is not None and (predict is not None or name in _ITEM_FILTERS)
+    text = name in _TEXT_FILTERS
+    # Where the value sits among the positional arguments (after Jinja's own first one, if any).
+    position = 1 if signature is not None and next(iter(signature.parameters), "") in _JINJA_FIRST else 0
 
     @functools.wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        if signature is not None:
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError:
-                bound = None  # Python reports the wrong call itself
-            if bound is not None:
-                subject = _subject(signature, bound)
-                if subject is not None:
-                    if name in _ITEM_FILTERS:
-                        bound.arguments[subject] = bounded_items(bound.arguments[subject], f"the items of |{name}")
-                    elif name in _TEXT_FILTERS:
-                        check_text_of(bound.arguments[subject], what)
-                if predict is not None:
-                    bound.apply_defaults()
-                    predict(bound.arguments, what)
-                args, kwargs = bound.args, bound.kwargs
+        if bind:
+            args, kwargs = _predicted(name, signature, predict, what, args, kwargs)  # type: ignore[arg-type]
+        elif text and len(args) > position and type(args[position]) is not str:
+            # Text the template holds is within the caps already; a list or a namespace may
+            # hold one large value many times over.
+            check_text_of(args[position], what)
         return check_result(func(*args, **kwargs), what)
 
     return guarded
+
+
+def _predicted(
+    name: str,
+    signature: inspect.Signature,
+    predict: Callable[[dict[str, Any], str], None] | None,
+    what: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return args, kwargs  # Python reports the wrong call itself
+    subject = _subject(signature, bound)
+    if subject is not None:
+        if name in _ITEM_FILTERS:
+            bound.arguments[subject] = bounded_items(bound.arguments[subject], f"the items of |{name}")
+        elif name in _TEXT_FILTERS:
+            check_text_of(bound.arguments[subject], what)
+    if predict is not None:
+        bound.apply_defaults()
+        predict(bound.arguments, what)
+    return bound.args, bound.kwargs
 
 
 def _filter_signature(func: Callable[..., Any]) -> inspect.Signature | None:
@@ -501,10 +548,20 @@ def _sum(params: dict[str, Any], what: str) -> None:
         charge_items(len(start) + sum(len(i) for i in items if isinstance(i, (list, tuple))), what)
 
 
+def _indented(params: dict[str, Any], what: str) -> None:
+    # Each line of the dump is indented by its depth: a deep list of many items is many spaces.
+    indent = params.get("indent", 1 if what.endswith("pprint") else None)
+    if isinstance(indent, int) and indent > 0:
+        value = params.get("value")
+        lines, depth = nesting(value)
+        charge_text(text_size(value) + lines * depth * indent, what)
+
+
 def _words(params: dict[str, Any], what: str) -> None:
     text = params.get("s", params.get("value", ""))
     if isinstance(text, str):
-        charge_items(word_count(text) * 2 + 1, f"the words of {what[14:]}")
+        per_word = 1 if what.endswith("wordcount") else 2  # a split keeps the spaces between words too
+        charge_items(word_count(text) * per_word + 1, f"the words of {what[14:]}")
 
 
 _FILTER_PREDICTORS: dict[str, Callable[[dict[str, Any], str], None]] = {
@@ -518,6 +575,8 @@ _FILTER_PREDICTORS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "slice": _slice,
     "sum": _sum,
     "wordcount": _words,
+    "tojson": _indented,
+    "pprint": _indented,
     "urlize": _words,
     "title": _words,
     "striptags": _words,

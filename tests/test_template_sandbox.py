@@ -502,6 +502,7 @@ MEMORY_BOMBS = {
     ),
     "a filter applied a million times": '{{ range(100000) | map("string") | map("center", 10**7) | list | length }}',
     "lipsum": "{{ lipsum(10**8) }}",
+    "|tojson with a huge indent": "{{ [[1] * 1000] | tojson(indent=10**9) }}",
 }
 
 
@@ -638,3 +639,39 @@ def test_a_template_of_growing_operations_renders_within_the_caps_or_is_refused(
     except (TypeError, ValueError, OverflowError, jinja2.UndefinedError):
         return  # an operation these values do not support: Python says so, with no memory spent
     assert len(text) <= MAX_TEXT
+
+
+def test_an_mcp_write_under_a_memory_bomb_in_a_view_template_stands_and_the_server_goes_on(
+    vault_dir: Path, memosite_exe: Path
+) -> None:
+    # The MCP server recompiles the views after a write: the bomb once took the server (and the
+    # agent's session) down with the machine's memory.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    _plant(vault_dir, "views/TRAPS.md.j2", "# Traps\n" + MEMORY_BOMBS["a string doubled with ~ forty times"] + "\n")
+    # The server under the same 2 GiB address-space limit as the CLI above.
+    limited = ["-c", 'ulimit -v 2097152 && exec "$0" "$@"', str(memosite_exe)]
+    server = StdioServerParameters(
+        command="/bin/sh",
+        args=[*limited, "mcp", "--vault", str(vault_dir), "--project", "demo"],
+        env={"HOME": str(vault_dir.parent / "home")},
+    )
+
+    async def scenario() -> None:
+        with open(vault_dir.parent / "server-stderr.log", "a", encoding="utf-8") as errlog:
+            async with (
+                stdio_client(server, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                for title in ("Кэш течёт", "日本語の罠"):
+                    result = await session.call_tool("upsert", {"kind": "trap", "title": title, "body": "x"})
+                    assert not result.is_error, result.content
+                found = await session.call_tool("search", {"query": "罠"})
+                assert not found.is_error and "日本語の罠" in json.dumps(found.structured_content, ensure_ascii=False)
+
+    anyio.run(scenario)
+    assert len(list((vault_dir / "projects/demo/traps").glob("*.md"))) == 2
+    log = (vault_dir.parent / "server-stderr.log").read_text(encoding="utf-8")
+    assert "MemoryError" not in log and "templates/views/TRAPS.md.j2 line 2" in log
