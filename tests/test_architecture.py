@@ -249,6 +249,7 @@ LAYER_MEMBERS: dict[str, list[str]] = {
         "statuses",
         "suggest",
         "template_files",
+        "template_limits",
         "text",
         "userdirs",
         "vaultconfig",

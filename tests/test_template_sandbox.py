@@ -621,7 +621,7 @@ def _growing_templates(draw: st.DrawFn) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(source=_growing_templates())
 def test_a_template_of_growing_operations_renders_within_the_caps_or_is_refused(
     source: str, tmp_path_factory: pytest.TempPathFactory
