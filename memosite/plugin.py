@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from mkdocs.livereload import LiveReloadServer  # a build never needs it (nor its watchdog, http.server)
 
     from memosite.site.cache import CachedPage, PageCache, Scanner
+    from memosite.site.markdown_reuse import SharedMarkdown
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
 # Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
@@ -253,6 +254,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # them here (site path -> src_uri), for :attr:`page_cache`.
         self.defer_cached_pages = False
         self.cached_pages: dict[str, str] = {}
+        # Generated pages are rendered with one Markdown converter per build (made when the first
+        # page is rendered; None where the site's extensions or engine do not allow it).
+        self.reuse_markdown = True
+        self._shared_markdown: SharedMarkdown | None = None
+        self._shared_markdown_asked = False
 
     @property
     def published_records(self) -> int:
@@ -268,6 +274,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def rendered_pages(self) -> int:
         """How many generated pages the last build rendered (the rest came from the cache)."""
         return len(self._rendered)
+
+    @property
+    def shared_markdown_pages(self) -> int:
+        """How many pages the last build rendered with its one shared Markdown converter."""
+        return self._shared_markdown.rendered if self._shared_markdown is not None else 0
 
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -319,6 +330,21 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self._started_ns = time.time_ns()
+        self._shared_markdown, self._shared_markdown_asked = None, False
+
+    def on_pre_page(self, page: Page, *, config: MkDocsConfig, files: Files) -> Page:
+        if not (self.reuse_markdown and isinstance(page.file, _VirtualPage)):
+            return page
+        if not self._shared_markdown_asked:
+            from memosite.site.markdown_reuse import SharedMarkdown
+
+            self._shared_markdown = SharedMarkdown.for_config(config)
+            self._shared_markdown_asked = True
+        shared = self._shared_markdown
+        # Only a page MkDocs made as it makes every page (another plugin may have its own class).
+        if shared is not None and type(page) is shared.page_class.__base__:
+            page.__class__ = shared.page_class
+        return page
 
     def _cache_wanted(self, config: MkDocsConfig) -> bool:
         setting = self.config.cache
