@@ -375,8 +375,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 ensure_index(vault)
                 if self.recompile_vault:
                     # Files first: edits made by hand since the last compile reach the index and the
-                    # vault's own views before the site is made from them.
-                    recompile_projects(vault, self.projects)
+                    # vault's own views before the site is made from them. The site shows words, not
+                    # vectors: the embedding model is left to the next search.
+                    recompile_projects(vault, self.projects, embed=False)
                 scope = _site_scope(config, docs, templates_checksum_for(vault))
                 if not (self.serving and self._cache is not None and self._cache.scope == scope):
                     self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)
