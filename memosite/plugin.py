@@ -174,9 +174,19 @@ def _list_theme_templates(
     own = [str(d) for d in loader.searchpath if "site-packages" not in str(d)]
     key = (installed, static, getattr(filter_func, "__qualname__", repr(filter_func)))
     names = _THEME_LISTINGS.get(key)
+    if names is None and installed:
+        # Kept across processes too (per user): a new build process need not walk Material again.
+        from memosite.site.theme_listing import listing_key, load_listing, store_listing
+
+        disk_key = listing_key(installed, *_versions(), *sorted(static), key[2])
+        names = load_listing(disk_key)
+        if names is None:
+            listed = jinja2.FileSystemLoader(list(installed)).list_templates()
+            names = frozenset(name for name in listed if filter_func(name))
+            store_listing(disk_key, names)
+        _THEME_LISTINGS[key] = names
     if names is None:
-        listed = jinja2.FileSystemLoader(list(installed)).list_templates() if installed else []
-        names = _THEME_LISTINGS[key] = frozenset(name for name in listed if filter_func(name))
+        names = _THEME_LISTINGS[key] = frozenset()
     if own:
         names = names | {name for name in jinja2.FileSystemLoader(own).list_templates() if filter_func(name)}
     return sorted(names)
