@@ -1,10 +1,12 @@
-"""What a new build process spends before it renders anything: the installed theme's listing kept
-per user across processes, and no embedding model loaded for a site."""
+"""What a new build process spends besides rendering: the installed theme's listing kept per user
+across processes, no embedding model loaded for a site, links between pages worked out without
+asking the system."""
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +14,13 @@ from pathlib import Path
 import jinja2
 import pytest
 from fresh_python import run_fresh
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memosite import plugin as site_plugin
 from memosite.search import search_records
 from memosite.site.build import load_site_config
+from memosite.site.sitepage import relative_path
 from memosite.site.theme_listing import LISTING_DIR, load_listing
 from memosite.store import upsert_record
 from memosite.userdirs import user_cache_dir
@@ -139,3 +144,24 @@ def test_a_theme_listing_reached_through_a_symlink_is_not_read(vault: Vault, tmp
     assert load_listing(kept.stem) is None
     _forget_in_process()
     assert "assets/planted.js" not in env.list_templates(filter_func=_keep)
+
+
+# --- links between pages -------------------------------------------------------------------------
+
+_part = st.one_of(
+    st.sampled_from(["memory", "demo", "traps", "index.md", "..", ".", "", "数据库", "Зачем", "café", "🚀"]),
+    st.text(st.sampled_from("ab./é"), max_size=4),
+)
+_path = st.lists(_part, min_size=1, max_size=5).map("/".join)
+
+
+@settings(max_examples=500)
+@given(path=_path, start=_path)
+def test_a_link_between_two_site_paths_is_what_posixpath_relpath_says(path: str, start: str) -> None:
+    try:
+        expected = posixpath.relpath(path, start)
+    except ValueError:
+        with pytest.raises(ValueError):
+            relative_path(path, start)
+        return
+    assert relative_path(path, start) == expected
