@@ -343,6 +343,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._shared_markdown, self._shared_markdown_asked = None, False
 
     def on_pre_page(self, page: Page, *, config: MkDocsConfig, files: Files) -> Page:
+        earlier = getattr(type(page), "shared_markdown", None)
+        if earlier is not None:
+            # Serving: a page an earlier build rendered goes back to MkDocs' class (that build's
+            # converter may have another configuration); this build decides afresh.
+            page.__class__ = earlier.base_class
         if not (self.reuse_markdown and isinstance(page.file, _VirtualPage)):
             return page
         if not self._shared_markdown_asked:
@@ -352,7 +357,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._shared_markdown_asked = True
         shared = self._shared_markdown
         # Only a page MkDocs made as it makes every page (another plugin may have its own class).
-        if shared is not None and type(page) is shared.page_class.__base__:
+        if shared is not None and type(page) is shared.base_class:
             page.__class__ = shared.page_class
         return page
 

@@ -18,6 +18,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
 
 from memosite.demo import write_demo_vault
+from memosite.plugin import MemositePlugin
 from memosite.site.build import load_site_config, memosite_plugin, run_build
 from memosite.site.markdown_reuse import REUSABLE, SharedMarkdown
 from memosite.store import upsert_record
@@ -177,3 +178,18 @@ def test_the_site_built_with_one_converter_is_byte_for_byte_the_site_mkdocs_rend
     assert built[True].keys() == built[False].keys()
     differing = [name for name in built[True] if built[True][name] != built[False][name]]
     assert differing == []
+
+
+def test_a_page_an_earlier_build_rendered_is_mkdocs_own_again_when_this_build_does_not_share(
+    site: tuple[MkDocsConfig, Files, list[Page]],
+) -> None:
+    config, files, _pages = site
+    earlier = SharedMarkdown.for_config(config)
+    assert earlier is not None
+    file = files.get_file_from_path("index.md")
+    assert file is not None
+    page = Page(None, file, config)
+    page.__class__ = earlier.page_class  # as serve's last build left it
+    plugin = MemositePlugin()
+    plugin.reuse_markdown = False
+    assert type(plugin.on_pre_page(page, config=config, files=files)) is Page

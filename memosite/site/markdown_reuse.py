@@ -76,10 +76,13 @@ class SharedMarkdown:
         shared = self
 
         class SharedPage(self._pages.Page):  # type: ignore[misc,name-defined]
+            shared_markdown = shared
+
             def render(self, config: MkDocsConfig, files: Files) -> None:
                 shared.render(self, config, files)
 
-        # A page's class is swapped to this one before MkDocs renders it.
+        # A page's class is swapped to this one before MkDocs renders it (from MkDocs' own only).
+        self.base_class: type[Page] = self._pages.Page
         self.page_class: type[Page] = SharedPage
         self.rendered = 0  # pages rendered through it
 
