@@ -12,7 +12,10 @@ The record files of each size are written once into the benchmark cache outside 
 (see ``_vaultgen.cached_files``) and indexed by the code measured.
 
 Every build runs in a new process; its CPU (user + system) and wall time and peak memory come
-from the operating system (``wait4``). Each round runs, in turn:
+from the operating system (``wait4``). The measured checkout's modules are byte-compiled first, as
+an installed package's are (MkDocs' are, in site-packages): with ``PYTHONDONTWRITEBYTECODE`` set
+and no ``__pycache__``, every build process would compile memosite's modules from source again.
+Each round runs, in turn:
 
 * ``plain-same``   plain MkDocs (no memosite plugin) of exactly the pages the plugin generates,
                    those it keeps out of the search index marked ``search: exclude``;
@@ -469,6 +472,9 @@ def main() -> None:
 
     if not Path(memosite.__file__).resolve().is_relative_to(code):
         raise SystemExit(f"memosite was imported from {memosite.__file__}, not from --code {code}")
+    import compileall
+
+    compileall.compile_dir(str(Path(memosite.__file__).parent), quiet=1)
     import logging
 
     logging.getLogger("mkdocs").setLevel(logging.ERROR)

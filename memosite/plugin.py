@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from mkdocs.livereload import LiveReloadServer  # a build never needs it (nor its watchdog, http.server)
 
     from memosite.site.cache import CachedPage, PageCache, Scanner
+    from memosite.site.markdown_reuse import SharedMarkdown
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
 # Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
@@ -173,9 +174,19 @@ def _list_theme_templates(
     own = [str(d) for d in loader.searchpath if "site-packages" not in str(d)]
     key = (installed, static, getattr(filter_func, "__qualname__", repr(filter_func)))
     names = _THEME_LISTINGS.get(key)
+    if names is None and installed:
+        # Kept across processes too (per user): a new build process need not walk Material again.
+        from memosite.site.theme_listing import listing_key, load_listing, store_listing
+
+        disk_key = listing_key(installed, *_versions(), *sorted(static), key[2])
+        names = load_listing(disk_key)
+        if names is None:
+            listed = jinja2.FileSystemLoader(list(installed)).list_templates()
+            names = frozenset(name for name in listed if filter_func(name))
+            store_listing(disk_key, names)
+        _THEME_LISTINGS[key] = names
     if names is None:
-        listed = jinja2.FileSystemLoader(list(installed)).list_templates() if installed else []
-        names = _THEME_LISTINGS[key] = frozenset(name for name in listed if filter_func(name))
+        names = _THEME_LISTINGS[key] = frozenset()
     if own:
         names = names | {name for name in jinja2.FileSystemLoader(own).list_templates() if filter_func(name)}
     return sorted(names)
@@ -253,6 +264,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # them here (site path -> src_uri), for :attr:`page_cache`.
         self.defer_cached_pages = False
         self.cached_pages: dict[str, str] = {}
+        # Generated pages are rendered with one Markdown converter per build (made when the first
+        # page is rendered; None where the site's extensions or engine do not allow it).
+        self.reuse_markdown = True
+        self._shared_markdown: SharedMarkdown | None = None
+        self._shared_markdown_asked = False
 
     @property
     def published_records(self) -> int:
@@ -268,6 +284,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def rendered_pages(self) -> int:
         """How many generated pages the last build rendered (the rest came from the cache)."""
         return len(self._rendered)
+
+    @property
+    def shared_markdown_pages(self) -> int:
+        """How many pages the last build rendered with its one shared Markdown converter."""
+        return self._shared_markdown.rendered if self._shared_markdown is not None else 0
 
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -319,6 +340,26 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self._started_ns = time.time_ns()
+        self._shared_markdown, self._shared_markdown_asked = None, False
+
+    def on_pre_page(self, page: Page, *, config: MkDocsConfig, files: Files) -> Page:
+        earlier = getattr(type(page), "shared_markdown", None)
+        if earlier is not None:
+            # Serving: a page an earlier build rendered goes back to MkDocs' class (that build's
+            # converter may have another configuration); this build decides afresh.
+            page.__class__ = earlier.base_class
+        if not (self.reuse_markdown and isinstance(page.file, _VirtualPage)):
+            return page
+        if not self._shared_markdown_asked:
+            from memosite.site.markdown_reuse import SharedMarkdown
+
+            self._shared_markdown = SharedMarkdown.for_config(config)
+            self._shared_markdown_asked = True
+        shared = self._shared_markdown
+        # Only a page MkDocs made as it makes every page (another plugin may have its own class).
+        if shared is not None and type(page) is shared.base_class:
+            page.__class__ = shared.page_class
+        return page
 
     def _cache_wanted(self, config: MkDocsConfig) -> bool:
         setting = self.config.cache
@@ -349,8 +390,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 ensure_index(vault)
                 if self.recompile_vault:
                     # Files first: edits made by hand since the last compile reach the index and the
-                    # vault's own views before the site is made from them.
-                    recompile_projects(vault, self.projects)
+                    # vault's own views before the site is made from them. The site shows words, not
+                    # vectors: the embedding model is left to the next search.
+                    recompile_projects(vault, self.projects, embed=False)
                 scope = _site_scope(config, docs, templates_checksum_for(vault))
                 if not (self.serving and self._cache is not None and self._cache.scope == scope):
                     self._cache = PageCache.open(vault.internal_dir if self._cache_wanted(config) else None, scope)

@@ -250,8 +250,11 @@ def record_file_stats(vault: Vault, project: str) -> Iterator[tuple[str, Path, o
         yield relative, path, stat
 
 
-def refresh_project(vault: Vault, project: str, *, force: bool = False) -> RefreshResult:
-    """Bring a project's index rows in step with its files. Unparseable files warn and are skipped."""
+def refresh_project(vault: Vault, project: str, *, force: bool = False, embed: bool = True) -> RefreshResult:
+    """Bring a project's index rows in step with its files. Unparseable files warn and are skipped.
+    With ``embed=False`` the changed records get no vector here: the next hybrid search or brief
+    computes the missing ones (:func:`fill_missing_vectors`), so a caller that only reads words
+    (the site build) never loads the model."""
     index = vault.index()
     known = index.file_stats(project)
     known_kinds = index.kinds_by_path(project) if known else {}
@@ -272,7 +275,8 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False) -> Refre
             previous_kind=known_kinds.get(relative),
             known=relative in known,
         )
-    attach_vectors(vault, entries)
+    if embed:
+        attach_vectors(vault, entries)
     with index.transaction():
         for entry in entries:
             index.upsert(entry)
@@ -335,11 +339,11 @@ def _record_file_stat(vault: Vault, project: str, relative: str) -> os.stat_resu
     return stat if S_ISREG(stat.st_mode) else None
 
 
-def refresh_files(vault: Vault, project: str, relatives: Iterable[str]) -> RefreshResult:
+def refresh_files(vault: Vault, project: str, relatives: Iterable[str], *, embed: bool = True) -> RefreshResult:
     """:func:`refresh_project` for the named files of ``project`` only (vault-relative paths, as a
     file watcher reports them): each is parsed and indexed when its size or mtime changed, dropped
     from the index when it is gone or no longer a record file, reported and dropped when it does not
-    parse. No other file is listed, stat-ed or read."""
+    parse. No other file is listed, stat-ed or read. ``embed`` as for :func:`refresh_project`."""
     index = vault.index()
     wanted = sorted(set(relatives))
     known = index.file_stats_of(wanted)
@@ -366,7 +370,8 @@ def refresh_files(vault: Vault, project: str, relatives: Iterable[str]) -> Refre
             previous_kind=previous,
             known=held is not None,
         )
-    attach_vectors(vault, entries)
+    if embed:
+        attach_vectors(vault, entries)
     with index.transaction():
         for entry in entries:
             index.upsert(entry)

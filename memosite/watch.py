@@ -214,14 +214,15 @@ class WatchBatch:
 
 
 def recompile_projects(
-    vault: Vault, projects: Iterable[str], paths: Mapping[str, set[str] | None] | None = None
+    vault: Vault, projects: Iterable[str], paths: Mapping[str, set[str] | None] | None = None, *, embed: bool = True
 ) -> WatchBatch:
     """Bring the index and views of ``projects`` in step with their files, under the vault lock.
 
     A project with a set of vault-relative ``paths`` has those files alone looked at (the files a
     watcher saw change); any other project has every file stat-ed. Only views that records of a
     changed kind appear in are rewritten. A project whose directory is gone loses its index rows
-    and gets no views (so a deleted project stays deleted).
+    and gets no views (so a deleted project stays deleted). ``embed=False`` leaves the changed
+    records' vectors to the next search (see :func:`memosite.refresh.refresh_project`).
     """
 
     batch = WatchBatch(projects=[])
@@ -233,7 +234,11 @@ def recompile_projects(
                 index.clear(project)
                 continue
             named = paths.get(project) if paths is not None else None
-            refreshed = refresh_project(vault, project) if named is None else refresh_files(vault, project, named)
+            refreshed = (
+                refresh_project(vault, project, embed=embed)
+                if named is None
+                else refresh_files(vault, project, named, embed=embed)
+            )
             change = ProjectChange(project=project, **vars(refreshed))
             if change.touched:
                 change.views = [path.name for path in rebuild_views(vault, project, change.kinds)]

@@ -156,6 +156,7 @@ def load_site_config(
     plugin.recompile_vault = True
     plugin.watch_vault_on_serve = True
     plugin.defer_cached_pages = False
+    plugin.reuse_markdown = True
     plugin.config.vault = str(vault.root)
     if projects:
         plugin.config.projects = list(projects)

@@ -25,7 +25,7 @@ from memosite.kinds import DURABLE_KINDS, KIND_FACTS
 from memosite.schema import format_iso
 from memosite.site import changelog
 from memosite.site.charts import horizontal_bars, weekly_bars
-from memosite.site.sitepage import PublishedRecord, SitePage, relative_url, shown_status
+from memosite.site.sitepage import PublishedRecord, SitePage, relative_path, relative_url, shown_status
 from memosite.site.trust import needs_review
 from memosite.vault import Vault
 
@@ -167,7 +167,7 @@ def _live(record: PublishedRecord) -> bool:
 
 
 def _link(src_uri: str, base: str) -> str:
-    return posixpath.relpath(src_uri, base or ".")
+    return relative_path(src_uri, base or ".")
 
 
 def project_stats(source: FeedSource, now: datetime, base: str) -> dict[str, Any]:

@@ -72,8 +72,30 @@ def relative_url(url: str, base: str) -> str:
     """``url`` (a site path) as a link from the directory ``base`` (unchanged when there is none)."""
     if not base or base == ".":
         return url
-    relative = posixpath.relpath(url.rstrip("/") or ".", base)
+    relative = relative_path(url.rstrip("/") or ".", base)
     return relative + "/" if url.endswith("/") and relative != "." else relative
+
+
+def _plain_path(path: str) -> bool:
+    """A relative path with no empty, "." or ".." part (or "." itself)."""
+    if path == ".":
+        return True
+    return bool(path) and not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def relative_path(path: str, start: str) -> str:
+    """``posixpath.relpath(path, start)``, the same answer, without asking the system for the
+    working directory (a site has thousands of links): site paths are relative and plain."""
+    if not (_plain_path(path) and _plain_path(start)):
+        return posixpath.relpath(path, start)
+    to = [] if path == "." else path.split("/")
+    origin = [] if start == "." else start.split("/")
+    shared = 0
+    for mine, theirs in zip(to, origin, strict=False):
+        if mine != theirs:
+            break
+        shared += 1
+    return "/".join([".."] * (len(origin) - shared) + to[shared:]) or "."
 
 
 def shown_status(entry: IndexEntry, inactive: Sequence[str]) -> str:
