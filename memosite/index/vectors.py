@@ -75,7 +75,24 @@ def drop_other_models(index: Index, model: str) -> None:
 
 
 def count(index: Index, model: str) -> int:
-    return int(index.conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0])
+    """How many vectors of ``model`` the index holds (remembered until the index changes)."""
+    return held_state(index, model)[0]
+
+
+def held_state(index: Index, model: str) -> tuple[int, int]:
+    """How many vectors of ``model`` the index holds and the newest ``seq`` among them, remembered
+    until the index changes: a search after a write asks both (:func:`count`, :func:`matrix`) once.
+    Two statements: ``max(seq)`` alone is one probe of the ``(model, seq)`` index, beside a count it
+    would be a scan of it too."""
+
+    def read() -> tuple[int, int]:
+        conn = index.conn
+        total = conn.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+        newest = conn.execute("SELECT coalesce(max(seq), 0) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+        return int(total), int(newest)
+
+    state: tuple[int, int] = index.remembered(("vector state", model), read)
+    return state
 
 
 def blob_of(index: Index, path: str) -> bytes | None:
@@ -111,9 +128,7 @@ def matrix(index: Index, model: str, decode: Callable[[Sequence[bytes]], Any]) -
     stamp = (index.follow_other_connections(), index.changes())
     if held is not None and held.stamp == stamp:
         return held.rowids, held.rows, held.position
-    count, newest = index.conn.execute(
-        "SELECT count(*), coalesce(max(seq), 0) FROM vectors WHERE model = ?", (model,)
-    ).fetchone()
+    count, newest = held_state(index, model)
     if held is not None and held.seq == newest and len(held.rowids) == count:
         held.stamp = stamp
         return held.rowids, held.rows, held.position
