@@ -230,7 +230,13 @@ def find_matches(
         return Found([], 0, None, [])
     try:
         ranking, match, terms, holding = _all_then_any(
-            index, parsed, filters, sort=sort, limit=limit, page=limit if page is None else page, count_limit=count_limit
+            index,
+            parsed,
+            filters,
+            sort=sort,
+            limit=limit,
+            page=limit if page is None else page,
+            count_limit=count_limit,
         )
     except fts.QuerySyntaxError as exc:
         raise StorageError(f"search failed: {exc}") from exc
