@@ -10,7 +10,9 @@ Rules a caller can rely on:
   term (``holding_all`` says how many; records holding only some may follow them), ``any`` when
   none does but some hold at least one, ``None`` when nothing matches; ``bootstrap`` reports its
   ``match`` by the same rule. The result also says the ``terms`` it searched and, per hit, how many
-  it holds.
+  it holds. ``total`` counts every match, unless the caller asks for no exact total
+  (``exact_total=False``, MCP search): counting then stops at :data:`COUNT_LIMIT` and
+  ``total_exact`` says whether ``total`` is every match or a lower bound; the hits are the same.
 * A query in FTS5 syntax (``OR``, ``NOT``, ``NEAR(…)``, ``title:word``, parentheses) is run as
   written; when SQLite rejects it or it finds nothing, its words are searched as plain words
   instead, never raising.
