@@ -26,7 +26,7 @@ from memosite.errors import RecordNotFound
 from memosite.index import fts
 from memosite.mcp_server.server import build_server
 from memosite.query import parse_query
-from memosite.search import COUNT_LIMIT, HIDDEN_KINDS, search_records
+from memosite.search import COUNT_LIMIT, HIDDEN_KINDS, MAX_LIMIT, search_records
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
 
@@ -113,10 +113,6 @@ def test_a_search_that_stops_counting_returns_the_same_hits_in_the_same_order(
     assert counted.total_exact and counted.to_json()["totalExact"] is True
 
 
-def _terms(query: str) -> fts.Terms:
-    return parse_query(query).any_terms()
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
@@ -144,8 +140,8 @@ def test_counting_stops_at_its_bound_and_then_says_at_least(
         assert some.total <= every.total
 
 
-def test_the_bound_is_a_whole_page_so_a_total_below_it_is_exact() -> None:
-    assert COUNT_LIMIT >= 1000
+def test_the_bound_is_at_least_the_largest_page_so_a_total_below_it_is_exact() -> None:
+    assert COUNT_LIMIT >= MAX_LIMIT
 
 
 # --- held vectors ------------------------------------------------------------------------------
