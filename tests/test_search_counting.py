@@ -1,8 +1,9 @@
 """A search that stops counting, and vectors held between searches, answer as the plain way does.
 
-Two shortcuts of search (issue 23) must never change what a search returns: counting the matches
-only up to a bound (``exact_total=False``, MCP search by default), and the vectors a process keeps
-between searches, patched after each write rather than read again. Each is checked against the plain
+Shortcuts of search (issue 23) must never change what a search returns: counting the matches only
+up to a bound (``exact_total=False``, MCP search by default), reading the whole (small) scope of a
+path instead of looking up each record found by meaning, and the vectors a process keeps between
+searches, patched after each write rather than read again. Each is checked against the plain
 way over many queries, scripts and filters: the same ids in the same order, and a total that is
 either every match or, said so, a lower bound.
 """
@@ -142,6 +143,23 @@ def test_counting_stops_at_its_bound_and_then_says_at_least(
 
 def test_the_bound_is_at_least_the_largest_page_so_a_total_below_it_is_exact() -> None:
     assert COUNT_LIMIT >= MAX_LIMIT
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    path=st.sampled_from(["src/payments/client.py", "src/web", "docs/guide/intro.md", "deploy", "nowhere/x.py"]),
+    picks=st.lists(st.integers(0, 10_000), max_size=60),
+    kinds=st.lists(st.sampled_from(KINDS), max_size=2, unique=True),
+)
+def test_the_scope_of_a_path_read_whole_keeps_the_same_records_as_looking_each_one_up(
+    vault: Vault, path: str, picks: list[int], kinds: list[str]
+) -> None:
+    index = vault.index()
+    every = [int(row[0]) for row in index.conn.execute("SELECT rowid FROM search_facts ORDER BY rowid")]
+    rowids = [every[n % len(every)] for n in picks]
+    scope = fts.SearchFilters(P, NOW_ISO, kinds=kinds, path=path, hidden_kinds=HIDDEN_KINDS)
+    looked_up = fts.weights_in_scope(index, fts.search_scope(index, scope), rowids)
+    assert fts.scope_weights(index, scope, rowids) == looked_up
 
 
 # --- held vectors ------------------------------------------------------------------------------

@@ -530,7 +530,14 @@ def find(
 def scope_weights(index: Index, filters: SearchFilters, rowids: Sequence[int] | None = None) -> dict[int, float]:
     """The records ``filters`` keep — among ``rowids``, or all of them when None — with the factor
     each one's relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream)."""
-    return weights_in_scope(index, search_scope(index, filters), rowids)
+    scope = search_scope(index, filters)
+    if rowids is not None and filters.path is not None:
+        # The records a path keeps are found through the pattern sets' index, and are few: reading
+        # them all costs less than looking up each of many rowids (0.03-0.15 ms against 1.4-1.6 ms
+        # for 2,000 at 10,000 records), as a search by meaning does for a narrow scope.
+        wanted = set(rowids)
+        return {rowid: weight for rowid, weight in weights_in_scope(index, scope).items() if rowid in wanted}
+    return weights_in_scope(index, scope, rowids)
 
 
 def weights_in_scope(index: Index, scope: Where, rowids: Sequence[int] | None = None) -> dict[int, float]:
