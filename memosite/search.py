@@ -10,7 +10,9 @@ Rules a caller can rely on:
   term (``holding_all`` says how many; records holding only some may follow them), ``any`` when
   none does but some hold at least one, ``None`` when nothing matches; ``bootstrap`` reports its
   ``match`` by the same rule. The result also says the ``terms`` it searched and, per hit, how many
-  it holds.
+  it holds. ``total`` counts every match, unless the caller asks for no exact total
+  (``exact_total=False``, MCP search): counting then stops at :data:`COUNT_LIMIT` and
+  ``total_exact`` says whether ``total`` is every match or a lower bound; the hits are the same.
 * A query in FTS5 syntax (``OR``, ``NOT``, ``NEAR(…)``, ``title:word``, parentheses) is run as
   written; when SQLite rejects it or it finds nothing, its words are searched as plain words
   instead, never raising.
@@ -65,6 +67,9 @@ __all__ = ["SearchHit", "SearchResult", "normalize_path", "path_matches", "searc
 
 SORTS = tuple(fts.ORDERS)
 MAX_LIMIT = 1000
+# Where a search that need not count every match stops counting (``exact_total=False``): as many as
+# the largest page shows, so a total below it is always exact.
+COUNT_LIMIT = MAX_LIMIT
 # Scratch records are private working notes: found only when asked for by kind.
 HIDDEN_KINDS = UNSEARCHED_KINDS  # private working notes: searched only when asked for by kind
 MatchMode = Literal["all", "any"]
@@ -155,6 +160,7 @@ class SearchResult:
     hits_recorded: list[str] = field(default_factory=list)
     holding_all: int | None = None  # with a query: how many of ``total`` hold every term
     ranking: Ranking = "words"
+    total_exact: bool = True  # False: ``total`` (and ``holding_all``) is a lower bound, counting stopped there
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -166,6 +172,7 @@ class SearchResult:
             "holdingAll": self.holding_all,
             "ranking": self.ranking,
             "hitsRecorded": self.hits_recorded,
+            "totalExact": self.total_exact,
         }
 
 
@@ -184,6 +191,7 @@ class Found:
     raw: bool = False  # the query ran as FTS5 syntax, as written
     fused: list[hybrid.Ranked] | None = None  # the hybrid order, when meaning took part
     ranking: fts.Ranking | None = None  # the rows ``matches`` were loaded from (maybe more of them)
+    exact: bool = True  # False: ``total`` and ``holding_all`` are lower bounds (see ``count_limit``)
 
 
 def find_matches(
@@ -195,23 +203,26 @@ def find_matches(
     limit: int,
     load: int | None = None,
     page: int | None = None,
+    count_limit: int | None = None,
 ) -> Found:
     """The one query pipeline of search, bootstrap and MCP search (see the module docstring): the
     first ``limit`` matches, of which the first ``load`` (all by default) are loaded as ``matches``;
     ``ranking`` holds them all. The any-word reading follows when the strict one finds fewer than
-    ``page`` (``limit`` by default): more candidates than a page read the query as a page would."""
+    ``page`` (``limit`` by default): more candidates than a page read the query as a page would.
+    ``count_limit`` stops counting the matches there (:func:`memosite.index.fts.find_ranked`):
+    ``exact`` then says whether ``total`` is every match or a lower bound."""
     load = limit if load is None else load
 
     def loaded(ranking: fts.Ranking, match: MatchMode | None, terms: list[str], holding: int, **extra: Any) -> Found:
         matches = fts.load_ranked(index, ranking, ranking.rows[:load])
-        return Found(matches, ranking.total, match, terms, holding, ranking=ranking, **extra)
+        return Found(matches, ranking.total, match, terms, holding, ranking=ranking, exact=ranking.exact, **extra)
 
     if text is None:
         ranking = fts.find_ranked(index, None, filters, sort=sort, limit=limit)
         return loaded(ranking, None, [], ranking.total)
 
     def as_written(terms: fts.Terms) -> Found | None:
-        ranking = fts.find_ranked(index, terms, filters, sort=sort, limit=limit)
+        ranking = fts.find_ranked(index, terms, filters, sort=sort, limit=limit, count_limit=count_limit)
         return loaded(ranking, "all", [str(terms.raw)], ranking.total, raw=True) if ranking.rows else None
 
     found, parsed = _raw_then_words(text, as_written)
@@ -221,14 +232,28 @@ def find_matches(
         return Found([], 0, None, [])
     try:
         ranking, match, terms, holding = _all_then_any(
-            index, parsed, filters, sort=sort, limit=limit, page=limit if page is None else page
+            index,
+            parsed,
+            filters,
+            sort=sort,
+            limit=limit,
+            page=limit if page is None else page,
+            count_limit=count_limit,
         )
     except fts.QuerySyntaxError as exc:
         raise StorageError(f"search failed: {exc}") from exc
     return loaded(ranking, match, terms, holding)
 
 
-def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: int, embedder: Embedder) -> Found:
+def find_hybrid(
+    vault: Vault,
+    text: str,
+    filters: fts.SearchFilters,
+    *,
+    limit: int,
+    embedder: Embedder,
+    count_limit: int | None = None,
+) -> Found:
     """:func:`find_matches` in relevance order, fused with the ranking by meaning (see the module
     docstring). A query in FTS5 syntax, or with a "quoted phrase", asks for exact words: it is
     ranked by words alone."""
@@ -238,11 +263,18 @@ def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: i
     # The words' reading is the one a search by words alone would answer with (the any-word reading
     # only when the strict one fills no page), with more of its candidates.
     lexical = find_matches(
-        index, text, filters, sort="relevance", limit=max(limit, hybrid.CANDIDATES), load=0, page=limit
+        index,
+        text,
+        filters,
+        sort="relevance",
+        limit=max(limit, hybrid.CANDIDATES),
+        load=0,
+        page=limit,
+        count_limit=count_limit,
     )
     rows = lexical.ranking.rows if lexical.ranking is not None else []
     if lexical.raw or any(term.kind == "phrase" for term in parse_query(text).terms):
-        return find_matches(index, text, filters, sort="relevance", limit=limit)
+        return find_matches(index, text, filters, sort="relevance", limit=limit, count_limit=count_limit)
     fill_missing_vectors(vault, embedder)
     meaning = hybrid.rank_by_meaning(index, embedder, text, filters)
     candidates = [*(row[0] for row in rows), *meaning.rowids]
@@ -262,7 +294,9 @@ def find_hybrid(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: i
     return lexical
 
 
-def _find_by_meaning_too(vault: Vault, text: str, filters: fts.SearchFilters, *, limit: int) -> Found | None:
+def _find_by_meaning_too(
+    vault: Vault, text: str, filters: fts.SearchFilters, *, limit: int, count_limit: int | None = None
+) -> Found | None:
     """The hybrid search of ``text`` (:func:`find_hybrid`), or None where only words can rank: hybrid
     is off or not installed, a "quoted phrase", FTS5 syntax that finds something as written, a query
     the model cannot read, an index without vectors. None of those loads the model."""
@@ -274,11 +308,13 @@ def _find_by_meaning_too(vault: Vault, text: str, filters: fts.SearchFilters, *,
     if any(term.kind == "phrase" for term in parsed.terms):
         return None
     if parsed.raw is not None:
-        as_written = find_matches(vault.index(), text, filters, sort="relevance", limit=limit)
+        as_written = find_matches(vault.index(), text, filters, sort="relevance", limit=limit, count_limit=count_limit)
         if as_written.raw:
             return as_written
     embedder = semantic_embedder(vault, text)
-    return find_hybrid(vault, text, filters, limit=limit, embedder=embedder) if embedder is not None else None
+    if embedder is None:
+        return None
+    return find_hybrid(vault, text, filters, limit=limit, embedder=embedder, count_limit=count_limit)
 
 
 def match_of(index: Index, text: str, filters: fts.SearchFilters) -> MatchMode | None:
@@ -316,14 +352,25 @@ def _raw_then_words(text: str, as_written: Callable[[fts.Terms], T | None]) -> t
 
 
 def _all_then_any(
-    index: Index, parsed: ParsedQuery, filters: fts.SearchFilters, *, sort: str, limit: int, page: int
+    index: Index,
+    parsed: ParsedQuery,
+    filters: fts.SearchFilters,
+    *,
+    sort: str,
+    limit: int,
+    page: int,
+    count_limit: int | None = None,
 ) -> tuple[fts.Ranking, MatchMode | None, list[str], int]:
     """The ranking of the strict reading, or of the loose one when the strict finds fewer than
     ``page``; ``match``, the terms searched and how many hold every term."""
-    strict = fts.find_ranked(index, parsed.all_terms(), filters, sort=sort, limit=limit)
+    strict = fts.find_ranked(index, parsed.all_terms(), filters, sort=sort, limit=limit, count_limit=count_limit)
     total = strict.total
     if len(strict.rows) < min(page, limit) and parsed.loosens:
-        loose = fts.find_ranked(index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False)
+        # Fewer rows than the page: the strict total is every match (never a bound), below any bound
+        # of the loose count (which is past ``limit``), so the comparison below holds with bounds too.
+        loose = fts.find_ranked(
+            index, parsed.any_terms(), filters, sort=sort, limit=limit, require_all=False, count_limit=count_limit
+        )
         if loose.total > total:
             # Records holding some terms were added after those holding all: ``match`` still says
             # whether any record holds every term, not which pass ran last.
@@ -381,12 +428,16 @@ def search_records(
     author: str | None = None,
     explain: bool = False,
     now: datetime | None = None,
+    exact_total: bool = True,
 ) -> SearchResult:
     """Find records of ``project`` (every project when None) matching ``query`` and the filters.
 
-    ``total`` counts every match, ``results`` holds the first ``limit`` of them. ``explain`` gives
-    each hit its place in each ranking. A read: acknowledging the records a caller used counts their
-    hits through :func:`memosite.hits.search_counting_hits`.
+    ``total`` counts every match, ``results`` holds the first ``limit`` of them. Without
+    ``exact_total`` counting stops at :data:`COUNT_LIMIT` matches (or just past ``limit``, when
+    larger): ``total_exact`` is then False and ``total`` a lower bound, at least that many match.
+    The results are the same either way. ``explain`` gives each hit its place in each ranking. A
+    read: acknowledging the records a caller used counts their hits through
+    :func:`memosite.hits.search_counting_hits`.
     """
     from memosite.refresh import ensure_index
 
@@ -414,11 +465,14 @@ def search_records(
     )
     ensure_index(vault)
     text = query.strip() if isinstance(query, str) and query.strip() else None
+    count_limit = None if exact_total else COUNT_LIMIT
     found = (
-        _find_by_meaning_too(vault, text, filters, limit=limit) if text is not None and sort == "relevance" else None
+        _find_by_meaning_too(vault, text, filters, limit=limit, count_limit=count_limit)
+        if text is not None and sort == "relevance"
+        else None
     )
     if found is None:
-        found = find_matches(vault.index(), text, filters, sort=sort, limit=limit)
+        found = find_matches(vault.index(), text, filters, sort=sort, limit=limit, count_limit=count_limit)
     hits = [_hit(match, now_iso, found.match) for match in found.matches]
     if explain:
         _explain(hits, found)
@@ -436,6 +490,7 @@ def search_records(
         terms=found.terms,
         holding_all=found.holding_all if found.match is not None else None,
         ranking="hybrid" if found.fused is not None else "words",
+        total_exact=found.exact,
     )
 
 

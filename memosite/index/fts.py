@@ -438,6 +438,7 @@ class Ranking:
     fts_query: str | None = None
     substrings: tuple[str, ...] = ()
     count_later: tuple[str, ...] = ()  # ``matched`` of the rows is counted when they are loaded
+    exact: bool = True  # False: counting stopped at ``total``, at least that many match
 
 
 def find_ranked(
@@ -448,8 +449,12 @@ def find_ranked(
     sort: str,
     limit: int,
     require_all: bool = True,
+    count_limit: int | None = None,
 ) -> Ranking:
-    """The first ``limit`` matches in ``sort`` order as rows (nothing loaded), and the total."""
+    """The first ``limit`` matches in ``sort`` order as rows (nothing loaded), and the total. With
+    ``count_limit`` the matches beyond the first ``limit`` are counted up to ``count_limit`` (and
+    always past ``limit``) only: when the count reaches it, ``total`` is that bound and ``exact`` is
+    False (at least that many match)."""
     scope = search_scope(index, filters)
     if not terms:
         order = UNRANKED_RELEVANCE if sort == "relevance" else ORDERS[sort]
@@ -473,21 +478,26 @@ def find_ranked(
         [*found.cte_params, *found.params, limit],
         parsed_query=True,
     )
-    total = len(rows)
+    total, exact = len(rows), True
     if total >= limit:
         counted = relation(terms, scope, require_all=require_all, ranked=False)
+        # Counting every match reads every match again (2.5 ms of a search at 10,000 records when
+        # most records hold the word); a caller content with "at least N" stops at N.
+        bound = max(count_limit, limit + 1) if count_limit is not None else None
+        source = f"SELECT 1 FROM ({counted.select}) LIMIT ?" if bound is not None else counted.select
         total = int(
             _run(
                 index,
-                f"{counted.prefix()}SELECT count(*) FROM ({counted.select})",
-                [*counted.cte_params, *counted.params],
+                f"{counted.prefix()}SELECT count(*) FROM ({source})",
+                [*counted.cte_params, *counted.params, *([bound] if bound is not None else [])],
                 parsed_query=True,
             )[0][0]
         )
+        exact = bound is None or total < bound
     ranked: list[tuple[int, float | None, int]] = [
         (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
     ]
-    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings), found.count_later)
+    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings), found.count_later, exact)
 
 
 def load_ranked(
@@ -520,7 +530,14 @@ def find(
 def scope_weights(index: Index, filters: SearchFilters, rowids: Sequence[int] | None = None) -> dict[int, float]:
     """The records ``filters`` keep — among ``rowids``, or all of them when None — with the factor
     each one's relevance is weighted by (``search_facts.weight``: knowledge outranks the event stream)."""
-    return weights_in_scope(index, search_scope(index, filters), rowids)
+    scope = search_scope(index, filters)
+    if rowids is not None and filters.path is not None:
+        # The records a path keeps are found through the pattern sets' index, and are few: reading
+        # them all costs less than looking up each of many rowids (0.03-0.15 ms against 1.4-1.6 ms
+        # for 2,000 at 10,000 records), as a search by meaning does for a narrow scope.
+        wanted = set(rowids)
+        return {rowid: weight for rowid, weight in weights_in_scope(index, scope).items() if rowid in wanted}
+    return weights_in_scope(index, scope, rowids)
 
 
 def weights_in_scope(index: Index, scope: Where, rowids: Sequence[int] | None = None) -> dict[int, float]:

@@ -87,6 +87,13 @@ class RetrievalTools:
                 "similarity and fusedScore."
             ),
         ] = False,
+        exactTotal: Annotated[
+            bool,
+            Field(
+                description="Count every match for total. By default counting stops at 1000: total is "
+                "then at least that many and totalExact is false. The results are the same either way."
+            ),
+        ] = False,
     ) -> CallToolResult:
         """Search the project's memory. Expired records and scratch notes are left out unless
         asked for (includeExpired, kinds=["scratch"]).
@@ -95,6 +102,7 @@ class RetrievalTools:
         has id, kind, title, status, path and a snippet; read one in full with get. The result's
         match is "all" when some record holds every term (holdingAll says how many; records
         holding only some may follow them) and "any" when none does; terms lists what was searched.
+        total counts the matches up to 1000 (totalExact false: at least that many) unless exactTotal.
         ranking is "hybrid" when records were also ranked by meaning (same idea, other words).
         """
         from memosite.hits import search_counting_hits
@@ -121,6 +129,7 @@ class RetrievalTools:
                 include_pending=includePending,
                 author=author,
                 explain=explain,
+                exact_total=exactTotal,
             )
 
         return await self.runtime.call(ToolCall(run, projectId, writes=counts_hits, creates=False), name="search")

@@ -83,7 +83,12 @@ SEARCH_HIT = obj(
 )
 SEARCHED = obj(
     {"results": array(SEARCH_HIT), "total": INTEGER, "query": OPT_STRING},
-    optional={"match": {"enum": ["all", "any", None]}, "terms": STRINGS, "holdingAll": OPT_INTEGER},
+    optional={
+        "match": {"enum": ["all", "any", None]},
+        "terms": STRINGS,
+        "holdingAll": OPT_INTEGER,
+        "totalExact": BOOLEAN,
+    },
 )
 BRIEF = obj(
     {
