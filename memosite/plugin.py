@@ -240,7 +240,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._overview_charts: dict[str, str] | None = None
         self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
         self._files_by_uri: dict[str, _VirtualPage] = {}  # src_uri -> this build's file (serve reuses them)
-        self._rows: dict[str, tuple[Any, str, str]] = {}  # src_uri -> (entry, url, records.json row)
+        self._rows: dict[str, tuple[str, str]] = {}  # src_uri -> (what it was made from, records.json row)
         # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
         self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
         self._record_keys: dict[str, tuple[str, str, str]] = {}  # src_uri -> (scope, basis, key)
@@ -253,6 +253,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # them here (site path -> src_uri), for :attr:`page_cache`.
         self.defer_cached_pages = False
         self.cached_pages: dict[str, str] = {}
+        self.rows_made = 0  # records.json rows the last build made afresh (the others were kept)
 
     @property
     def published_records(self) -> int:
@@ -433,7 +434,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._content = content
         self._files = files
         urls = {file.src_uri: file.url for file in files}
-        rows, self._rows = content.records_rows(lambda uri: urls.get(uri, uri), self._rows)
+        # A new process starts from the rows the page cache kept (each checked against its record).
+        rows, self._rows, self.rows_made = content.records_rows(
+            lambda uri: urls.get(uri, uri), self._rows or self._cache.rows
+        )
+        self._cache.rows = self._rows
         for row in rows:  # scanned row by row: an unchanged row is a digest lookup
             self._scanner.scan(row, content.records_json_uri)
         files.append(

@@ -78,6 +78,9 @@ class PageCache:
     scope: str
     pages: dict[str, CachedPage] = field(default_factory=dict)  # src_uri -> entry
     clean: set[str] = field(default_factory=set)  # digests of texts the scan found clean
+    # What the last build derived per record and the next one reuses while the record's file and
+    # the rest of what it was made from are unchanged: src_uri -> (stamp, records.json row).
+    rows: dict[str, tuple[str, str]] = field(default_factory=dict)
     _added: dict[str, CachedPage] = field(default_factory=dict)
     _writing: tuple[str, BinaryIO] | None = None  # this build's pack (name, temp file)
     _packs: dict[str, int] = field(default_factory=dict)  # pack name -> size (-1: missing)
@@ -110,6 +113,13 @@ class PageCache:
                 str(item["digest"]),
             )
         cache.clean = set(data.get("clean", []))
+        rows = data.get("rows")
+        if isinstance(rows, dict):
+            cache.rows = {
+                uri: (row[0], row[1])
+                for uri, row in rows.items()
+                if isinstance(row, list) and len(row) == 2 and all(isinstance(part, str) for part in row)
+            }
         return cache
 
     def _pack_path(self, name: str) -> Path:
@@ -287,6 +297,7 @@ class PageCache:
                 for uri, p in self.pages.items()
             },
             "clean": sorted(self.clean),
+            "rows": self.rows,
         }
         try:
             self.root.mkdir(parents=True, exist_ok=True)
