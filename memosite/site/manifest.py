@@ -218,10 +218,11 @@ def _mac(key: bytes, text: str) -> str:
 def write_manifest(path: Path, generator: str, manifest: Manifest, key: bytes) -> None:
     """Write the signed manifest at ``path`` (atomically: a rename replaces the previous one)."""
     text = _signed_text(generator, manifest)
-    payload = json.loads(text)
-    payload["mac"] = _mac(key, text)
+    # The signed text is a JSON object: the signature goes in as one more member (a reader signs
+    # what it parsed again, so where the member stands does not matter).
+    payload = f'{text[:-1]},"mac":"{_mac(key, text)}"}}'
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(payload, separators=(",", ":")) + "\n", encoding="utf-8")
+    temp.write_text(payload + "\n", encoding="utf-8")
     os.replace(temp, path)
 
 
