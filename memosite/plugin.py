@@ -200,7 +200,7 @@ class _AlwaysBuilt(File):
 @dataclass
 class _PageState:
     key: str
-    search: list[dict[str, Any]] = field(default_factory=list)
+    search: str = ""  # its search entries as JSON text (memosite.site.cache.docs_text)
 
 
 @dataclass
@@ -607,7 +607,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             if not self._cache.copy_to(source, dest):
                 raise PluginError(f"memosite: the page cache lost {uri}; build again (it rebuilds the page)")
             self._handled.add(os.path.abspath(dest))
-        fresh = self._search_entries(site_dir, virtual)
+        self._search_entries(site_dir, virtual)
         _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
         self._scan_outputs(site_dir, virtual)
         if self._scanner.findings:
@@ -622,7 +622,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             key = self._keys[uri]
             reused = self._reuse.get(uri)
             if reused is None:
-                search = fresh.get(file.url, [])
+                search = self._search_text.get(uri, "")
                 self._cache.store(uri, key, file.abs_dest_path, search)
             else:
                 search = reused.search
@@ -642,14 +642,18 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._memory.written = written
         self._memory.dest_paths = {uri: f.abs_dest_path for uri, f in virtual.items()}
 
-    def _search_entries(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> dict[str, list[dict[str, Any]]]:
+    def _search_entries(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
         """Complete ``search_index.json``: entries of rendered pages (minus each record's "Record
-        details" section), cached entries of every other page; returns the fresh entries by URL."""
+        details" section), cached entries of every other page; each generated page's entries, as
+        JSON text, go into ``_search_text``."""
+        from memosite.site.cache import docs_text
+
         path = site_dir / SEARCH_INDEX
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
-            return {}
+            self._search_text = {}
+            return
         by_url: dict[str, list[dict[str, Any]]] = {}
         docs = data.get("docs", [])
         # Folded words in fields of their own: "cafe" finds "Café" as the CLI's search does.
@@ -669,15 +673,15 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 uri = ours[url]
                 reused = self._reuse.get(uri)
                 if reused is None:
-                    text = _docs_text(by_url.get(url, []))
+                    text = docs_text(by_url.get(url, []))
                 else:
-                    text = texts.get(uri, "") if isinstance(reused, _PageState) else _docs_text(reused.search)
+                    text = texts.get(uri, "") if isinstance(reused, _PageState) else reused.search
                 fresh_texts[uri] = text
             else:
                 rendered = file.page is not None and file.page.content is not None
                 docs = by_url.get(url, []) if rendered else others.get(url, [])
                 others[url] = docs
-                text = _docs_text(docs)
+                text = docs_text(docs)
             if text:
                 parts.append(text)
         self._memory.other_search = others
@@ -687,7 +691,6 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         config_text = json.dumps(config, separators=(",", ":"), default=str)
         path.write_text('{"config":' + config_text + ',"docs":[' + ",".join(parts) + "]}", encoding="utf-8")
         self._handled.add(os.path.abspath(path))
-        return by_url
 
     def _scan_outputs(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
         """Every output file this build wrote that no other check covered (records.json, feeds,
@@ -812,11 +815,6 @@ def _shows_overview(file: File) -> bool:
             return OVERVIEW_MARK in handle.read()
     except OSError:
         return False
-
-
-def _docs_text(docs: list[dict[str, Any]]) -> str:
-    """The entries as they stand in the index's ``docs`` list (one ``dumps`` for all of them)."""
-    return json.dumps(docs, separators=(",", ":"), default=str)[1:-1]
 
 
 def _with_charts(html_text: str, charts: dict[str, str] | None) -> str:

@@ -56,10 +56,15 @@ def digest(*parts: str) -> str:
 class CachedPage:
     key: str
     size: int
-    search: list[dict[str, Any]]
+    search: str  # the page's search entries as they stand in the index's ``docs`` list (JSON, no brackets)
     pack: str = ""  # the pack file holding the page's HTML
     offset: int = 0
     digest: str = ""  # of the HTML, as a site manifest records it (memosite.site.manifest.data_digest)
+
+
+def docs_text(docs: list[dict[str, Any]]) -> str:
+    """Search entries as they stand in the search index's ``docs`` list (one ``dumps`` for all)."""
+    return json.dumps(docs, separators=(",", ":"), default=str)[1:-1]
 
 
 def _pack_name() -> str:
@@ -104,10 +109,12 @@ class PageCache:
         if data.get("format") != FORMAT or data.get("scope") != scope:
             return cache
         for uri, item in data.get("pages", {}).items():
+            search = item.get("search", "")
             cache.pages[uri] = CachedPage(
                 str(item["key"]),
                 int(item["size"]),
-                list(item.get("search", [])),
+                # Kept as text, read and written as it stands (format 3 until 2026-12 kept a list).
+                search if isinstance(search, str) else docs_text(list(search)),
                 str(item["pack"]),
                 int(item["offset"]),
                 str(item["digest"]),
@@ -191,7 +198,7 @@ class PageCache:
             return None
         return name, offset
 
-    def store(self, src_uri: str, key: str, built: str, search: list[dict[str, Any]]) -> None:
+    def store(self, src_uri: str, key: str, built: str, search: str) -> None:
         """Keep the page just built at ``built`` (kept on disk by :meth:`save`)."""
         if self.root is None:
             return
@@ -204,7 +211,7 @@ class PageCache:
         if where is not None:
             self._added[src_uri] = CachedPage(key, len(data), search, *where, data_digest(data))
 
-    def keep(self, src_uri: str, entry: CachedPage, search: list[dict[str, Any]] | None = None) -> None:
+    def keep(self, src_uri: str, entry: CachedPage, search: str | None = None) -> None:
         """Carry an entry reused by this build into the saved index."""
         # serve calls this for every unchanged page on each rebuild: no dataclasses.replace here.
         self._added[src_uri] = (
