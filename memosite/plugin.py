@@ -341,7 +341,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
         assert self.vault_root is not None
         if self._memo is None:
-            self._memo = RecordMemo()
+            self._memo = RecordMemo() if self.serving else RecordMemo(dashboards=None)
         docs = list(files.documentation_pages())
         self._present = set()
         try:

@@ -276,7 +276,9 @@ class RecordMemo:
     # path -> (what the page was rendered from: entry, why inactive, linked entries; its Markdown)
     pages: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
     templates: str = ""
-    dashboards: DashboardMemo = field(default_factory=DashboardMemo)
+    # None: a one-off build, whose dashboards are not worth remembering (their figures' basis is
+    # a tuple per record, for a next build that never comes).
+    dashboards: DashboardMemo | None = field(default_factory=DashboardMemo)
     # path -> (the records its "Links here" was made from, the answer)
     links: dict[str, tuple[tuple[IndexEntry | None, ...], LinksHere]] = field(default_factory=dict)
     # path -> (the basis and pending flag a page's digest was made from, the digest)
@@ -403,7 +405,8 @@ def collect_site_content(
     if memo.templates != checksum:
         memo.pages.clear()
         memo.digests.clear()
-        memo.dashboards.clear()
+        if memo.dashboards is not None:
+            memo.dashboards.clear()
         memo.templates = checksum
     record_template = env.get_template("site/record.md.j2")
     verdicts = published_verdicts(vault.index(), content.projects)  # one query for the whole build
