@@ -4,15 +4,19 @@ everywhere, dashboards, the changelog and its feeds, search that finds records, 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import subprocess
 from pathlib import Path
 
 import feedparser
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memosite.errors import BuildError
 from memosite.site.build import build_site, load_site_config, memosite_plugin, run_build
+from memosite.site.sitepage import relative_path
 from memosite.store import forget_record, upsert_record
 from memosite.vault import Vault
 
@@ -330,6 +334,7 @@ def test_a_rebuild_reuses_home_figures_only_while_what_they_show_is_unchanged(
         )
     memo = RecordMemo()
     collect_site_content(vault, prefix="memory", projects=["shop"], memo=memo)
+    assert memo.dashboards is not None
     before = memo.dashboards.figures["shop"]
     path = sorted(vault.project_dir("shop").glob("traps/*.md"))[0]
     path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]
@@ -403,3 +408,23 @@ def test_links_here_after_an_edit_in_a_long_running_build_equal_a_fresh_builds(
     fresh = _record_markdown(collect_site_content(vault, prefix="memory", projects=["shop"]))
     assert remembered == fresh
     assert remembered != first
+
+
+_SEGMENT = st.text(
+    alphabet=st.characters(blacklist_characters="/\0", blacklist_categories=["Cs"]), min_size=1, max_size=6
+)
+_PATH = st.lists(
+    st.sampled_from(["memory", "shop", "traps", "Ωμέγα", "日本", "..", ".", "x.md"]) | _SEGMENT, max_size=5
+)
+
+
+@given(_PATH.map("/".join), _PATH.map("/".join))
+def test_links_between_site_paths_are_what_relpath_says(path: str, base: str) -> None:
+    # Links are worked out from path segments (no working directory asked for): the same answers.
+    try:
+        expected = posixpath.relpath(path, base or ".")
+    except ValueError:
+        with pytest.raises(ValueError):
+            relative_path(path, base)
+        return
+    assert relative_path(path, base) == expected

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 from memosite.index import IndexEntry
 from memosite.kinds import RECORD_DIRS
+from memosite.site.sitepage import relative_path
 from memosite.views import link_for
 
 # Each list of a page shows this many records and counts the rest.
@@ -192,7 +193,7 @@ class ProjectLinks:
 def _named(entry: IndexEntry, here: str, *, current: bool = False) -> LinkedRecord:
     return LinkedRecord(
         title=entry.title,
-        link=posixpath.relpath(link_for(entry), here or "."),
+        link=relative_path(link_for(entry), here or "."),
         day=(entry.created or "")[:10],
         status=entry.status,
         kind=entry.kind,

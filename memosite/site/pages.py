@@ -25,7 +25,7 @@ from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
 from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
 from memosite.site.links import LinksHere, ProjectLinks
-from memosite.site.sitepage import PublishedRecord, SitePage, relative_url, shown_status
+from memosite.site.sitepage import PublishedRecord, SitePage, relative_path, relative_url, shown_status
 from memosite.template_files import DEFAULT_PREFIX, templates_checksum_for
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
@@ -182,7 +182,7 @@ def inactive_reasons(entry: IndexEntry, now_iso: str) -> tuple[str, ...]:
 def _linked(target: IndexEntry | None, here: str) -> dict[str, str] | None:
     if target is None:
         return None
-    return {"title": target.title, "link": posixpath.relpath(link_for(target), posixpath.dirname(here))}
+    return {"title": target.title, "link": relative_path(link_for(target), posixpath.dirname(here) or ".")}
 
 
 _ATX_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$")

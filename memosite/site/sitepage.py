@@ -72,8 +72,27 @@ def relative_url(url: str, base: str) -> str:
     """``url`` (a site path) as a link from the directory ``base`` (unchanged when there is none)."""
     if not base or base == ".":
         return url
-    relative = posixpath.relpath(url.rstrip("/") or ".", base)
+    relative = relative_path(url.rstrip("/") or ".", base)
     return relative + "/" if url.endswith("/") and relative != "." else relative
+
+
+_NOT_PLAIN = frozenset({"", ".", ".."})
+
+
+def relative_path(path: str, base: str) -> str:
+    """``posixpath.relpath(path, base)``. The site's own paths (relative, with no empty, ``.`` or
+    ``..`` segment) are worked out from their segments: ``relpath`` asks the system for the
+    working directory on every call, and a build makes a link per record and per event."""
+    parts = path.split("/")
+    start = base.split("/") if base and base != "." else []
+    if _NOT_PLAIN.intersection(parts) or _NOT_PLAIN.intersection(start):
+        return posixpath.relpath(path, base or ".")
+    common = 0
+    for mine, theirs in zip(parts, start, strict=False):
+        if mine != theirs:
+            break
+        common += 1
+    return "/".join([".."] * (len(start) - common) + parts[common:]) or "."
 
 
 def shown_status(entry: IndexEntry, inactive: Sequence[str]) -> str:
