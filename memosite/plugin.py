@@ -211,7 +211,7 @@ class _AlwaysBuilt(File):
 @dataclass
 class _PageState:
     key: str
-    search: list[dict[str, Any]] = field(default_factory=list)
+    search: str = ""  # its search entries as JSON text (memosite.site.cache.docs_text)
 
 
 @dataclass
@@ -251,7 +251,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._overview_charts: dict[str, str] | None = None
         self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
         self._files_by_uri: dict[str, _VirtualPage] = {}  # src_uri -> this build's file (serve reuses them)
-        self._rows: dict[str, tuple[Any, str, str]] = {}  # src_uri -> (entry, url, records.json row)
+        self._rows: dict[str, tuple[str, str]] = {}  # src_uri -> (what it was made from, records.json row)
         # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
         self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
         self._record_keys: dict[str, tuple[str, str, str]] = {}  # src_uri -> (scope, basis, key)
@@ -269,6 +269,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self.reuse_markdown = True
         self._shared_markdown: SharedMarkdown | None = None
         self._shared_markdown_asked = False
+        self.rows_made = 0  # records.json rows the last build made afresh (the others were kept)
 
     @property
     def published_records(self) -> int:
@@ -381,7 +382,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
         assert self.vault_root is not None
         if self._memo is None:
-            self._memo = RecordMemo()
+            self._memo = RecordMemo() if self.serving else RecordMemo(dashboards=None)
         docs = list(files.documentation_pages())
         self._present = set()
         try:
@@ -475,7 +476,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._content = content
         self._files = files
         urls = {file.src_uri: file.url for file in files}
-        rows, self._rows = content.records_rows(lambda uri: urls.get(uri, uri), self._rows)
+        # A new process starts from the rows the page cache kept (each checked against its record).
+        rows, self._rows, self.rows_made = content.records_rows(
+            lambda uri: urls.get(uri, uri), self._rows or self._cache.rows
+        )
+        self._cache.rows = self._rows
         for row in rows:  # scanned row by row: an unchanged row is a digest lookup
             self._scanner.scan(row, content.records_json_uri)
         files.append(
@@ -644,7 +649,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             if not self._cache.copy_to(source, dest):
                 raise PluginError(f"memosite: the page cache lost {uri}; build again (it rebuilds the page)")
             self._handled.add(os.path.abspath(dest))
-        fresh = self._search_entries(site_dir, virtual)
+        self._search_entries(site_dir, virtual)
         _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
         self._scan_outputs(site_dir, virtual)
         if self._scanner.findings:
@@ -659,7 +664,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             key = self._keys[uri]
             reused = self._reuse.get(uri)
             if reused is None:
-                search = fresh.get(file.url, [])
+                search = self._search_text.get(uri, "")
                 self._cache.store(uri, key, file.abs_dest_path, search)
             else:
                 search = reused.search
@@ -679,14 +684,18 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._memory.written = written
         self._memory.dest_paths = {uri: f.abs_dest_path for uri, f in virtual.items()}
 
-    def _search_entries(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> dict[str, list[dict[str, Any]]]:
+    def _search_entries(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
         """Complete ``search_index.json``: entries of rendered pages (minus each record's "Record
-        details" section), cached entries of every other page; returns the fresh entries by URL."""
+        details" section), cached entries of every other page; each generated page's entries, as
+        JSON text, go into ``_search_text``."""
+        from memosite.site.cache import docs_text
+
         path = site_dir / SEARCH_INDEX
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
-            return {}
+            self._search_text = {}
+            return
         by_url: dict[str, list[dict[str, Any]]] = {}
         docs = data.get("docs", [])
         # Folded words in fields of their own: "cafe" finds "Café" as the CLI's search does.
@@ -706,15 +715,15 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 uri = ours[url]
                 reused = self._reuse.get(uri)
                 if reused is None:
-                    text = _docs_text(by_url.get(url, []))
+                    text = docs_text(by_url.get(url, []))
                 else:
-                    text = texts.get(uri, "") if isinstance(reused, _PageState) else _docs_text(reused.search)
+                    text = texts.get(uri, "") if isinstance(reused, _PageState) else reused.search
                 fresh_texts[uri] = text
             else:
                 rendered = file.page is not None and file.page.content is not None
                 docs = by_url.get(url, []) if rendered else others.get(url, [])
                 others[url] = docs
-                text = _docs_text(docs)
+                text = docs_text(docs)
             if text:
                 parts.append(text)
         self._memory.other_search = others
@@ -724,7 +733,6 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         config_text = json.dumps(config, separators=(",", ":"), default=str)
         path.write_text('{"config":' + config_text + ',"docs":[' + ",".join(parts) + "]}", encoding="utf-8")
         self._handled.add(os.path.abspath(path))
-        return by_url
 
     def _scan_outputs(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
         """Every output file this build wrote that no other check covered (records.json, feeds,
@@ -849,11 +857,6 @@ def _shows_overview(file: File) -> bool:
             return OVERVIEW_MARK in handle.read()
     except OSError:
         return False
-
-
-def _docs_text(docs: list[dict[str, Any]]) -> str:
-    """The entries as they stand in the index's ``docs`` list (one ``dumps`` for all of them)."""
-    return json.dumps(docs, separators=(",", ":"), default=str)[1:-1]
 
 
 def _with_charts(html_text: str, charts: dict[str, str] | None) -> str:

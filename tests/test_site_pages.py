@@ -330,6 +330,7 @@ def test_a_rebuild_reuses_home_figures_only_while_what_they_show_is_unchanged(
         )
     memo = RecordMemo()
     collect_site_content(vault, prefix="memory", projects=["shop"], memo=memo)
+    assert memo.dashboards is not None
     before = memo.dashboards.figures["shop"]
     path = sorted(vault.project_dir("shop").glob("traps/*.md"))[0]
     path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]

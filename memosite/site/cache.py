@@ -56,10 +56,15 @@ def digest(*parts: str) -> str:
 class CachedPage:
     key: str
     size: int
-    search: list[dict[str, Any]]
+    search: str  # the page's search entries as they stand in the index's ``docs`` list (JSON, no brackets)
     pack: str = ""  # the pack file holding the page's HTML
     offset: int = 0
     digest: str = ""  # of the HTML, as a site manifest records it (memosite.site.manifest.data_digest)
+
+
+def docs_text(docs: list[dict[str, Any]]) -> str:
+    """Search entries as they stand in the search index's ``docs`` list (one ``dumps`` for all)."""
+    return json.dumps(docs, separators=(",", ":"), default=str)[1:-1]
 
 
 def _pack_name() -> str:
@@ -78,6 +83,9 @@ class PageCache:
     scope: str
     pages: dict[str, CachedPage] = field(default_factory=dict)  # src_uri -> entry
     clean: set[str] = field(default_factory=set)  # digests of texts the scan found clean
+    # What the last build derived per record and the next one reuses while the record's file and
+    # the rest of what it was made from are unchanged: src_uri -> (stamp, records.json row).
+    rows: dict[str, tuple[str, str]] = field(default_factory=dict)
     _added: dict[str, CachedPage] = field(default_factory=dict)
     _writing: tuple[str, BinaryIO] | None = None  # this build's pack (name, temp file)
     _packs: dict[str, int] = field(default_factory=dict)  # pack name -> size (-1: missing)
@@ -101,15 +109,24 @@ class PageCache:
         if data.get("format") != FORMAT or data.get("scope") != scope:
             return cache
         for uri, item in data.get("pages", {}).items():
+            search = item.get("search", "")
             cache.pages[uri] = CachedPage(
                 str(item["key"]),
                 int(item["size"]),
-                list(item.get("search", [])),
+                # Kept as text, read and written as it stands (format 3 until 2026-12 kept a list).
+                search if isinstance(search, str) else docs_text(list(search)),
                 str(item["pack"]),
                 int(item["offset"]),
                 str(item["digest"]),
             )
         cache.clean = set(data.get("clean", []))
+        rows = data.get("rows")
+        if isinstance(rows, dict):
+            cache.rows = {
+                uri: (row[0], row[1])
+                for uri, row in rows.items()
+                if isinstance(row, list) and len(row) == 2 and all(isinstance(part, str) for part in row)
+            }
         return cache
 
     def _pack_path(self, name: str) -> Path:
@@ -181,7 +198,7 @@ class PageCache:
             return None
         return name, offset
 
-    def store(self, src_uri: str, key: str, built: str, search: list[dict[str, Any]]) -> None:
+    def store(self, src_uri: str, key: str, built: str, search: str) -> None:
         """Keep the page just built at ``built`` (kept on disk by :meth:`save`)."""
         if self.root is None:
             return
@@ -194,7 +211,7 @@ class PageCache:
         if where is not None:
             self._added[src_uri] = CachedPage(key, len(data), search, *where, data_digest(data))
 
-    def keep(self, src_uri: str, entry: CachedPage, search: list[dict[str, Any]] | None = None) -> None:
+    def keep(self, src_uri: str, entry: CachedPage, search: str | None = None) -> None:
         """Carry an entry reused by this build into the saved index."""
         # serve calls this for every unchanged page on each rebuild: no dataclasses.replace here.
         self._added[src_uri] = (
@@ -287,6 +304,7 @@ class PageCache:
                 for uri, p in self.pages.items()
             },
             "clean": sorted(self.clean),
+            "rows": self.rows,
         }
         try:
             self.root.mkdir(parents=True, exist_ok=True)

@@ -193,12 +193,12 @@ def newest_first(events: Iterable[ChangeEvent], limit: int | None = None) -> lis
     return sorted(events, key=_order, reverse=True)
 
 
-def by_week(events: Sequence[ChangeEvent]) -> list[tuple[str, list[ChangeEvent]]]:
-    """``(monday, events)`` newest week first; events newest first within a week."""
+def by_week(events: Iterable[ChangeEvent]) -> dict[str, list[ChangeEvent]]:
+    """The events by the Monday of their week, each week's in the order given."""
     weeks: dict[str, list[ChangeEvent]] = {}
-    for event in newest_first(events):
+    for event in events:
         weeks.setdefault(event.week, []).append(event)
-    return sorted(weeks.items(), reverse=True)
+    return weeks
 
 
 def weekly_counts(events: Sequence[ChangeEvent], actions: Sequence[str], weeks: Sequence[str]) -> list[int]:

@@ -336,12 +336,18 @@ def dashboard_page(
 
 
 def _changes_markdown(env: jinja2.Environment, project: str, base: str, events: list[changelog.ChangeEvent]) -> str:
-    all_weeks = changelog.by_week(events)
+    # Only the newest events of the weeks listed are put in order; older weeks are counted.
+    grouped = changelog.by_week(events)
+    newest = sorted(grouped, reverse=True)
     weeks = [
-        (week, [_event(e, base) for e in events[:CHANGELOG_EVENTS_PER_WEEK]], sum(e.count for e in events))
-        for week, events in all_weeks[:CHANGELOG_WEEKS]
+        (
+            week,
+            [_event(e, base) for e in changelog.newest_first(grouped[week], CHANGELOG_EVENTS_PER_WEEK)],
+            sum(e.count for e in grouped[week]),
+        )
+        for week in newest[:CHANGELOG_WEEKS]
     ]
-    older = [(week, changelog.action_counts(events)) for week, events in all_weeks[CHANGELOG_WEEKS:]]
+    older = [(week, changelog.action_counts(grouped[week])) for week in newest[CHANGELOG_WEEKS:]]
     return env.get_template("site/changelog.md.j2").render(
         project=project, weeks=weeks, older=older, actions=changelog.ACTIONS
     )

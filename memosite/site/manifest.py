@@ -87,18 +87,27 @@ def record_file(path: Path) -> WrittenFile:
 
 def unchanged(path: Path, written: WrittenFile) -> bool:
     """Whether ``path`` still holds what memosite wrote (a symlink or a directory never does)."""
+    return still_written(path, written) is not None
+
+
+def still_written(path: Path, written: WrittenFile) -> WrittenFile | None:
+    """``written`` as ``path`` stands now when it still holds what memosite wrote; None when it
+    does not (edited, replaced by something else, gone). A file whose content is the same under a
+    new time or inode (the folder was copied or moved) comes back with its new stat, so the next
+    look at it is a ``stat`` again and not a read."""
     try:
         info = os.lstat(path)
     except OSError:
-        return False
+        return None
     if not stat.S_ISREG(info.st_mode) or info.st_size != written.size:
-        return False
+        return None
     if (info.st_mtime_ns, info.st_ino) == (written.mtime_ns, written.inode):
-        return True
+        return written
     try:
-        return hmac.compare_digest(content_digest(path), written.digest)
+        same = hmac.compare_digest(content_digest(path), written.digest)
     except OSError:
-        return False
+        return None
+    return WrittenFile(written.digest, info.st_size, info.st_mtime_ns, info.st_ino) if same else None
 
 
 def relative_paths(root: Path, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
@@ -209,10 +218,11 @@ def _mac(key: bytes, text: str) -> str:
 def write_manifest(path: Path, generator: str, manifest: Manifest, key: bytes) -> None:
     """Write the signed manifest at ``path`` (atomically: a rename replaces the previous one)."""
     text = _signed_text(generator, manifest)
-    payload = json.loads(text)
-    payload["mac"] = _mac(key, text)
+    # The signed text is a JSON object: the signature goes in as one more member (a reader signs
+    # what it parsed again, so where the member stands does not matter).
+    payload = f'{text[:-1]},"mac":"{_mac(key, text)}"}}'
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(payload, separators=(",", ":")) + "\n", encoding="utf-8")
+    temp.write_text(payload + "\n", encoding="utf-8")
     os.replace(temp, path)
 
 

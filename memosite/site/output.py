@@ -23,7 +23,7 @@ from pathlib import Path
 from memosite.errors import BuildError, InvalidArguments
 from memosite.site.cache import PageCache
 from memosite.site.destination import GENERATOR, MANIFEST, Destination, Placement, remove_empty_dirs
-from memosite.site.manifest import Manifest, WrittenFile, content_digest, unchanged, within, write_manifest
+from memosite.site.manifest import Manifest, WrittenFile, content_digest, still_written, within, write_manifest
 
 
 def clean_site_dir(site_dir: Path) -> None:
@@ -85,8 +85,16 @@ def update_site(
     previous = destination.previous or Manifest()
     # Only the paths this build or the last one names are looked at, never the whole folder: a
     # file of a person's matters only where the site would put a file or need a directory.
-    edited = {name for name, written in previous.files.items() if not unchanged(target / name, written)}
-    edited = {name for name in edited if os.path.lexists(target / name)}
+    # One lstat per file of the last build says which are still memosite's (``intact``, with
+    # their stat now), which a person edited, and which are gone.
+    intact: dict[str, WrittenFile] = {}
+    edited: set[str] = set()
+    for name, recorded in previous.files.items():
+        now = still_written(target / name, recorded)
+        if now is not None:
+            intact[name] = now
+        elif os.path.lexists(target / name):
+            edited.add(name)
     # Every directory the site needs is checked, those the last build made too: one a person
     # replaced with a file or a link (into another folder) would take this build's files there.
     base = os.fspath(target)
@@ -98,26 +106,25 @@ def update_site(
         raise InvalidArguments(f"refusing to build into {target}: the site would replace {clashes[0]}, which {why}")
     target.mkdir(parents=True, exist_ok=True)
     made = frozenset(d for d in new_dirs if d in previous.dirs or not (target / d).exists())
-    # What memosite wrote there and nobody changed since.
-    intact = {name for name in previous.files if name not in edited and os.path.lexists(target / name)}
     written: dict[str, WrittenFile] = {}
     placed: list[str] = []
     # Until the last file is in, the manifest lists both builds: a build that dies half way leaves
     # a folder the next build can still tell apart from a person's files.
-    pending = Manifest({**previous.files}, previous.dirs | made)
-    write_manifest(target / MANIFEST, GENERATOR, pending, key)
+    # (When this build makes no directory the last one did not, that is the manifest in place.)
+    if destination.previous is None or not made <= previous.dirs:
+        write_manifest(target / MANIFEST, GENERATOR, Manifest({**previous.files}, previous.dirs | made), key)
     # The files of the last build this one does not have (a record that left) go first: a path
     # where the site now needs a directory is free before anything is put there.
     # Only files reached without passing through a link: a directory a person swapped for a link
     # into another folder never has files removed there.
-    removed = sorted(name for name in intact - new_files if within(target, name))
+    removed = sorted(name for name in intact.keys() - new_files if within(target, name))
     for name in removed:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
             (target / name).unlink()
     for name in staged:
         digest = content_digest(staging / name)
-        known = previous.files.get(name)
-        if known is not None and name in intact and known.digest == digest:
+        known = intact.get(name)
+        if known is not None and known.digest == digest:
             written[name] = known
             continue
         dest = target / name
@@ -127,8 +134,8 @@ def update_site(
         placed.append(name)
     for name, src_uri in cached.items():
         entry = cache.pages.get(src_uri) if cache is not None else None
-        known = previous.files.get(name)
-        if entry is not None and known is not None and name in intact and known.digest == entry.digest:
+        known = intact.get(name)
+        if entry is not None and known is not None and known.digest == entry.digest:
             written[name] = known
             continue
         if entry is None or cache is None or not cache.place(entry, target / name):
@@ -137,7 +144,8 @@ def update_site(
         placed.append(name)
     remove_empty_dirs(target, previous.dirs - new_dirs)
     manifest = Manifest(written, made)
-    write_manifest(target / MANIFEST, GENERATOR, manifest, key)
+    if destination.previous is None or manifest != destination.previous:
+        write_manifest(target / MANIFEST, GENERATOR, manifest, key)
     shutil.rmtree(staging, ignore_errors=True)
     kept = sorted(name for name in edited if name not in written)
     return SiteUpdate(kept=kept, written=placed, removed=removed, manifest=manifest)

@@ -25,7 +25,7 @@ from memosite.schema import format_iso, parse_datetime, utc_now
 from memosite.site import changelog, trust
 from memosite.site.dashboard import DashboardMemo, FeedSource, Overview, dashboard_page, overview_markdown
 from memosite.site.links import LinksHere, ProjectLinks
-from memosite.site.sitepage import PublishedRecord, SitePage, relative_url, shown_status
+from memosite.site.sitepage import PublishedRecord, SitePage, relative_path, relative_url, shown_status
 from memosite.template_files import DEFAULT_PREFIX, templates_checksum_for
 from memosite.vault import Vault
 from memosite.views import env_for, link_for, render_view
@@ -101,22 +101,26 @@ class SiteContent:
         return self._by_uri.get(src_uri)
 
     def records_rows(
-        self, url_for: Callable[[str], str], memo: dict[str, tuple[Any, str, str]] | None = None
-    ) -> tuple[list[str], dict[str, tuple[Any, str, str]]]:
+        self, url_for: Callable[[str], str], memo: dict[str, tuple[str, str]] | None = None
+    ) -> tuple[list[str], dict[str, tuple[str, str]], int]:
         """Each published record's row of ``records.json``, as JSON text (``url`` is relative to
-        the JSON file itself), and the rows by page for the next build: a row whose index entry,
-        verdict and URL are the ones it was made from is reused."""
+        the JSON file itself), the rows by page for the next build (a plain mapping of texts, so
+        the page cache can keep it for the next process) and how many rows were made afresh: a
+        row whose record file, computed fields, verdict, review state and URL are the ones it was
+        made from is reused."""
         base = posixpath.dirname(url_for(self.records_json_uri))
         memo = memo or {}
-        kept: dict[str, tuple[Any, str, str]] = {}
+        kept: dict[str, tuple[str, str]] = {}
         rows = []
+        made = 0
         for record in self.records:
             entry = record.entry
             absolute = url_for(record.src_uri)
             freshness = record.verdict.verdict if record.verdict is not None else None
+            stamp = f"{_file_stamp(entry)}\0{entry.layer or ''}\0{freshness}\0{record.pending}\0{absolute}"
             cached = memo.get(record.src_uri)
-            if cached is not None and cached[0][0] is entry and cached[0][1] == freshness and cached[1] == absolute:
-                text = cached[2]
+            if cached is not None and cached[0] == stamp:
+                text = cached[1]
             else:
                 url = relative_url(absolute, base)
                 row = {
@@ -136,9 +140,10 @@ class SiteContent:
                     "url": url,
                 }
                 text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-            kept[record.src_uri] = ((entry, freshness), absolute, text)
+                made += 1
+            kept[record.src_uri] = (stamp, text)
             rows.append(text)
-        return rows, kept
+        return rows, kept, made
 
     def records_json(self, url_for: Callable[[str], str], rows: list[str] | None = None) -> str:
         """``records.json``: every published record (see :meth:`records_rows`)."""
@@ -177,7 +182,7 @@ def inactive_reasons(entry: IndexEntry, now_iso: str) -> tuple[str, ...]:
 def _linked(target: IndexEntry | None, here: str) -> dict[str, str] | None:
     if target is None:
         return None
-    return {"title": target.title, "link": posixpath.relpath(link_for(target), posixpath.dirname(here))}
+    return {"title": target.title, "link": relative_path(link_for(target), posixpath.dirname(here) or ".")}
 
 
 _ATX_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$")
@@ -271,7 +276,9 @@ class RecordMemo:
     # path -> (what the page was rendered from: entry, why inactive, linked entries; its Markdown)
     pages: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
     templates: str = ""
-    dashboards: DashboardMemo = field(default_factory=DashboardMemo)
+    # None: a one-off build, whose dashboards are not worth remembering (their figures' basis is
+    # a tuple per record, for a next build that never comes).
+    dashboards: DashboardMemo | None = field(default_factory=DashboardMemo)
     # path -> (the records its "Links here" was made from, the answer)
     links: dict[str, tuple[tuple[IndexEntry | None, ...], LinksHere]] = field(default_factory=dict)
     # path -> (the basis and pending flag a page's digest was made from, the digest)
@@ -300,15 +307,21 @@ class RecordMemo:
         return sorted(known.values(), key=lambda e: e.path)
 
 
-def _links_here(graph: ProjectLinks, entry: IndexEntry, memo: RecordMemo) -> LinksHere:
-    """``graph.links_here(entry)``, the last answer when it was made from the same records."""
-    basis = graph.links_basis(entry)
+def _links_here(
+    graph: ProjectLinks, entry: IndexEntry, basis: tuple[IndexEntry | None, ...], memo: RecordMemo
+) -> LinksHere:
+    """``graph.links_here(entry)``, the last answer when it was made from the same records
+    (``basis``: ``graph.links_basis(entry)``)."""
     held = memo.links.get(entry.path)
-    if held is not None and len(held[0]) == len(basis) and all(a is b for a, b in zip(held[0], basis, strict=True)):
+    if held is not None and _same_entries(held[0], basis):
         return held[1]
     links = graph.links_here(entry)
     memo.links[entry.path] = (basis, links)
     return links
+
+
+def _same_entries(old: tuple[IndexEntry | None, ...], new: tuple[IndexEntry | None, ...]) -> bool:
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
 
 
 def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
@@ -318,17 +331,27 @@ def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
         and old[2] is new[2]
         and old[3] is new[3]
         and old[4] == new[4]
-        and old[5] == new[5]
+        and _same_entries(old[5], new[5])
     )
+
+
+def _file_stamp(entry: IndexEntry | None) -> str:
+    """What a record's row was read from: its file (path, time, size) and the fields the index
+    computes beside the file's own."""
+    if entry is None:
+        return ""
+    return f"{entry.path}\0{entry.mtime_ns}\0{entry.size}\0{entry.status}\0{entry.expires_at or ''}"
 
 
 def record_basis(templates: str, record: PublishedRecord, basis: tuple[Any, ...]) -> str:
     """A digest of everything a record page is made from: the templates (and the e-mail setting),
     the record's file as indexed (its path, time, size and computed expiry), why it is inactive
-    now, whether it waits for review, the records it links to, its verdict and what links to it."""
+    now, whether it waits for review, the records it links to, its verdict and the records its
+    "Links here" is made from (:meth:`ProjectLinks.links_basis`: equal files give an equal
+    section, so it need not be computed to know the page is the same)."""
     from memosite.site.cache import digest
 
-    entry, inactive, supersedes, superseded_by, verdict, links = basis
+    entry, inactive, supersedes, superseded_by, verdict, linked = basis
 
     def named(target: IndexEntry | None) -> str:
         return "" if target is None else f"{target.path}\0{target.title}"
@@ -344,7 +367,7 @@ def record_basis(templates: str, record: PublishedRecord, basis: tuple[Any, ...]
         named(supersedes),
         named(superseded_by),
         repr(verdict),
-        repr(links),
+        *map(_file_stamp, linked),
     )
 
 
@@ -382,7 +405,8 @@ def collect_site_content(
     if memo.templates != checksum:
         memo.pages.clear()
         memo.digests.clear()
-        memo.dashboards.clear()
+        if memo.dashboards is not None:
+            memo.dashboards.clear()
         memo.templates = checksum
     record_template = env.get_template("site/record.md.j2")
     verdicts = published_verdicts(vault.index(), content.projects)  # one query for the whole build
@@ -404,16 +428,16 @@ def collect_site_content(
                 entry, src_uri, inactive_reasons(entry, now_iso), verdict, include_pending and trust.is_pending(entry)
             )
             # A page depends on its row, on why it is inactive now, on the rows it links to, on its
-            # verdict and on what links to it; rows are re-read only when their file changed, so
-            # the same objects mean the same page.
-            links = _links_here(graph, entry, memo)
+            # verdict and on the records its "Links here" reads; rows are re-read only when their
+            # file changed, so the same objects mean the same page.
+            linked = graph.links_basis(entry)
             basis = (
                 entry,
                 record.inactive,
                 by_id.get(entry.supersedes or ""),
                 by_id.get(entry.superseded_by or ""),
                 verdict,
-                links,
+                linked,
             )
             earlier = memo.digests.get(entry.path)
             if earlier is not None and earlier[1] == record.pending and _same_basis(earlier[0], basis):
@@ -427,6 +451,7 @@ def collect_site_content(
             elif known is not None and known(src_uri, digest):
                 markdown = ""  # the caller holds this page: never rendered
             else:
+                links = _links_here(graph, entry, linked, memo)
                 context = _record_context(record, by_id, links, author_emails=author_emails)
                 markdown = record_template.render(r=context)
                 memo.pages[entry.path] = (basis, markdown)

@@ -1,0 +1,210 @@
+"""A warm build (a new build, the page cache of the last one kept) publishes exactly what a cold
+build of the same vault publishes, after every kind of change, and works again only on the records
+the change reaches (issue 24): each test changes the vault, builds the kept site again, builds a
+second site with no page cache at all, and compares the two folders file by file."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memosite.plugin import MemositePlugin
+from memosite.site.build import build_site, load_site_config, memosite_plugin, run_build
+from memosite.site.cache import CACHE_DIR
+from memosite.site.destination import GENERATOR, MANIFEST
+from memosite.site.manifest import manifest_key, read_manifest
+from memosite.store import forget_record, upsert_record
+from memosite.vault import Vault
+
+PROJECT = "shop"
+TITLES = ("Café rounding", "Ошибка округления", "Σφάλμα", "丸め誤差", "خطأ التقريب", "Emoji 🎉 race", "Plain lock")
+# The one thing two builds of the same vault may disagree on: when each compiled its views.
+_COMPILED = re.compile(rb"Last compiled: [0-9T:.Z-]+")
+
+
+def _fill(vault: Vault) -> None:
+    for n, title in enumerate(TITLES):
+        upsert_record(
+            vault,
+            PROJECT,
+            kind="trap",
+            # Each trap names the next one, so "Links here" ties the pages together.
+            body=f"{title}: body {n}. See [[trap-{(n + 1) % len(TITLES)}]].",
+            slug=f"trap-{n}",
+            frontmatter={"title": title, "severity": ("low", "high")[n % 2]},
+        )
+    upsert_record(vault, PROJECT, kind="decision", body="Keep money in cents.", slug="cents")
+
+
+def _tree(site: Path) -> dict[str, bytes]:
+    found = {}
+    for directory, _dirs, names in os.walk(site):
+        for name in names:
+            path = Path(directory) / name
+            if path.name != MANIFEST:
+                found[path.relative_to(site).as_posix()] = _COMPILED.sub(b"Last compiled: -", path.read_bytes())
+    return found
+
+
+def _cold(vault: Vault, out_dir: Path, **options: str) -> dict[str, bytes]:
+    """A build of ``vault`` with no page cache (the kept one is set aside, then put back)."""
+    cache = vault.internal_dir / CACHE_DIR
+    aside = out_dir.parent / f"{out_dir.name}-cache-aside"
+    if cache.exists():
+        shutil.move(cache, aside)
+    try:
+        build_site(vault, out_dir=out_dir, **options)  # type: ignore[arg-type]
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+        if aside.exists():
+            shutil.move(aside, cache)
+    return _tree(out_dir)
+
+
+def _assert_same(warm: dict[str, bytes], cold: dict[str, bytes]) -> None:
+    assert warm.keys() == cold.keys()
+    assert [name for name in sorted(warm) if warm[name] != cold[name]] == []
+
+
+def _warm_equals_cold(tmp_path: Path, vault: Vault, change: Callable[[Vault], None], **options: str) -> None:
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "warm")
+    change(vault)
+    build_site(vault, out_dir=tmp_path / "warm", **options)  # type: ignore[arg-type]
+    _assert_same(_tree(tmp_path / "warm"), _cold(vault, tmp_path / "cold", **options))
+
+
+def _record(vault: Vault, kind_dir: str, slug: str) -> Path:
+    return vault.root / "projects" / PROJECT / kind_dir / f"{slug}.md"
+
+
+def _edit(vault: Vault) -> None:
+    path = _record(vault, "traps", "trap-2")
+    path.write_text(path.read_text(encoding="utf-8").replace("body 2", "тело два 🎉"), encoding="utf-8")
+
+
+def _new_record_linking_to_an_old_one(vault: Vault) -> None:
+    upsert_record(vault, PROJECT, kind="trap", body="Also read [[trap-4]] (خطأ).", slug="trap-new")
+
+
+def _delete(vault: Vault) -> None:
+    forget_record(vault, PROJECT, record_id="trap-3", purge=True)
+
+
+def _rename(vault: Vault) -> None:
+    # By hand: the file moves to a new slug, its id (and the wiki links naming it) stay.
+    old = _record(vault, "traps", "trap-5")
+    old.rename(old.with_name("trap-five.md"))
+
+
+def _supersede(vault: Vault) -> None:
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="decision",
+        body="Keep money in μ-cents.",
+        slug="micro",
+        frontmatter={"supersedes": "cents"},
+    )
+
+
+def _template(vault: Vault) -> None:
+    from memosite.resources import data_path
+
+    own = vault.root / "templates" / "site"
+    own.mkdir(parents=True)
+    original = (data_path("templates") / "site" / "record.md.j2").read_text(encoding="utf-8")
+    (own / "record.md.j2").write_text(original + "\n\n*Ξ vault template*\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_edit, _new_record_linking_to_an_old_one, _delete, _rename, _supersede, _template],
+    ids=["edit", "new-record", "deletion", "rename", "supersession", "template"],
+)
+def test_a_warm_build_publishes_what_a_cold_build_publishes(
+    tmp_path: Path, vault: Vault, change: Callable[[Vault], None]
+) -> None:
+    _warm_equals_cold(tmp_path, vault, change)
+
+
+def test_a_warm_build_after_a_configuration_change_publishes_what_a_cold_build_publishes(
+    tmp_path: Path, vault: Vault
+) -> None:
+    _warm_equals_cold(tmp_path, vault, _edit, site_name="Лавка — mémoire")
+
+
+def test_a_warm_build_shows_a_new_link_on_the_page_it_points_at(tmp_path: Path, vault: Vault) -> None:
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    _new_record_linking_to_an_old_one(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    assert "trap-new" in (tmp_path / "site/memory/shop/traps/trap-4/index.html").read_text(encoding="utf-8")
+
+
+def _fresh_build(vault: Vault, site: Path) -> MemositePlugin:
+    """One build by a new plugin (as a new ``memosite build`` process makes), for its counts."""
+    config = load_site_config(vault, site_dir=site)
+    run_build(config)
+    return memosite_plugin(config)
+
+
+def test_a_warm_build_makes_records_json_rows_only_for_changed_records(tmp_path: Path, vault: Vault) -> None:
+    _fill(vault)
+    _fresh_build(vault, tmp_path / "first")
+    _edit(vault)
+    plugin = _fresh_build(vault, tmp_path / "second")
+    assert plugin.rows_made == 1
+    # The edited trap's page, and the page whose "Links here" lists it (trap-2 names trap-3).
+    rendered = {uri for uri in plugin._rendered if "/traps/" in uri or "/decisions/" in uri}
+    assert rendered == {"memory/shop/traps/trap-2.md", "memory/shop/traps/trap-3.md"}
+
+
+def test_a_warm_build_with_nothing_changed_makes_no_row_and_renders_no_record(tmp_path: Path, vault: Vault) -> None:
+    _fill(vault)
+    _fresh_build(vault, tmp_path / "first")
+    plugin = _fresh_build(vault, tmp_path / "second")
+    assert plugin.rows_made == 0
+    assert not {uri for uri in plugin._rendered if "/traps/" in uri or "/decisions/" in uri}
+
+
+def test_a_moved_site_folder_is_read_once_and_stat_ed_after(tmp_path: Path, vault: Vault) -> None:
+    # A copy keeps every byte but gives each file a new inode and time: the first build into it
+    # reads the files to know them as memosite's, and records their new stat for the next one.
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    shutil.copytree(tmp_path / "site", tmp_path / "moved")
+    shutil.rmtree(tmp_path / "site")
+    build_site(vault, out_dir=tmp_path / "moved")
+    manifest = read_manifest(tmp_path / "moved" / MANIFEST, GENERATOR, manifest_key())
+    assert manifest is not None
+    for name, written in manifest.files.items():
+        info = os.lstat(tmp_path / "moved" / name)
+        assert (written.inode, written.mtime_ns, written.size) == (info.st_ino, info.st_mtime_ns, info.st_size), name
+
+
+def test_a_page_cache_that_kept_search_entries_as_a_list_is_still_used(tmp_path: Path, vault: Vault) -> None:
+    # Caches written before the entries were kept as text hold them as a JSON list.
+    import json
+
+    from memosite.site.cache import PageCache
+
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    [index] = (vault.internal_dir / CACHE_DIR).glob("index-*.json")
+    data = json.loads(index.read_text(encoding="utf-8"))
+    as_text = {uri: page["search"] for uri, page in data["pages"].items()}
+    for page in data["pages"].values():
+        page["search"] = json.loads(f"[{page['search']}]")
+    index.write_text(json.dumps(data), encoding="utf-8")
+    cache = PageCache.open(vault.internal_dir, data["scope"])
+    assert {uri: page.search for uri, page in cache.pages.items()} == as_text
+    assert any("Caf" in text for text in as_text.values())  # pages with entries were converted back
+    _edit(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    _assert_same(_tree(tmp_path / "site"), _cold(vault, tmp_path / "cold"))
