@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import gc
 import inspect
 import itertools
 import re
@@ -50,6 +51,7 @@ class _Allowance:
 
 
 _current: contextvars.ContextVar[_Allowance | None] = contextvars.ContextVar("memosite_render_allowance", default=None)
+_refused_heavy: contextvars.ContextVar[bool] = contextvars.ContextVar("memosite_render_refused_heavy", default=False)
 
 
 @contextlib.contextmanager
@@ -59,9 +61,19 @@ def render_allowance() -> Iterator[None]:
     if _current.get() is not None:
         yield
         return
-    token = _current.set(_Allowance(RENDER_TEXT))
+    if _refused_heavy.get():
+        # The frames of a render refused after building much hold it all in a reference cycle
+        # (its traceback) until a full collection: the next render would start with that memory.
+        _refused_heavy.set(False)
+        gc.collect()
+    allowance = _Allowance(RENDER_TEXT)
+    token = _current.set(allowance)
     try:
         yield
+    except BaseException:
+        if allowance.left < RENDER_TEXT - MAX_TEXT:
+            _refused_heavy.set(True)
+        raise
     finally:
         _current.reset(token)
 

@@ -503,6 +503,28 @@ MEMORY_BOMBS = {
     "a filter applied a million times": '{{ range(100000) | map("string") | map("center", 10**7) | list | length }}',
     "lipsum": "{{ lipsum(10**8) }}",
     "|tojson with a huge indent": "{{ [[1] * 1000] | tojson(indent=10**9) }}",
+    # Copies no operator makes: each is within the caps, a thousand kept in a list are not.
+    "a slice of a large text kept a thousand times": (
+        BIG + "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}{% set ns.xs = ns.xs + [s[i:]] %}{% endfor %}"
+    ),
+    "a list's slice kept a thousand times": (
+        '{% set xs = ("ab" * 500000) | list %}{% set ns = namespace(xs=[]) %}'
+        "{% for i in range(1000) %}{% set ns.xs = ns.xs + [xs[::-1]] %}{% endfor %}"
+    ),
+    "str.upper of a large text kept a thousand times": (
+        BIG + "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}{% set ns.xs = ns.xs + [s.upper()] %}"
+        "{% endfor %}"
+    ),
+    "str.encode of a large text kept a thousand times": (
+        BIG + '{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}{% set ns.xs = ns.xs + [s.encode("utf-32")] %}'
+        "{% endfor %}"
+    ),
+    "list.copy kept a thousand times": (
+        '{% set xs = ("ab" * 500000) | list %}{% set ns = namespace(xs=[]) %}'
+        "{% for i in range(1000) %}{% set ns.xs = ns.xs + [xs.copy()] %}{% endfor %}"
+    ),
+    "str.format with !r of a list of one large string": BIG + '{{ "{0!r}".format([s] * 1000) }}',
+    "str.format with !s of a list of one large string": BIG + '{{ "{0!s}".format([s] * 1000) }}',
 }
 
 
