@@ -542,16 +542,27 @@ def _join(params: dict[str, Any], what: str) -> None:
         charge_text(sum(text_size(item) for item in items) + max(len(items) - 1, 0) * separator, what)
 
 
+# A list object of its own costs about what this many references do (56 bytes and more): |batch
+# and |slice make one per batch, which the items of their result do not count.
+_LIST_COST = 8
+
+
 def _batch(params: dict[str, Any], what: str) -> None:
-    count = params.get("linecount")
+    count, items = params.get("linecount"), params.get("value")
     if isinstance(count, int) and count > MAX_ITEMS:
         raise _refuse("batches", count, MAX_ITEMS, "items")
+    if isinstance(count, int) and count > 0 and isinstance(items, list):
+        filled = count if params.get("fill_with") is not None else 0  # the last batch padded to size
+        charge_items(-(-len(items) // count) * _LIST_COST + filled, "the batches of |batch")
 
 
 def _slice(params: dict[str, Any], what: str) -> None:
     count = params.get("slices")
     if isinstance(count, int) and count > MAX_ITEMS:
         raise _refuse("slices", count, MAX_ITEMS, "items")
+    if isinstance(count, int) and count > 0:
+        filled = count if params.get("fill_with") is not None else 0  # one pad per slice, at most
+        charge_text(count * _LIST_COST + filled, "the slices of |slice")
 
 
 def _sum(params: dict[str, Any], what: str) -> None:

@@ -524,6 +524,14 @@ MEMORY_BOMBS = {
         "{% for i in range(1000) %}{% set ns.xs = ns.xs + [xs.copy()] %}{% endfor %}"
     ),
     "str.format with !r of a list of one large string": BIG + '{{ "{0!r}".format([s] * 1000) }}',
+    "|batch padded to a million kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + (range(1) | batch(10**6, i) | list) %}{% endfor %}"
+    ),
+    "|batch of one kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [range(10**5) | batch(1) | list] %}{% endfor %}"
+    ),
     "str.format with !s of a list of one large string": BIG + '{{ "{0!s}".format([s] * 1000) }}',
 }
 
