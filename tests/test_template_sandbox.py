@@ -528,6 +528,19 @@ MEMORY_BOMBS = {
         "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
         "{% set ns.xs = ns.xs + (range(1) | batch(10**6, i) | list) %}{% endfor %}"
     ),
+    # Items that are new objects (the ints of range(), a dict's entries) cost far more than a character.
+    "a list of range() kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [range(10**5) | list] %}{% endfor %}"
+    ),
+    "dict.fromkeys kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [dict.fromkeys(range(10**5))] %}{% endfor %}"
+    ),
+    "a namespace copying a large dict kept a thousand times": (
+        "{% set d = dict.fromkeys(range(10**5)) %}{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [namespace(d)] %}{% endfor %}"
+    ),
     "|batch of one kept a thousand times": (
         "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
         "{% set ns.xs = ns.xs + [range(10**5) | batch(1) | list] %}{% endfor %}"
