@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import jinja2
 import jinja2.bccache
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
-from jinja2.runtime import Context, markup_join
+from jinja2.runtime import Context, Macro, markup_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEscapeFormatter, SandboxedFormatter
 from markupsafe import Markup
 
@@ -234,16 +236,52 @@ def _printed(value: Any) -> Any:
     return value
 
 
+def _check_conversion(value: Any, conversion: str | None) -> None:
+    # `{0!r}`/`{0!s}`/`{0!a}` turn the value into text before format_field sees it: `!r` quotes
+    # and escapes each text it holds, `!a` writes up to ten characters for one.
+    if conversion in ("r", "s", "a"):
+        size = text_size((value,)) if conversion == "r" else text_size(value)
+        charge_text(size * (10 if conversion == "a" else 1), "the text of str.format()")
+
+
 class _CheckedFormatter(SandboxedFormatter):
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        _check_conversion(value, conversion)
+        return super().convert_field(value, conversion)
+
     def format_field(self, value: Any, format_spec: str) -> Any:
         charge_text(format_field_size(value, format_spec), "the text of str.format()")
         return super().format_field(value, format_spec)
 
 
 class _CheckedEscapeFormatter(SandboxedEscapeFormatter):
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        _check_conversion(value, conversion)
+        return super().convert_field(value, conversion)
+
     def format_field(self, value: Any, format_spec: str) -> Any:
         charge_text(format_field_size(value, format_spec), "the text of str.format()")
         return super().format_field(value, format_spec)
+
+
+class _SandboxCodeGenerator(CodeGenerator):
+    """Jinja's code generator, with a slice (``s[1:]``) going through ``environment.getitem`` as
+    any other subscript does (Jinja writes a slice as Python's own, where no check sees it)."""
+
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        if not isinstance(node.arg, nodes.Slice):
+            super().visit_Getitem(node, frame)
+            return
+        self.write("environment.getitem(")
+        self.visit(node.node, frame)
+        self.write(", slice(")
+        for position, part in enumerate((node.arg.start, node.arg.stop, node.arg.step)):
+            self.write(", " if position else "")
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+        self.write("))")
 
 
 class VaultSandbox(ImmutableSandboxedEnvironment):
@@ -255,6 +293,7 @@ class VaultSandbox(ImmutableSandboxedEnvironment):
     template_class = _BudgetedTemplate
     # The operators that can make a value larger than their operands (see template_limits).
     intercepted_binops = frozenset({"*", "**", "+", "%"})
+    code_generator_class = _SandboxCodeGenerator
     concat = staticmethod(checked_concat)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -274,15 +313,25 @@ class VaultSandbox(ImmutableSandboxedEnvironment):
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         # Jinja passes the loop's and block's variables along as keywords of its own (a call of
         # something that asks for the context gets them); the method's own arguments are the rest.
+        what = f"the result of {getattr(__obj, '__qualname__', None) or getattr(__obj, '__name__', 'a call')}()"
         if not isinstance(getattr(__obj, "__self__", None), (str, bytes)):
-            return super().call(__context, __obj, *args, **kwargs)
+            result = super().call(__context, __obj, *args, **kwargs)
+            # A macro's text was counted as its buffer; any other call's result (s.copy(),
+            # dict.fromkeys(...), a builtin's new list) is a new value a loop could keep many of.
+            return result if isinstance(__obj, Macro) else check_result(result, what)
         own = {name: value for name, value in kwargs.items() if name not in ("_loop_vars", "_block_vars")}
         checked = predict_method(__obj, args, own)
-        if checked is None:
-            return super().call(__context, __obj, *args, **kwargs)
-        args, own = checked
-        result = super().call(__context, __obj, *args, **own, **{k: v for k, v in kwargs.items() if k not in own})
-        return check_result(result, f"the result of str.{getattr(__obj, '__name__', '')}()")
+        if checked is not None:
+            args, own = checked
+            kwargs = {**own, **{k: v for k, v in kwargs.items() if k not in own}}
+        # Every str method's result is counted, not only the growing ones': s.upper() or s.encode()
+        # of a large text kept in a list a thousand times is a thousand copies.
+        return check_result(super().call(__context, __obj, *args, **kwargs), what)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        # A slice is a copy (s[1:] of a large text, a list's [::-1]): counted like any value built.
+        result = super().getitem(obj, argument)
+        return check_result(result, "the result of a slice") if isinstance(argument, slice) else result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         if super().wrap_str_format(value) is None:
@@ -321,10 +370,12 @@ class VaultSandbox(ImmutableSandboxedEnvironment):
     def handle_exception(self, source: str | None = None) -> NoReturn:
         error = sys.exc_info()[1]
         if isinstance(error, SecurityError):
-            raise refusal(error, self.override_dir) from None
-        if isinstance(error, RecursionError):
-            raise refusal(_TOO_DEEP, self.override_dir) from None
-        super().handle_exception(source)
+            refused = refusal(error, self.override_dir)
+        elif isinstance(error, RecursionError):
+            refused = refusal(_TOO_DEEP, self.override_dir)
+        else:
+            super().handle_exception(source)
+        raise refused from None
 
 
 # A macro that calls itself without end stops at Python's recursion limit: a refusal like the others.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import gc
 import inspect
 import itertools
 import re
@@ -38,6 +39,11 @@ MAX_INT_BITS = 1 << 16
 # Everything the checked operations of one render produce, together (a view, a row, a page): the
 # largest view memosite writes of a 10,000-record vault is a few MB, counted a few times over.
 RENDER_TEXT = 128 * 1024 * 1024
+# What an item of a collection is counted as, in characters of RENDER_TEXT: a reference is 8 bytes
+# and a character at most 4, and an item is often a new object too (an int of range() is 32 bytes
+# more). Counted as one character, a thousand lists of 10**5 new ints each passed as 100 Mi
+# "characters" while they held 4 GB.
+ITEM_COST = 8
 
 
 class RenderMemoryExceeded(SecurityError):
@@ -50,6 +56,7 @@ class _Allowance:
 
 
 _current: contextvars.ContextVar[_Allowance | None] = contextvars.ContextVar("memosite_render_allowance", default=None)
+_refused_heavy: contextvars.ContextVar[bool] = contextvars.ContextVar("memosite_render_refused_heavy", default=False)
 
 
 @contextlib.contextmanager
@@ -59,9 +66,19 @@ def render_allowance() -> Iterator[None]:
     if _current.get() is not None:
         yield
         return
-    token = _current.set(_Allowance(RENDER_TEXT))
+    if _refused_heavy.get():
+        # The frames of a render refused after building much hold it all in a reference cycle
+        # (its traceback) until a full collection: the next render would start with that memory.
+        _refused_heavy.set(False)
+        gc.collect()
+    allowance = _Allowance(RENDER_TEXT)
+    token = _current.set(allowance)
     try:
         yield
+    except BaseException:
+        if allowance.left < RENDER_TEXT - MAX_TEXT:
+            _refused_heavy.set(True)
+        raise
     finally:
         _current.reset(token)
 
@@ -115,11 +132,11 @@ def checked_concat(parts: Iterable[str]) -> str:
 
 
 def charge_items(count: int, what: str) -> None:
-    """Refuse a collection of ``count`` items past :data:`MAX_ITEMS` (counted as text: a
-    reference costs about what a character does)."""
+    """Refuse a collection of ``count`` items past :data:`MAX_ITEMS`, and count each against the
+    render as :data:`ITEM_COST` characters."""
     if count > MAX_ITEMS:
         raise _refuse(what, count, MAX_ITEMS, "items")
-    charge_text(count, what)
+    _spend(count * ITEM_COST)
 
 
 def check_int_bits(bits: int, what: str) -> None:
@@ -229,8 +246,14 @@ def check_result(value: Any, what: str) -> Any:
             allowance.left -= size
             if allowance.left < 0:
                 _spend(0)
-    elif isinstance(value, (list, tuple, dict, set, frozenset)):
+    elif isinstance(value, (list, tuple)):
         charge_items(len(value), what)
+    elif isinstance(value, (dict, set, frozenset, Namespace)):
+        # A hash table's entry is a hash and two references in a table kept partly empty
+        # (namespace(d) copies d into one of its own).
+        entries = len(getattr(value, "_Namespace__attrs", None) or ()) if isinstance(value, Namespace) else len(value)
+        charge_items(entries, what)
+        _spend(entries * 3 * ITEM_COST)
     elif isinstance(value, int) and not isinstance(value, bool):
         check_int_bits(value.bit_length(), what)
     return value
@@ -530,16 +553,29 @@ def _join(params: dict[str, Any], what: str) -> None:
         charge_text(sum(text_size(item) for item in items) + max(len(items) - 1, 0) * separator, what)
 
 
+# A list object of its own costs about what this many items do (56 bytes and more): |batch and
+# |slice make one per batch, which the items of their result do not count.
+_LIST_COST = 8
+
+
 def _batch(params: dict[str, Any], what: str) -> None:
-    count = params.get("linecount")
+    count, items = params.get("linecount"), params.get("value")
     if isinstance(count, int) and count > MAX_ITEMS:
         raise _refuse("batches", count, MAX_ITEMS, "items")
+    if isinstance(count, int) and count > 0 and isinstance(items, list):
+        filled = count if params.get("fill_with") is not None else 0  # the last batch padded to size
+        charge_items(filled, "the batches of |batch")
+        _spend(-(-len(items) // count) * _LIST_COST * ITEM_COST)
 
 
 def _slice(params: dict[str, Any], what: str) -> None:
     count = params.get("slices")
     if isinstance(count, int) and count > MAX_ITEMS:
         raise _refuse("slices", count, MAX_ITEMS, "items")
+    if isinstance(count, int) and count > 0:
+        filled = count if params.get("fill_with") is not None else 0  # one pad per slice, at most
+        charge_items(filled, "the slices of |slice")
+        _spend(count * _LIST_COST * ITEM_COST)
 
 
 def _sum(params: dict[str, Any], what: str) -> None:

@@ -328,7 +328,7 @@ def _proposes(
     """An agent's change of ``existing`` waits beside it instead of replacing it: the record serves
     (no review of it is under way), and a person approved it (of a kind the brief serves, see
     :data:`~memosite.provenance.GUARDED_KINDS`; of any kind when the change moves its expiry; of
-    any kind but scratch when it rewrites the text or the title) or ``review.required`` names its
+    any kind but scratch when it rewrites the text, the title or the status) or ``review.required`` names its
     kind. Whoever wrote the text: an agent changing a person's record only in its fields proposes
     too."""
     if existing is None or is_pending(existing.frontmatter):
@@ -347,7 +347,9 @@ def _proposes(
         return True
     retitles = "title" in incoming and incoming["title"] != existing.frontmatter.get("title")
     rewrites = body is not None and body != existing.body
-    return kind != "scratch" and (retitles or rewrites)
+    # A status set alone retires it as surely: superseded or archived, it is hidden and terminal.
+    restatus = "status" in incoming and incoming["status"] != existing.status
+    return kind != "scratch" and (retitles or rewrites or restatus)
 
 
 def _displaces(older: Record | None, older_id: str | None, own_id: Any) -> bool:

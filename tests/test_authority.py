@@ -806,3 +806,23 @@ def test_an_agents_author_always_says_it_is_an_agent_whatever_it_calls_itself(
 def test_agent_labels_keep_names_in_every_script() -> None:
     for name in ("Кодекс", "克劳德", "Ελένη", "وكيل", "Agent 🤖", "@anthropic-ai/claude-code"):
         assert agent_label(name, "x") == name
+
+
+@pytest.mark.parametrize("kind", ["log", "prompt", "review", "session"])
+@pytest.mark.parametrize("status", ["superseded", "archived"])
+def test_an_agent_cannot_retire_a_persons_log_prompt_or_review_by_its_status(
+    vault_dir: Path, run_cli: Any, kind: str, status: str
+) -> None:
+    # Before: only the text, the title and the expiry of these kinds were guarded, so an agent's
+    # upsert that set the status alone made a person's incident log terminal (hidden, and refused
+    # to every later write) without a review.
+    vault_with(vault_dir)
+    body = "Root cause: the café's DNS ✈ (Ошибка, 事故).\n"
+    done = run_cli("upsert", "--kind", kind, "--slug", "incident-8", "--title", "Ἀρχή", "--body", body)
+    assert done.exit_code == 0, done.stderr
+    path = next(vault_dir.glob("projects/demo/*/incident-8.md"))
+    before = path.read_bytes()
+    proposed = agent(vault_dir, "upsert", kind=kind, slug="incident-8", status=status)
+    assert proposed["action"] == "proposed" and proposed["pending"] is True
+    assert path.read_bytes() == before
+    assert run_cli("get", "incident-8", "--json").json()["frontmatter"]["status"] == "active"

@@ -503,6 +503,49 @@ MEMORY_BOMBS = {
     "a filter applied a million times": '{{ range(100000) | map("string") | map("center", 10**7) | list | length }}',
     "lipsum": "{{ lipsum(10**8) }}",
     "|tojson with a huge indent": "{{ [[1] * 1000] | tojson(indent=10**9) }}",
+    # Copies no operator makes: each is within the caps, a thousand kept in a list are not.
+    "a slice of a large text kept a thousand times": (
+        BIG + "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}{% set ns.xs = ns.xs + [s[i:]] %}{% endfor %}"
+    ),
+    "a list's slice kept a thousand times": (
+        '{% set xs = ("ab" * 500000) | list %}{% set ns = namespace(xs=[]) %}'
+        "{% for i in range(1000) %}{% set ns.xs = ns.xs + [xs[::-1]] %}{% endfor %}"
+    ),
+    "str.upper of a large text kept a thousand times": (
+        BIG + "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}{% set ns.xs = ns.xs + [s.upper()] %}"
+        "{% endfor %}"
+    ),
+    "str.encode of a large text kept a thousand times": (
+        BIG + '{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}{% set ns.xs = ns.xs + [s.encode("utf-32")] %}'
+        "{% endfor %}"
+    ),
+    "list.copy kept a thousand times": (
+        '{% set xs = ("ab" * 500000) | list %}{% set ns = namespace(xs=[]) %}'
+        "{% for i in range(1000) %}{% set ns.xs = ns.xs + [xs.copy()] %}{% endfor %}"
+    ),
+    "str.format with !r of a list of one large string": BIG + '{{ "{0!r}".format([s] * 1000) }}',
+    "|batch padded to a million kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + (range(1) | batch(10**6, i) | list) %}{% endfor %}"
+    ),
+    # Items that are new objects (the ints of range(), a dict's entries) cost far more than a character.
+    "a list of range() kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [range(10**5) | list] %}{% endfor %}"
+    ),
+    "dict.fromkeys kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [dict.fromkeys(range(10**5))] %}{% endfor %}"
+    ),
+    "a namespace copying a large dict kept a thousand times": (
+        "{% set d = dict.fromkeys(range(10**5)) %}{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [namespace(d)] %}{% endfor %}"
+    ),
+    "|batch of one kept a thousand times": (
+        "{% set ns = namespace(xs=[]) %}{% for i in range(1000) %}"
+        "{% set ns.xs = ns.xs + [range(10**5) | batch(1) | list] %}{% endfor %}"
+    ),
+    "str.format with !s of a list of one large string": BIG + '{{ "{0!s}".format([s] * 1000) }}',
 }
 
 
