@@ -773,14 +773,24 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         lists only the pages it read)."""
         from mkdocs.commands.build import _build_theme_template
 
-        if not self._withheld or "sitemap.xml" not in config.theme.static_templates:
-            return
+        if not (self._withheld and config.site_url) or "sitemap.xml" not in config.theme.static_templates:
+            return  # with no site_url a page has no address to list: MkDocs' sitemap is complete
         if not (Path(config.site_dir) / "sitemap.xml").is_file():
             return  # the theme wrote none (an empty one is skipped)
-        pages = [
-            file if file.src_uri not in self._withheld else _Unread(file, config.site_url)
-            for file in self._published_pages()
-        ]
+        from urllib.parse import urljoin, urlsplit
+
+        from mkdocs.utils import get_build_date
+
+        base = config.site_url if config.site_url.endswith("/") else config.site_url + "/"
+        date, withheld = get_build_date(), self._withheld
+        pages: list[Any] = []
+        for file in self._published_pages():
+            if file.src_uri in withheld:
+                # What a sitemap template reads of a page, as Page would set it.
+                canonical = urljoin(base, file.url)
+                pages.append(_Unread(_UnreadPage(file.url, canonical, urlsplit(canonical).path, date)))
+            else:
+                pages.append(file)
         assert self._files is not None
         env = config.plugins.on_env(config.theme.get_env(), config=config, files=self._files)
         _build_theme_template("sitemap.xml", env, _ListedPages(pages), config, self._nav)
@@ -822,35 +832,23 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._cache.forget_added()
 
 
+@dataclass(frozen=True)
 class _UnreadPage:
-    """What a sitemap template reads of a page, for a page MkDocs never read (as Page sets it)."""
+    """What a sitemap template reads of a page MkDocs never read."""
 
-    is_link = False
-    is_page = True
-
-    def __init__(self, file: File, site_url: str | None) -> None:
-        from urllib.parse import urljoin, urlsplit
-
-        from mkdocs.utils import get_build_date
-
-        self.file = file
-        self.url = file.url
-        self.update_date = get_build_date()
-        self.canonical_url: str | None = None
-        self.abs_url: str | None = None
-        if site_url:
-            base = site_url if site_url.endswith("/") else site_url + "/"
-            self.canonical_url = urljoin(base, self.url)
-            self.abs_url = urlsplit(self.canonical_url).path
+    url: str
+    canonical_url: str
+    abs_url: str
+    update_date: str
+    is_link: bool = False
+    is_page: bool = True
 
 
+@dataclass(frozen=True)
 class _Unread:
     """A withheld page's file as a template sees it: ``file.page`` answers."""
 
-    def __init__(self, file: File, site_url: str | None) -> None:
-        self.src_uri = file.src_uri
-        self.url = file.url
-        self.page = _UnreadPage(file, site_url)
+    page: _UnreadPage
 
 
 class _ListedPages(Files):
