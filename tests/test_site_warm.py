@@ -271,3 +271,52 @@ def test_links_to_withheld_pages_are_not_reported_as_links_to_excluded_pages(
     build_site(vault, out_dir=tmp_path / "site")
     assert not [r.getMessage() for r in caplog.records if "excluded from the built site" in r.getMessage()]
     assert (tmp_path / "site/memory/shop/traps/trap-1/index.html").is_file()
+
+
+def _thresholds_during(build: Callable[[], object]) -> list[tuple[int, int, int]]:
+    """The cycle collector's thresholds at each collection it ran during ``build``."""
+    import gc
+
+    seen: list[tuple[int, int, int]] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(gc.get_threshold())
+
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        build()
+    finally:
+        gc.callbacks.remove(note)
+    return seen
+
+
+def test_a_build_runs_the_cycle_collector_rarely_and_gives_its_thresholds_back(tmp_path: Path, vault: Vault) -> None:
+    import gc
+
+    from memosite.site.collector import BUILD_THRESHOLDS
+
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    _edit(vault)
+    before = gc.get_threshold()
+    seen = _thresholds_during(lambda: build_site(vault, out_dir=tmp_path / "site"))
+    assert gc.get_threshold() == before
+    # A build makes far more than 10,000 objects: the collector ran, at the build's pace, except
+    # at most once when the thresholds came back (what the build left counts against them then).
+    assert seen
+    assert sum(1 for threshold in seen if threshold < BUILD_THRESHOLDS) <= 1, seen
+
+
+def test_a_failed_build_gives_the_cycle_collectors_thresholds_back(tmp_path: Path, vault: Vault) -> None:
+    import gc
+
+    from memosite.errors import MemositeError
+
+    _fill(vault)
+    (tmp_path / "mkdocs.yml").write_text("site_name: ✗\nplugins:\n  - memosite\n  - no-such-plugin-ж\n", encoding="utf-8")
+    before = gc.get_threshold()
+    with pytest.raises(MemositeError):
+        build_site(vault, out_dir=tmp_path / "site", config_file=tmp_path / "mkdocs.yml")
+    assert gc.get_threshold() == before
