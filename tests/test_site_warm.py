@@ -315,7 +315,9 @@ def test_a_failed_build_gives_the_cycle_collectors_thresholds_back(tmp_path: Pat
     from memosite.errors import MemositeError
 
     _fill(vault)
-    (tmp_path / "mkdocs.yml").write_text("site_name: ✗\nplugins:\n  - memosite\n  - no-such-plugin-ж\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: ✗\nplugins:\n  - memosite\n  - no-such-plugin-ж\n", encoding="utf-8"
+    )
     before = gc.get_threshold()
     with pytest.raises(MemositeError):
         build_site(vault, out_dir=tmp_path / "site", config_file=tmp_path / "mkdocs.yml")
