@@ -40,6 +40,7 @@ import posixpath
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -270,6 +271,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._shared_markdown: SharedMarkdown | None = None
         self._shared_markdown_asked = False
         self.rows_made = 0  # records.json rows the last build made afresh (the others were kept)
+        # Outside serve, a record page taken from the page cache is not handed to MkDocs at all (no
+        # Page, no reading, no rendering): its File stays, excluded, so links to it still resolve;
+        # the plugin puts it in the sitemap and the search index itself. src_uris of this build.
+        self._withheld: set[str] = set()
+        self._nav: Any = None
 
     @property
     def published_records(self) -> int:
@@ -285,6 +291,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def rendered_pages(self) -> int:
         """How many generated pages the last build rendered (the rest came from the cache)."""
         return len(self._rendered)
+
+    @property
+    def pages_handed_to_mkdocs(self) -> int:
+        """How many generated pages the last build let MkDocs read (the rest it never saw as pages)."""
+        return sum(1 for file in self._files_by_uri.values() if file.src_uri not in self._withheld)
 
     @property
     def shared_markdown_pages(self) -> int:
@@ -419,6 +430,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._scope = scope
 
         self._keys, self._reuse, self._rendered, self._handled = {}, {}, set(), set()
+        self._withheld = set()
+        _QUIET_LINKS.targets = self._withheld
         previous_files, self._files_by_uri = self._files_by_uri, {}
         present = {file.src_uri for file in files}
         previous_keys, self._page_keys = self._page_keys, {}
@@ -468,6 +481,10 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                     raise PluginError(
                         f"memosite: the page cache lost {page.src_uri}; build again (it rebuilds the page)"
                     )
+                if not virtual.render_needed and page.role == "record" and not self.serving:
+                    # serve previews excluded pages (it would render them): only builds withhold.
+                    virtual.inclusion = InclusionLevel.EXCLUDED
+                    self._withheld.add(page.src_uri)
             self._files_by_uri[page.src_uri] = virtual
             files.append(virtual)
         for file in docs:
@@ -597,6 +614,10 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._scanner.scan_html(html_text, page.file.dest_uri, str(site_page.title), _toc_text(page.toc))
         return html_text
 
+    def on_nav(self, nav: Any, *, config: MkDocsConfig, files: Files) -> Any:
+        self._nav = nav  # the sitemap is rendered again with it when pages were withheld
+        return nav
+
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:
         # MkDocs makes a new theme environment for every build; serve would compile every theme
         # template again on each rebuild. Compiled templates are kept by their source's checksum.
@@ -650,6 +671,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 raise PluginError(f"memosite: the page cache lost {uri}; build again (it rebuilds the page)")
             self._handled.add(os.path.abspath(dest))
         self._search_entries(site_dir, virtual)
+        self._complete_sitemap(config)
         _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
         self._scan_outputs(site_dir, virtual)
         if self._scanner.findings:
@@ -709,7 +731,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         texts = self._search_text
         fresh_texts: dict[str, str] = {}
         assert self._files is not None and self._scanner is not None
-        for file in self._files.documentation_pages():
+        for file in self._published_pages():
             url = file.url
             if url in ours:
                 uri = ours[url]
@@ -733,6 +755,45 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         config_text = json.dumps(config, separators=(",", ":"), default=str)
         path.write_text('{"config":' + config_text + ',"docs":[' + ",".join(parts) + "]}", encoding="utf-8")
         self._handled.add(os.path.abspath(path))
+
+    def _published_pages(self) -> list[File]:
+        """The documentation pages this build publishes, in MkDocs' order, withheld ones too."""
+        assert self._files is not None
+        withheld = self._withheld
+        if not withheld:
+            return list(self._files.documentation_pages())
+        return [
+            file
+            for file in self._files
+            if file.is_documentation_page() and (file.inclusion.is_included() or file.src_uri in withheld)
+        ]
+
+    def _complete_sitemap(self, config: MkDocsConfig) -> None:
+        """Render the theme's sitemap again as MkDocs does, withheld pages in their places (MkDocs
+        lists only the pages it read)."""
+        from mkdocs.commands.build import _build_theme_template
+
+        if not (self._withheld and config.site_url) or "sitemap.xml" not in config.theme.static_templates:
+            return  # with no site_url a page has no address to list: MkDocs' sitemap is complete
+        if not (Path(config.site_dir) / "sitemap.xml").is_file():
+            return  # the theme wrote none (an empty one is skipped)
+        from urllib.parse import urljoin, urlsplit
+
+        from mkdocs.utils import get_build_date
+
+        base = config.site_url if config.site_url.endswith("/") else config.site_url + "/"
+        date, withheld = get_build_date(), self._withheld
+        pages: list[Any] = []
+        for file in self._published_pages():
+            if file.src_uri in withheld:
+                # What a sitemap template reads of a page, as Page would set it.
+                canonical = urljoin(base, file.url)
+                pages.append(_Unread(_UnreadPage(file.url, canonical, urlsplit(canonical).path, date)))
+            else:
+                pages.append(file)
+        assert self._files is not None
+        env = config.plugins.on_env(config.theme.get_env(), config=config, files=self._files)
+        _build_theme_template("sitemap.xml", env, _ListedPages(pages), config, self._nav)
 
     def _scan_outputs(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
         """Every output file this build wrote that no other check covered (records.json, feeds,
@@ -769,6 +830,62 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._files_by_uri = {}
         if self._cache is not None:
             self._cache.forget_added()
+
+
+@dataclass(frozen=True)
+class _UnreadPage:
+    """What a sitemap template reads of a page MkDocs never read."""
+
+    url: str
+    canonical_url: str
+    abs_url: str
+    update_date: str
+    is_link: bool = False
+    is_page: bool = True
+
+
+@dataclass(frozen=True)
+class _Unread:
+    """A withheld page's file as a template sees it: ``file.page`` answers."""
+
+    page: _UnreadPage
+
+
+class _ListedPages(Files):
+    """Files whose documentation pages are the given list (withheld pages in their places)."""
+
+    def __init__(self, pages: list[Any]) -> None:
+        super().__init__([])
+        self._pages = pages
+
+    def documentation_pages(self, *, inclusion: Any = None) -> Sequence[File]:
+        return self._pages
+
+
+class _WithheldLinks(logging.Filter):
+    """Drops MkDocs' note that a page links to an excluded page when memosite withheld that page
+    (it is published: placed from the page cache)."""
+
+    _TAIL = "' which is excluded from the built site."
+    _HEAD = "link to '"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.targets:
+            return True
+        message = record.getMessage()
+        if not message.endswith(self._TAIL):
+            return True
+        start = message.rfind(self._HEAD)
+        return start < 0 or message[start + len(self._HEAD) : -len(self._TAIL)] not in self.targets
+
+
+_QUIET_LINKS = _WithheldLinks()
+for _engine in ("mkdocs", "properdocs"):
+    logging.getLogger(f"{_engine}.structure.pages").addFilter(_QUIET_LINKS)
 
 
 @functools.cache

@@ -243,3 +243,24 @@ def test_a_signed_manifest_reads_back_and_any_change_to_it_is_refused(
     except SafetyViolation:
         return
     assert read == manifest  # only a change JSON reads as the same manifest (e.g. in whitespace)
+
+
+def test_a_manifest_with_files_slipped_in_after_its_signature_is_refused(tmp_path: Path) -> None:
+    # The signature ends the manifest as written; members added behind it are not signed.
+    key = os.urandom(32)
+    manifest = Manifest({"index.html": WrittenFile("0" * 64, 1, 0, 0)}, frozenset())
+    write_manifest(tmp_path / MANIFEST, "memosite build", manifest, key)
+    text = (tmp_path / MANIFEST).read_text(encoding="utf-8").rstrip("\n")
+    evil = text[:-1] + ',"files":{"../ключ.txt":["' + "0" * 64 + '",1,0,0]}}'
+    (tmp_path / MANIFEST).write_text(evil, encoding="utf-8")
+    with pytest.raises(SafetyViolation):
+        read_manifest(tmp_path / MANIFEST, "memosite build", key)
+
+
+def test_a_signed_manifest_laid_out_another_way_still_reads_as_what_was_signed(tmp_path: Path) -> None:
+    key = os.urandom(32)
+    manifest = Manifest({"café/日本.html": WrittenFile("ab" * 32, 7, 1, 2)}, frozenset({"café"}))
+    write_manifest(tmp_path / MANIFEST, "memosite build", manifest, key)
+    data = json.loads((tmp_path / MANIFEST).read_text(encoding="utf-8"))
+    (tmp_path / MANIFEST).write_text(json.dumps({"mac": data.pop("mac"), **data}, indent=1), encoding="utf-8")
+    assert read_manifest(tmp_path / MANIFEST, "memosite build", key) == manifest

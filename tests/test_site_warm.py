@@ -5,6 +5,7 @@ second site with no page cache at all, and compares the two folders file by file
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -208,3 +209,116 @@ def test_a_page_cache_that_kept_search_entries_as_a_list_is_still_used(tmp_path:
     _edit(vault)
     build_site(vault, out_dir=tmp_path / "site")
     _assert_same(_tree(tmp_path / "site"), _cold(vault, tmp_path / "cold"))
+
+
+def _new_project(vault: Vault) -> None:
+    upsert_record(vault, "garden", kind="trap", body="Ρίζα 🌱 — see the shop's [[trap-1]].", slug="root")
+
+
+def test_a_warm_build_after_a_project_is_added_publishes_what_a_cold_build_publishes(
+    tmp_path: Path, vault: Vault
+) -> None:
+    _warm_equals_cold(tmp_path, vault, _new_project)
+
+
+def test_a_warm_build_with_a_site_url_publishes_the_sitemap_and_search_index_of_a_cold_build(
+    tmp_path: Path, vault: Vault
+) -> None:
+    # Pages taken from the page cache are never read by MkDocs: its sitemap would leave them out.
+    url = "https://example.org/лавка/"
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "warm", site_url=url)
+    _edit(vault)
+    build_site(vault, out_dir=tmp_path / "warm", site_url=url)
+    warm, cold = _tree(tmp_path / "warm"), _cold(vault, tmp_path / "cold", site_url=url)
+    _assert_same(warm, cold)
+    sitemap = warm["sitemap.xml"].decode("utf-8")
+    for n in range(len(TITLES)):
+        assert f"/memory/shop/traps/trap-{n}/</loc>" in sitemap
+    assert b"trap-0" in warm["search/search_index.json"]
+
+
+def test_a_warm_build_hands_mkdocs_only_the_record_pages_it_renders(tmp_path: Path, vault: Vault) -> None:
+    _fill(vault)
+    _fresh_build(vault, tmp_path / "first")
+    _edit(vault)
+    plugin = _fresh_build(vault, tmp_path / "second")
+    handed = {uri for uri in plugin._files_by_uri if uri not in plugin._withheld}
+    records = {uri for uri in handed if "/traps/" in uri or "/decisions/" in uri}
+    assert records == {"memory/shop/traps/trap-2.md", "memory/shop/traps/trap-3.md"}
+    assert plugin.pages_handed_to_mkdocs == len(handed)
+    assert len(plugin._withheld) == len(TITLES) + 1 - len(records)
+
+
+def test_a_record_whose_links_here_changed_is_handed_to_mkdocs_again(tmp_path: Path, vault: Vault) -> None:
+    _fill(vault)
+    _fresh_build(vault, tmp_path / "first")
+    _new_record_linking_to_an_old_one(vault)
+    plugin = _fresh_build(vault, tmp_path / "second")
+    assert "memory/shop/traps/trap-4.md" not in plugin._withheld
+    assert "memory/shop/traps/trap-4.md" in plugin._rendered
+    assert "memory/shop/traps/trap-0.md" in plugin._withheld
+
+
+def test_links_to_withheld_pages_are_not_reported_as_links_to_excluded_pages(
+    tmp_path: Path, vault: Vault, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The rendered trap-2 lists trap-1 under "Links here": trap-1 is withheld, and published.
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    _edit(vault)
+    caplog.set_level(logging.DEBUG)
+    build_site(vault, out_dir=tmp_path / "site")
+    assert not [r.getMessage() for r in caplog.records if "excluded from the built site" in r.getMessage()]
+    assert (tmp_path / "site/memory/shop/traps/trap-1/index.html").is_file()
+
+
+def _thresholds_during(build: Callable[[], object]) -> list[tuple[int, int, int]]:
+    """The cycle collector's thresholds at each collection it ran during ``build``."""
+    import gc
+
+    seen: list[tuple[int, int, int]] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(gc.get_threshold())
+
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        build()
+    finally:
+        gc.callbacks.remove(note)
+    return seen
+
+
+def test_a_build_runs_the_cycle_collector_rarely_and_gives_its_thresholds_back(tmp_path: Path, vault: Vault) -> None:
+    import gc
+
+    from memosite.site.collector import BUILD_THRESHOLDS
+
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "site")
+    _edit(vault)
+    before = gc.get_threshold()
+    seen = _thresholds_during(lambda: build_site(vault, out_dir=tmp_path / "site"))
+    assert gc.get_threshold() == before
+    # A build makes far more than 10,000 objects: the collector ran, at the build's pace, except
+    # at most once when the thresholds came back (what the build left counts against them then).
+    assert seen
+    assert sum(1 for threshold in seen if threshold < BUILD_THRESHOLDS) <= 1, seen
+
+
+def test_a_failed_build_gives_the_cycle_collectors_thresholds_back(tmp_path: Path, vault: Vault) -> None:
+    import gc
+
+    from memosite.errors import MemositeError
+
+    _fill(vault)
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: ✗\nplugins:\n  - memosite\n  - no-such-plugin-ж\n", encoding="utf-8"
+    )
+    before = gc.get_threshold()
+    with pytest.raises(MemositeError):
+        build_site(vault, out_dir=tmp_path / "site", config_file=tmp_path / "mkdocs.yml")
+    assert gc.get_threshold() == before

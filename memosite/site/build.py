@@ -225,6 +225,34 @@ def build_site(
     :mod:`memosite.site.destination`); files a person keeps there beside the site stay, and so do
     files of the previous build a person edited since (``kept``).
     """
+    from memosite.site.collector import fewer_collections
+
+    with fewer_collections():
+        return _build_site(
+            vault,
+            out_dir=out_dir,
+            config_file=config_file,
+            strict=strict,
+            projects=projects,
+            site_url=site_url,
+            fallback_site_url=fallback_site_url,
+            site_name=site_name,
+            include_pending=include_pending,
+        )
+
+
+def _build_site(
+    vault: Vault,
+    *,
+    out_dir: str | Path,
+    config_file: str | Path | None,
+    strict: bool,
+    projects: Sequence[str] | None,
+    site_url: str | None,
+    fallback_site_url: str | None,
+    site_name: str | None,
+    include_pending: bool,
+) -> BuildResult:
     from memosite.site.output import update_site
 
     destination = check_destination(out_dir, vault.root)

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ FORMAT = 2
 KEY_FILE = "folder-manifest.key"
 KEY_BYTES = 32
 _CHUNK = 1 << 20
+# How write_manifest ends a manifest: the signature as the last member.
+_MAC_TAIL = re.compile(r',"mac":"([0-9a-f]{64})"\}')
+_MAC_TAIL_CHARS = len(',"mac":"') + 64 + len('"}')
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,9 @@ def read_manifest(path: Path, generator: str, key: bytes) -> Manifest | None:
     except OSError as exc:
         raise _foreign(path, f"it cannot be read ({exc.strerror or exc})") from exc
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        signed = _signed_as_written(text, key)
+        data = json.loads(text if signed is None else signed)
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("generator") != generator:
             raise ValueError("not a manifest of this format")
         files_data, dirs_data = data["files"], data["dirs"]
@@ -250,11 +256,27 @@ def read_manifest(path: Path, generator: str, key: bytes) -> Manifest | None:
         mac = data.get("mac")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         raise _foreign(path, "it is not one memosite wrote") from None
-    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, _signed_text(generator, manifest))):
+    if signed is None and (
+        not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, _signed_text(generator, manifest)))
+    ):
         raise _foreign(path, "its signature is not this user's: another machine, an older memosite or a hand wrote it")
     if not all(_safe_relative(name) for name in [*manifest.files, *manifest.dirs]):
         raise _foreign(path, "it names a path outside the folder")
     return manifest
+
+
+def _signed_as_written(text: str, key: bytes) -> str | None:
+    """The signed text of a manifest as :func:`write_manifest` lays it out (the signature its last
+    member), when the signature is this key's over exactly that text; None otherwise."""
+    body = text[:-1] if text.endswith("\n") else text
+    tail = _MAC_TAIL.fullmatch(body, max(0, len(body) - _MAC_TAIL_CHARS))
+    if tail is None:
+        return None
+    signed = body[: tail.start()] + "}"
+    if not signed.isascii():
+        return None  # not as written (it escapes every other character): read the slow way
+    # Checked as it stands: no second serialisation of every file (a 10k-page site lists 10k).
+    return signed if hmac.compare_digest(tail.group(1), _mac(key, signed)) else None
 
 
 def _foreign(path: Path, why: str) -> SafetyViolation:
