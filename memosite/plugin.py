@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.markdown_reuse import SharedMarkdown
+    from memosite.site.nav_reuse import NavReuse
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
 
 # Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
@@ -269,6 +270,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self.reuse_markdown = True
         self._shared_markdown: SharedMarkdown | None = None
         self._shared_markdown_asked = False
+        # Material's sidebar rendered once for the pages that see the same one (memosite.site.nav_reuse).
+        self.reuse_nav = True
+        self._nav_reuse: NavReuse | None = None
 
     @property
     def published_records(self) -> int:
@@ -289,6 +293,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def shared_markdown_pages(self) -> int:
         """How many pages the last build rendered with its one shared Markdown converter."""
         return self._shared_markdown.rendered if self._shared_markdown is not None else 0
+
+    @property
+    def reused_nav_sidebars(self) -> int:
+        """How many pages of the last build took Material's sidebar from an earlier page's render."""
+        return self._nav_reuse.reused if self._nav_reuse is not None else 0
 
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -597,6 +606,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # template again on each rebuild. Compiled templates are kept by their source's checksum.
         if getattr(env, "bytecode_cache", None) is None:
             env.bytecode_cache = _THEME_BYTECODE
+        self._nav_reuse = None
+        if self.reuse_nav:
+            from memosite.site.nav_reuse import NavReuse
+
+            self._nav_reuse = NavReuse.install(env)
         return env
 
     @event_priority(-100)  # scan what is written, after every other plugin had its say
