@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from memosite.site.markdown_reuse import SharedMarkdown
     from memosite.site.nav_reuse import NavReuse
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
+    from memosite.site.search_parse import Reading
 
 # Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
 log = logging.getLogger(f"{sys.modules['mkdocs'].__name__}.plugins.memosite")
@@ -273,6 +274,10 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # Material's sidebar rendered once for the pages that see the same one (memosite.site.nav_reuse).
         self.reuse_nav = True
         self._nav_reuse: NavReuse | None = None
+        # Material's search reads the generated pages' HTML with one regular expression where it
+        # can (memosite.site.search_parse).
+        self.fast_search_reading = True
+        self._search_reading: Reading | None = None
 
     @property
     def published_records(self) -> int:
@@ -298,6 +303,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def reused_nav_sidebars(self) -> int:
         """How many pages of the last build took Material's sidebar from an earlier page's render."""
         return self._nav_reuse.reused if self._nav_reuse is not None else 0
+
+    @property
+    def fast_search_pages(self) -> int:
+        """How many pages of the last build Material's search read without html.parser."""
+        return self._search_reading.fast if self._search_reading is not None else 0
 
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -350,6 +360,12 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self._started_ns = time.time_ns()
         self._shared_markdown, self._shared_markdown_asked = None, False
+        self._search_reading = None
+        search = next((config.plugins[name] for name in ("search", "material/search") if name in config.plugins), None)
+        if self.fast_search_reading and search is not None:
+            from memosite.site.search_parse import install
+
+            self._search_reading = install(search)
 
     def on_pre_page(self, page: Page, *, config: MkDocsConfig, files: Files) -> Page:
         earlier = getattr(type(page), "shared_markdown", None)

@@ -158,6 +158,7 @@ def load_site_config(
     plugin.defer_cached_pages = False
     plugin.reuse_markdown = True
     plugin.reuse_nav = True
+    plugin.fast_search_reading = True
     plugin.config.vault = str(vault.root)
     if projects:
         plugin.config.projects = list(projects)
