@@ -8,7 +8,7 @@ relative to the page's address. Two pages in the same folder get the same relati
 link leads into the folder of one of them; the render records the links it writes, and its HTML is
 reused for the next page of that folder whose own folder none of them enters.
 
-Only Material's own templates are reused this way (a site that overrides the sidebar, its logo,
+Only Material 9's own templates are reused this way (a site that overrides the sidebar, its logo,
 repository or table-of-contents partials keeps rendering it per page), and only with MkDocs' own
 ``url`` filter. A test builds a site both ways and compares every file.
 """
@@ -70,6 +70,9 @@ class NavReuse:
         engine = sys.modules.get(f"{sys.modules['mkdocs'].__name__}.utils.templates")
         url_filter = env.filters.get("url")
         if material is None or material.__file__ is None or engine is None:
+            return None
+        # The release line whose sidebar partials this was checked against.
+        if not str(getattr(material, "__version__", "")).startswith("9."):
             return None
         if url_filter is None or url_filter is not getattr(engine, "url_filter", None):
             return None

@@ -102,7 +102,12 @@ def install(search_plugin: Any) -> Reading | None:
     it can; None where the plugin is not the one this was checked against."""
     index = getattr(search_plugin, "search_index", None)
     name = type(search_plugin).__module__
-    module = sys.modules.get(name) if name.startswith("material.") else None
+    material = sys.modules.get("material")
+    # The release line whose search plugin this was checked against (its parser's handlers and
+    # how it turns sections into entries): another keeps html.parser's reading whole.
+    if not name.startswith("material.") or not str(getattr(material, "__version__", "")).startswith("9."):
+        return None
+    module = sys.modules.get(name)
     base = getattr(module, "Parser", None)
     if index is None or not isinstance(base, type) or not callable(getattr(index, "create_entry_for_section", None)):
         return None
