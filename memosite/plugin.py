@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.markdown_reuse import SharedMarkdown
-    from memosite.site.nav_reuse import NavReuse
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
     from memosite.site.search_parse import Reading
+    from memosite.site.theme_reuse import ThemeReuse
 
 # Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
 log = logging.getLogger(f"{sys.modules['mkdocs'].__name__}.plugins.memosite")
@@ -271,9 +271,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self.reuse_markdown = True
         self._shared_markdown: SharedMarkdown | None = None
         self._shared_markdown_asked = False
-        # Material's sidebar rendered once for the pages that see the same one (memosite.site.nav_reuse).
-        self.reuse_nav = True
-        self._nav_reuse: NavReuse | None = None
+        # Parts of Material's pages rendered once for the pages that see them the same (memosite.site.theme_reuse).
+        self.reuse_theme_partials = True
+        self._nav_reuse: ThemeReuse | None = None
         # Material's search reads the generated pages' HTML with one regular expression where it
         # can (memosite.site.search_parse).
         self.fast_search_reading = True
@@ -623,10 +623,10 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if getattr(env, "bytecode_cache", None) is None:
             env.bytecode_cache = _THEME_BYTECODE
         self._nav_reuse = None
-        if self.reuse_nav:
-            from memosite.site.nav_reuse import NavReuse
+        if self.reuse_theme_partials:
+            from memosite.site.theme_reuse import ThemeReuse
 
-            self._nav_reuse = NavReuse.install(env)
+            self._nav_reuse = ThemeReuse.install(env, str(config.theme["language"] or "en"))
         return env
 
     @event_priority(-100)  # scan what is written, after every other plugin had its say

@@ -1,4 +1,4 @@
-"""Material's navigation sidebar rendered once for the pages that see the same one.
+"""Parts of Material's pages rendered once for the pages that see them the same.
 
 Material renders its whole navigation (``partials/nav.html`` and the ``nav-item.html`` macros) into
 every page: about a third of the theme's work on a site of a thousand record pages. A page the
@@ -6,11 +6,12 @@ navigation does not list (memosite's record pages) makes no item of it active or
 sidebar's HTML depends on that page only through the ``url`` filter, which writes every link
 relative to the page's address. Two pages in the same folder get the same relative links unless a
 link leads into the folder of one of them; the render records the links it writes, and its HTML is
-reused for the next page of that folder whose own folder none of them enters.
+reused for the next page of that folder whose own folder none of them enters. The header's search
+box and colour palette depend on no page at all: they are rendered once a build.
 
-Only Material 9's own templates are reused this way (a site that overrides the sidebar, its logo,
-repository or table-of-contents partials keeps rendering it per page), and only with MkDocs' own
-``url`` filter. A test builds a site both ways and compares every file.
+Only Material 9's own templates are reused this way (a site that overrides one of them, or what
+they include: logo, repository, table of contents, translations, keeps rendering it per page), and
+only with MkDocs' own ``url`` filter. A test builds a site both ways and compares every file.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import jinja2
 NAV = "partials/nav.html"
 # Everything the sidebar renders: the partial, its macros and what they include.
 _PARTIALS = (NAV, "partials/nav-item.html", "partials/logo.html", "partials/source.html", "partials/toc.html")
+# Partials that read only the configuration and the translations (and icons).
+CONSTANT = ("partials/search.html", "partials/palette.html")
 
 _Parts = tuple[str, ...]
 
@@ -48,7 +51,7 @@ def _items(items: Any) -> Iterator[Any]:
         yield from _items(getattr(item, "children", None))
 
 
-class NavReuse:
+class ThemeReuse:
     """Renders Material's sidebar once per group of pages that see it the same."""
 
     def __init__(self, env: jinja2.Environment, template: jinja2.Template, url_filter: Callable[..., str]) -> None:
@@ -63,9 +66,10 @@ class NavReuse:
         template.root_render_func = self._root
 
     @classmethod
-    def install(cls, env: jinja2.Environment) -> NavReuse | None:
-        """Have ``env`` reuse the sidebar where it may; None where the theme or engine is not the
-        one this was checked against."""
+    def install(cls, env: jinja2.Environment, language: str = "en") -> ThemeReuse | None:
+        """Have ``env`` reuse the sidebar where it may, and the partials of :data:`CONSTANT`; None
+        where the theme or engine is not the one this was checked against. ``language`` is the
+        theme's (its translations are read by every partial reused)."""
         material = sys.modules.get("material")
         engine = sys.modules.get(f"{sys.modules['mkdocs'].__name__}.utils.templates")
         url_filter = env.filters.get("url")
@@ -77,12 +81,15 @@ class NavReuse:
         if url_filter is None or url_filter is not getattr(engine, "url_filter", None):
             return None
         templates = os.path.join(os.path.dirname(os.path.abspath(material.__file__)), "templates") + os.sep
+        translations = ("partials/language.html", "partials/languages/en.html", f"partials/languages/{language}.html")
         try:
-            loaded = [env.get_template(name) for name in _PARTIALS]
+            loaded = [env.get_template(name) for name in (*_PARTIALS, *translations, *CONSTANT)]
         except jinja2.TemplateError:
             return None
         if not all(t.filename and os.path.abspath(t.filename).startswith(templates) for t in loaded):
             return None
+        for template in loaded[-len(CONSTANT) :]:
+            _render_once(template)
         return cls(env, loaded[0], env.filters["url"])
 
     def _root(self, context: jinja2.runtime.Context) -> Iterator[str]:
@@ -139,3 +146,16 @@ class NavReuse:
             self._env.filters["url"] = url
         self.rendered += 1
         return html, frozenset(prefixes)
+
+
+def _render_once(template: jinja2.Template) -> None:
+    """Have ``template`` render once, its HTML reused for every later render of this environment."""
+    render = template.root_render_func
+    done: list[str] = []
+
+    def root(context: jinja2.runtime.Context) -> Iterator[str]:
+        if not done:
+            done.append(template.environment.concat(render(context)))
+        yield done[0]
+
+    template.root_render_func = root

@@ -1,5 +1,6 @@
-"""Material's sidebar rendered once per group of record pages comes out exactly as Material renders
-it into every page: the whole site is byte-for-byte the site rendered page by page."""
+"""Material's sidebar rendered once per group of record pages, and its search box and palette once
+a build, come out exactly as Material renders them into every page: the whole site is
+byte-for-byte the site rendered page by page."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mkdocs.utils import get_relative_url
 
 from memosite.demo import write_demo_vault
 from memosite.site.build import load_site_config, memosite_plugin, run_build
-from memosite.site.nav_reuse import NavReuse, _page_folder, _parts
+from memosite.site.theme_reuse import ThemeReuse, _page_folder, _parts
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
@@ -46,7 +47,7 @@ def _build_both_ways(vault: Vault, tmp_path: Path, **overrides: object) -> tuple
             config[key] = value
         plugin = memosite_plugin(config)
         plugin.config.cache = False  # every page rendered, by this build
-        plugin.reuse_nav = reuse
+        plugin.reuse_theme_partials = reuse
         run_build(config)
         if reuse:
             reused = plugin.reused_nav_sidebars
@@ -94,12 +95,25 @@ def test_a_link_into_a_record_pages_folder_is_written_for_that_page_alone(vault:
     assert differing == []
 
 
-@pytest.mark.parametrize("partial", ["nav.html", "nav-item.html", "logo.html", "source.html", "toc.html"])
-def test_a_site_overriding_a_sidebar_partial_renders_its_sidebar_on_every_page(tmp_path: Path, partial: str) -> None:
-    assert NavReuse.install(Theme(name="material").get_env()) is not None
-    (tmp_path / "partials").mkdir()
+@pytest.mark.parametrize(
+    "partial",
+    [
+        "nav.html",
+        "nav-item.html",
+        "logo.html",
+        "source.html",
+        "toc.html",
+        "search.html",
+        "palette.html",
+        "language.html",
+        "languages/en.html",
+    ],
+)
+def test_a_site_overriding_a_reused_partial_renders_it_on_every_page(tmp_path: Path, partial: str) -> None:
+    assert ThemeReuse.install(Theme(name="material").get_env()) is not None
+    (tmp_path / "partials" / partial).parent.mkdir(parents=True)
     (tmp_path / "partials" / partial).write_text("{{ page.title }}\n", encoding="utf-8")
-    assert NavReuse.install(Theme(name="material", custom_dir=str(tmp_path)).get_env()) is None
+    assert ThemeReuse.install(Theme(name="material", custom_dir=str(tmp_path)).get_env()) is None
 
 
 _part = st.sampled_from(["a", "b", "notes", "заметки", "笔记", "x.html", "..", "."])
