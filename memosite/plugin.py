@@ -626,7 +626,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         if self.reuse_theme_partials:
             from memosite.site.theme_reuse import ThemeReuse
 
-            self._nav_reuse = ThemeReuse.install(env, str(config.theme["language"] or "en"))
+            self._nav_reuse = ThemeReuse.install(env, str(config.theme.get("language") or "en"))
         return env
 
     @event_priority(-100)  # scan what is written, after every other plugin had its say
