@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from memosite.site.cache import CachedPage, PageCache, Scanner
     from memosite.site.markdown_reuse import SharedMarkdown
     from memosite.site.pages import RecordMemo, SiteContent, SitePage
+    from memosite.site.search_parse import Reading
+    from memosite.site.theme_reuse import ThemeReuse
 
 # Under the logger of the engine running (ProperDocs answers MkDocs' imports): --strict counts it.
 log = logging.getLogger(f"{sys.modules['mkdocs'].__name__}.plugins.memosite")
@@ -276,6 +278,13 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # the plugin puts it in the sitemap and the search index itself. src_uris of this build.
         self._withheld: set[str] = set()
         self._nav: Any = None
+        # Parts of Material's pages rendered once for the pages that see them the same (memosite.site.theme_reuse).
+        self.reuse_theme_partials = True
+        self._nav_reuse: ThemeReuse | None = None
+        # Material's search reads the generated pages' HTML with one regular expression where it
+        # can (memosite.site.search_parse).
+        self.fast_search_reading = True
+        self._search_reading: Reading | None = None
 
     @property
     def published_records(self) -> int:
@@ -301,6 +310,16 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def shared_markdown_pages(self) -> int:
         """How many pages the last build rendered with its one shared Markdown converter."""
         return self._shared_markdown.rendered if self._shared_markdown is not None else 0
+
+    @property
+    def reused_nav_sidebars(self) -> int:
+        """How many pages of the last build took Material's sidebar from an earlier page's render."""
+        return self._nav_reuse.reused if self._nav_reuse is not None else 0
+
+    @property
+    def fast_search_pages(self) -> int:
+        """How many pages of the last build Material's search read without html.parser."""
+        return self._search_reading.fast if self._search_reading is not None else 0
 
     # --- configuration -----------------------------------------------------------------------
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -353,6 +372,12 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self._started_ns = time.time_ns()
         self._shared_markdown, self._shared_markdown_asked = None, False
+        self._search_reading = None
+        search = next((config.plugins[name] for name in ("search", "material/search") if name in config.plugins), None)
+        if self.fast_search_reading and search is not None:
+            from memosite.site.search_parse import install
+
+            self._search_reading = install(search)
 
     def on_pre_page(self, page: Page, *, config: MkDocsConfig, files: Files) -> Page:
         earlier = getattr(type(page), "shared_markdown", None)
@@ -623,6 +648,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # template again on each rebuild. Compiled templates are kept by their source's checksum.
         if getattr(env, "bytecode_cache", None) is None:
             env.bytecode_cache = _THEME_BYTECODE
+        self._nav_reuse = None
+        if self.reuse_theme_partials:
+            from memosite.site.theme_reuse import ThemeReuse
+
+            self._nav_reuse = ThemeReuse.install(env, str(config.theme.get("language") or "en"))
         return env
 
     @event_priority(-100)  # scan what is written, after every other plugin had its say

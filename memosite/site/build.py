@@ -157,6 +157,8 @@ def load_site_config(
     plugin.watch_vault_on_serve = True
     plugin.defer_cached_pages = False
     plugin.reuse_markdown = True
+    plugin.reuse_theme_partials = True
+    plugin.fast_search_reading = True
     plugin.config.vault = str(vault.root)
     if projects:
         plugin.config.projects = list(projects)
