@@ -148,6 +148,37 @@ def test_a_warm_build_shows_a_new_link_on_the_page_it_points_at(tmp_path: Path, 
     assert "trap-new" in (tmp_path / "site/memory/shop/traps/trap-4/index.html").read_text(encoding="utf-8")
 
 
+def _link_by_hand(vault: Vault, target: str) -> None:
+    """trap-1's body gains Markdown links (as a person writes them) to the record ``target``."""
+    path = _record(vault, "traps", "trap-1")
+    text = path.read_text(encoding="utf-8")
+    path.write_text(f"{text}\nSee [Σφάλμα]({target}.md#same) and [丸め]({target}.md).\n", encoding="utf-8")
+
+
+def test_a_warm_build_after_a_linked_record_is_deleted_publishes_the_links_a_cold_build_publishes(
+    tmp_path: Path, vault: Vault
+) -> None:
+    _fill(vault)
+    _link_by_hand(vault, "trap-3")
+    build_site(vault, out_dir=tmp_path / "warm")
+    _delete(vault)  # trap-1's own file is unchanged: only the page its links lead to is gone
+    build_site(vault, out_dir=tmp_path / "warm")
+    _assert_same(_tree(tmp_path / "warm"), _cold(vault, tmp_path / "cold"))
+    assert b'href="trap-3.md"' in _tree(tmp_path / "warm")["memory/shop/traps/trap-1/index.html"]
+
+
+def test_a_warm_build_after_a_linked_record_is_written_publishes_the_links_a_cold_build_publishes(
+    tmp_path: Path, vault: Vault
+) -> None:
+    _fill(vault)
+    _link_by_hand(vault, "trap-later")
+    build_site(vault, out_dir=tmp_path / "warm")
+    upsert_record(vault, PROJECT, kind="trap", body="Written after the link to it (Ошибка).", slug="trap-later")
+    build_site(vault, out_dir=tmp_path / "warm")
+    _assert_same(_tree(tmp_path / "warm"), _cold(vault, tmp_path / "cold"))
+    assert b'href="../trap-later/"' in _tree(tmp_path / "warm")["memory/shop/traps/trap-1/index.html"]
+
+
 def _fresh_build(vault: Vault, site: Path) -> MemositePlugin:
     """One build by a new plugin (as a new ``memosite build`` process makes), for its counts."""
     config = load_site_config(vault, site_dir=site)

@@ -108,6 +108,8 @@ class ProjectLinks:
     _successors: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
     _by_path: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
     _linked_from: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
+    _by_name: dict[tuple[str, str], list[IndexEntry]] = field(default_factory=dict, init=False)
+    _by_file: dict[tuple[str, str], list[IndexEntry]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         by_name: dict[tuple[str, str], list[IndexEntry]] = {}
@@ -123,6 +125,14 @@ class ProjectLinks:
             targets = {t.path for key in self._links_of(entry) for t in by_name.get(key, ())}
             for path in targets - {entry.path}:
                 self._linked_from.setdefault(path, []).append(entry)
+        # What a page's Markdown links reach: the names above and the files' own (MkDocs resolves
+        # a link by the file it names).
+        self._by_name = by_name
+        for entry in self.entries:
+            stem = posixpath.basename(entry.path).removesuffix(".md")
+            if stem != entry.slug:
+                for key in ((_kind_dir(entry), stem), ("", stem)):
+                    self._by_file.setdefault(key, []).append(entry)
 
     def _links_of(self, entry: IndexEntry) -> frozenset[tuple[str, str]]:
         if self.targets is None:
@@ -143,6 +153,15 @@ class ProjectLinks:
             parts.append(None)
         parts += self._linked_from.get(entry.path, ())
         return tuple(parts)
+
+    def links_to(self, entry: IndexEntry) -> tuple[str, ...]:
+        """The files of the records ``entry``'s body may link to, sorted: its page's links resolve
+        (or stay as written) by whether those pages exist, so a record added or removed under a
+        name the body links to changes the page even though the body did not change."""
+        found = {
+            t.path for key in self._links_of(entry) for t in (*self._by_name.get(key, ()), *self._by_file.get(key, ()))
+        }
+        return tuple(sorted(found))
 
     def chain(self, entry: IndexEntry) -> list[IndexEntry]:
         """The supersession chain through ``entry``, oldest first (just ``entry`` when alone)."""

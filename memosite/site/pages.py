@@ -332,6 +332,7 @@ def _same_basis(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
         and old[3] is new[3]
         and old[4] == new[4]
         and _same_entries(old[5], new[5])
+        and old[6] == new[6]
     )
 
 
@@ -348,10 +349,11 @@ def record_basis(templates: str, record: PublishedRecord, basis: tuple[Any, ...]
     the record's file as indexed (its path, time, size and computed expiry), why it is inactive
     now, whether it waits for review, the records it links to, its verdict and the records its
     "Links here" is made from (:meth:`ProjectLinks.links_basis`: equal files give an equal
-    section, so it need not be computed to know the page is the same)."""
+    section, so it need not be computed to know the page is the same) and the records its own
+    Markdown links may reach (their pages' existence decides where those links lead)."""
     from memosite.site.cache import digest
 
-    entry, inactive, supersedes, superseded_by, verdict, linked = basis
+    entry, inactive, supersedes, superseded_by, verdict, linked, links_to = basis
 
     def named(target: IndexEntry | None) -> str:
         return "" if target is None else f"{target.path}\0{target.title}"
@@ -368,6 +370,8 @@ def record_basis(templates: str, record: PublishedRecord, basis: tuple[Any, ...]
         named(superseded_by),
         repr(verdict),
         *map(_file_stamp, linked),
+        "\0links to:",
+        *links_to,
     )
 
 
@@ -438,6 +442,7 @@ def collect_site_content(
                 by_id.get(entry.superseded_by or ""),
                 verdict,
                 linked,
+                graph.links_to(entry),
             )
             earlier = memo.digests.get(entry.path)
             if earlier is not None and earlier[1] == record.pending and _same_basis(earlier[0], basis):
