@@ -125,6 +125,33 @@ def test_a_reused_converter_renders_every_page_as_a_new_one_does(
     assert shared.rendered == len(texts)
 
 
+def test_footnote_ids_made_unique_per_page_are_those_a_new_converter_gives(tmp_path: Path) -> None:
+    # Footnotes' UNIQUE_IDS numbers each document a converter converts (fn:2-1, fn:3-1, ...): a
+    # reused converter must number every page as the first document of a new one.
+    (tmp_path / "docs" / "notes").mkdir(parents=True)
+    for name in ("first", "second"):
+        (tmp_path / "docs" / "notes" / f"{name}.md").write_text("# Page\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        yaml.safe_dump(
+            {"site_name": "Notes", "docs_dir": "docs", "markdown_extensions": [{"footnotes": {"UNIQUE_IDS": True}}]}
+        ),
+        encoding="utf-8",
+    )
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    files = get_files(config)
+    shared = SharedMarkdown.for_config(config)
+    assert shared is not None
+    for n, word in enumerate(SCRIPTS):
+        file = files.get_file_from_path(f"notes/{('first', 'second')[n % 2]}.md")
+        assert file is not None
+        page = Page(None, file, config)
+        page.markdown = f"{word}[^a] and again[^b].\n\n[^a]: {word}\n[^b]: ✓\n"
+        Page.render(page, config, files)
+        expected = _rendered(page)
+        shared.render(page, config, files)
+        assert _rendered(page) == expected
+
+
 def test_every_allowed_extension_is_in_the_comparison() -> None:
     named = {item if isinstance(item, str) else next(iter(item)) for item in EXTENSIONS}
     assert {name.removeprefix("markdown.extensions.") for name in REUSABLE} == named

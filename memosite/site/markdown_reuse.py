@@ -73,6 +73,14 @@ class SharedMarkdown:
         self._md = markdown.Markdown(
             extensions=config["markdown_extensions"], extension_configs=config["mdx_configs"] or {}
         )
+        # Footnotes number each document a converter converts (``reset`` counts up) and write the
+        # number into the ids under UNIQUE_IDS: every page gets the number a new converter's first
+        # document gets, the one it holds now.
+        self._numbered = [
+            (ext, ext.unique_prefix)
+            for ext in self._md.registeredExtensions
+            if isinstance(getattr(ext, "unique_prefix", None), int)
+        ]
         shared = self
 
         class SharedPage(self._pages.Page):  # type: ignore[misc,name-defined]
@@ -108,6 +116,8 @@ class SharedMarkdown:
         if page.markdown is None:
             raise RuntimeError(f"{page.file.src_uri}: no Markdown read before rendering")
         md = self._md.reset()
+        for extension, number in self._numbered:
+            extension.unique_prefix = number
         raw_html = self._pages._RawHTMLPreprocessor()
         anchors = self._pages._ExtractAnchorsTreeprocessor(page.file, files, config)
         links = self._pages._RelativePathTreeprocessor(page.file, files, config)
