@@ -285,6 +285,9 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         # can (memosite.site.search_parse).
         self.fast_search_reading = True
         self._search_reading: Reading | None = None
+        # Under strict mode, the warnings of this build: a build the engine will abort keeps none
+        # of its pages in the page cache (the next build would take them unread and unchecked).
+        self._strict_warnings: _WarningCount | None = None
 
     @property
     def published_records(self) -> int:
@@ -373,6 +376,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._started_ns = time.time_ns()
         self._shared_markdown, self._shared_markdown_asked = None, False
         self._search_reading = None
+        self._count_warnings(config)
         search = next((config.plugins[name] for name in ("search", "material/search") if name in config.plugins), None)
         if self.fast_search_reading and search is not None:
             from memosite.site.search_parse import install
@@ -711,6 +715,11 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._memory = _BuildMemory(key=self._memory.key)
             self._cache.forget_added()
             raise PluginError(f"memosite: refusing to publish: {self._scanner.described()}. Nothing was published.")
+        if self._stop_counting():
+            # Strict mode and a warning: the engine aborts this build after this event.
+            self._memory = _BuildMemory(key=self._memory.key)
+            self._cache.forget_added()
+            return
         written: dict[str, _PageState] = {}
         for uri, file in virtual.items():
             key = self._keys[uri]
@@ -854,12 +863,38 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
                 else:
                     self._scanner.scan(text, where)
 
+    def _count_warnings(self, config: MkDocsConfig) -> None:
+        self._stop_counting()
+        if config.strict:
+            self._strict_warnings = _WarningCount()
+            logging.getLogger(sys.modules["mkdocs"].__name__).addHandler(self._strict_warnings)
+
+    def _stop_counting(self) -> bool:
+        """Stop counting this build's warnings; whether strict mode counted any."""
+        counter, self._strict_warnings = self._strict_warnings, None
+        if counter is None:
+            return False
+        logging.getLogger(sys.modules["mkdocs"].__name__).removeHandler(counter)
+        return counter.count > 0
+
     def on_build_error(self, *, error: Exception) -> None:
         # A failed build may leave a half-written site: the next one must rebuild every page.
+        self._stop_counting()
         self._memory = _BuildMemory(key=self._memory.key)
         self._files_by_uri = {}
         if self._cache is not None:
             self._cache.forget_added()
+
+
+class _WarningCount(logging.Handler):
+    """Counts the warnings logged under the engine's logger, as the engine's strict mode does."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
 
 
 @dataclass(frozen=True)

@@ -332,6 +332,17 @@ def test_strict_build_fails_on_a_broken_link_in_a_record(tmp_path: Path, vault: 
     build_site(vault, out_dir=tmp_path / "site")  # without --strict it is a warning only
 
 
+def test_a_strict_build_run_again_fails_again_on_the_same_broken_link(tmp_path: Path, vault: Vault) -> None:
+    # The attack: run `memosite build --strict` twice, the second taking the failed build's pages
+    # from the page cache (no render, no link check) and publishing the broken link.
+    _trap(vault, "Ссылка 🔗 rota", "See [the runbook](missing-runbook.md) (数据).")
+    for _attempt in range(2):
+        with pytest.raises(BuildError) as failure:
+            build_site(vault, out_dir=tmp_path / "site", strict=True)
+        assert "missing-runbook.md" in failure.value.message
+    assert not (tmp_path / "site").exists() or not any((tmp_path / "site").iterdir())
+
+
 def test_plugin_inside_an_existing_mkdocs_project_with_a_prefix(tmp_path: Path, vault: Vault) -> None:
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
