@@ -645,6 +645,14 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
 
     def on_nav(self, nav: Any, *, config: MkDocsConfig, files: Files) -> Any:
         self._nav = nav  # the sitemap is rendered again with it when pages were withheld
+        if self._withheld and self._content is not None:
+            # A withheld record page the site's nav lists by path alone is never read, so its nav
+            # item would have no title: it gets the one its front matter gives when read.
+            for page in nav.pages:
+                if page.file.src_uri in self._withheld and page.markdown is None and "title" not in vars(page):
+                    site_page = self._content.page(page.file.src_uri)
+                    if site_page is not None:
+                        page.title = str(site_page.title)
         return nav
 
     def on_env(self, env: Any, *, config: MkDocsConfig, files: Files) -> Any:

@@ -179,6 +179,26 @@ def test_a_warm_build_after_a_linked_record_is_written_publishes_the_links_a_col
     assert b'href="../trap-later/"' in _tree(tmp_path / "warm")["memory/shop/traps/trap-1/index.html"]
 
 
+def test_a_record_page_the_nav_lists_by_path_keeps_its_title_in_a_warm_build(tmp_path: Path, vault: Vault) -> None:
+    # A person's mkdocs.yml lists a record in its nav without a title: MkDocs takes the title from
+    # the page, which a warm build never reads (the page comes from the page cache).
+    from memosite.resources import data_path
+
+    sources = data_path("site_src")
+    text = data_path("mkdocs.yml").read_text(encoding="utf-8")
+    text = text.replace("docs_dir: site_src", f"docs_dir: {sources.as_posix()}")
+    text = text.replace("custom_dir: site_src/overrides", f"custom_dir: {(sources / 'overrides').as_posix()}")
+    nav = "nav:\n  - Home: index.md\n  - Memory:\n    - memory/shop/traps/trap-1.md\n"
+    (tmp_path / "mkdocs.yml").write_text(text.replace("nav:\n  - Home: index.md\n", nav), encoding="utf-8")
+    options = {"config_file": str(tmp_path / "mkdocs.yml")}
+    _fill(vault)
+    build_site(vault, out_dir=tmp_path / "warm", **options)  # type: ignore[arg-type]
+    _edit(vault)
+    build_site(vault, out_dir=tmp_path / "warm", **options)  # type: ignore[arg-type]
+    _assert_same(_tree(tmp_path / "warm"), _cold(vault, tmp_path / "cold", **options))
+    assert TITLES[1].encode() in _tree(tmp_path / "warm")["index.html"]
+
+
 def _fresh_build(vault: Vault, site: Path) -> MemositePlugin:
     """One build by a new plugin (as a new ``memosite build`` process makes), for its counts."""
     config = load_site_config(vault, site_dir=site)
