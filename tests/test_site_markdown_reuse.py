@@ -3,7 +3,6 @@ own rendering (a new converter per page) makes them: page by page, and site-wide
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files, get_files
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
+from site_support import site_files
 
 from memosite.demo import write_demo_vault
 from memosite.plugin import MemositePlugin
@@ -169,17 +169,6 @@ def test_a_site_with_an_extension_not_checked_keeps_mkdocs_own_rendering(tmp_pat
     assert SharedMarkdown.for_config(load_config(str(tmp_path / "mkdocs.yml"))) is None
 
 
-_STAMP = re.compile(rb"Last compiled: [0-9T:.Z-]+")
-
-
-def _outputs(site_dir: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(site_dir).as_posix(): _STAMP.sub(b"Last compiled: -", path.read_bytes())
-        for path in sorted(site_dir.rglob("*"))
-        if path.is_file()
-    }
-
-
 def test_the_site_built_with_one_converter_is_byte_for_byte_the_site_mkdocs_renders(
     vault: Vault, tmp_path: Path
 ) -> None:
@@ -201,7 +190,7 @@ def test_the_site_built_with_one_converter_is_byte_for_byte_the_site_mkdocs_rend
         plugin.reuse_markdown = reuse
         run_build(config)
         assert (plugin.shared_markdown_pages > 30) is reuse
-        built[reuse] = _outputs(tmp_path / f"site-{reuse}")
+        built[reuse] = site_files(tmp_path / f"site-{reuse}")
     assert built[True].keys() == built[False].keys()
     differing = [name for name in built[True] if built[True][name] != built[False][name]]
     assert differing == []

@@ -4,13 +4,13 @@ it, and makes exactly the entries html.parser's reading makes: event by event, a
 from __future__ import annotations
 
 import json
-import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from site_support import site_files
 
 from memosite.demo import write_demo_vault
 from memosite.site.build import load_site_config, memosite_plugin, run_build
@@ -98,17 +98,6 @@ def test_a_generated_page_is_read_by_the_regular_expression() -> None:
     assert events(html) == _html_parser_events(html)
 
 
-_STAMP = re.compile(rb"Last compiled: [0-9T:.Z-]+")
-
-
-def _outputs(site_dir: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(site_dir).as_posix(): _STAMP.sub(b"Last compiled: -", path.read_bytes())
-        for path in sorted(site_dir.rglob("*"))
-        if path.is_file()
-    }
-
-
 def test_the_search_index_read_with_the_regular_expression_is_the_one_html_parser_makes(
     vault: Vault, tmp_path: Path
 ) -> None:
@@ -130,7 +119,7 @@ def test_the_search_index_read_with_the_regular_expression_is_the_one_html_parse
         plugin.fast_search_reading = fast
         run_build(config)
         assert (plugin.fast_search_pages > 20) is fast
-        built[fast] = _outputs(tmp_path / f"site-{fast}")
+        built[fast] = site_files(tmp_path / f"site-{fast}")
     index = "search/search_index.json"
     assert json.loads(built[True][index]) == json.loads(built[False][index])
     assert built[True][index] == built[False][index]

@@ -4,7 +4,6 @@ byte-for-byte the site rendered page by page."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mkdocs.theme import Theme
 from mkdocs.utils import get_relative_url
+from site_support import site_files
 
 from memosite.demo import write_demo_vault
 from memosite.site.build import load_site_config, memosite_plugin, run_build
@@ -27,15 +27,6 @@ SCRIPTS = [
     "Café résumé naïve",  # accents
     "🚀 deploys ⚠️ break",  # emoji
 ]
-_STAMP = re.compile(rb"Last compiled: [0-9T:.Z-]+")
-
-
-def _outputs(site_dir: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(site_dir).as_posix(): _STAMP.sub(b"Last compiled: -", path.read_bytes())
-        for path in sorted(site_dir.rglob("*"))
-        if path.is_file()
-    }
 
 
 def _build_both_ways(vault: Vault, tmp_path: Path, **overrides: object) -> tuple[dict[bool, dict[str, bytes]], int]:
@@ -53,7 +44,7 @@ def _build_both_ways(vault: Vault, tmp_path: Path, **overrides: object) -> tuple
             reused = plugin.reused_nav_sidebars
         else:
             assert plugin.reused_nav_sidebars == 0
-        built[reuse] = _outputs(tmp_path / f"site-{reuse}")
+        built[reuse] = site_files(tmp_path / f"site-{reuse}")
     return built, reused
 
 

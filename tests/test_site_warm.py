@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from site_support import site_files
 
 from memosite.plugin import MemositePlugin
 from memosite.site.build import build_site, load_site_config, memosite_plugin, run_build
@@ -25,7 +25,6 @@ from memosite.vault import Vault
 PROJECT = "shop"
 TITLES = ("Café rounding", "Ошибка округления", "Σφάλμα", "丸め誤差", "خطأ التقريب", "Emoji 🎉 race", "Plain lock")
 # The one thing two builds of the same vault may disagree on: when each compiled its views.
-_COMPILED = re.compile(rb"Last compiled: [0-9T:.Z-]+")
 
 
 def _fill(vault: Vault) -> None:
@@ -43,13 +42,7 @@ def _fill(vault: Vault) -> None:
 
 
 def _tree(site: Path) -> dict[str, bytes]:
-    found = {}
-    for directory, _dirs, names in os.walk(site):
-        for name in names:
-            path = Path(directory) / name
-            if path.name != MANIFEST:
-                found[path.relative_to(site).as_posix()] = _COMPILED.sub(b"Last compiled: -", path.read_bytes())
-    return found
+    return site_files(site, leave_out={MANIFEST})
 
 
 def _cold(vault: Vault, out_dir: Path, **options: str) -> dict[str, bytes]:
