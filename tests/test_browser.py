@@ -22,6 +22,8 @@ EXPIRED = "Staging used personal credentials"
 OLD_DECISION = "Orders live in PostgreSQL"
 RECENT = "Cookie loses SameSite"
 HOSTILE = '<img src=x onerror="window.__pwned = 1">'
+SCRIPTS = "Cache key lost after a deploy"
+SCRIPTS_BODY = "Ключ кэша теряется после деплоя. Η κλειδαριά χάνεται. المفتاح مطلوب دائما. 数据库迁移会锁表几分钟。"
 
 
 def _fill(vault: Vault) -> None:
@@ -50,6 +52,7 @@ def _fill(vault: Vault) -> None:
     )
     upsert("trap", RECENT, "Behind the CDN the session cookie loses SameSite.", severity="high")
     upsert("trap", HOSTILE, "A title that tries to be markup.", severity="low")
+    upsert("trap", SCRIPTS, SCRIPTS_BODY, severity="low")
 
 
 BUILT: dict[str, Path] = {}
@@ -151,6 +154,21 @@ def test_search_box_finds_a_trap_by_a_word_from_its_body(page: object, site_url:
     result = page.locator(".md-search-result__item", has_text=ACTIVE).first  # type: ignore[attr-defined]
     result.wait_for()
     assert "traps/payment-retries-need-idempotency-keys/" in result.locator("a").first.get_attribute("href")
+
+
+@pytest.mark.parametrize("word", ["теряется", "κλειδαριά", "مطلوب", "锁表"])
+def test_search_box_finds_a_record_by_a_word_in_another_script(page: object, site_url: str, word: str) -> None:
+    # Put in the box at once, as an input method does (Playwright types characters a US keyboard
+    # lacks as text alone, with no key events, and the search box reacts to key events).
+    page.goto(site_url)  # type: ignore[attr-defined]
+    box = page.locator("input.md-search__input")  # type: ignore[attr-defined]
+    box.click()
+    box.fill(word)
+    box.press("End")
+    result = page.locator(".md-search-result__item", has_text=SCRIPTS).first  # type: ignore[attr-defined]
+    result.wait_for()
+    assert "traps/cache-key-lost-after-a-deploy/" in result.locator("a").first.get_attribute("href")
+    assert word in result.inner_text()
 
 
 def test_expired_record_page_shows_its_banner(page: object, site_url: str) -> None:
