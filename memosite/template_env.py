@@ -27,6 +27,7 @@ import hashlib
 import io
 import os
 import stat
+import string
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -244,7 +245,10 @@ def _check_conversion(value: Any, conversion: str | None) -> None:
         charge_text(size * (10 if conversion == "a" else 1), "the text of str.format()")
 
 
-class _CheckedFormatter(SandboxedFormatter):
+class _SizedFields(string.Formatter):
+    """A str.format() whose fields are sized before they are built (mixed into Jinja's sandboxed
+    formatters, which it comes before)."""
+
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         _check_conversion(value, conversion)
         return super().convert_field(value, conversion)
@@ -254,14 +258,12 @@ class _CheckedFormatter(SandboxedFormatter):
         return super().format_field(value, format_spec)
 
 
-class _CheckedEscapeFormatter(SandboxedEscapeFormatter):
-    def convert_field(self, value: Any, conversion: str | None) -> Any:
-        _check_conversion(value, conversion)
-        return super().convert_field(value, conversion)
+class _CheckedFormatter(_SizedFields, SandboxedFormatter):
+    pass
 
-    def format_field(self, value: Any, format_spec: str) -> Any:
-        charge_text(format_field_size(value, format_spec), "the text of str.format()")
-        return super().format_field(value, format_spec)
+
+class _CheckedEscapeFormatter(_SizedFields, SandboxedEscapeFormatter):
+    pass
 
 
 class _SandboxCodeGenerator(CodeGenerator):
