@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from memosite.errors import BuildError, InvalidArguments
 from memosite.resources import data_path
+from memosite.site.collector import fewer_collections
 from memosite.site.destination import check_destination
 from memosite.vault import Vault
 
@@ -208,6 +209,7 @@ def site_size(site_dir: Path) -> tuple[int, int]:
     return pages, total
 
 
+@fewer_collections()
 def build_site(
     vault: Vault,
     *,
@@ -225,36 +227,9 @@ def build_site(
     A failed build (MkDocs error, strict-mode warning, secret found in the output) leaves
     ``out_dir`` exactly as it was. ``out_dir`` must be new, empty or a site memosite built (see
     :mod:`memosite.site.destination`); files a person keeps there beside the site stay, and so do
-    files of the previous build a person edited since (``kept``).
+    files of the previous build a person edited since (``kept``). Python's cycle collector runs
+    rarely meanwhile (:mod:`memosite.site.collector`).
     """
-    from memosite.site.collector import fewer_collections
-
-    with fewer_collections():
-        return _build_site(
-            vault,
-            out_dir=out_dir,
-            config_file=config_file,
-            strict=strict,
-            projects=projects,
-            site_url=site_url,
-            fallback_site_url=fallback_site_url,
-            site_name=site_name,
-            include_pending=include_pending,
-        )
-
-
-def _build_site(
-    vault: Vault,
-    *,
-    out_dir: str | Path,
-    config_file: str | Path | None,
-    strict: bool,
-    projects: Sequence[str] | None,
-    site_url: str | None,
-    fallback_site_url: str | None,
-    site_name: str | None,
-    include_pending: bool,
-) -> BuildResult:
     from memosite.site.output import update_site
 
     destination = check_destination(out_dir, vault.root)
