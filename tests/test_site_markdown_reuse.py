@@ -15,23 +15,14 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files, get_files
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
-from site_support import site_files
+from site_support import SCRIPTS, build_uncached
 
 from memosite.demo import write_demo_vault
 from memosite.plugin import MemositePlugin
-from memosite.site.build import load_site_config, memosite_plugin, run_build
 from memosite.site.markdown_reuse import REUSABLE, SharedMarkdown
 from memosite.store import upsert_record
 from memosite.vault import Vault
 
-SCRIPTS = [
-    "Зачем нужен ключ",  # Cyrillic
-    "Ο πίνακας κλειδώνει",  # Greek
-    "数据库迁移会锁住订单表",  # CJK
-    "المفتاح مطلوب",  # Arabic
-    "Café résumé naïve",  # accents
-    "🚀 deploys ⚠️ break",  # emoji
-]
 # Every extension the reuse allows, with the settings memosite's own site gives them.
 EXTENSIONS: list[Any] = [
     "abbr",
@@ -184,13 +175,8 @@ def test_the_site_built_with_one_converter_is_byte_for_byte_the_site_mkdocs_rend
         )
     built: dict[bool, dict[str, bytes]] = {}
     for reuse in (True, False):
-        config = load_site_config(vault, site_dir=tmp_path / f"site-{reuse}")
-        plugin = memosite_plugin(config)
-        plugin.config.cache = False  # every page rendered, by this build
-        plugin.reuse_markdown = reuse
-        run_build(config)
+        plugin, built[reuse] = build_uncached(vault, tmp_path / f"site-{reuse}", reuse_markdown=reuse)
         assert (plugin.shared_markdown_pages > 30) is reuse
-        built[reuse] = site_files(tmp_path / f"site-{reuse}")
     assert built[True].keys() == built[False].keys()
     differing = [name for name in built[True] if built[True][name] != built[False][name]]
     assert differing == []

@@ -10,22 +10,12 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from site_support import site_files
+from site_support import SCRIPTS, build_uncached
 
 from memosite.demo import write_demo_vault
-from memosite.site.build import load_site_config, memosite_plugin, run_build
 from memosite.site.search_parse import events
 from memosite.store import upsert_record
 from memosite.vault import Vault
-
-SCRIPTS = [
-    "Зачем нужен ключ",  # Cyrillic
-    "Ο πίνακας κλειδώνει",  # Greek
-    "数据库迁移会锁住订单表",  # CJK
-    "المفتاح مطلوب",  # Arabic
-    "Café résumé naïve",  # accents
-    "🚀 deploys ⚠️ break",  # emoji
-]
 
 
 class _Recorder(HTMLParser):
@@ -113,13 +103,8 @@ def test_the_search_index_read_with_the_regular_expression_is_the_one_html_parse
         )
     built: dict[bool, dict[str, bytes]] = {}
     for fast in (True, False):
-        config = load_site_config(vault, site_dir=tmp_path / f"site-{fast}")
-        plugin = memosite_plugin(config)
-        plugin.config.cache = False  # every page rendered, by this build
-        plugin.fast_search_reading = fast
-        run_build(config)
+        plugin, built[fast] = build_uncached(vault, tmp_path / f"site-{fast}", fast_search_reading=fast)
         assert (plugin.fast_search_pages > 20) is fast
-        built[fast] = site_files(tmp_path / f"site-{fast}")
     index = "search/search_index.json"
     assert json.loads(built[True][index]) == json.loads(built[False][index])
     assert built[True][index] == built[False][index]

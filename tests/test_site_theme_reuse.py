@@ -11,40 +11,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mkdocs.theme import Theme
 from mkdocs.utils import get_relative_url
-from site_support import site_files
+from site_support import SCRIPTS, build_uncached
 
 from memosite.demo import write_demo_vault
-from memosite.site.build import load_site_config, memosite_plugin, run_build
 from memosite.site.theme_reuse import ThemeReuse, _page_folder, _parts
 from memosite.store import upsert_record
 from memosite.vault import Vault
-
-SCRIPTS = [
-    "Зачем нужен ключ",  # Cyrillic
-    "Ο πίνακας κλειδώνει",  # Greek
-    "数据库迁移会锁住订单表",  # CJK
-    "المفتاح مطلوب",  # Arabic
-    "Café résumé naïve",  # accents
-    "🚀 deploys ⚠️ break",  # emoji
-]
 
 
 def _build_both_ways(vault: Vault, tmp_path: Path, **overrides: object) -> tuple[dict[bool, dict[str, bytes]], int]:
     built: dict[bool, dict[str, bytes]] = {}
     reused = 0
     for reuse in (True, False):
-        config = load_site_config(vault, site_dir=tmp_path / f"site-{reuse}")
-        for key, value in overrides.items():
-            config[key] = value
-        plugin = memosite_plugin(config)
-        plugin.config.cache = False  # every page rendered, by this build
-        plugin.reuse_theme_partials = reuse
-        run_build(config)
+        plugin, built[reuse] = build_uncached(
+            vault, tmp_path / f"site-{reuse}", config=overrides, reuse_theme_partials=reuse
+        )
         if reuse:
             reused = plugin.reused_nav_sidebars
         else:
             assert plugin.reused_nav_sidebars == 0
-        built[reuse] = site_files(tmp_path / f"site-{reuse}")
     return built, reused
 
 
