@@ -10,13 +10,19 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from memosite.process_end import leave_to_os
+
 
 def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["hook"]:
-        from memosite.hooks.runner import main as run_hook
+    try:
+        if args[:1] == ["hook"]:
+            from memosite.hooks.runner import main as run_hook
 
-        sys.exit(run_hook(args[1:]))
-    from memosite.cli import main as run_cli
+            sys.exit(run_hook(args[1:]))
+        from memosite.cli import main as run_cli
 
-    return run_cli(args)
+        return run_cli(args)
+    finally:
+        if argv is None:  # the console script itself, about to exit (not a caller's own process)
+            leave_to_os()

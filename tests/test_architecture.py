@@ -238,6 +238,7 @@ LAYER_MEMBERS: dict[str, list[str]] = {
         "mdtext",
         "paths",
         "policy",
+        "process_end",
         "provenance",
         "recurrence",
         "resources",

@@ -26,6 +26,7 @@ from typing import Any
 
 from memosite import errors
 from memosite.errors import BuildError, InvalidArguments, MemositeError
+from memosite.process_end import leave_to_os
 from memosite.site.build import BuildResult
 from memosite.vault import Vault
 
@@ -186,6 +187,7 @@ def main(argv: Sequence[str]) -> int:
     finally:
         vault.close()
     sys.stdout.write(json.dumps(answer) + "\n")
+    leave_to_os()
     return 0 if "result" in answer else 1
 
 
