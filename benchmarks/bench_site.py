@@ -339,10 +339,17 @@ def _print_engines(label: str, runs: dict[str, list[Run]]) -> None:
 
 
 def _touch_one_record(vault_root: Path, marker: str) -> Path:
-    path = sorted((vault_root / "projects" / PROJECT / "traps").glob("*.md"))[0]
+    """Add a line to the first live trap (active, never expiring): a change every view, the search
+    index and the feed may show, as a typical edit is."""
+    path = next(p for p in sorted((vault_root / "projects" / PROJECT / "traps").glob("*.md")) if _live(p))
     text = path.read_text(encoding="utf-8").rstrip("\n")
     path.write_text(f"{text}\n\n{marker}\n", encoding="utf-8")
     return path
+
+
+def _live(path: Path) -> bool:
+    meta = yaml.safe_load(path.read_text(encoding="utf-8").split("---", 2)[1]) or {}
+    return meta.get("status") == "active" and not meta.get("ttl") and not meta.get("expires_at")
 
 
 def bench_builds(code: Path, size: int, rounds: int, work: Path, *, cold_only: bool = False) -> dict[str, list[Run]]:
