@@ -59,6 +59,7 @@ from mkdocs.structure.toc import AnchorLink
 from memosite.errors import MemositeError
 from memosite.resources import SITE_ASSETS as ASSETS
 from memosite.site.dashboard import OVERVIEW_MARK
+from memosite.site.generated_files import GeneratedPage, PageMaker
 from memosite.site.search import with_folded_fields
 
 if TYPE_CHECKING:
@@ -195,15 +196,6 @@ def _list_theme_templates(
     return sorted(names)
 
 
-class _VirtualPage(File):
-    """A generated page that knows whether it must be rendered in this build."""
-
-    render_needed = True
-
-    def is_modified(self) -> bool:
-        return self.render_needed
-
-
 class _AlwaysBuilt(File):
     """A page of the user's docs that shows the overview: it changes with the vault."""
 
@@ -253,7 +245,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._scope = ""
         self._overview_charts: dict[str, str] | None = None
         self._search_text: dict[str, str] = {}  # src_uri -> its search entries as JSON (serve)
-        self._files_by_uri: dict[str, _VirtualPage] = {}  # src_uri -> this build's file (serve reuses them)
+        self._files_by_uri: dict[str, GeneratedPage] = {}  # src_uri -> this build's file (serve reuses them)
         self._rows: dict[str, tuple[str, str]] = {}  # src_uri -> (what it was made from, records.json row)
         # src_uri -> (scope, fingerprint, charts, key): a page whose Markdown is unchanged keeps its key.
         self._page_keys: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
@@ -389,7 +381,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             # Serving: a page an earlier build rendered goes back to MkDocs' class (that build's
             # converter may have another configuration); this build decides afresh.
             page.__class__ = earlier.base_class
-        if not (self.reuse_markdown and isinstance(page.file, _VirtualPage)):
+        if not (self.reuse_markdown and isinstance(page.file, GeneratedPage)):
             return page
         if not self._shared_markdown_asked:
             from memosite.site.markdown_reuse import SharedMarkdown
@@ -462,6 +454,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._withheld = set()
         _QUIET_LINKS.targets = self._withheld
         previous_files, self._files_by_uri = self._files_by_uri, {}
+        make_page = PageMaker(config)
         present = {file.src_uri for file in files}
         previous_keys, self._page_keys = self._page_keys, {}
         for page in content.pages:
@@ -496,9 +489,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             else:
                 # Records and the trust pages are reached from the project homes, not the nav.
                 inclusion = InclusionLevel.NOT_IN_NAV if page.role in ("record", "trust") else InclusionLevel.UNDEFINED
-                generated = _VirtualPage.generated(config, page.src_uri, content=page.markdown, inclusion=inclusion)
-                assert isinstance(generated, _VirtualPage)  # generated() builds an instance of its class
-                virtual = generated
+                virtual = make_page(page.src_uri, page.markdown, inclusion)
                 if written is not None and written.key == key and os.path.isfile(virtual.abs_dest_path):
                     self._reuse[page.src_uri] = written
                     virtual.render_needed = False
@@ -699,7 +690,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         assert self._files is not None and self._content is not None and self._cache is not None
         assert self._scanner is not None
         site_dir = Path(config.site_dir)
-        virtual = {f.src_uri: f for f in self._files if isinstance(f, _VirtualPage)}
+        virtual = {f.src_uri: f for f in self._files if isinstance(f, GeneratedPage)}
         self.cached_pages = {}
         for uri, source in self._reuse.items():
             dest = virtual[uri].abs_dest_path
@@ -753,7 +744,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         self._memory.written = written
         self._memory.dest_paths = {uri: f.abs_dest_path for uri, f in virtual.items()}
 
-    def _search_entries(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
+    def _search_entries(self, site_dir: Path, virtual: dict[str, GeneratedPage]) -> None:
         """Complete ``search_index.json``: entries of rendered pages (minus each record's "Record
         details" section), cached entries of every other page; each generated page's entries, as
         JSON text, go into ``_search_text``."""
@@ -842,7 +833,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         env = config.plugins.on_env(config.theme.get_env(), config=config, files=self._files)
         _build_theme_template("sitemap.xml", env, _ListedPages(pages), config, self._nav)
 
-    def _scan_outputs(self, site_dir: Path, virtual: dict[str, _VirtualPage]) -> None:
+    def _scan_outputs(self, site_dir: Path, virtual: dict[str, GeneratedPage]) -> None:
         """Every output file this build wrote that no other check covered (records.json, feeds,
         sitemap, the theme's and other plugins' files), each remembered when clean."""
         assert self._scanner is not None and self._content is not None
