@@ -215,7 +215,8 @@ class _BuildMemory:
 
     key: tuple[Any, ...] = ()
     written: dict[str, _PageState] = field(default_factory=dict)  # src_uri -> page in site_dir
-    dest_paths: dict[str, str] = field(default_factory=dict)  # src_uri -> abs_dest_path
+    # src_uri -> the page's file (its abs_dest_path, worked out only for the pages asked about)
+    files: dict[str, GeneratedPage] = field(default_factory=dict)
     other_search: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # url -> docs (user pages)
 
 
@@ -546,8 +547,8 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         (serving) in the site directory from the last build."""
         written = self._memory.written.get(src_uri)
         if written is not None and written.key == key:
-            dest = self._memory.dest_paths.get(src_uri)
-            if dest is not None and _in_place(dest, self._present):
+            file = self._memory.files.get(src_uri)
+            if file is not None and _in_place(file.abs_dest_path, self._present):
                 return True
         return self._cache is not None and self._cache.lookup(src_uri, key) is not None
 
@@ -705,7 +706,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
             self._handled.add(os.path.abspath(dest))
         self._search_entries(site_dir, virtual)
         self._complete_sitemap(config)
-        _remove_outputs(site_dir, [p for uri, p in self._memory.dest_paths.items() if uri not in virtual])
+        _remove_outputs(site_dir, [f.abs_dest_path for uri, f in self._memory.files.items() if uri not in virtual])
         self._scan_outputs(site_dir, virtual)
         if self._scanner.findings:
             from memosite.site.output import clean_site_dir
@@ -742,7 +743,7 @@ class MemositePlugin(BasePlugin[MemositePluginConfig]):
         else:
             self._cache.save()
         self._memory.written = written
-        self._memory.dest_paths = {uri: f.abs_dest_path for uri, f in virtual.items()}
+        self._memory.files = virtual
 
     def _search_entries(self, site_dir: Path, virtual: dict[str, GeneratedPage]) -> None:
         """Complete ``search_index.json``: entries of rendered pages (minus each record's "Record
