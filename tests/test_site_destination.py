@@ -108,3 +108,47 @@ def test_cli_refusal_is_one_line_and_a_failing_exit(filled: Vault, tmp_path: Pat
         lines = [line for line in outcome.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "memosite did not build it" in lines[0] and "Traceback" not in outcome.stderr
     assert (project / "notes.txt").read_text(encoding="utf-8") == "keep"
+
+
+def test_a_build_into_a_new_folder_publishes_it_whole_with_its_manifest(filled: Vault, tmp_path: Path) -> None:
+    site = tmp_path / "out" / "site"
+    cold = tmp_path / "cold"
+    build_site(filled, out_dir=cold)  # fills the page cache: the next new folder gets cached pages too
+    result = build_site(filled, out_dir=site)
+
+    assert [p.name for p in site.parent.iterdir()] == ["site"]  # no staging left behind
+    assert _tree(site) == _tree(cold) | {MANIFEST: (site / MANIFEST).read_bytes()}
+    manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+    assert set(manifest["files"]) == set(_tree(site)) - {MANIFEST}
+    assert result.pages == sum(1 for name in manifest["files"] if name.endswith(".html"))
+    # The folder is memosite's: the next build replaces what changed and keeps a person's file.
+    (site / "CNAME").write_text("memory.example.org\n", encoding="utf-8")
+    _trap(filled, "Zeitzone — часовой пояс", "Store UTC; 東京 is +09:00.")
+    build_site(filled, out_dir=site)
+    assert any("Zeitzone" in p.read_text(encoding="utf-8") for p in (site / "memory/shop/traps").rglob("index.html"))
+    assert (site / "CNAME").read_text(encoding="utf-8") == "memory.example.org\n"
+
+
+def test_a_folder_that_appears_while_the_site_builds_keeps_a_persons_file(filled: Vault, tmp_path: Path) -> None:
+    from memosite.site.build import load_site_config, memosite_plugin, run_build
+    from memosite.site.destination import check_destination
+    from memosite.site.output import update_site
+
+    site = tmp_path / "site"
+    destination = check_destination(site, filled.root)  # new: nothing there yet
+    staging = tmp_path / ".staging"
+    staging.mkdir()
+    config = load_site_config(filled, site_dir=staging)
+    plugin = memosite_plugin(config)
+    plugin.defer_cached_pages = True
+    run_build(config)
+    site.mkdir()  # a person made the folder meanwhile, and put a file there
+    (site / "notes.txt").write_text("keep me — сохранить", encoding="utf-8")
+
+    update_site(staging, destination, plugin.cached_pages, plugin.page_cache)
+
+    assert (site / "notes.txt").read_text(encoding="utf-8") == "keep me — сохранить"
+    assert (site / "memory/index.html").is_file()
+    assert not staging.exists()
+    manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+    assert "notes.txt" not in manifest["files"] and "memory/index.html" in manifest["files"]

@@ -78,6 +78,11 @@ def update_site(
     (site path -> page in ``cache``), in place; see the module docstring. Before anything changes,
     a person's file (one memosite did not write, or edited since) where the site puts a file or
     needs a directory stops it. Removes ``staging``."""
+    if destination.previous is None and not os.path.lexists(destination.path):
+        whole = _publish_new(staging, destination, cached, cache)
+        if whole is not None:
+            return whole
+        cached = {}  # the rename was refused: the cached pages are in staging, placed as built ones
     staged, staged_dirs = _walk(staging)
     new_files = set(staged) | set(cached)
     new_dirs = set(staged_dirs) | _parents(cached)
@@ -149,6 +154,33 @@ def update_site(
     shutil.rmtree(staging, ignore_errors=True)
     kept = sorted(name for name in edited if name not in written)
     return SiteUpdate(kept=kept, written=placed, removed=removed, manifest=manifest)
+
+
+def _publish_new(
+    staging: Path, destination: Destination, cached: Mapping[str, str], cache: PageCache | None
+) -> SiteUpdate | None:
+    """A destination that does not exist yet becomes the staging folder itself, complete with its
+    signed manifest, by one rename: no file is moved one by one and no emptied staging tree is
+    removed after (a thousand directories made twice and removed once cost seconds of waiting on
+    some disks). None, with the cached pages left in ``staging``, when the rename is refused
+    (something appeared at the destination meanwhile)."""
+    digests: dict[str, str] = {}
+    for name, src_uri in cached.items():
+        entry = cache.pages.get(src_uri) if cache is not None else None
+        if entry is None or cache is None or not cache.place(entry, staging / name):
+            raise BuildError(f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)")
+        digests[name] = entry.digest
+    staged, staged_dirs = _walk(staging)
+    written = {name: _written(staging / name, digests.get(name) or content_digest(staging / name)) for name in staged}
+    manifest = Manifest(written, frozenset(staged_dirs))
+    write_manifest(staging / MANIFEST, GENERATOR, manifest, destination.key)
+    try:
+        # A directory's files keep their inode and time through the rename: the manifest holds.
+        os.rename(staging, destination.path)
+    except OSError:
+        (staging / MANIFEST).unlink(missing_ok=True)
+        return None
+    return SiteUpdate(kept=[], written=sorted(staged), removed=[], manifest=manifest)
 
 
 def _walk(root: Path) -> tuple[list[str], list[str]]:
