@@ -1,10 +1,12 @@
 """Reading record rows back: each entry is what its row's columns say, decoded for its caller alone
-(memosite.index.entry)."""
+(memosite.index.entry), and a refresh walks the files that ``iter_record_files`` lists
+(memosite.refresh.record_file_stats)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,9 @@ from memosite.index.database import Index
 from memosite.index.entry import COLUMNS, ENTRY_COLUMNS, json_list
 from memosite.index.queries import live_traps_with_patterns
 from memosite.kinds import DURABLE_KINDS
+from memosite.refresh import record_file_stats, refresh_project
+from memosite.store import upsert_record
+from memosite.vault import Vault
 
 NOT_READ_BACK = ("tags_json", "folded", "unspaced", "pattern_prefixes")
 
@@ -198,3 +203,76 @@ def test_json_list_decodes_as_json_loads_into_a_new_object(value: Any, ensure_as
     assert first == second == json.loads(text)
     if isinstance(first, list | dict):
         assert first is not second
+
+
+# --- the file walk of a refresh --------------------------------------------------------------
+
+
+def _write(path: Path, text: str = "x") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_record_file_stats_lists_the_record_files_with_their_stat(tmp_path: Path) -> None:
+    """The refresh's walk lists exactly the files ``iter_record_files`` lists, in its order, with
+    the stat ``Path.stat`` gives: names in any script; temp files, sidecars, symlinks, directories
+    named like records and files outside the kind directories left out."""
+    vault = Vault.open(tmp_path / "vault", create=True)
+    base = vault.project_dir("shop")
+    outside = tmp_path / "outside"
+    _write(outside / "secret.md")
+    names = ["cookie.md", "зачем.md", "πίνακας.md", "数据库.md", "المفتاح.md", "café.md", "🚀.md"]
+    for name in names:
+        _write(base / "traps" / name, f"# {name}\n")
+    _write(base / "decisions" / "db.md", "longer text " * 20)
+    _write(base / "traps" / ".memosite-tmp-abc123")
+    _write(base / "traps" / "cookie.conflict.1.md")
+    _write(base / "traps" / "cookie.proposed.md")
+    _write(base / "traps" / "cookie.md.swp")
+    _write(base / "attic" / "old.md")
+    _write(base / "TRAPS.md")
+    (base / "traps" / "folder.md").mkdir()
+    (base / "traps" / "linked.md").symlink_to(outside / "secret.md")
+    (base / "plans").symlink_to(outside)
+
+    listed = list(record_file_stats(vault, "shop"))
+    walked = list(vault.iter_record_files("shop"))
+    assert [(relative, path) for relative, path, _ in listed] == [(vault.relative(p), os.fspath(p)) for p in walked]
+    assert {relative for relative, _, _ in listed} == {
+        *(f"projects/shop/traps/{name}" for name in names),
+        "projects/shop/decisions/db.md",
+    }
+    for (_, _, stat), path in zip(listed, walked, strict=True):
+        want = path.stat()
+        assert (stat.st_ino, stat.st_mtime_ns, stat.st_size) == (want.st_ino, want.st_mtime_ns, want.st_size)
+
+
+def test_refresh_reports_the_kind_a_removed_or_broken_file_had(tmp_path: Path) -> None:
+    """A decision removed by hand and a plan broken by hand are reported under the kinds their rows
+    had (their views are rewritten), an edited trap as changed, a new file as added."""
+    vault = Vault.open(tmp_path / "vault", create=True)
+    written = {
+        kind: upsert_record(vault, "shop", kind=kind, slug=f"{kind}-one", body=f"Зачем {kind} 数据库", frontmatter=fm)
+        for kind, fm in (
+            ("trap", {"title": "Cookie", "severity": "high", "pathPatterns": ["src/**"]}),
+            ("decision", {"title": "Database"}),
+            ("plan", {"title": "Rollout"}),
+        )
+    }
+    paths = {kind: vault.root / result.path for kind, result in written.items()}
+    paths["decision"].unlink()
+    paths["plan"].write_text("---\nkind: [broken\n---\n", encoding="utf-8")
+    with paths["trap"].open("a", encoding="utf-8") as handle:
+        handle.write("\nΟ πίνακας κλειδώνει\n")
+    copy = paths["trap"].read_text(encoding="utf-8").replace("id: trap-one", "id: new-one")
+    _write(paths["trap"].with_name("new-one.md"), copy.replace("Cookie", "Новый"))
+
+    result = refresh_project(vault, "shop", embed=False)
+
+    decision, plan, trap = (vault.relative(paths[kind]) for kind in ("decision", "plan", "trap"))
+    assert result.changed == [trap]
+    assert result.added == ["projects/shop/traps/new-one.md"]
+    assert sorted(result.removed) == sorted([decision, plan])
+    assert result.invalid == [plan]
+    assert result.kinds == {"trap", "decision", "plan"}
+    assert vault.index().file_stats("shop").keys() == {trap, "projects/shop/traps/new-one.md"}

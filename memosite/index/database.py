@@ -402,6 +402,12 @@ class Index:
         rows = self._tuples("SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,))
         return {path: (mtime_ns, size) for path, mtime_ns, size in rows}
 
+    def file_stamps(self, project: str) -> dict[str, tuple[int, int, str]]:
+        """``(mtime_ns, size, kind)`` of each record file of ``project`` the index holds (one query
+        for what :meth:`file_stats` says and each file's kind)."""
+        rows = self._tuples("SELECT path, mtime_ns, size, kind FROM records WHERE project = ?", (project,))
+        return {path: (mtime_ns, size, kind) for path, mtime_ns, size, kind in rows}
+
     def file_stats_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int, str]]:
         """``(mtime_ns, size, kind)`` of each of ``paths`` the index holds (the others are left out)."""
         found: dict[str, tuple[int, int, str]] = {}
@@ -413,11 +419,6 @@ class Index:
             ):
                 found[row[0]] = (row[1], row[2], row[3])
         return found
-
-    def kinds_by_path(self, project: str) -> dict[str, str]:
-        return {
-            row[0]: row[1] for row in self.conn.execute("SELECT path, kind FROM records WHERE project = ?", (project,))
-        }
 
     def pending_review(self, project: str) -> list[IndexEntry]:
         """Records waiting for a person's review, newest first."""
