@@ -236,18 +236,21 @@ class RefreshResult:
         return bool(self.added or self.changed or self.removed)
 
 
-def record_file_stats(vault: Vault, project: str) -> Iterator[tuple[str, Path, os.stat_result]]:
-    """Each record file of ``project`` with its vault-relative path and its stat (files that
-    vanish while listed are left out)."""
-    root = os.fspath(vault.root) + os.sep  # the paths are under the root: a slice, not relative_to()
-    for path in vault.iter_record_files(project):
+def record_file_stats(vault: Vault, project: str) -> Iterator[tuple[str, str, os.stat_result]]:
+    """Each record file of ``project`` (in :meth:`Vault.iter_record_files` order) with its
+    vault-relative path, its path on disk and its stat (files that vanish while listed are left out)."""
+    base = vault.project_dir(project)
+    prefixes: dict[str, str] = {}
+    for subdir, entry in vault.record_dir_entries(project):
+        prefix = prefixes.get(subdir)
+        if prefix is None:
+            prefix = prefixes[subdir] = vault.relative(base / subdir) + "/"
         try:
-            stat = path.stat()
+            # The entry is a regular file, no symlink (record_dir_entries): this is os.stat(path).
+            stat = entry.stat()
         except FileNotFoundError:
             continue
-        text = os.fspath(path)
-        relative = text[len(root) :].replace(os.sep, "/") if text.startswith(root) else vault.relative(path)
-        yield relative, path, stat
+        yield prefix + entry.name, entry.path, stat
 
 
 def refresh_project(vault: Vault, project: str, *, force: bool = False, embed: bool = True) -> RefreshResult:
@@ -256,24 +259,24 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False, embed: b
     computes the missing ones (:func:`fill_missing_vectors`), so a caller that only reads words
     (the site build) never loads the model."""
     index = vault.index()
-    known = index.file_stats(project)
-    known_kinds = index.kinds_by_path(project) if known else {}
+    known = index.file_stamps(project)
     result = RefreshResult()
     seen: set[str] = set()
     entries: list[IndexEntry] = []
     for relative, path, stat in record_file_stats(vault, project):
         seen.add(relative)
-        if not force and known.get(relative) == (stat.st_mtime_ns, stat.st_size):
+        held = known.get(relative)
+        if not force and held is not None and held[0] == stat.st_mtime_ns and held[1] == stat.st_size:
             continue
         _read_into(
             vault,
             relative,
-            path,
+            Path(path),
             stat,
             result,
             entries,
-            previous_kind=known_kinds.get(relative),
-            known=relative in known,
+            previous_kind=held[2] if held is not None else None,
+            known=held is not None,
         )
     if embed:
         attach_vectors(vault, entries)
@@ -283,12 +286,12 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False, embed: b
         for relative in set(known) - seen:
             index.delete_path(relative)
             result.removed.append(relative)
-            result.kinds.add(known_kinds.get(relative, "trap"))
+            result.kinds.add(known[relative][2])
         # An invalid file keeps no stale row: its last good content is not what is on disk.
         for relative in result.invalid:
             if index.delete_path(relative):
                 result.removed.append(relative)
-                result.kinds.add(known_kinds.get(relative, "trap"))
+                result.kinds.add(known[relative][2] if relative in known else "trap")
         remember_directories(vault, project)
     return result
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from memosite.errors import StorageError
 from memosite.index import fragments, partitions, termcounts, vectors
-from memosite.index.entry import COLUMNS, IndexEntry
+from memosite.index.entry import COLUMNS, ENTRY_SELECT, IndexEntry
 from memosite.index.schema import ensure_schema
 from memosite.reviewstate import pending_sql
 from memosite.warning import warn
@@ -361,17 +361,25 @@ class Index:
         return [(r["unit"], r["project"], r["path"]) for r in self.conn.execute("SELECT * FROM inflight ORDER BY path")]
 
     # --- reads -------------------------------------------------------------------------------
-    def _entries(self, sql: str, params: Sequence[Any] = ()) -> list[IndexEntry]:
-        return [IndexEntry.from_row(row) for row in self.conn.execute(sql, params)]
+    def _tuples(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """The rows of ``sql`` as plain tuples: thousands of them cost no ``sqlite3.Row`` each."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params)
+
+    def _entries(self, where: str, params: Sequence[Any] = ()) -> list[IndexEntry]:
+        """The entries of the ``records`` rows that ``where`` (the SQL after ``FROM records``) selects."""
+        rows = self._tuples(f"SELECT {ENTRY_SELECT} FROM records{where}", params)
+        return [IndexEntry.from_values(values) for values in rows]
 
     def by_path(self, path: str) -> IndexEntry | None:
-        found = self._entries("SELECT * FROM records WHERE path = ?", (path,))
+        found = self._entries(" WHERE path = ?", (path,))
         return found[0] if found else None
 
     def by_id(self, record_id: str, project: str | None = None) -> list[IndexEntry]:
         if project is None:
-            return self._entries("SELECT * FROM records WHERE id = ? ORDER BY path", (record_id,))
-        return self._entries("SELECT * FROM records WHERE project = ? AND id = ? ORDER BY path", (project, record_id))
+            return self._entries(" WHERE id = ? ORDER BY path", (record_id,))
+        return self._entries(" WHERE project = ? AND id = ? ORDER BY path", (project, record_id))
 
     def entries(
         self,
@@ -380,7 +388,7 @@ class Index:
         statuses: Sequence[str] | None = None,
     ) -> list[IndexEntry]:
         clauses, params = filters(project, kinds, statuses)
-        return self._entries(f"SELECT * FROM records{clauses} ORDER BY project, kind, updated DESC", params)
+        return self._entries(f"{clauses} ORDER BY project, kind, updated DESC", params)
 
     def kind_at(self, path: str) -> str | None:
         row = self.conn.execute("SELECT kind FROM records WHERE path = ?", (path,)).fetchone()
@@ -390,10 +398,15 @@ class Index:
         return [row[0] for row in self.conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
 
     def file_stats(self, project: str) -> dict[str, tuple[int, int]]:
-        return {
-            row[0]: (row[1], row[2])
-            for row in self.conn.execute("SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,))
-        }
+        """``(mtime_ns, size)`` of each record file of ``project`` the index holds."""
+        rows = self._tuples("SELECT path, mtime_ns, size FROM records WHERE project = ?", (project,))
+        return {path: (mtime_ns, size) for path, mtime_ns, size in rows}
+
+    def file_stamps(self, project: str) -> dict[str, tuple[int, int, str]]:
+        """``(mtime_ns, size, kind)`` of each record file of ``project`` the index holds (one query
+        for what :meth:`file_stats` says and each file's kind)."""
+        rows = self._tuples("SELECT path, mtime_ns, size, kind FROM records WHERE project = ?", (project,))
+        return {path: (mtime_ns, size, kind) for path, mtime_ns, size, kind in rows}
 
     def file_stats_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int, str]]:
         """``(mtime_ns, size, kind)`` of each of ``paths`` the index holds (the others are left out)."""
@@ -407,15 +420,10 @@ class Index:
                 found[row[0]] = (row[1], row[2], row[3])
         return found
 
-    def kinds_by_path(self, project: str) -> dict[str, str]:
-        return {
-            row[0]: row[1] for row in self.conn.execute("SELECT path, kind FROM records WHERE project = ?", (project,))
-        }
-
     def pending_review(self, project: str) -> list[IndexEntry]:
         """Records waiting for a person's review, newest first."""
         return self._entries(
-            f"SELECT * FROM records WHERE project = ? AND {pending_sql()} ORDER BY updated DESC, path",
+            f" WHERE project = ? AND {pending_sql()} ORDER BY updated DESC, path",
             (project,),
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,15 +134,50 @@ class IndexEntry:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexEntry:
         """An entry from a ``records`` row (fragments are not loaded: views read them in SQL)."""
-        data = {
-            name: row[name] for name in COLUMNS if name not in ("tags_json", "folded", "unspaced", "pattern_prefixes")
-        }
-        data["tags"] = json.loads(row["tags_json"])
-        data["path_patterns"] = json.loads(row["path_patterns"])
-        data["frontmatter"] = json.loads(row["frontmatter"])
-        return cls(**data)
+        return cls.from_values(tuple(row[name] for name in ENTRY_COLUMNS))
+
+    @classmethod
+    def from_values(cls, values: Sequence[Any]) -> IndexEntry:
+        """An entry from the values of :data:`ENTRY_COLUMNS`, in that order (as ``SELECT``
+        :data:`ENTRY_SELECT` returns them); fragments are not loaded."""
+        fields = list(values)
+        fields[_TAGS] = json_list(fields[_TAGS])
+        fields[_PATTERNS] = json_list(fields[_PATTERNS])
+        fields[_FRONTMATTER] = json.loads(fields[_FRONTMATTER])
+        return cls(*fields)
 
     @property
     def is_stale_flagged(self) -> bool:
         """Feedback salience: stale votes outweigh helpful ones."""
         return is_flagged_stale(self.helpful, self.stale)
+
+
+# The columns an IndexEntry is read from, in the order of its fields (``tags_json`` holds ``tags``):
+# a row of them is the entry's positional arguments. What only the index reads (the joined tags,
+# folded text, pattern prefixes) is not fetched.
+ENTRY_COLUMNS = tuple(name for name in COLUMNS if name not in ("tags", "folded", "unspaced", "pattern_prefixes"))
+ENTRY_SELECT = ", ".join(ENTRY_COLUMNS)
+_TAGS = ENTRY_COLUMNS.index("tags_json")
+_PATTERNS = ENTRY_COLUMNS.index("path_patterns")
+_FRONTMATTER = ENTRY_COLUMNS.index("frontmatter")
+
+# JSON list text -> its items. Tags and path patterns repeat across records ("[]" above all), so
+# each distinct text is decoded once per process; bounded, as a vault's tag sets are not.
+_LISTS: dict[str, tuple[Any, ...]] = {}
+_LISTS_MAX = 4096
+
+
+def json_list(text: str) -> list[Any]:
+    """``json.loads(text)`` for the JSON text of a list column, a new list each call (a caller may
+    change its entry's list; the memo keeps a tuple of strings that no caller sees)."""
+    items = _LISTS.get(text)
+    if items is None:
+        decoded = json.loads(text)
+        if not isinstance(decoded, list) or not all(isinstance(item, str) for item in decoded):
+            # Not a list of strings (an index written by hand or an old version): decoded afresh
+            # each time, so no two entries share a mutable item.
+            return decoded  # type: ignore[no-any-return]
+        if len(_LISTS) >= _LISTS_MAX:
+            _LISTS.clear()
+        items = _LISTS[text] = tuple(decoded)
+    return list(items)
