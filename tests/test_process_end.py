@@ -78,5 +78,6 @@ def test_a_refused_command_keeps_its_exit_status_and_its_one_line_error(tmp_path
 
 def test_a_caller_running_the_cli_in_its_own_process_keeps_its_collector(tmp_path: Path) -> None:
     before = gc.get_freeze_count()
-    main(["--vault", str(tmp_path / "vault"), "--project", "demo", "--json", "init"])
+    vault = str(tmp_path / "vault")
+    main(["--vault", vault, "--project", "demo", "--json", "upsert", "--kind", "log", "--title", "Ω", "--body", "β"])
     assert gc.get_freeze_count() == before
