@@ -79,6 +79,8 @@ def _kind_dir(entry: IndexEntry) -> str:
 def link_targets(body: str) -> set[tuple[str, str]]:
     """``(kind dir or "", name)`` of every record a body links to (``name`` a slug or an id)."""
     found: set[tuple[str, str]] = set()
+    if not may_link(body):
+        return found
     for raw in _MARKDOWN_LINK.findall(body):
         if _SCHEME.match(raw) or raw.startswith("#"):
             continue
@@ -94,6 +96,16 @@ def link_targets(body: str) -> set[tuple[str, str]]:
         if name.strip():
             found.add(("", name.strip()))
     return found
+
+
+def may_link(body: str) -> bool:
+    """Whether ``body`` holds a "]" (a Markdown link's target follows one) or a "[" (a wiki link
+    starts with two), without which neither link pattern can match. Most bodies link nowhere, and
+    looking for one character runs at memory speed, far faster than either pattern does."""
+    return "]" in body or "[" in body
+
+
+_NO_LINKS: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass
@@ -113,28 +125,39 @@ class ProjectLinks:
 
     def __post_init__(self) -> None:
         by_name: dict[tuple[str, str], list[IndexEntry]] = {}
+        linking: list[tuple[IndexEntry, frozenset[tuple[str, str]]]] = []
         for entry in self.entries:
             self._by_id.setdefault(entry.id, entry)
             if entry.supersedes:
                 self._successors.setdefault(entry.supersedes, []).append(entry)
             for path in cited_paths(entry):
                 self._by_path.setdefault(path, []).append(entry)
-            for key in {(_kind_dir(entry), entry.slug), ("", entry.slug), ("", entry.id)}:
-                by_name.setdefault(key, []).append(entry)
-        for entry in self.entries:
-            targets = {t.path for key in self._links_of(entry) for t in by_name.get(key, ())}
-            for path in targets - {entry.path}:
-                self._linked_from.setdefault(path, []).append(entry)
-        # What a page's Markdown links reach: the names above and the files' own (MkDocs resolves
-        # a link by the file it names).
-        self._by_name = by_name
-        for entry in self.entries:
-            stem = posixpath.basename(entry.path).removesuffix(".md")
-            if stem != entry.slug:
-                for key in ((_kind_dir(entry), stem), ("", stem)):
+            # Its names: its slug in its kind's directory and alone, and its id (each key once).
+            kind_dir, slug = _kind_dir(entry), entry.slug
+            by_name.setdefault((kind_dir, slug), []).append(entry)
+            if kind_dir:
+                by_name.setdefault(("", slug), []).append(entry)
+            if entry.id != slug:
+                by_name.setdefault(("", entry.id), []).append(entry)
+            # What a page's Markdown links reach: the names above and the files' own (MkDocs
+            # resolves a link by the file it names).
+            stem = entry.path.rpartition("/")[2].removesuffix(".md")
+            if stem != slug:
+                for key in ((kind_dir, stem), ("", stem)):
                     self._by_file.setdefault(key, []).append(entry)
+            links = self._links_of(entry)
+            if links:
+                linking.append((entry, links))
+        for entry, links in linking:
+            targets = {t.path for key in links for t in by_name.get(key, ())}
+            targets.discard(entry.path)
+            for path in targets:
+                self._linked_from.setdefault(path, []).append(entry)
+        self._by_name = by_name
 
     def _links_of(self, entry: IndexEntry) -> frozenset[tuple[str, str]]:
+        if not may_link(entry.body):
+            return _NO_LINKS
         if self.targets is None:
             return frozenset(link_targets(entry.body))
         held = self.targets.get(entry.path)
@@ -158,13 +181,16 @@ class ProjectLinks:
         """The files of the records ``entry``'s body may link to, sorted: its page's links resolve
         (or stay as written) by whether those pages exist, so a record added or removed under a
         name the body links to changes the page even though the body did not change."""
-        found = {
-            t.path for key in self._links_of(entry) for t in (*self._by_name.get(key, ()), *self._by_file.get(key, ()))
-        }
+        links = self._links_of(entry)
+        if not links:
+            return ()
+        found = {t.path for key in links for t in (*self._by_name.get(key, ()), *self._by_file.get(key, ()))}
         return tuple(sorted(found))
 
     def chain(self, entry: IndexEntry) -> list[IndexEntry]:
         """The supersession chain through ``entry``, oldest first (just ``entry`` when alone)."""
+        if not entry.supersedes and self._next(entry) is None:
+            return [entry]  # most records are alone
         seen = {entry.path}
         older: list[IndexEntry] = []
         current = entry
@@ -186,8 +212,8 @@ class ProjectLinks:
         named = self._by_id.get(entry.superseded_by or "")
         if named is not None:
             return named
-        candidates = sorted(self._successors.get(entry.id, ()), key=lambda e: (e.created or "", e.path))
-        return candidates[0] if candidates else None
+        candidates = self._successors.get(entry.id)
+        return min(candidates, key=lambda e: (e.created or "", e.path)) if candidates else None
 
     def links_here(self, entry: IndexEntry) -> LinksHere:
         """What the record's page lists under "Links here"."""
