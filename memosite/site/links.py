@@ -106,6 +106,8 @@ def may_link(body: str) -> bool:
 
 
 _NO_LINKS: frozenset[tuple[str, str]] = frozenset()
+# (kind dir or "", a slug, an id or a file name) -> the records a link by that name may reach.
+_ByName = dict[tuple[str, str], list[IndexEntry]]
 
 
 @dataclass
@@ -120,11 +122,9 @@ class ProjectLinks:
     _successors: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
     _by_path: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
     _linked_from: dict[str, list[IndexEntry]] = field(default_factory=dict, init=False)
-    _by_name: dict[tuple[str, str], list[IndexEntry]] = field(default_factory=dict, init=False)
-    _by_file: dict[tuple[str, str], list[IndexEntry]] = field(default_factory=dict, init=False)
+    _names: tuple[_ByName, _ByName] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        by_name: dict[tuple[str, str], list[IndexEntry]] = {}
         linking: list[tuple[IndexEntry, frozenset[tuple[str, str]]]] = []
         for entry in self.entries:
             self._by_id.setdefault(entry.id, entry)
@@ -132,28 +132,39 @@ class ProjectLinks:
                 self._successors.setdefault(entry.supersedes, []).append(entry)
             for path in cited_paths(entry):
                 self._by_path.setdefault(path, []).append(entry)
-            # Its names: its slug in its kind's directory and alone, and its id (each key once).
-            kind_dir, slug = _kind_dir(entry), entry.slug
-            by_name.setdefault((kind_dir, slug), []).append(entry)
-            if kind_dir:
-                by_name.setdefault(("", slug), []).append(entry)
-            if entry.id != slug:
-                by_name.setdefault(("", entry.id), []).append(entry)
-            # What a page's Markdown links reach: the names above and the files' own (MkDocs
-            # resolves a link by the file it names).
-            stem = entry.path.rpartition("/")[2].removesuffix(".md")
-            if stem != slug:
-                for key in ((kind_dir, stem), ("", stem)):
-                    self._by_file.setdefault(key, []).append(entry)
             links = self._links_of(entry)
             if links:
                 linking.append((entry, links))
+        if not linking:
+            return  # no body links anywhere: no record needs to be found by its names
+        by_name = self._names_of_records()[0]
         for entry, links in linking:
             targets = {t.path for key in links for t in by_name.get(key, ())}
             targets.discard(entry.path)
             for path in targets:
                 self._linked_from.setdefault(path, []).append(entry)
-        self._by_name = by_name
+
+    def _names_of_records(self) -> tuple[_ByName, _ByName]:
+        """The records by each name a link may give them (``(kind dir or "", name)``): their own
+        (the slug in its kind's directory and alone, the id), and their files' where a file is
+        named apart from its slug (MkDocs resolves a page's Markdown link by the file it names).
+        Made when a body first links somewhere."""
+        if self._names is None:
+            by_name: _ByName = {}
+            by_file: _ByName = {}
+            for entry in self.entries:
+                kind_dir, slug = _kind_dir(entry), entry.slug
+                by_name.setdefault((kind_dir, slug), []).append(entry)
+                if kind_dir:
+                    by_name.setdefault(("", slug), []).append(entry)
+                if entry.id != slug:
+                    by_name.setdefault(("", entry.id), []).append(entry)
+                stem = entry.path.rpartition("/")[2].removesuffix(".md")
+                if stem != slug:
+                    for key in ((kind_dir, stem), ("", stem)):
+                        by_file.setdefault(key, []).append(entry)
+            self._names = (by_name, by_file)
+        return self._names
 
     def _links_of(self, entry: IndexEntry) -> frozenset[tuple[str, str]]:
         if not may_link(entry.body):
@@ -184,7 +195,8 @@ class ProjectLinks:
         links = self._links_of(entry)
         if not links:
             return ()
-        found = {t.path for key in links for t in (*self._by_name.get(key, ()), *self._by_file.get(key, ()))}
+        by_name, by_file = self._names_of_records()
+        found = {t.path for key in links for t in (*by_name.get(key, ()), *by_file.get(key, ()))}
         return tuple(sorted(found))
 
     def chain(self, entry: IndexEntry) -> list[IndexEntry]:
