@@ -227,15 +227,27 @@ def test_feeds_carry_the_newest_fifty_events_picked_from_every_event(events: lis
         now=NOW,
     )
     assert feed == expected
-    merged = render_feed(
-        FeedSource.merged([source]),
-        src_uri="memory/feed.xml",
-        site_name="Site",
-        site_url=site,
-        url_for=url_for,
-        now=NOW,
-    )
-    assert merged.count("<entry>") == min(len(events), 50)
+    # The site's feed: one project's events as they are, several projects' merged (a tie between
+    # two projects' events keeps the order the projects come in).
+    other = FeedSource("other", [], events[1::2])
+    for sources in ([source], [FeedSource("demo", [], events[::2]), other]):
+        merged = render_feed(
+            FeedSource.merged(sources),
+            src_uri="memory/feed.xml",
+            site_name="Site",
+            site_url=site,
+            url_for=url_for,
+            now=NOW,
+        )
+        assert merged == changelog.atom_feed(
+            title="Site: what changed in all projects",
+            feed_id="urn:memosite:site",
+            self_url=site + "memory/feed.xml",
+            site_url=site,
+            newest=heapq.nlargest(50, [e for s in sources for e in s.events], key=_order),
+            url_for=lambda uri: site + url_for(uri),
+            now=NOW,
+        )
 
 
 def _entry(status: str, created: str | None, updated: str | None, expires_at: str | None, title: str) -> IndexEntry:
