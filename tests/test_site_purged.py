@@ -93,7 +93,7 @@ def test_one_purge_of_many_records_is_one_event_that_counts_them(vault: Vault) -
         )
     run_gc(vault, "demo", purge=True)
     events = tombstone_events(vault, "demo")
-    assert [(e.action, e.kind, e.count, e.title, e.record_id) for e in events] == [
+    assert [(e.action, e.kind, e.record_count, e.title, e.record_id) for e in events] == [
         ("purged", "scratch", 3, "3 records purged", "")
     ]
 

@@ -17,9 +17,9 @@ import re
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 from xml.sax.saxutils import escape, quoteattr
 
 from memosite.config import validate_project_id
@@ -34,9 +34,9 @@ ACTIONS = ("created", "updated", "superseded", "archived", "expired", "purged", 
 _NAMED = re.compile(r"(?<!\S)([a-z]+:[^\s,;]+?)(?=[\s,;)]|$)")
 
 
-@dataclass(frozen=True)
-class ChangeEvent:
-    """One thing that happened to a project's memory."""
+class ChangeEvent(NamedTuple):
+    """One thing that happened to a project's memory (a named tuple: a large project has tens of
+    thousands, and a tuple is made several times faster than a frozen dataclass)."""
 
     when: str  # ISO instant
     project: str
@@ -45,7 +45,7 @@ class ChangeEvent:
     record_id: str
     title: str
     src_uri: str | None = None  # the record's page, when it still has one
-    count: int = 1  # how many records the event stands for (one purge may remove many)
+    record_count: int = 1  # how many records the event stands for (one purge may remove many)
 
     @property
     def week(self) -> str:
@@ -53,14 +53,29 @@ class ChangeEvent:
         return week_of(self.when)
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def week_of(moment: str) -> str:
     """The Monday (UTC) of the ISO week ``moment`` falls in."""
+    # The index and the tombstones hold UTC instants (``...Z``): the date is the first ten
+    # characters, and a project's events fall on a few hundred days, so each day is worked out once.
+    return _monday_of_day(moment[:10]) if moment.endswith("Z") else _week_of_written(moment)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _week_of_written(moment: str) -> str:
+    """:func:`week_of` for an instant as a person may write it (an offset, a date alone)."""
     try:
-        # The index and the tombstones hold UTC instants (``...Z``): the date is the first ten.
-        day = date.fromisoformat(moment[:10]) if moment.endswith("Z") else parse_datetime(moment).astimezone(UTC).date()
+        day = parse_datetime(moment).astimezone(UTC).date()
     except ValueError:
         return moment[:10]
+    return (day - timedelta(days=day.weekday())).isoformat()
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _monday_of_day(text: str) -> str:
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        return text
     return (day - timedelta(days=day.weekday())).isoformat()
 
 
@@ -69,50 +84,48 @@ RecordEventMemo = dict[str, tuple[IndexEntry, str, bool, list[ChangeEvent]]]
 
 
 def record_events(
-    entries: Iterable[IndexEntry],
-    src_uri: Callable[[IndexEntry], str],
+    records: Iterable[tuple[IndexEntry, str]],
     now_iso: str,
     memo: RecordEventMemo | None = None,
 ) -> list[ChangeEvent]:
-    """Created / updated / superseded / archived / expired events of the published records.
+    """Created / updated / superseded / archived / expired events of the published records, given
+    as (index row, page).
 
     With a ``memo`` from the previous build, a record whose index row (the same object: rows are
     re-read only when their file changed), page and expiry are unchanged keeps its events."""
     events: list[ChangeEvent] = []
+    if memo is None:
+        for entry, page in records:
+            _add_entry_events(events, entry, page, is_expired_iso(entry.expires_at, now_iso))
+        return events
     kept: RecordEventMemo = {}
-    for entry in entries:
-        page = src_uri(entry)
+    for entry, page in records:
         expired = is_expired_iso(entry.expires_at, now_iso)
-        cached = memo.get(entry.path) if memo is not None else None
+        cached = memo.get(entry.path)
         if cached is not None and cached[0] is entry and cached[1] == page and cached[2] == expired:
             mine = cached[3]
         else:
-            mine = _entry_events(entry, page, expired)
+            mine = []
+            _add_entry_events(mine, entry, page, expired)
         kept[entry.path] = (entry, page, expired, mine)
         events += mine
-    if memo is not None:
-        memo.clear()
-        memo.update(kept)
+    memo.clear()
+    memo.update(kept)
     return events
 
 
-def _entry_events(entry: IndexEntry, page: str, expired: bool) -> list[ChangeEvent]:
-    events: list[ChangeEvent] = []
-
-    def add(when: str | None, action: str) -> None:
-        if when:
-            events.append(ChangeEvent(when, entry.project, action, entry.kind, entry.id, entry.title, page))
-
-    add(entry.created, "created")
-    if entry.status == "superseded":
-        add(entry.updated, "superseded")
-    elif entry.status == "archived":
-        add(entry.updated, "archived")
-    elif entry.updated and entry.updated != entry.created:
-        add(entry.updated, "updated")
-    if expired:
-        add(entry.expires_at, "expired")
-    return events
+def _add_entry_events(events: list[ChangeEvent], entry: IndexEntry, page: str, expired: bool) -> None:
+    project, kind, record_id, title = entry.project, entry.kind, entry.id, entry.title
+    if entry.created:
+        events.append(ChangeEvent(entry.created, project, "created", kind, record_id, title, page))
+    updated, status = entry.updated, entry.status
+    if status == "superseded" or status == "archived":
+        if updated:
+            events.append(ChangeEvent(updated, project, status, kind, record_id, title, page))
+    elif updated and updated != entry.created:
+        events.append(ChangeEvent(updated, project, "updated", kind, record_id, title, page))
+    if expired and entry.expires_at:
+        events.append(ChangeEvent(entry.expires_at, project, "expired", kind, record_id, title, page))
 
 
 def tombstone_events(vault: Vault, project: str) -> list[ChangeEvent]:
@@ -125,7 +138,7 @@ def tombstone_events(vault: Vault, project: str) -> list[ChangeEvent]:
         key = (str(stone["deletedAt"]), str(stone.get("kind", "")))
         removed[key] = removed.get(key, 0) + 1
     return [
-        ChangeEvent(when, project, "purged", kind, "", purged_title(count), count=count)
+        ChangeEvent(when, project, "purged", kind, "", purged_title(count), record_count=count)
         for (when, kind), count in removed.items()
     ]
 
@@ -182,8 +195,11 @@ def without_commits_naming(events: list[ChangeEvent], keys: Collection[str]) -> 
     return [e for e in events if e.action != "committed" or not (wanted & set(_NAMED.findall(e.title)))]
 
 
+_RANK = {action: rank for rank, action in enumerate(ACTIONS)}
+
+
 def _order(event: ChangeEvent) -> tuple[str, int, str, str]:
-    return (event.when, ACTIONS.index(event.action), event.record_id, event.kind)
+    return (event.when, _RANK[event.action], event.record_id, event.kind)
 
 
 def newest_first(events: Iterable[ChangeEvent], limit: int | None = None) -> list[ChangeEvent]:
@@ -201,20 +217,24 @@ def by_week(events: Iterable[ChangeEvent]) -> dict[str, list[ChangeEvent]]:
     return weeks
 
 
-def weekly_counts(events: Sequence[ChangeEvent], actions: Sequence[str], weeks: Sequence[str]) -> list[int]:
-    wanted = set(actions)
-    counts = dict.fromkeys(weeks, 0)
-    for event in events:
-        if event.action in wanted and event.week in counts:
-            counts[event.week] += event.count
-    return [counts[w] for w in weeks]
+class Timeline:
+    """A list of events in the two orders the pages read them, each made once: newest first, and
+    by week (each week's newest first). A dashboard, its changelog, two feeds and the overview
+    read the same events: sorting them once costs less than picking the newest out of all of them
+    for each (a stable sort keeps events that tie in the order given, as picking does)."""
+
+    __slots__ = ("newest", "weeks")
+
+    def __init__(self, events: Iterable[ChangeEvent]) -> None:
+        self.newest = newest_first(events)
+        self.weeks = by_week(self.newest)
 
 
 def action_counts(events: Iterable[ChangeEvent]) -> Counter[str]:
     """How many records each action touched (a purge event counts every record it removed)."""
     counts: Counter[str] = Counter()
     for event in events:
-        counts[event.action] += event.count
+        counts[event.action] += event.record_count
     return counts
 
 
@@ -237,14 +257,15 @@ def atom_feed(
     feed_id: str,
     self_url: str,
     site_url: str,
-    events: Sequence[ChangeEvent],
+    newest: Sequence[ChangeEvent],
     url_for: Callable[[str], str],
     now: datetime,
     limit: int = 50,
 ) -> str:
-    """An Atom 1.0 feed of the newest ``limit`` events (``url_for`` maps a page's src_uri to its
-    URL; URLs may be relative to the feed, ``xml:base`` says against what)."""
-    newest = newest_first(events, limit)
+    """An Atom 1.0 feed of the first ``limit`` of ``newest`` (events newest first, as
+    :func:`newest_first` orders them; ``url_for`` maps a page's src_uri to its URL; URLs may be
+    relative to the feed, ``xml:base`` says against what)."""
+    newest = newest[:limit]
     updated = _atom_time(newest[0].when) if newest else now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [
         '<?xml version="1.0" encoding="utf-8"?>',

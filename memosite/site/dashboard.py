@@ -38,6 +38,7 @@ CHANGELOG_WEEKS = 12
 CHANGELOG_EVENTS_PER_WEEK = 100
 SEVERITY_ORDER = ("critical", "high", "medium", "low")
 RECENT_DAYS = (7, 30)
+LATEST = 10  # changes a project's home lists
 # What the home's figures read of a record's index row (a body edit leaves them as they were).
 _FIGURE_FIELDS = operator.attrgetter(
     "kind", "status", "title", "occurrences", "hits", "stale", "helpful", "updated", "severity", "layer"
@@ -104,6 +105,14 @@ class FeedSource:
     figures: tuple[str, dict[str, str]] | None = None  # (instant, charts without their tokens)
     pending: int = 0  # records waiting for review
     pending_shown: bool = False  # ... and published by this build (its Review page lists them)
+    _timeline: changelog.Timeline | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def timeline(self) -> changelog.Timeline:
+        """The events newest first and by week, ordered once (``events`` is not changed after)."""
+        if self._timeline is None:
+            self._timeline = changelog.Timeline(self.events)
+        return self._timeline
 
     @classmethod
     def for_project(
@@ -120,15 +129,18 @@ class FeedSource:
         memo: DashboardMemo | None = None,
     ) -> FeedSource:
         """``hidden``: ``kind:id`` of records the site leaves out; commits naming one are too."""
-        by_entry = {id(r.entry): r.src_uri for r in records}
         known = memo.events.setdefault(project, {}) if memo is not None else None
-        events = changelog.record_events([r.entry for r in records], lambda e: by_entry[id(e)], format_iso(now), known)
+        events = changelog.record_events(((r.entry, r.src_uri) for r in records), format_iso(now), known)
         events += changelog.tombstone_events(vault, project)
-        # Commits name records by kind:id: those of records left out or purged are not shown either
-        # (a purged id that a published record carries again is that record's).
-        published = {f"{r.entry.kind}:{r.entry.id}" for r in records}
-        unnamed = {*hidden, *(changelog.purged_keys(vault, project) - published)}
-        events += changelog.without_commits_naming(changelog.git_events(vault, project), unnamed)
+        commits = changelog.git_events(vault, project)
+        if commits:
+            # Commits name records by kind:id: those of records left out or purged are not shown
+            # either (a purged id that a published record carries again is that record's).
+            unnamed = set(hidden)
+            purged = changelog.purged_keys(vault, project)
+            if purged:
+                unnamed |= purged - {f"{r.entry.kind}:{r.entry.id}" for r in records}
+            events += changelog.without_commits_naming(commits, unnamed)
         listed = changelog.conflict_files(vault, project) if conflicts is None else conflicts
         return cls(project, records, events, listed, pending=pending, pending_shown=pending_shown)
 
@@ -136,9 +148,11 @@ class FeedSource:
     def merged(cls, sources: Sequence[FeedSource]) -> FeedSource:
         if len(sources) == 1:  # the same figures: share what was computed for the one project
             one = sources[0]
-            return cls(
+            shared = cls(
                 None, one.records, one.events, one.conflicts, one.stats, one.figures, one.pending, one.pending_shown
             )
+            shared._timeline = one._timeline
+            return shared
         return cls(
             None,
             [r for s in sources for r in s.records],
@@ -156,10 +170,6 @@ class Overview:
     prefix: str
     sources: list[FeedSource]
     now: datetime
-
-
-def _shown(record: PublishedRecord) -> str:
-    return shown_status(record.entry, record.inactive)
 
 
 def _live(record: PublishedRecord) -> bool:
@@ -193,8 +203,25 @@ def _linked(figures: dict[str, Any], base: str) -> dict[str, Any]:
 def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
     records = source.records
     counts: dict[str, Counter[str]] = {kind: Counter() for kind in DURABLE_KINDS}
+    # One walk over the records sorts them into every list the home shows (each in record order).
+    live = 0
+    traps: list[PublishedRecord] = []
+    review: list[PublishedRecord] = []
+    stale: list[PublishedRecord] = []
+    drifted: list[PublishedRecord] = []
     for record in records:
-        counts[record.entry.kind][_shown(record)] += 1
+        entry = record.entry
+        counts[entry.kind][shown_status(entry, record.inactive)] += 1
+        if _live(record):
+            live += 1
+            if entry.kind == "trap":
+                traps.append(record)
+            elif entry.kind == "review":
+                review.append(record)
+        if entry.is_stale_flagged and "superseded" not in record.inactive:
+            stale.append(record)
+        if needs_review(record):
+            drifted.append(record)
     columns = [c for c in STATUS_COLUMNS if any(counts[k][c] for k in counts)]
     table = [
         {"kind": KIND_FACTS[k].title, "total": sum(counts[k].values()), "by": [counts[k][c] for c in columns]}
@@ -203,18 +230,27 @@ def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
     ]
     now_iso = format_iso(now)
     since = {days: format_iso(now - timedelta(days=days)) for days in RECENT_DAYS}
-    changed = [e for e in source.events if e.action != "committed" and e.when <= now_iso]
-    recent = {days: changelog.action_counts(e for e in changed if e.when >= start) for days, start in since.items()}
-    traps = [r for r in records if r.entry.kind == "trap" and _live(r)]
+    # The changes up to now, newest first: the latest few are listed, those since the start of the
+    # longest window counted (they come first, so the walk stops at the first older one).
+    oldest = min(since.values())
+    recent: dict[int, Counter[str]] = {days: Counter() for days in RECENT_DAYS}
+    newest: list[changelog.ChangeEvent] = []
+    for e in source.timeline.newest:
+        if e.action == "committed" or e.when > now_iso:
+            continue
+        if e.when < oldest and len(newest) >= LATEST:
+            break
+        if len(newest) < LATEST:
+            newest.append(e)
+        for days, start in since.items():
+            if e.when >= start:
+                recent[days][e.action] += e.record_count
 
     def item(record: PublishedRecord, figure: str) -> dict[str, str]:
         return {"title": record.entry.title, "src": record.src_uri, "figure": figure}
 
     recurring = heapq.nsmallest(5, traps, key=lambda r: (-(r.entry.occurrences or 1), r.entry.title))
     recalled = heapq.nsmallest(5, [r for r in traps if r.entry.hits], key=lambda r: (-r.entry.hits, r.entry.title))
-    stale = [r for r in records if r.entry.is_stale_flagged and "superseded" not in r.inactive]
-    review = [r for r in records if r.entry.kind == "review" and _live(r)]
-    drifted = [r for r in records if needs_review(r)]
     latest = [
         {
             "when": e.when[:10],
@@ -223,13 +259,13 @@ def _figures(source: FeedSource, now: datetime) -> dict[str, Any]:
             "title": e.title,
             "src": e.src_uri,
         }
-        for e in changelog.newest_first(changed, 10)
+        for e in newest
     ]
     return {
         "columns": columns,
         "table": table,
         "total": len(records),
-        "live": sum(1 for r in records if _live(r)),
+        "live": live,
         "recent": recent,
         "latest": latest,
         "recurring": [item(r, f"{r.entry.occurrences or 1}×") for r in recurring],
@@ -256,8 +292,7 @@ def charts(source: FeedSource, now: datetime, token: str) -> dict[str, str]:
 
 def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
     weeks = changelog.last_weeks(now, CHART_WEEKS)
-    records = [e for e in source.events if e.kind != "log" and e.action in ("created", "updated")]
-    logs = [e for e in source.events if e.kind == "log" and e.action in ("created", "updated")]
+    records, logs = _activity(source.timeline, weeks)
     traps = [r for r in source.records if r.entry.kind == "trap" and _live(r)]
     severity = Counter(r.entry.severity or "unrated" for r in traps)
     layers = Counter(shown_layer(r.entry.layer) for r in traps)
@@ -267,8 +302,8 @@ def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
             "Activity per week",
             weeks,
             [
-                ("records changed", changelog.weekly_counts(records, ("created", "updated"), weeks)),
-                ("log events", changelog.weekly_counts(logs, ("created", "updated"), weeks)),
+                ("records changed", records),
+                ("log events", logs),
             ],
         ),
         "severity": horizontal_bars(
@@ -278,6 +313,19 @@ def _charts(source: FeedSource, now: datetime) -> dict[str, str]:
         ),
         "layer": horizontal_bars("Live traps by layer", layers.most_common(8)),
     }
+
+
+def _activity(timeline: changelog.Timeline, weeks: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Records created or updated in each of ``weeks``, and log events, each counted by records."""
+    records, logs = dict.fromkeys(weeks, 0), dict.fromkeys(weeks, 0)
+    for week in weeks:
+        for e in timeline.weeks.get(week, ()):
+            if e.action == "created" or e.action == "updated":
+                if e.kind == "log":
+                    logs[week] += e.record_count
+                else:
+                    records[week] += e.record_count
+    return list(records.values()), list(logs.values())
 
 
 def _basis(source: FeedSource) -> tuple[Any, ...]:
@@ -300,7 +348,7 @@ def _remembered_figures(source: FeedSource, now: datetime, memo: DashboardMemo |
     source.stats, source.figures = (key, _figures(source, now)), (key, _charts(source, now))
     memo.figures[source.project] = _Figures(
         basis,
-        sorted(e.when for e in source.events),
+        [e.when for e in reversed(source.timeline.newest)],
         _edges(now),
         changelog.last_weeks(now, CHART_WEEKS),
         source.stats[1],
@@ -326,7 +374,7 @@ def dashboard_page(
     if known is not None and known[0] == events_basis:
         changes = known[1]
     else:
-        changes = _changes_markdown(env, project, base, source.events)
+        changes = _changes_markdown(env, project, base, source.timeline)
         if memo is not None:
             memo.changes[project] = (events_basis, changes)
     return [
@@ -335,15 +383,15 @@ def dashboard_page(
     ]
 
 
-def _changes_markdown(env: jinja2.Environment, project: str, base: str, events: list[changelog.ChangeEvent]) -> str:
-    # Only the newest events of the weeks listed are put in order; older weeks are counted.
-    grouped = changelog.by_week(events)
+def _changes_markdown(env: jinja2.Environment, project: str, base: str, timeline: changelog.Timeline) -> str:
+    # The newest weeks list their newest events; older weeks are counted.
+    grouped = timeline.weeks
     newest = sorted(grouped, reverse=True)
     weeks = [
         (
             week,
-            [_event(e, base) for e in changelog.newest_first(grouped[week], CHANGELOG_EVENTS_PER_WEEK)],
-            sum(e.count for e in grouped[week]),
+            [_event(e, base) for e in grouped[week][:CHANGELOG_EVENTS_PER_WEEK]],
+            sum(e.record_count for e in grouped[week]),
         )
         for week in newest[:CHANGELOG_WEEKS]
     ]
@@ -360,7 +408,7 @@ def _event(event: changelog.ChangeEvent, base: str) -> dict[str, Any]:
         "kind": event.kind,
         "id": event.record_id,
         "title": event.title,
-        "count": event.count,
+        "count": event.record_count,
         "link": _link(event.src_uri, base) if event.src_uri else None,
     }
 
@@ -422,7 +470,7 @@ def render_feed(
         feed_id=f"urn:memosite:{source.project or 'site'}",
         self_url=self_url,
         site_url=base or "./",
-        events=source.events,
+        newest=source.timeline.newest,
         url_for=page_url,
         now=now,
     )
