@@ -51,25 +51,39 @@ def _index_name(scope: str) -> str:
 # The two ways digest() lays out its parts, each hashed under its own BLAKE2b personalisation: no
 # input of one is ever an input of the other, nor of the digest kept by caches before format 4
 # (no personalisation: each part followed by a NUL).
-_JOINED = b"memosite:joined"  # no part holds a NUL: the parts joined by NULs
+_JOINED = b"memosite:joined"  # no part holds U+001F (unit separator): the parts joined by it
 _COUNTED = b"memosite:counted"  # otherwise: the parts' lengths, a newline, the parts one after another
+# Not NUL: callers put NULs inside parts (pages.record_basis), which would send them the long way.
+_SEPARATOR = "\x1f"
 
 
 def digest_input(*parts: str) -> tuple[bytes, bytes]:
     """What :func:`digest` hashes for ``parts``: (personalisation, bytes). Two different tuples of
     parts never give the same pair (each layout can be read back into its parts)."""
-    joined = "\0".join(parts)
-    if parts and joined.count("\0") == len(parts) - 1:
-        return _JOINED, joined.encode("utf-8", "surrogatepass")
-    lengths = ",".join([str(len(part)) for part in parts])
-    return _COUNTED, f"{lengths}\n{''.join(parts)}".encode("utf-8", "surrogatepass")
+    whole = "".join(parts)
+    if parts and _SEPARATOR not in whole:
+        return _JOINED, _SEPARATOR.join(parts).encode("utf-8", "surrogatepass")
+    lengths = ",".join(map(str, map(len, parts)))
+    return _COUNTED, f"{lengths}\n{whole}".encode("utf-8", "surrogatepass")
+
+
+_JOINED_HASH = hashlib.blake2b(digest_size=16, person=_JOINED)
+_COUNTED_HASH = hashlib.blake2b(digest_size=16, person=_COUNTED)
 
 
 def digest(*parts: str) -> str:
-    """A 128-bit digest of the tuple ``parts`` (a cache key; see :func:`digest_input`)."""
-    # One hash call over the joined parts, not one update per part and separator.
-    person, data = digest_input(*parts)
-    return hashlib.blake2b(data, digest_size=16, person=person).hexdigest()
+    """A 128-bit digest of the tuple ``parts`` (a cache key): BLAKE2b of :func:`digest_input`."""
+    # digest_input, inlined (30,000 calls in a build at 10k records): the parts joined and hashed
+    # in one call, not one update per part and separator; a copy of a made hash object costs less
+    # than making one with its personalisation.
+    whole = "".join(parts)
+    if parts and _SEPARATOR not in whole:
+        h = _JOINED_HASH.copy()
+        h.update(_SEPARATOR.join(parts).encode("utf-8", "surrogatepass"))
+    else:
+        h = _COUNTED_HASH.copy()
+        h.update(f"{','.join(map(str, map(len, parts)))}\n{whole}".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 @dataclass
@@ -149,7 +163,11 @@ class PageCache:
         if self.root is None:
             return None
         entry = self.pages.get(src_uri)
-        if entry is None or entry.key != key or self._pack_size(entry.pack) < entry.offset + entry.size:
+        if entry is None or entry.key != key:
+            return None
+        # Called twice per page of a build: the pack's size known already is looked up inline.
+        size = self._packs.get(entry.pack)
+        if (self._pack_size(entry.pack) if size is None else size) < entry.offset + entry.size:
             return None
         return entry
 
