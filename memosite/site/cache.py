@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
@@ -362,8 +363,11 @@ class PageCache:
 #    "pages": {"uri": [...], "key": [...], "size": [...], "pack": [...], "offset": [...],
 #              "digest": [...], "search": [<characters>, ...]},
 #    "clean": [digest, ...], "rows": {"uri": [...], "stamp": [<characters>, ...], "row": [...]}}
+# and last a line of the CRC-32 of everything before it (8 hex digits, no newline after them).
 # An index that is cut short, altered or of another format is no index: the cache starts empty.
 _PAGE_TEXTS = ("uri", "key", "pack", "digest")
+_CHECK = re.compile(rb"\n[0-9a-f]{8}")
+_CHECK_BYTES = 9
 _PAGE_NUMBERS = ("size", "offset", "search")
 
 
@@ -391,8 +395,10 @@ def _encode_index(
         "clean": sorted(clean),
         "rows": {"uri": list(rows), "stamp": list(map(len, stamps)), "row": list(map(len, row_texts))},
     }
-    line = json.dumps(head, separators=(",", ":"), ensure_ascii=True)
-    return [line.encode("ascii"), b"\n", text.encode("utf-8", "surrogatepass")]
+    line = json.dumps(head, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    texts = text.encode("utf-8", "surrogatepass")
+    check = zlib.crc32(texts, zlib.crc32(b"\n", zlib.crc32(line)))
+    return [line, b"\n", texts, b"\n%08x" % check]
 
 
 def _head(line: bytes) -> dict[str, Any] | None:
@@ -435,6 +441,11 @@ def _cut(text: str, start: int, lengths: list[int]) -> tuple[list[str], int]:
 def _decode_index(data: bytes, scope: str) -> tuple[dict[str, CachedPage], set[str], dict[str, tuple[str, str]]] | None:
     """The pages, clean digests and rows of an index of ``scope``; None when ``data`` is not one
     (cut short, altered, another format or scope)."""
+    # The last line: the CRC-32 of all before it (damage that keeps the layout, such as a flipped
+    # byte or texts moved about, shows there; cutting the file short loses it).
+    whole = memoryview(data)[:-_CHECK_BYTES]
+    if len(data) < _CHECK_BYTES or not _CHECK.fullmatch(data, len(whole)) or zlib.crc32(whole) != int(data[-8:], 16):
+        return None
     head = _head(data)
     if head is None or head.get("scope") != scope:
         return None
@@ -444,7 +455,7 @@ def _decode_index(data: bytes, scope: str) -> tuple[dict[str, CachedPage], set[s
     if page_columns is None or row_columns is None or not (isinstance(clean, list) and set(map(type, clean)) <= {str}):
         return None
     try:
-        text = str(memoryview(data)[data.index(b"\n") + 1 :], "utf-8", "surrogatepass")  # no copy of the bytes
+        text = str(whole[data.index(b"\n") + 1 :], "utf-8", "surrogatepass")  # no copy of the bytes
     except UnicodeDecodeError:
         return None
     if len(text) != head.get("texts"):

@@ -189,7 +189,11 @@ def _not_directories(base: str, names: set[str]) -> set[str]:
     children: dict[str, set[str]] = {}
     for name in names:
         parent, _, child = name.rpartition("/")
-        children.setdefault(parent, set()).add(child)
+        siblings = children.get(parent)
+        if siblings is None:
+            children[parent] = {child}
+        else:
+            siblings.add(child)
     found: set[str] = set()
     # Parents before their children: a directory is listed only once it is known to be a real one.
     for parent in sorted(children, key=lambda name: name.count("/") if name else -1):
