@@ -9,7 +9,9 @@ import hashlib
 import json
 import shutil
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -153,43 +155,33 @@ def test_an_index_cut_short_anywhere_is_no_index(data: st.DataObject, tmp_path_f
     assert (opened.pages, opened.rows, opened.clean) == ({}, {}, set())
 
 
-def _altered_heads() -> dict[str, object]:
+Alteration = Callable[[dict[str, Any]], object]
+
+
+def _altered_heads() -> dict[str, Alteration]:
     """Ways to alter the JSON line of an index (each a function of the parsed line)."""
 
-    def setting(path: tuple[str, ...], value: object) -> object:
-        def alter(head: dict[str, object]) -> None:
-            target: object = head
-            for key in path[:-1]:
-                assert isinstance(target, dict)
-                target = target[key]
-            assert isinstance(target, dict)
-            target[path[-1]] = value
+    def setting(key: str, value: object) -> Alteration:
+        return lambda head: head.__setitem__(key, value)
 
-        return alter
-
-    def first(column: tuple[str, str], value: object) -> object:
-        def alter(head: dict[str, object]) -> None:
-            table = head[column[0]]
-            assert isinstance(table, dict)
-            table[column[1]][0] = value
-
-        return alter
+    def first(table: str, column: str, value: object) -> Alteration:
+        return lambda head: head[table][column].__setitem__(0, value)
 
     return {
-        "another format": setting(("format",), FORMAT - 1),
-        "another scope": setting(("scope",), "f" * 32),
-        "texts counted one more": lambda head: head.update(texts=int(head["texts"]) + 1),  # type: ignore[call-overload]
-        "a size as text": first(("pages", "size"), "100"),
-        "a size true": first(("pages", "size"), True),
-        "a negative offset": first(("pages", "offset"), -1),
-        "a search length one more": first(("pages", "search"), 999),
-        "a key as a number": first(("pages", "key"), 7),
-        "a row as a list": first(("rows", "row"), [1]),
-        "a column shorter": lambda head: head["pages"]["pack"].pop(),  # type: ignore[index]
-        "a column missing": lambda head: head["pages"].pop("digest"),  # type: ignore[index]
-        "pages as a list": setting(("pages",), []),
-        "clean as text": setting(("clean",), "c" * 32),
-        "a clean digest as a number": setting(("clean",), [1]),
+        "another format": setting("format", FORMAT - 1),
+        "another scope": setting("scope", "f" * 32),
+        "texts counted one more": lambda head: head.update(texts=head["texts"] + 1),
+        "a size as text": first("pages", "size", "100"),
+        "a size true": first("pages", "size", True),
+        "a negative offset": first("pages", "offset", -1),
+        "a search length one more": first("pages", "search", 999),
+        "a key as a number": first("pages", "key", 7),
+        "a row as a list": first("rows", "row", [1]),
+        "a column shorter": lambda head: head["pages"]["pack"].pop(),
+        "a column missing": lambda head: head["pages"].pop("digest"),
+        "pages as a list": setting("pages", []),
+        "clean as text": setting("clean", "c" * 32),
+        "a clean digest as a number": setting("clean", [1]),
     }
 
 
@@ -225,7 +217,7 @@ def test_an_altered_index_is_no_index(alteration: str, tmp_path: Path) -> None:
     whole = _sample_index(tmp_path)
     line, _, texts = whole.partition(b"\n")
     head = json.loads(line)
-    _altered_heads()[alteration](head)  # type: ignore[operator]
+    _altered_heads()[alteration](head)
     [index] = (tmp_path / CACHE_DIR).glob(f"index-*{INDEX_SUFFIX}")
     index.write_bytes(_checked(json.dumps(head).encode("utf-8") + b"\n" + texts[:-9]))
     opened = PageCache.open(tmp_path, SCOPE)

@@ -40,7 +40,7 @@ _KINDS = ["dir", "file", "link to a dir", "link to a file", "dangling link", "ab
 
 
 def _closed(paths: set[str]) -> set[str]:
-    closed = set()
+    closed: set[str] = set()
     for path in paths:
         parts = path.split("/")
         closed.update("/".join(parts[: n + 1]) for n in range(len(parts)))

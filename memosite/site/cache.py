@@ -418,9 +418,12 @@ def _columns(table: object, texts: Iterable[str], numbers: Iterable[str]) -> lis
     integers >= 0; None otherwise."""
     if not isinstance(table, dict):
         return None
-    columns = [table.get(name) for name in (*texts, *numbers)]
-    if not all(isinstance(column, list) for column in columns):
-        return None
+    columns: list[list[Any]] = []
+    for name in (*texts, *numbers):
+        column = table.get(name)
+        if not isinstance(column, list):
+            return None
+        columns.append(column)
     length = len(columns[0]) if columns else 0
     if any(len(column) != length for column in columns):
         return None
