@@ -19,7 +19,16 @@ from hypothesis import strategies as st
 from site_support import SCRIPTS, site_files
 
 from memosite.site.build import build_site
-from memosite.site.cache import CACHE_DIR, FORMAT, INDEX_SUFFIX, CachedPage, PageCache, digest, digest_input
+from memosite.site.cache import (
+    CACHE_DIR,
+    FORMAT,
+    INDEX_SUFFIX,
+    CachedPage,
+    PageCache,
+    digest,
+    digest_input,
+    index_packs,
+)
 from memosite.site.destination import MANIFEST
 from memosite.store import upsert_record
 from memosite.vault import Vault
@@ -126,9 +135,14 @@ def test_an_index_opens_as_it_was_saved_in_every_script(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     internal = tmp_path_factory.mktemp("internal")
-    _saved(internal, pages, rows, clean)
+    index = _saved(internal, pages, rows, clean)
     opened = PageCache.open(internal, SCOPE)
     assert (opened.pages, opened.rows, opened.clean) == (pages, rows, clean)
+    # What another scope's save reads of it, from its first line alone.
+    used: dict[str, int] = {}
+    for entry in pages.values():
+        used[entry.pack] = used.get(entry.pack, 0) + entry.size
+    assert index_packs(index) == used
 
 
 def _sample_index(internal: Path) -> bytes:
@@ -155,33 +169,34 @@ def test_an_index_cut_short_anywhere_is_no_index(data: st.DataObject, tmp_path_f
     assert (opened.pages, opened.rows, opened.clean) == ({}, {}, set())
 
 
-Alteration = Callable[[dict[str, Any]], object]
+Alteration = Callable[[dict[str, Any], dict[str, Any]], object]
 
 
-def _altered_heads() -> dict[str, Alteration]:
-    """Ways to alter the JSON line of an index (each a function of the parsed line)."""
+def _alterations() -> dict[str, Alteration]:
+    """Ways to alter the two JSON lines of an index (each a function of the parsed lines)."""
 
     def setting(key: str, value: object) -> Alteration:
-        return lambda head: head.__setitem__(key, value)
+        return lambda head, body: (head if key in head else body).__setitem__(key, value)
 
     def first(table: str, column: str, value: object) -> Alteration:
-        return lambda head: head[table][column].__setitem__(0, value)
+        return lambda head, body: body[table][column].__setitem__(0, value)
 
     return {
         "another format": setting("format", FORMAT - 1),
         "another scope": setting("scope", "f" * 32),
-        "texts counted one more": lambda head: head.update(texts=head["texts"] + 1),
+        "texts counted one more": lambda head, body: head.update(texts=head["texts"] + 1),
         "a size as text": first("pages", "size", "100"),
         "a size true": first("pages", "size", True),
         "a negative offset": first("pages", "offset", -1),
         "a search length one more": first("pages", "search", 999),
         "a key as a number": first("pages", "key", 7),
         "a row as a list": first("rows", "row", [1]),
-        "a column shorter": lambda head: head["pages"]["pack"].pop(),
-        "a column missing": lambda head: head["pages"].pop("digest"),
+        "a column shorter": lambda head, body: body["pages"]["pack"].pop(),
+        "a column missing": lambda head, body: body["pages"].pop("digest"),
         "pages as a list": setting("pages", []),
         "clean as text": setting("clean", "c" * 32),
         "a clean digest as a number": setting("clean", [1]),
+        "the lines swapped": lambda head, body: (head.update(body), body.clear()),
     }
 
 
@@ -212,14 +227,14 @@ def test_an_index_keeps_its_layout_when_its_check_is_made_again(tmp_path: Path) 
     assert len(PageCache.open(tmp_path, SCOPE).pages) == len(SCRIPTS)
 
 
-@pytest.mark.parametrize("alteration", sorted(_altered_heads()))
+@pytest.mark.parametrize("alteration", sorted(_alterations()))
 def test_an_altered_index_is_no_index(alteration: str, tmp_path: Path) -> None:
     whole = _sample_index(tmp_path)
-    line, _, texts = whole.partition(b"\n")
-    head = json.loads(line)
-    _altered_heads()[alteration](head)
+    first, second, texts = whole.split(b"\n", 2)
+    head, body = json.loads(first), json.loads(second)
+    _alterations()[alteration](head, body)
     [index] = (tmp_path / CACHE_DIR).glob(f"index-*{INDEX_SUFFIX}")
-    index.write_bytes(_checked(json.dumps(head).encode("utf-8") + b"\n" + texts[:-9]))
+    index.write_bytes(_checked(b"%s\n%s\n%s" % (json.dumps(head).encode(), json.dumps(body).encode(), texts[:-9])))
     opened = PageCache.open(tmp_path, SCOPE)
     assert (opened.pages, opened.rows, opened.clean) == ({}, {}, set())
 

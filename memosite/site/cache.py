@@ -295,14 +295,14 @@ class PageCache:
         if not self._added:
             self._added = dict(self.pages)
         indexes = sorted(self.root.glob(f"index-*{INDEX_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
-        others: list[list[tuple[str, int]]] = []
+        others: list[dict[str, int]] = []
         for other in indexes[:KEPT_SCOPES]:
             if other.name != _index_name(self.scope):
                 used = index_packs(other)
                 if used is not None:
-                    others.append([(pack, size) for pack, _offset, size in used])
+                    others.append(used)
         live: dict[str, int] = {}
-        for pack, size in [(e.pack, e.size) for e in self._added.values()] + [p for o in others for p in o]:
+        for pack, size in [(e.pack, e.size) for e in self._added.values()] + [p for o in others for p in o.items()]:
             live[pack] = live.get(pack, 0) + size
         self._compact(live)
         self.commit()
@@ -322,7 +322,7 @@ class PageCache:
             old.unlink(missing_ok=True)
         for stale in indexes[KEPT_SCOPES:]:
             stale.unlink(missing_ok=True)
-        wanted = {entry.pack for entry in self.pages.values()} | {pack for o in others for pack, _ in o}
+        wanted = {entry.pack for entry in self.pages.values()} | {pack for o in others for pack in o}
         self._own.clear()
         for path in (self.root / PACKS_DIR).glob("*"):
             name = path.name
@@ -354,16 +354,17 @@ class PageCache:
 
 # --- the index file ----------------------------------------------------------------------------
 #
-# One line of JSON, then the texts of the index one after another: the pages' search entries, the
-# records.json rows' stamps, then the rows. The JSON line holds each text's length in characters,
-# not the text: the texts are JSON themselves mostly, and escaping them into JSON strings again was
-# most of what writing and reading the index cost. Its fields are columns (one list per field,
-# checked a list at a time), not an object per page:
-#   {"format": 4, "scope": ..., "texts": <characters after the line>,
-#    "pages": {"uri": [...], "key": [...], "size": [...], "pack": [...], "offset": [...],
+# Two lines of JSON, then the texts of the index one after another: the pages' search entries, the
+# records.json rows' stamps, then the rows. The JSON holds each text's length in characters, not
+# the text: the texts are JSON themselves mostly, and escaping them into JSON strings again was
+# most of what writing and reading the index cost. The first line is what another scope's save
+# needs (the bytes of each pack this index uses), read without the rest:
+#   {"format": 4, "scope": ..., "texts": <characters after the second line>, "packs": {name: bytes}}
+# The second holds columns (one list per field, checked a list at a time), not an object per page:
+#   {"pages": {"uri": [...], "key": [...], "size": [...], "pack": [...], "offset": [...],
 #              "digest": [...], "search": [<characters>, ...]},
 #    "clean": [digest, ...], "rows": {"uri": [...], "stamp": [<characters>, ...], "row": [...]}}
-# and last a line of the CRC-32 of everything before it (8 hex digits, no newline after them).
+# Last, a line of the CRC-32 of everything before it (8 hex digits, no newline after them).
 # An index that is cut short, altered or of another format is no index: the cache starts empty.
 _PAGE_TEXTS = ("uri", "key", "pack", "digest")
 _CHECK = re.compile(rb"\n[0-9a-f]{8}")
@@ -379,10 +380,11 @@ def _encode_index(
     row_texts = [row for _stamp, row in rows.values()]
     searches = [page.search for page in entries]
     text = "".join(searches) + "".join(stamps) + "".join(row_texts)
-    head = {
-        "format": FORMAT,
-        "scope": scope,
-        "texts": len(text),
+    packs: dict[str, int] = {}
+    for page in entries:
+        packs[page.pack] = packs.get(page.pack, 0) + page.size
+    head = {"format": FORMAT, "scope": scope, "texts": len(text), "packs": packs}
+    body = {
         "pages": {
             "uri": list(pages),
             "key": [page.key for page in entries],
@@ -395,22 +397,31 @@ def _encode_index(
         "clean": sorted(clean),
         "rows": {"uri": list(rows), "stamp": list(map(len, stamps)), "row": list(map(len, row_texts))},
     }
-    line = json.dumps(head, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    lines = b"%s\n%s\n" % (
+        json.dumps(head, separators=(",", ":"), ensure_ascii=True).encode("ascii"),
+        json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode("ascii"),
+    )
     texts = text.encode("utf-8", "surrogatepass")
-    check = zlib.crc32(texts, zlib.crc32(b"\n", zlib.crc32(line)))
-    return [line, b"\n", texts, b"\n%08x" % check]
+    return [lines, texts, b"\n%08x" % zlib.crc32(texts, zlib.crc32(lines))]
 
 
-def _head(line: bytes) -> dict[str, Any] | None:
-    """The JSON line of an index (``line`` may run on past it); None when it is no index of FORMAT."""
-    end = line.find(b"\n")
+def _line(data: bytes, start: int = 0) -> tuple[dict[str, Any], int] | None:
+    """The JSON object on the line of ``data`` at ``start`` and where the next line starts; None
+    when there is none."""
+    end = data.find(b"\n", start)
     if end < 0:
         return None
     try:
-        head = json.loads(line[:end])
+        value = json.loads(data[start:end])
     except ValueError:
         return None
-    return head if isinstance(head, dict) and head.get("format") == FORMAT else None
+    return (value, end + 1) if isinstance(value, dict) else None
+
+
+def _head(data: bytes) -> tuple[dict[str, Any], int] | None:
+    """The first line of an index of FORMAT and where the next line starts; None when it is none."""
+    found = _line(data)
+    return found if found is not None and found[0].get("format") == FORMAT else None
 
 
 def _columns(table: object, texts: Iterable[str], numbers: Iterable[str]) -> list[list[Any]] | None:
@@ -449,16 +460,21 @@ def _decode_index(data: bytes, scope: str) -> tuple[dict[str, CachedPage], set[s
     whole = memoryview(data)[:-_CHECK_BYTES]
     if len(data) < _CHECK_BYTES or not _CHECK.fullmatch(data, len(whole)) or zlib.crc32(whole) != int(data[-8:], 16):
         return None
-    head = _head(data)
-    if head is None or head.get("scope") != scope:
+    found = _head(data)
+    if found is None or found[0].get("scope") != scope:
         return None
-    page_columns = _columns(head.get("pages"), _PAGE_TEXTS, _PAGE_NUMBERS)
-    row_columns = _columns(head.get("rows"), ("uri",), ("stamp", "row"))
-    clean = head.get("clean")
+    head, start = found
+    found = _line(data, start)
+    if found is None:
+        return None
+    body, start = found
+    page_columns = _columns(body.get("pages"), _PAGE_TEXTS, _PAGE_NUMBERS)
+    row_columns = _columns(body.get("rows"), ("uri",), ("stamp", "row"))
+    clean = body.get("clean")
     if page_columns is None or row_columns is None or not (isinstance(clean, list) and set(map(type, clean)) <= {str}):
         return None
     try:
-        text = str(whole[data.index(b"\n") + 1 :], "utf-8", "surrogatepass")  # no copy of the bytes
+        text = str(whole[start:], "utf-8", "surrogatepass")  # no copy of the bytes
     except UnicodeDecodeError:
         return None
     if len(text) != head.get("texts"):
@@ -474,15 +490,18 @@ def _decode_index(data: bytes, scope: str) -> tuple[dict[str, CachedPage], set[s
     return pages, set(clean), dict(zip(row_uris, zip(stamps, row_texts, strict=True), strict=True))
 
 
-def index_packs(path: Path) -> list[tuple[str, int, int]] | None:
-    """The pages an index file refers to, as (pack, offset, size); None when it is no index."""
+def index_packs(path: Path) -> dict[str, int] | None:
+    """The packs an index file uses, each with the bytes of its pages the index refers to; None
+    when it is no index."""
     try:
         with open(path, "rb") as handle:
-            head = _head(handle.readline())  # the line alone: the texts are not needed here
+            found = _head(handle.readline())  # the first line alone: the rest is not needed here
     except OSError:
         return None
-    columns = _columns(head.get("pages") if head is not None else None, ("pack",), ("offset", "size"))
-    return None if columns is None else list(zip(*columns, strict=True))
+    packs = found[0].get("packs") if found is not None else None
+    if not isinstance(packs, dict) or not set(map(type, packs.values())) <= {int}:
+        return None
+    return packs
 
 
 _TAGS = re.compile(r"<[^>]*>")
