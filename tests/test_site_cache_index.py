@@ -317,3 +317,20 @@ def test_a_build_over_a_damaged_index_publishes_what_a_cold_build_does(
     assert [name for name in sorted(warm) if warm[name] != cold[name]] == []
     # The build left one index of the current format, nothing of the earlier one.
     assert [p.suffix for p in (vault.internal_dir / CACHE_DIR).glob("index-*")] == [INDEX_SUFFIX]
+
+
+def test_a_save_removes_indexes_that_are_no_index_and_keeps_another_scopes(tmp_path: Path) -> None:
+    _sample_index(tmp_path)
+    [own] = (tmp_path / CACHE_DIR).glob(f"index-*{INDEX_SUFFIX}")
+    other = PageCache.open(tmp_path, "e" * 32)
+    other.keep("memory/other.md", CachedPage("k" * 32, 10, "Другой", "q.pack", 0, "d" * 64))
+    other.save()
+    damaged = tmp_path / CACHE_DIR / f"index-{'a' * 16}{INDEX_SUFFIX}"
+    damaged.write_bytes(b"{not an index\n")
+    old = tmp_path / CACHE_DIR / f"index-{'b' * 16}.json"
+    old.write_text('{"format": 3, "pages": {}}', encoding="utf-8")
+    PageCache.open(tmp_path, SCOPE).save()
+    assert sorted(p.name for p in (tmp_path / CACHE_DIR).glob("index-*")) == sorted(
+        [own.name, f"index-{'e' * 16}{INDEX_SUFFIX}"]
+    )
+    assert PageCache.open(tmp_path, "e" * 32).pages["memory/other.md"].search == "Другой"

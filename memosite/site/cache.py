@@ -301,6 +301,8 @@ class PageCache:
                 used = index_packs(other)
                 if used is not None:
                     others.append(used)
+                else:  # no index (damaged, of another format): it keeps no pack, and goes
+                    other.unlink(missing_ok=True)
         live: dict[str, int] = {}
         for pack, size in [(e.pack, e.size) for e in self._added.values()] + [p for o in others for p in o.items()]:
             live[pack] = live.get(pack, 0) + size
