@@ -221,14 +221,16 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _signed_text(generator: str, manifest: Manifest) -> str:
+    files = manifest.files
+    # Keys in sorted order, as sort_keys=True lays them out (one sort of the names, not two of the
+    # items); a WrittenFile is a tuple, so JSON writes it as its to_json() list.
     return json.dumps(
         {
+            "dirs": sorted(manifest.dirs),
+            "files": {name: files[name] for name in sorted(files)},
             "format": FORMAT,
             "generator": generator,
-            "files": {name: [w.digest, w.size, w.mtime_ns, w.inode] for name, w in sorted(manifest.files.items())},
-            "dirs": sorted(manifest.dirs),
         },
-        sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=True,
     )
