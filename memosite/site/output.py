@@ -102,6 +102,7 @@ def update_site(
             edited.add(name)
     # Every directory the site needs is checked, those the last build made too: one a person
     # replaced with a file or a link (into another folder) would take this build's files there.
+    # (The directories holding them are listed, one level each, and never walked.)
     theirs = _not_directories(base, new_dirs)
     theirs |= {name for name in new_files.difference(previous.files) if os.path.lexists(f"{base}/{name}")}
     clashes = sorted((theirs | edited) & (new_files | new_dirs))
@@ -179,7 +180,7 @@ def _not_a_directory(path: str) -> bool:
     try:
         return not stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
-        return False
+        return False  # as os.path.lexists says: nothing stands there that can be looked at
 
 
 def _not_directories(base: str, names: set[str]) -> set[str]:
