@@ -33,8 +33,8 @@ from memosite.site.manifest import data_digest
 from memosite.vault import TEMP_PREFIX, atomic_write_bytes, warn
 
 CACHE_DIR = "site-cache"
-# Format 4 (2026-12): the index is a line of JSON and then its texts, one after another (see
-# _encode_index); caches of an earlier format (index-*.json) are dropped.
+# Format 4 (2026-12): the index is two lines of JSON, then its texts one after another, then a
+# check (see "the index file" below); caches of an earlier format (index-*.json) are dropped.
 FORMAT = 4
 INDEX_SUFFIX = ".index"
 PACKS_DIR = "packs"
