@@ -381,7 +381,7 @@ def _encode_index(
     stamps = [stamp for stamp, _row in rows.values()]
     row_texts = [row for _stamp, row in rows.values()]
     searches = [page.search for page in entries]
-    text = "".join(searches) + "".join(stamps) + "".join(row_texts)
+    text = "".join([*searches, *stamps, *row_texts])  # one copy of the texts, not three
     packs: dict[str, int] = {}
     for page in entries:
         packs[page.pack] = packs.get(page.pack, 0) + page.size
