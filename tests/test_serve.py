@@ -89,7 +89,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SiteServe
     assert not thread.is_alive()
     assert not server.site_dir.exists()  # the temporary site is cleaned up
     # Serving kept its page cache in memory and wrote it out when it stopped: the next start is warm.
-    assert list((vault.root / ".memosite" / "site-cache").glob("index-*.json"))
+    assert list((vault.root / ".memosite" / "site-cache").glob("index-*.index"))
 
 
 def _record(vault: Vault, slug: str) -> Path:

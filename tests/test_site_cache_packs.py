@@ -4,13 +4,13 @@ rebuilt, nothing left by a failed build."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from memosite.errors import BuildError
 from memosite.site.build import build_site, load_site_config, memosite_plugin, run_build
+from memosite.site.cache import INDEX_SUFFIX, index_packs
 from memosite.store import upsert_record
 from memosite.vault import TEMP_PREFIX, Vault
 
@@ -63,12 +63,9 @@ def test_a_warm_build_adds_a_pack_of_what_it_rendered_and_keeps_the_rest(tmp_pat
 
 
 def _pack_bytes(vault: Vault) -> tuple[int, int]:
-    """Bytes in packs, and bytes of them that some index still refers to."""
-    live = set()
-    for index in (vault.root / ".memosite/site-cache").glob("index-*.json"):
-        for entry in json.loads(index.read_text(encoding="utf-8"))["pages"].values():
-            live.add((entry["pack"], entry["offset"], entry["size"]))
-    return sum(p.stat().st_size for p in _packs(vault)), sum(size for _pack, _offset, size in live)
+    """Bytes in packs, and bytes of them that the index (of the one site built here) refers to."""
+    [index] = (vault.root / ".memosite/site-cache").glob(f"index-*{INDEX_SUFFIX}")
+    return sum(p.stat().st_size for p in _packs(vault)), sum((index_packs(index) or {}).values())
 
 
 @pytest.mark.slow

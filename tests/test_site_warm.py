@@ -233,28 +233,6 @@ def test_a_moved_site_folder_is_read_once_and_stat_ed_after(tmp_path: Path, vaul
         assert (written.inode, written.mtime_ns, written.size) == (info.st_ino, info.st_mtime_ns, info.st_size), name
 
 
-def test_a_page_cache_that_kept_search_entries_as_a_list_is_still_used(tmp_path: Path, vault: Vault) -> None:
-    # Caches written before the entries were kept as text hold them as a JSON list.
-    import json
-
-    from memosite.site.cache import PageCache
-
-    _fill(vault)
-    build_site(vault, out_dir=tmp_path / "site")
-    [index] = (vault.internal_dir / CACHE_DIR).glob("index-*.json")
-    data = json.loads(index.read_text(encoding="utf-8"))
-    as_text = {uri: page["search"] for uri, page in data["pages"].items()}
-    for page in data["pages"].values():
-        page["search"] = json.loads(f"[{page['search']}]")
-    index.write_text(json.dumps(data), encoding="utf-8")
-    cache = PageCache.open(vault.internal_dir, data["scope"])
-    assert {uri: page.search for uri, page in cache.pages.items()} == as_text
-    assert any("Caf" in text for text in as_text.values())  # pages with entries were converted back
-    _edit(vault)
-    build_site(vault, out_dir=tmp_path / "site")
-    _assert_same(_tree(tmp_path / "site"), _cold(vault, tmp_path / "cold"))
-
-
 def _new_project(vault: Vault) -> None:
     upsert_record(vault, "garden", kind="trap", body="Ρίζα 🌱 — see the shop's [[trap-1]].", slug="root")
 

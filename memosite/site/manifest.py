@@ -25,6 +25,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from memosite.errors import SafetyViolation, StorageError
 from memosite.userdirs import private_dir, user_state_dir
@@ -38,10 +39,11 @@ _MAC_TAIL = re.compile(r',"mac":"([0-9a-f]{64})"\}')
 _MAC_TAIL_CHARS = len(',"mac":"') + 64 + len('"}')
 
 
-@dataclass(frozen=True)
-class WrittenFile:
+class WrittenFile(NamedTuple):
     """One file as memosite wrote it: its content's digest, and the stat that shows it unchanged."""
 
+    # A named tuple, not a frozen dataclass: a manifest of a 10k-page site makes 10k of them on
+    # each read, and compares as many on each write (both in C for a tuple).
     digest: str
     size: int
     mtime_ns: int
@@ -49,15 +51,6 @@ class WrittenFile:
 
     def to_json(self) -> list[str | int]:
         return [self.digest, self.size, self.mtime_ns, self.inode]
-
-    @classmethod
-    def from_json(cls, value: object) -> WrittenFile:
-        if not (isinstance(value, list) and len(value) == 4 and isinstance(value[0], str)):
-            raise ValueError("a written file is [digest, size, mtime_ns, inode]")
-        digest, size, mtime_ns, inode = value
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (size, mtime_ns, inode)):
-            raise ValueError("a written file's size, time and inode are integers")
-        return cls(digest, size, mtime_ns, inode)
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,7 @@ def data_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
-def content_digest(path: Path) -> str:
+def content_digest(path: str | os.PathLike[str]) -> str:
     """BLAKE2b-256 of a file's bytes, read without following a symlink."""
     digest = hashlib.blake2b(digest_size=32)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -94,7 +87,7 @@ def unchanged(path: Path, written: WrittenFile) -> bool:
     return still_written(path, written) is not None
 
 
-def still_written(path: Path, written: WrittenFile) -> WrittenFile | None:
+def still_written(path: str | os.PathLike[str], written: WrittenFile) -> WrittenFile | None:
     """``written`` as ``path`` stands now when it still holds what memosite wrote; None when it
     does not (edited, replaced by something else, gone). A file whose content is the same under a
     new time or inode (the folder was copied or moved) comes back with its new stat, so the next
@@ -152,6 +145,32 @@ def _safe_relative(name: str) -> bool:
     return bool(name) and not name.startswith("/") and ".." not in parts and "" not in parts and "." not in parts
 
 
+def _all_safe_relative(names: list[str]) -> bool:
+    """Whether every name is :func:`_safe_relative`."""
+    # Each name between slashes, the names apart: an empty, "." or ".." part of any name shows as
+    # one of these three in the whole, so a whole without them needs no look at each name.
+    whole = "/" + "/\0/".join(names) + "/"
+    if "//" not in whole and "/./" not in whole and "/../" not in whole:
+        return True
+    return all(_safe_relative(name) for name in names)
+
+
+def _written_files(files: object) -> dict[str, WrittenFile]:
+    """The ``files`` of a manifest as read (name -> :meth:`WrittenFile.to_json`), checked a column
+    at a time; ValueError when a value is not [digest, size, mtime_ns, inode] of a str and ints."""
+    if not isinstance(files, dict):
+        raise ValueError("files")
+    values = list(files.values())
+    if not (set(map(type, values)) <= {list} and set(map(len, values)) <= {4}):
+        raise ValueError("a written file is [digest, size, mtime_ns, inode]")
+    digests, sizes, times, inodes = zip(*values, strict=True) if values else ((), (), (), ())
+    if not set(map(type, digests)) <= {str}:
+        raise ValueError("a written file is [digest, size, mtime_ns, inode]")
+    if not set(map(type, sizes + times + inodes)) <= {int}:  # type, not isinstance: no bool
+        raise ValueError("a written file's size, time and inode are integers")
+    return dict(zip(map(str, files), map(WrittenFile, digests, sizes, times, inodes), strict=True))
+
+
 # --- the key and the signature ------------------------------------------------------------------
 
 
@@ -202,14 +221,16 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _signed_text(generator: str, manifest: Manifest) -> str:
+    files = manifest.files
+    # Keys in sorted order, as sort_keys=True lays them out (one sort of the names, not two of the
+    # items); a WrittenFile is a tuple, so JSON writes it as its to_json() list.
     return json.dumps(
         {
+            "dirs": sorted(manifest.dirs),
+            "files": {name: files[name] for name in sorted(files)},
             "format": FORMAT,
             "generator": generator,
-            "files": {name: written.to_json() for name, written in sorted(manifest.files.items())},
-            "dirs": sorted(manifest.dirs),
         },
-        sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=True,
     )
@@ -249,10 +270,7 @@ def read_manifest(path: Path, generator: str, key: bytes) -> Manifest | None:
         files_data, dirs_data = data["files"], data["dirs"]
         if not isinstance(files_data, dict) or not isinstance(dirs_data, list):
             raise ValueError("files and dirs")
-        manifest = Manifest(
-            {str(name): WrittenFile.from_json(value) for name, value in files_data.items()},
-            frozenset(str(name) for name in dirs_data),
-        )
+        manifest = Manifest(_written_files(files_data), frozenset(map(str, dirs_data)))
         mac = data.get("mac")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         raise _foreign(path, "it is not one memosite wrote") from None
@@ -260,7 +278,7 @@ def read_manifest(path: Path, generator: str, key: bytes) -> Manifest | None:
         not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, _signed_text(generator, manifest)))
     ):
         raise _foreign(path, "its signature is not this user's: another machine, an older memosite or a hand wrote it")
-    if not all(_safe_relative(name) for name in [*manifest.files, *manifest.dirs]):
+    if not _all_safe_relative([*manifest.files, *manifest.dirs]):
         raise _foreign(path, "it names a path outside the folder")
     return manifest
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +66,11 @@ class SiteUpdate(Placement):
 def _parents(names: Iterable[str]) -> set[str]:
     found: set[str] = set()
     for name in names:
-        parts = name.split("/")[:-1]
-        for n in range(1, len(parts) + 1):
-            found.add("/".join(parts[:n]))
+        parent = name.rpartition("/")[0]
+        # Up to the first directory already found: its own parents are in already.
+        while parent and parent not in found:
+            found.add(parent)
+            parent = parent.rpartition("/")[0]
     return found
 
 
@@ -92,19 +95,21 @@ def update_site(
     # file of a person's matters only where the site would put a file or need a directory.
     # One lstat per file of the last build says which are still memosite's (``intact``, with
     # their stat now), which a person edited, and which are gone.
+    base = os.fspath(target)
     intact: dict[str, WrittenFile] = {}
     edited: set[str] = set()
     for name, recorded in previous.files.items():
-        now = still_written(target / name, recorded)
+        path = f"{base}/{name}"  # a manifest's names are relative POSIX paths (read_manifest checks)
+        now = still_written(path, recorded)
         if now is not None:
             intact[name] = now
-        elif os.path.lexists(target / name):
+        elif os.path.lexists(path):
             edited.add(name)
     # Every directory the site needs is checked, those the last build made too: one a person
     # replaced with a file or a link (into another folder) would take this build's files there.
-    base = os.fspath(target)
-    theirs = {name for name in new_dirs if _not_a_directory(os.path.join(base, name))}
-    theirs |= {name for name in new_files - set(previous.files) if os.path.lexists(os.path.join(base, name))}
+    # (The directories holding them are listed, one level each, and never walked.)
+    theirs = _not_directories(base, new_dirs)
+    theirs |= {name for name in new_files.difference(previous.files) if os.path.lexists(f"{base}/{name}")}
     clashes = sorted((theirs | edited) & (new_files | new_dirs))
     if clashes:
         why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
@@ -204,7 +209,49 @@ def _walk(root: Path) -> tuple[list[str], list[str]]:
 
 def _not_a_directory(path: str) -> bool:
     """Whether something other than a real directory (a file, a link) stands at ``path``."""
-    return os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path))
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False  # as os.path.lexists says: nothing stands there that can be looked at
+
+
+def _not_directories(base: str, names: set[str]) -> set[str]:
+    """The relative directories among ``names`` where something other than a real directory (a
+    file, a link) stands under ``base``: :func:`_not_a_directory` of each, found by listing each
+    parent once (a listing tells a directory from a link or a file without a ``stat`` per name)."""
+    children: dict[str, set[str]] = {}
+    for name in names:
+        parent, _, child = name.rpartition("/")
+        siblings = children.get(parent)
+        if siblings is None:
+            children[parent] = {child}
+        else:
+            siblings.add(child)
+    found: set[str] = set()
+    # Parents before their children: a directory is listed only once it is known to be a real one.
+    for parent in sorted(children, key=lambda name: name.count("/") if name else -1):
+        prefix = f"{parent}/" if parent else ""
+        if parent and (parent not in names or parent in found):
+            # Not one of ours to list (a file or a link stands there, or it is not checked): each name alone.
+            found.update(prefix + child for child in children[parent] if _not_a_directory(f"{base}/{prefix}{child}"))
+            continue
+        wanted = children[parent]
+        seen: set[str] = set()
+        try:
+            with os.scandir(f"{base}/{parent}" if parent else base) as listing:
+                for entry in listing:
+                    if entry.name in wanted:
+                        seen.add(entry.name)
+                        if not entry.is_dir(follow_symlinks=False):
+                            found.add(prefix + entry.name)
+        except FileNotFoundError:
+            continue  # nothing stands there, nor under it
+        except OSError:
+            pass  # what the listing did not say is looked at name by name
+        # A name the listing does not hold as spelled may still reach something (a file system
+        # that ignores case or normalises Unicode): each is looked at alone (in a warm build, none).
+        found.update(prefix + child for child in wanted - seen if _not_a_directory(f"{base}/{prefix}{child}"))
+    return found
 
 
 def _written(path: Path, digest: str) -> WrittenFile:
