@@ -155,6 +155,7 @@ def focus_section(
             lambda rowids: queries.section_weights(
                 index, project, section, values, now_iso, rowids, fresh_only=fresh_only
             ),
+            kinds=queries.section_kinds(section, values),
         )
     held = {candidate.rowid: terms for candidate, terms in lexical}
     flagged = fts.flagged_among(index, [*held, *meaning.rowids])

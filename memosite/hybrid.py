@@ -78,10 +78,18 @@ def rank_by_meaning(
 
 
 def rank_within(
-    index: Index, embedder: Embedder, query: str, scope: Scope, *, limit: int = CANDIDATES
+    index: Index,
+    embedder: Embedder,
+    query: str,
+    scope: Scope,
+    *,
+    limit: int = CANDIDATES,
+    kinds: Sequence[str] | None = None,
 ) -> MeaningRanking:
     """:func:`rank_by_meaning` over the records ``scope`` keeps. Knowledge outranks the event stream at
-    equal similarity, as for bm25 (the scope's weights multiply the cosine)."""
+    equal similarity, as for bm25 (the scope's weights multiply the cosine). ``kinds``: the only
+    kinds ``scope`` keeps, when the caller knows them (a brief's section): only their vectors are
+    compared with the query."""
     import numpy as np
 
     from memosite.embedding import reads
@@ -91,7 +99,10 @@ def rank_within(
     query_vector = embedder.embed_one(query)
     if not query_vector.any():
         return MeaningRanking([], [])
-    rowids, matrix, position = vectors.matrix(index, embedder.name, embedder.from_blobs)
+    if kinds is None:
+        rowids, matrix, position = vectors.matrix(index, embedder.name, embedder.from_blobs)
+    else:
+        rowids, matrix, position = vectors.matrix_of_kinds(index, embedder.name, embedder.from_blobs, kinds)
     if not len(rowids):
         return MeaningRanking([], [])
     # einsum's own loop, not BLAS: one thread, steady, under a millisecond for 10,000 vectors (a
@@ -101,14 +112,20 @@ def rank_within(
     for preselect in PRESELECT:
         take = min(preselect, len(rowids))
         nearest = np.argpartition(-raw, take - 1)[:take]
-        weights = scope([int(rowids[i]) for i in nearest])
+        ids = [rowids[n] for n in nearest.tolist()]
+        alike = raw[nearest].tolist()
+        weights = scope(ids)
         found = sorted(
-            ((float(raw[i]) * weights[int(rowids[i])], int(rowids[i])) for i in nearest if int(rowids[i]) in weights),
+            (
+                (similarity * weights[rowid], rowid)
+                for similarity, rowid in zip(alike, ids, strict=True)
+                if rowid in weights
+            ),
             reverse=True,
         )[:limit]
         # A weight never exceeds 1: nothing outside the nearest can beat the last one kept when that
         # one is at least as alike as the least alike of the nearest.
-        if take == len(rowids) or (len(found) == limit and found[-1][0] >= float(raw[nearest].min())):
+        if take == len(rowids) or (len(found) == limit and found[-1][0] >= min(alike)):
             return MeaningRanking([rowid for _, rowid in found], [sim for sim, _ in found])
     # A narrow scope (a kind or a path few records have): read it whole.
     weights = scope(None)

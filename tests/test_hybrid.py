@@ -418,6 +418,72 @@ def test_the_vectors_a_process_holds_follow_every_write(shop: Vault) -> None:
     assert [hit.id for hit in search_records(shop, P, SYNONYM_QUERY, now=NOW).results] == ["cdn-cookie"]
 
 
+def _kinds_held_equal_stored(vault: Vault, kinds: tuple[str, ...]) -> None:
+    import numpy as np
+
+    from memosite.index import vectors
+
+    model = embedding.load_embedder()
+    assert model is not None
+    rowids, rows, position = vectors.matrix_of_kinds(vault.index(), model.name, model.from_blobs, kinds)
+    marks = ", ".join("?" for _ in kinds)
+    with sqlite3.connect(index_file(vault)) as conn:
+        stored = {
+            int(r): bytes(b)
+            for r, b in conn.execute(
+                "SELECT v.rowid, v.vec FROM vectors AS v JOIN records AS r ON r.rowid = v.rowid"
+                f" WHERE r.kind IN ({marks})",
+                kinds,
+            )
+        }
+    assert sorted(rowids) == sorted(stored) and len(rows) == len(rowids)
+    for rowid, blob in stored.items():
+        assert np.array_equal(rows[position[rowid]], model.from_blobs([blob])[0])
+
+
+def test_the_vectors_of_one_kind_a_process_holds_follow_every_write(shop: Vault) -> None:
+    from memosite.store import forget_record
+
+    put(shop, "log", "deploy-log", "Deployed the checkout", "Rolled out at noon.\n")
+    for kinds in (("trap",), ("decision",), ("decision", "trap")):
+        _kinds_held_equal_stored(shop, kinds)  # taken now, kept from here on
+    put(shop, "trap", "new-one", "Ein neuer Fehler: Ωμέγα", "Über etwas Neues — новое.\n")  # added
+    put(shop, "trap", "retry-key", "Payment retries need an idempotency key", "Changed text.\n")  # changed
+    for kinds in (("trap",), ("decision",)):
+        _kinds_held_equal_stored(shop, kinds)
+    forget_record(shop, P, record_id="invoice-numbers", purge=True)  # removed
+    _kinds_held_equal_stored(shop, ("decision",))
+    reindex(shop)  # every vector written again
+    for kinds in (("trap",), ("decision",), ("log",)):
+        _kinds_held_equal_stored(shop, kinds)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    query=st.sampled_from(
+        [SYNONYM_QUERY, "payment retries charge twice", "invoice numbers per year", "session cookie", "deploy noon"]
+    ),
+    kind=st.sampled_from(["trap", "decision", "log"]),
+)
+def test_a_ranking_by_meaning_over_one_kinds_vectors_is_the_ranking_over_all_kept_to_that_kind(
+    shop: Vault, query: str, kind: str
+) -> None:
+    model = embedding.load_embedder()
+    assert model is not None
+    index = shop.index()
+    if not index.conn.execute("SELECT 1 FROM records WHERE slug = 'deploy-log'").fetchone():
+        put(shop, "log", "deploy-log", "Deployed the checkout", "Rolled out at noon.\n")
+        put(shop, "decision", "cookie-scope", "Cookies are scoped to the shop domain", "Not to the CDN.\n")
+    filters = fts.SearchFilters(P, "2026-11-30T12:00:00.000Z", kinds=(kind,))
+
+    def scope(rowids: object) -> dict[int, float]:
+        return fts.scope_weights(index, filters, rowids)  # type: ignore[arg-type]
+
+    whole = hybrid.rank_within(index, model, query, scope, limit=5)
+    of_kind = hybrid.rank_within(index, model, query, scope, limit=5, kinds=(kind,))
+    assert (of_kind.rowids, of_kind.similarities) == (whole.rowids, whole.similarities)
+
+
 # --- loading cheaply, and never when it cannot help ---------------------------------------------
 
 _SCRIPTS = st.sampled_from(

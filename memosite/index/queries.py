@@ -440,6 +440,13 @@ def section_weights(
     return fts.weights_in_scope(index, _section_scope(project, section, values, now_iso, fresh_only=fresh_only), rowids)
 
 
+def section_kinds(section: BriefSection, values: Sequence[Any]) -> tuple[str, ...]:
+    """The only kinds of record the section holds (see :func:`_section_scope`)."""
+    if section == "pending":
+        return tuple(str(value) for value in values)
+    return ("trap",) if section == "traps" else ("decision",)
+
+
 _KNOWLEDGE_SCOPE = "f.project = ? AND f.kind IN ('trap', 'decision') AND NOT f.pending"
 
 

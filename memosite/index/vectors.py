@@ -123,6 +123,9 @@ def blob_of(index: Index, path: str) -> bytes | None:
     return bytes(row[0]) if row is not None else None
 
 
+_KindRows = tuple[tuple[int, int], list[int], Any, dict[int, int]]
+
+
 @dataclass
 class _Held:
     """The vectors of one model this process holds: rowids, their rows, the newest ``seq`` read."""
@@ -133,6 +136,8 @@ class _Held:
     position: dict[int, int] = field(default_factory=dict)
     buffer: Any = None
     stamp: tuple[int, int] = (-1, -1)  # the index's state when last checked (no write since: nothing to read)
+    # kinds -> (the held state it was taken from, rowids, rows, position) of those kinds' records only
+    of_kinds: dict[tuple[str, ...], _KindRows] = field(default_factory=dict)
 
 
 _HELD: weakref.WeakKeyDictionary[Index, dict[str, _Held]] = weakref.WeakKeyDictionary()
@@ -187,3 +192,31 @@ def matrix(index: Index, model: str, decode: Callable[[Sequence[bytes]], Any]) -
     held.stamp = stamp
     _HELD[index][model] = held
     return held.rowids, held.rows, held.position
+
+
+def matrix_of_kinds(
+    index: Index, model: str, decode: Callable[[Sequence[bytes]], Any], kinds: Sequence[str]
+) -> tuple[list[int], Any, dict[int, int]]:
+    """:func:`matrix` of the records of ``kinds`` only (a brief's traps: a third of a vault's
+    vectors to compare a task with, not all of them). Taken from the held matrix and kept until
+    its vectors change (a write, a new vector); a record's kind is its folder, so it never
+    changes while its vector stands. The caller must not change what it gets."""
+    import numpy as np
+
+    rowids, rows, _position = matrix(index, model, decode)
+    held = _HELD[index][model]
+    key = tuple(sorted(set(kinds)))
+    version = (len(held.rowids), held.seq)
+    if any(taken[0] != version for taken in held.of_kinds.values()):
+        held.of_kinds = {}  # the held vectors changed since: every subset is taken again
+    kept = held.of_kinds.get(key)
+    if kept is not None:
+        return kept[1], kept[2], kept[3]
+    marks = ", ".join("?" for _ in key)
+    wanted = {int(row[0]) for row in index.conn.execute(f"SELECT rowid FROM records WHERE kind IN ({marks})", key)}
+    at = [n for n, rowid in enumerate(rowids) if rowid in wanted]
+    chosen = [rowids[n] for n in at]
+    taken = rows[np.asarray(at, dtype=np.intp)]  # a copy: a later patch of the held rows changes the version
+    kept = (version, chosen, taken, {rowid: n for n, rowid in enumerate(chosen)})
+    held.of_kinds[key] = kept
+    return kept[1], kept[2], kept[3]
