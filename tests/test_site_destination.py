@@ -4,6 +4,8 @@ never into the vault, and a rebuild removes only what the previous build wrote."
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,19 @@ def test_a_folder_that_appears_while_the_site_builds_keeps_a_persons_file(filled
     assert not staging.exists()
     manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
     assert "notes.txt" not in manifest["files"] and "memory/index.html" in manifest["files"]
+
+
+@pytest.mark.parametrize("umask", [0o002, 0o022, 0o077], ids=["shared", "usual", "private"])
+def test_a_new_site_folder_gets_the_mode_any_new_folder_gets(umask: int, filled: Vault, tmp_path: Path) -> None:
+    # A team's shared folder (umask 002) stays writable by the group, a private one (077) unreadable
+    # by others: the folder the build publishes whole is made as its subfolders are.
+    site = tmp_path / "out" / "site"
+    (tmp_path / "out").mkdir()
+    before = os.umask(umask)
+    try:
+        build_site(filled, out_dir=site)
+        (tmp_path / "made by hand").mkdir()
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(site.stat().st_mode) == stat.S_IMODE((tmp_path / "made by hand").stat().st_mode)
+    assert stat.S_IMODE(site.stat().st_mode) == stat.S_IMODE((site / "memory").stat().st_mode)

@@ -180,6 +180,15 @@ def _publish_new(
     manifest = Manifest(written, frozenset(staged_dirs))
     write_manifest(staging / MANIFEST, GENERATOR, manifest, destination.key)
     try:
+        # The staging folder was made private (mkdtemp); the site gets the mode a folder made
+        # there now gets (the person's umask, a default ACL), as its subfolders did.
+        probe = staging / ".memosite-mode"
+        os.mkdir(probe)
+        try:
+            mode = stat.S_IMODE(os.lstat(probe).st_mode)
+        finally:
+            os.rmdir(probe)
+        os.chmod(staging, mode)
         # A directory's files keep their inode and time through the rename: the manifest holds.
         os.rename(staging, destination.path)
     except OSError:
