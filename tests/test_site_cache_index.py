@@ -334,3 +334,28 @@ def test_a_save_removes_indexes_that_are_no_index_and_keeps_another_scopes(tmp_p
         [own.name, f"index-{'e' * 16}{INDEX_SUFFIX}"]
     )
     assert PageCache.open(tmp_path, "e" * 32).pages["memory/other.md"].search == "Другой"
+
+
+@pytest.mark.parametrize("suffix", [INDEX_SUFFIX, ".json"])
+def test_a_folder_named_like_an_index_never_stops_a_save(suffix: str, tmp_path: Path) -> None:
+    # The attack: a folder where an index of another scope (or of format 3) would be. It cannot be
+    # unlinked; the save still writes this scope's index, and the folder stays as it is.
+    (tmp_path / CACHE_DIR).mkdir()
+    folder = tmp_path / CACHE_DIR / f"index-{'c' * 16}{suffix}"
+    (folder / "Ünïcode — 日本").mkdir(parents=True)
+    cache = PageCache.open(tmp_path, SCOPE)
+    cache.keep("memory/page.md", CachedPage("k" * 32, 10, "Привет 🎉", "p.pack", 0, "d" * 64))
+    cache.save()
+    assert PageCache.open(tmp_path, SCOPE).pages["memory/page.md"].search == "Привет 🎉"
+    assert (folder / "Ünïcode — 日本").is_dir()
+
+
+def test_a_dangling_link_named_like_an_index_never_stops_a_save(tmp_path: Path) -> None:
+    (tmp_path / CACHE_DIR).mkdir()
+    link = tmp_path / CACHE_DIR / f"index-{'c' * 16}{INDEX_SUFFIX}"
+    link.symlink_to(tmp_path / "nowhere-ïndex")
+    cache = PageCache.open(tmp_path, SCOPE)
+    cache.keep("memory/page.md", CachedPage("k" * 32, 10, "Ελληνικά", "p.pack", 0, "d" * 64))
+    cache.save()
+    assert PageCache.open(tmp_path, SCOPE).pages["memory/page.md"].search == "Ελληνικά"
+    assert not (tmp_path / "nowhere-ïndex").exists()

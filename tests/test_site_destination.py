@@ -4,11 +4,13 @@ never into the vault, and a rebuild removes only what the previous build wrote."
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
-from memosite.errors import InvalidArguments
+from memosite.errors import BuildError, InvalidArguments
 from memosite.site.build import build_site
 from memosite.site.destination import MANIFEST
 from memosite.site.engines import publish_to_dir
@@ -152,3 +154,73 @@ def test_a_folder_that_appears_while_the_site_builds_keeps_a_persons_file(filled
     assert not staging.exists()
     manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
     assert "notes.txt" not in manifest["files"] and "memory/index.html" in manifest["files"]
+
+
+@pytest.mark.parametrize("umask", [0o002, 0o022, 0o077], ids=["shared", "usual", "private"])
+def test_a_new_site_folder_gets_the_mode_any_new_folder_gets(umask: int, filled: Vault, tmp_path: Path) -> None:
+    # A team's shared folder (umask 002) stays writable by the group, a private one (077) unreadable
+    # by others: the folder the build publishes whole is made as its subfolders are.
+    site = tmp_path / "out" / "site"
+    (tmp_path / "out").mkdir()
+    before = os.umask(umask)
+    try:
+        build_site(filled, out_dir=site)
+        (tmp_path / "made by hand").mkdir()
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE(site.stat().st_mode) == stat.S_IMODE((tmp_path / "made by hand").stat().st_mode)
+    assert stat.S_IMODE(site.stat().st_mode) == stat.S_IMODE((site / "memory").stat().st_mode)
+
+
+def test_a_build_that_died_half_way_in_place_never_stops_the_next_one(filled: Vault, tmp_path: Path) -> None:
+    # The attack: a rebuild stopped while it puts files in (kill -9, Ctrl-C, a page the cache lost;
+    # here the last). The files it put in are not what the manifest lists, yet they are exactly
+    # what memosite writes there: "build again", as the error says, must publish the site.
+    from memosite.site.build import load_site_config, memosite_plugin, run_build
+    from memosite.site.cache import CACHE_DIR, PACKS_DIR
+    from memosite.site.destination import check_destination
+    from memosite.site.output import update_site
+
+    site = tmp_path / "site"
+    build_site(filled, out_dir=site)
+    _trap(filled, "Zeitzone — часовой пояс", "Store UTC; 東京 is +09:00 (Ελλάδα, مصر, 🎉).")
+    destination = check_destination(site, filled.root)
+    staging = tmp_path / ".staging"
+    staging.mkdir()
+    config = load_site_config(filled, site_dir=staging)
+    plugin = memosite_plugin(config)
+    plugin.defer_cached_pages = True
+    run_build(config)
+    # The unchanged records' pages come from the cache; one is missing from the folder, and the
+    # cache loses it while the built files go in.
+    (site / min(plugin.cached_pages)).unlink()
+    for pack in (filled.internal_dir / CACHE_DIR / PACKS_DIR).iterdir():
+        os.truncate(pack, 0)
+    with pytest.raises(BuildError, match="build again"):
+        update_site(staging, destination, plugin.cached_pages, plugin.page_cache)
+
+    build_site(filled, out_dir=site)
+
+    build_site(filled, out_dir=tmp_path / "cold")
+    assert {k: v for k, v in _tree(site).items() if k != MANIFEST} == {
+        k: v for k, v in _tree(tmp_path / "cold").items() if k != MANIFEST
+    }
+
+
+@pytest.mark.parametrize("placed", ["index.html", "the new record's page"])
+def test_a_build_killed_half_way_in_place_never_stops_the_next_one(placed: str, filled: Vault, tmp_path: Path) -> None:
+    # What kill -9 leaves while a rebuild puts its files in: some files are this build's, byte for
+    # byte, and the manifest still lists the last build's. The next build publishes the site.
+    site = tmp_path / "site"
+    build_site(filled, out_dir=site)
+    _trap(filled, "Zeitzone — часовой пояс", "Store UTC; 東京 is +09:00 (Ελλάδα, مصر, 🎉).")
+    build_site(filled, out_dir=tmp_path / "elsewhere")  # the dying build: its pages are in the cache
+    new = _tree(tmp_path / "elsewhere")
+    name = "index.html" if placed == "index.html" else next(n for n in new if "zeitzone" in n)
+    assert new[name] != _tree(site).get(name)
+    (site / name).parent.mkdir(parents=True, exist_ok=True)
+    (site / name).write_bytes(new[name])
+
+    build_site(filled, out_dir=site)
+
+    assert {k: v for k, v in _tree(site).items() if k != MANIFEST} == {k: v for k, v in new.items() if k != MANIFEST}

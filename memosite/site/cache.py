@@ -294,7 +294,7 @@ class PageCache:
             return
         if not self._added:
             self._added = dict(self.pages)
-        indexes = sorted(self.root.glob(f"index-*{INDEX_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        indexes = sorted(self.root.glob(f"index-*{INDEX_SUFFIX}"), key=_modified, reverse=True)
         others: list[dict[str, int]] = []
         for other in indexes[:KEPT_SCOPES]:
             if other.name != _index_name(self.scope):
@@ -302,7 +302,7 @@ class PageCache:
                 if used is not None:
                     others.append(used)
                 else:  # no index (damaged, of another format): it keeps no pack, and goes
-                    other.unlink(missing_ok=True)
+                    _remove(other)
         live: dict[str, int] = {}
         for pack, size in [(e.pack, e.size) for e in self._added.values()] + [p for o in others for p in o.items()]:
             live[pack] = live.get(pack, 0) + size
@@ -321,9 +321,9 @@ class PageCache:
             return
         # Indexes of an earlier format: no build reads them any more (their packs go below).
         for old in self.root.glob("index-*.json"):
-            old.unlink(missing_ok=True)
+            _remove(old)
         for stale in indexes[KEPT_SCOPES:]:
-            stale.unlink(missing_ok=True)
+            _remove(stale)
         wanted = {entry.pack for entry in self.pages.values()} | {pack for o in others for pack in o}
         self._own.clear()
         for path in (self.root / PACKS_DIR).glob("*"):
@@ -352,6 +352,22 @@ class PageCache:
                 handle.close()
                 self._pack_path(TEMP_PREFIX + name).unlink()
         self._added = {}
+
+
+def _modified(index: Path) -> float:
+    """When ``index`` was last written; 0 (the oldest) when it cannot be looked at (a dangling link,
+    a file another save removed meanwhile)."""
+    try:
+        return index.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _remove(index: Path) -> None:
+    """Remove an index file no build reads; what cannot be removed (a folder a person put under
+    that name, a read-only file) stays, and the save goes on: the cache is no requirement."""
+    with contextlib.suppress(OSError):
+        index.unlink()
 
 
 # --- the index file ----------------------------------------------------------------------------

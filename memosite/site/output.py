@@ -110,6 +110,14 @@ def update_site(
     # (The directories holding them are listed, one level each, and never walked.)
     theirs = _not_directories(base, new_dirs)
     theirs |= {name for name in new_files.difference(previous.files) if os.path.lexists(f"{base}/{name}")}
+    # A file that holds exactly what this build puts there is no person's (a build that died half
+    # way put it in, after the manifest was written): taking it as memosite's loses nothing.
+    for name in (theirs | edited) & new_files:
+        now = _holding(f"{base}/{name}", staging / name, cached.get(name), cache)
+        if now is not None:
+            intact[name] = now
+            theirs.discard(name)
+            edited.discard(name)
     clashes = sorted((theirs | edited) & (new_files | new_dirs))
     if clashes:
         why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
@@ -128,30 +136,41 @@ def update_site(
     # Only files reached without passing through a link: a directory a person swapped for a link
     # into another folder never has files removed there.
     removed = sorted(name for name in intact.keys() - new_files if within(target, name))
-    for name in removed:
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            (target / name).unlink()
-    for name in staged:
-        digest = content_digest(staging / name)
-        known = intact.get(name)
-        if known is not None and known.digest == digest:
-            written[name] = known
-            continue
-        dest = target / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / name, dest)
-        written[name] = _written(dest, digest)
-        placed.append(name)
-    for name, src_uri in cached.items():
-        entry = cache.pages.get(src_uri) if cache is not None else None
-        known = intact.get(name)
-        if entry is not None and known is not None and known.digest == entry.digest:
-            written[name] = known
-            continue
-        if entry is None or cache is None or not cache.place(entry, target / name):
-            raise BuildError(f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)")
-        written[name] = _written(target / name, entry.digest)
-        placed.append(name)
+    try:
+        for name in removed:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                (target / name).unlink()
+        for name in staged:
+            digest = content_digest(staging / name)
+            known = intact.get(name)
+            if known is not None and known.digest == digest:
+                written[name] = known
+                continue
+            dest = target / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, dest)
+            written[name] = _written(dest, digest)
+            placed.append(name)
+        for name, src_uri in cached.items():
+            entry = cache.pages.get(src_uri) if cache is not None else None
+            known = intact.get(name)
+            if entry is not None and known is not None and known.digest == entry.digest:
+                written[name] = known
+                continue
+            if entry is None or cache is None or not cache.place(entry, target / name):
+                raise BuildError(
+                    f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)"
+                )
+            written[name] = _written(target / name, entry.digest)
+            placed.append(name)
+    except BaseException:
+        # Stopped half way (a page the cache lost, Ctrl-C): the manifest says what is in place now,
+        # this build's files among the last one's, so "build again" finds no person's file here.
+        with contextlib.suppress(OSError):
+            write_manifest(
+                target / MANIFEST, GENERATOR, Manifest({**previous.files, **written}, previous.dirs | made), key
+            )
+        raise
     remove_empty_dirs(target, previous.dirs - new_dirs)
     manifest = Manifest(written, made)
     if destination.previous is None or manifest != destination.previous:
@@ -159,6 +178,20 @@ def update_site(
     shutil.rmtree(staging, ignore_errors=True)
     kept = sorted(name for name in edited if name not in written)
     return SiteUpdate(kept=kept, written=placed, removed=removed, manifest=manifest)
+
+
+def _holding(path: str, built: Path, src_uri: str | None, cache: PageCache | None) -> WrittenFile | None:
+    """``path`` as it stands, when it is a file holding what this build puts there (the file
+    ``built`` in staging, or the cached page ``src_uri``); None otherwise."""
+    entry = cache.pages.get(src_uri) if cache is not None and src_uri is not None else None
+    try:
+        if entry is not None:
+            wanted = WrittenFile(entry.digest, entry.size, -1, -1)
+        else:
+            wanted = WrittenFile(content_digest(built), os.lstat(built).st_size, -1, -1)
+    except OSError:
+        return None
+    return still_written(path, wanted)  # no such time and inode: the content is compared
 
 
 def _publish_new(
@@ -180,6 +213,15 @@ def _publish_new(
     manifest = Manifest(written, frozenset(staged_dirs))
     write_manifest(staging / MANIFEST, GENERATOR, manifest, destination.key)
     try:
+        # The staging folder was made private (mkdtemp); the site gets the mode a folder made
+        # there now gets (the person's umask, a default ACL), as its subfolders did.
+        probe = staging / ".memosite-mode"
+        os.mkdir(probe)
+        try:
+            mode = stat.S_IMODE(os.lstat(probe).st_mode)
+        finally:
+            os.rmdir(probe)
+        os.chmod(staging, mode)
         # A directory's files keep their inode and time through the rename: the manifest holds.
         os.rename(staging, destination.path)
     except OSError:
