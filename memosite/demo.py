@@ -422,15 +422,18 @@ def _write_code(repository: Path, files: dict[str, str], *, replace: bool = Fals
     return wrote
 
 
-def _pinned(repository: Path, specs: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The citations of ``specs`` as the demo repository's files read now (pinned to no commit:
-    the demo repository is no git repository of its own)."""
+def _pinned(specs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The citations of ``specs`` as the demo's code read when its records were written (pinned to
+    no commit: the demo repository is no git repository of its own). Read from the demo's own
+    text, not from the repository's files: a demo vault made again beside a repository an earlier
+    demo left holds its code as changed since, where a span may no longer be."""
     pinned = []
     for spec in specs:
         path, lines = parse_cite_spec(spec)
-        data = (repository / path).read_bytes()
+        data = _CODE[path].encode("utf-8")
         digest = span_digest(split_lines(data), lines, data)
-        assert digest is not None, spec  # the demo's spans lie inside its files
+        if digest is None:
+            raise AssertionError(f"the demo's citation {spec} lies outside its own code")
         pinned.append(Cite(path, lines, digest).to_json())
     return pinned
 
@@ -463,7 +466,7 @@ def _write_seeds(vault: Vault, project: str, now: datetime, repository: Path | N
         if vault.record_path(project, seed.kind, slug).exists():
             continue  # never overwrite: a person may have edited the sample
         if seed.cites and repository is not None:
-            frontmatter["cites"] = _pinned(repository, seed.cites)
+            frontmatter["cites"] = _pinned(seed.cites)
         upsert_record(
             vault,
             project,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -305,6 +306,22 @@ def test_demo_runs_again_without_rewriting_its_records(tmp_path: Path) -> None:
     code, data = run_json("demo", "--vault", str(target))
     assert code == 0 and data["records"] == 0
     assert trap.read_text(encoding="utf-8").endswith("edited by a person\n")
+
+
+def test_a_demo_made_again_beside_the_repository_an_earlier_demo_left_cites_its_code(tmp_path: Path) -> None:
+    # The first demo left its repository with the code changed after the records; a person removes
+    # the vault alone and asks for the demo again.
+    target = tmp_path / "demo-again"
+    first_code, first = run_json("demo", "--vault", str(target))
+    assert first_code == 0
+    first_checks = run_json("--vault", str(target), "--project", "acme-shop", "status")[1]["verdicts"]
+    shutil.rmtree(target)
+    code, data = run_json("demo", "--vault", str(target))
+    assert code == 0, data
+    assert data["records"] == first["records"]
+    cited = [p for p in (target / "projects/acme-shop").rglob("*.md") if "cites:" in p.read_text(encoding="utf-8")]
+    assert cited  # the samples that cite code still cite it, pinned as the first demo pinned them
+    assert run_json("--vault", str(target), "--project", "acme-shop", "status")[1]["verdicts"] == first_checks
 
 
 @pytest.mark.parametrize(
