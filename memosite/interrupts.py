@@ -20,7 +20,7 @@ _CHANGED: list[bool] = []
 
 
 def note_change() -> None:
-    """A unit of work is about to change the vault."""
+    """A unit of work is about to change the vault (or a build, the folder its site is published in)."""
     if not _CHANGED:
         _CHANGED.append(True)
 

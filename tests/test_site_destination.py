@@ -224,3 +224,53 @@ def test_a_build_killed_half_way_in_place_never_stops_the_next_one(placed: str, 
     build_site(filled, out_dir=site)
 
     assert {k: v for k, v in _tree(site).items() if k != MANIFEST} == {k: v for k, v in new.items() if k != MANIFEST}
+
+
+_CTRL_C_WHILE_PLACING = """
+import os, signal, sys
+from memosite.console import main
+
+real_replace = os.replace
+sent = []
+vault, site = sys.argv[1], sys.argv[2]
+
+
+def replace(src, dst, *args, **kwargs):
+    # The person presses Ctrl-C as the first page goes into the site folder.
+    if not sent and str(dst).startswith(site + os.sep):
+        sent.append(True)
+        signal.raise_signal(signal.SIGINT)
+    return real_replace(src, dst, *args, **kwargs)
+
+
+os.replace = replace
+sys.argv = ["memosite", "--vault", vault, "build", "--engine", "mkdocs", "--out", site]
+main()
+print("sent" if sent else "not sent", file=sys.stderr)
+"""
+
+
+def test_ctrl_c_while_a_rebuild_places_its_files_finishes_the_site_and_says_so(filled: Vault, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    build_site(filled, out_dir=site)
+    _trap(filled, "Ein neuer Fehler — новая ошибка", "Πρώτα UTC; 東京 +09:00 🚀")
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", _CTRL_C_WHILE_PLACING, str(filled.root), str(site)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=300,
+        check=False,
+    )
+    assert "sent" in done.stderr.split() and "Traceback" not in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "interrupted after the change was made: it is complete" in done.stderr
+    assert "before anything was changed" not in done.stderr
+    manifest = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
+    assert set(manifest["files"]) == set(_tree(site)) - {MANIFEST}
+    assert any(
+        "Ein neuer Fehler" in p.read_text(encoding="utf-8") for p in (site / "memory/shop/traps").rglob("*.html")
+    )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memosite.errors import BuildError, InvalidArguments
+from memosite.interrupts import note_change
 from memosite.site.cache import PageCache
 from memosite.site.destination import GENERATOR, MANIFEST, Destination, Placement, remove_empty_dirs
 from memosite.site.manifest import Manifest, WrittenFile, content_digest, still_written, within, write_manifest
@@ -122,6 +123,9 @@ def update_site(
     if clashes:
         why = "was changed after memosite wrote it" if clashes[0] in edited else "memosite did not write"
         raise InvalidArguments(f"refusing to build into {target}: the site would replace {clashes[0]}, which {why}")
+    # From here the folder changes: Ctrl-C is held until every file is in (memosite.interrupts), so
+    # a command never says "interrupted before anything was changed" of a site half placed.
+    note_change()
     target.mkdir(parents=True, exist_ok=True)
     made = frozenset(d for d in new_dirs if d in previous.dirs or not (target / d).exists())
     written: dict[str, WrittenFile] = {}
