@@ -274,3 +274,28 @@ def test_ctrl_c_while_a_rebuild_places_its_files_finishes_the_site_and_says_so(f
     assert any(
         "Ein neuer Fehler" in p.read_text(encoding="utf-8") for p in (site / "memory/shop/traps").rglob("*.html")
     )
+
+
+def test_a_staging_folder_a_killed_build_left_long_ago_is_removed_by_the_next_build(
+    filled: Vault, tmp_path: Path
+) -> None:
+    import os
+    import time
+
+    site = tmp_path / "site"
+    dead = tmp_path / ".site.memosite-build-dead1234"
+    (dead / "memory" / "shop").mkdir(parents=True)
+    (dead / "memory" / "shop" / "index.html").write_text("half a build — половина", encoding="utf-8")
+    running = tmp_path / ".site.memosite-build-live5678"  # another build, still filling its folder
+    running.mkdir()
+    mine = tmp_path / "site-notes"  # a person's folder of a like name is never touched
+    mine.mkdir()
+    long_ago = time.time() - 2 * 24 * 3600
+    for path in (dead, mine):
+        os.utime(path, (long_ago, long_ago))
+
+    build_site(filled, out_dir=site)
+
+    assert not dead.exists()
+    assert running.is_dir() and mine.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir() if "memosite-build" in p.name) == [running.name]

@@ -209,6 +209,31 @@ def site_size(site_dir: Path) -> tuple[int, int]:
     return pages, total
 
 
+# A build's staging folder that has not changed for this long belongs to no running build (a build
+# touches its folder as it fills it): one a killed build left, which nothing else would remove.
+DEAD_STAGING_SECONDS = 24 * 3600
+
+
+def _staging_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.memosite-build-"
+
+
+def _remove_dead_staging(out_dir: Path) -> None:
+    """Remove the staging folders beside ``out_dir`` that builds of this user, killed long ago, left."""
+    prefix, now, me = _staging_prefix(out_dir), time.time(), os.getuid()
+    try:
+        entries = list(os.scandir(out_dir.parent))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        with contextlib.suppress(OSError):
+            info = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False) and info.st_uid == me and now - info.st_mtime > DEAD_STAGING_SECONDS:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
 @fewer_collections()
 def build_site(
     vault: Vault,
@@ -236,7 +261,8 @@ def build_site(
     out_dir = destination.path
     started = time.monotonic()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.memosite-build-", dir=out_dir.parent))
+    _remove_dead_staging(out_dir)
+    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out_dir), dir=out_dir.parent))
     try:
         os.chmod(staging, 0o755)
         config = load_site_config(
