@@ -98,6 +98,12 @@ def test_bad_prefixes_are_rejected(prefix: str) -> None:
         normalize_prefix(prefix)
 
 
+@pytest.mark.parametrize("prefix", ["-memory", "_m", "team/.hidden"])
+def test_a_refused_prefix_says_the_rule_it_breaks(prefix: str) -> None:
+    with pytest.raises(InvalidArguments, match="each beginning with a letter or a digit"):
+        normalize_prefix(prefix)
+
+
 def test_prefix_is_normalised() -> None:
     assert normalize_prefix("/team/memory/") == "team/memory"
 

@@ -52,7 +52,7 @@ def normalize_prefix(prefix: str) -> str:
     if not segments or any(not _PREFIX_SEGMENT.match(s) or ".." in s for s in segments):
         raise InvalidArguments(
             f"invalid memosite prefix {prefix!r}: use one or more path segments of letters, digits,"
-            " '.', '_' or '-' (for example 'memory')"
+            " '.', '_' or '-', each beginning with a letter or a digit (for example 'memory')"
         )
     return "/".join(segments)
 
