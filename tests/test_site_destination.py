@@ -172,6 +172,24 @@ def test_a_new_site_folder_gets_the_mode_any_new_folder_gets(umask: int, filled:
     assert stat.S_IMODE(site.stat().st_mode) == stat.S_IMODE((site / "memory").stat().st_mode)
 
 
+@pytest.mark.parametrize("umask", [0o002, 0o022, 0o077], ids=["shared", "usual", "private"])
+def test_a_page_from_the_page_cache_gets_the_mode_the_engine_gives_a_page_it_writes(
+    umask: int, filled: Vault, tmp_path: Path
+) -> None:
+    before = os.umask(umask)
+    try:
+        build_site(filled, out_dir=tmp_path / "cold")  # renders every page, and fills the cache
+        build_site(filled, out_dir=tmp_path / "warm")  # takes the record pages from the cache
+    finally:
+        os.umask(before)
+    modes = {
+        site: {p.relative_to(site).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in site.rglob("*.html")}
+        for site in (tmp_path / "cold", tmp_path / "warm")
+    }
+    assert modes[tmp_path / "warm"] == modes[tmp_path / "cold"]
+    assert set(modes[tmp_path / "warm"].values()) == {0o666 & ~umask}
+
+
 def test_a_build_that_died_half_way_in_place_never_stops_the_next_one(filled: Vault, tmp_path: Path) -> None:
     # The attack: a rebuild stopped while it puts files in (kill -9, Ctrl-C, a page the cache lost;
     # here the last). The files it put in are not what the manifest lists, yet they are exactly

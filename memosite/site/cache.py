@@ -195,14 +195,15 @@ class PageCache:
             return False
         return True
 
-    def place(self, entry: CachedPage, dest: Path) -> bool:
-        """Put the cached page at ``dest`` atomically (a reader sees the old page or the new one);
-        False when the cached copy is gone or does not hold what its digest says."""
+    def place(self, entry: CachedPage, dest: Path, *, mode: int = 0o644) -> bool:
+        """Put the cached page at ``dest`` atomically (a reader sees the old page or the new one),
+        with permissions ``mode``; False when the cached copy is gone or does not hold what its
+        digest says."""
         data = self._read(entry)
         if data is None or data_digest(data) != entry.digest:
             return False
         dest.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(dest, data, durable=False)
+        atomic_write_bytes(dest, data, mode=mode, durable=False)
         return True
 
     def _append(self, data: bytes) -> tuple[str, int] | None:

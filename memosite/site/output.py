@@ -88,6 +88,7 @@ def update_site(
             return whole
         cached = {}  # the rename was refused: the cached pages are in staging, placed as built ones
     staged, staged_dirs = _walk(staging)
+    page_mode = _new_file_mode(staging)
     new_files = set(staged) | set(cached)
     new_dirs = set(staged_dirs) | _parents(cached)
     target, key = destination.path, destination.key
@@ -161,7 +162,7 @@ def update_site(
             if entry is not None and known is not None and known.digest == entry.digest:
                 written[name] = known
                 continue
-            if entry is None or cache is None or not cache.place(entry, target / name):
+            if entry is None or cache is None or not cache.place(entry, target / name, mode=page_mode):
                 raise BuildError(
                     f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)"
                 )
@@ -207,9 +208,10 @@ def _publish_new(
     some disks). None, with the cached pages left in ``staging``, when the rename is refused
     (something appeared at the destination meanwhile)."""
     digests: dict[str, str] = {}
+    page_mode = _new_file_mode(staging)
     for name, src_uri in cached.items():
         entry = cache.pages.get(src_uri) if cache is not None else None
-        if entry is None or cache is None or not cache.place(entry, staging / name):
+        if entry is None or cache is None or not cache.place(entry, staging / name, mode=page_mode):
             raise BuildError(f"site build failed: the page cache lost {src_uri}; build again (it rebuilds the page)")
         digests[name] = entry.digest
     staged, staged_dirs = _walk(staging)
@@ -232,6 +234,22 @@ def _publish_new(
         (staging / MANIFEST).unlink(missing_ok=True)
         return None
     return SiteUpdate(kept=[], written=sorted(staged), removed=[], manifest=manifest)
+
+
+def _new_file_mode(directory: Path) -> int:
+    """The permissions a file made in ``directory`` gets (the person's umask, a default ACL): what
+    the engine gave the pages it wrote, so a page taken from the cache gets them too."""
+    probe = directory / ".memosite-mode"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError:
+        return 0o644
+    try:
+        return stat.S_IMODE(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
 
 
 def _walk(root: Path) -> tuple[list[str], list[str]]:
