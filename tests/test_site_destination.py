@@ -7,6 +7,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,20 @@ def _trap(vault: Vault, title: str, body: str) -> str:
 
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _built_in_staging(vault: Vault, tmp_path: Path) -> tuple[Path, Any]:
+    """A build of ``vault`` into a staging folder, as ``build_site`` makes one before it places it:
+    the folder, and the plugin that says which pages the page cache holds."""
+    from memosite.site.build import load_site_config, memosite_plugin, run_build
+
+    staging = tmp_path / ".staging"
+    staging.mkdir()
+    config = load_site_config(vault, site_dir=staging)
+    plugin = memosite_plugin(config)
+    plugin.defer_cached_pages = True
+    run_build(config)
+    return staging, plugin
 
 
 @pytest.fixture
@@ -132,18 +147,12 @@ def test_a_build_into_a_new_folder_publishes_it_whole_with_its_manifest(filled: 
 
 
 def test_a_folder_that_appears_while_the_site_builds_keeps_a_persons_file(filled: Vault, tmp_path: Path) -> None:
-    from memosite.site.build import load_site_config, memosite_plugin, run_build
     from memosite.site.destination import check_destination
     from memosite.site.output import update_site
 
     site = tmp_path / "site"
     destination = check_destination(site, filled.root)  # new: nothing there yet
-    staging = tmp_path / ".staging"
-    staging.mkdir()
-    config = load_site_config(filled, site_dir=staging)
-    plugin = memosite_plugin(config)
-    plugin.defer_cached_pages = True
-    run_build(config)
+    staging, plugin = _built_in_staging(filled, tmp_path)
     site.mkdir()  # a person made the folder meanwhile, and put a file there
     (site / "notes.txt").write_text("keep me — сохранить", encoding="utf-8")
 
@@ -194,7 +203,6 @@ def test_a_build_that_died_half_way_in_place_never_stops_the_next_one(filled: Va
     # The attack: a rebuild stopped while it puts files in (kill -9, Ctrl-C, a page the cache lost;
     # here the last). The files it put in are not what the manifest lists, yet they are exactly
     # what memosite writes there: "build again", as the error says, must publish the site.
-    from memosite.site.build import load_site_config, memosite_plugin, run_build
     from memosite.site.cache import CACHE_DIR, PACKS_DIR
     from memosite.site.destination import check_destination
     from memosite.site.output import update_site
@@ -203,12 +211,7 @@ def test_a_build_that_died_half_way_in_place_never_stops_the_next_one(filled: Va
     build_site(filled, out_dir=site)
     _trap(filled, "Zeitzone — часовой пояс", "Store UTC; 東京 is +09:00 (Ελλάδα, مصر, 🎉).")
     destination = check_destination(site, filled.root)
-    staging = tmp_path / ".staging"
-    staging.mkdir()
-    config = load_site_config(filled, site_dir=staging)
-    plugin = memosite_plugin(config)
-    plugin.defer_cached_pages = True
-    run_build(config)
+    staging, plugin = _built_in_staging(filled, tmp_path)
     # The unchanged records' pages come from the cache; one is missing from the folder, and the
     # cache loses it while the built files go in.
     (site / min(plugin.cached_pages)).unlink()
