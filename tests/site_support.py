@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from pathlib import Path
 from typing import Any
 
+from memosite.demo import write_demo_vault
 from memosite.plugin import MemositePlugin
 from memosite.site.build import load_site_config, memosite_plugin, run_build
+from memosite.store import upsert_record
 from memosite.vault import Vault
 
 # The one part two builds of the same vault write differently: the views' compile stamp.
@@ -34,6 +36,20 @@ SCRIPTS = [
     "Café résumé naïve",  # accents
     "🚀 deploys ⚠️ break",  # emoji
 ]
+
+
+def demo_with_every_script(vault: Vault, body: Callable[[str], str]) -> None:
+    """The demo vault, and a trap per text of :data:`SCRIPTS` titled by it, whose body ``body(text)`` makes."""
+    write_demo_vault(vault)
+    for n, text in enumerate(SCRIPTS):
+        upsert_record(
+            vault,
+            "demo",
+            kind="trap",
+            body=body(text),
+            frontmatter={"title": f"{text} {n}"},
+            allow_duplicate=True,
+        )
 
 
 def build_uncached(

@@ -15,12 +15,10 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files, get_files
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink
-from site_support import SCRIPTS, build_uncached
+from site_support import SCRIPTS, build_uncached, demo_with_every_script
 
-from memosite.demo import write_demo_vault
 from memosite.plugin import MemositePlugin
 from memosite.site.markdown_reuse import REUSABLE, SharedMarkdown
-from memosite.store import upsert_record
 from memosite.vault import Vault
 
 # Every extension the reuse allows, with the settings memosite's own site gives them.
@@ -163,16 +161,9 @@ def test_a_site_with_an_extension_not_checked_keeps_mkdocs_own_rendering(tmp_pat
 def test_the_site_built_with_one_converter_is_byte_for_byte_the_site_mkdocs_renders(
     vault: Vault, tmp_path: Path
 ) -> None:
-    write_demo_vault(vault)
-    for n, text in enumerate(SCRIPTS):
-        upsert_record(
-            vault,
-            "demo",
-            kind="trap",
-            body=f"## {text}\n\nA note[^a] on {text}.\n\n[^a]: {text}\n\n## {text}\n\n- [x] {text}\n",
-            frontmatter={"title": f"{text} {n}"},
-            allow_duplicate=True,
-        )
+    demo_with_every_script(
+        vault, lambda text: f"## {text}\n\nA note[^a] on {text}.\n\n[^a]: {text}\n\n## {text}\n\n- [x] {text}\n"
+    )
     built: dict[bool, dict[str, bytes]] = {}
     for reuse in (True, False):
         plugin, built[reuse] = build_uncached(vault, tmp_path / f"site-{reuse}", reuse_markdown=reuse)

@@ -10,11 +10,9 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from site_support import SCRIPTS, build_uncached
+from site_support import SCRIPTS, build_uncached, demo_with_every_script
 
-from memosite.demo import write_demo_vault
 from memosite.site.search_parse import events
-from memosite.store import upsert_record
 from memosite.vault import Vault
 
 
@@ -91,16 +89,10 @@ def test_a_generated_page_is_read_by_the_regular_expression() -> None:
 def test_the_search_index_read_with_the_regular_expression_is_the_one_html_parser_makes(
     vault: Vault, tmp_path: Path
 ) -> None:
-    write_demo_vault(vault)
-    for n, text in enumerate(SCRIPTS):
-        upsert_record(
-            vault,
-            "demo",
-            kind="trap",
-            body=f"## {text}\n\nOn {text} & <b>{text}</b>.\n\n```python\nx = {text!r} < 3\n```\n\n- [x] {text}\n",
-            frontmatter={"title": f"{text} {n}"},
-            allow_duplicate=True,
-        )
+    demo_with_every_script(
+        vault,
+        lambda text: f"## {text}\n\nOn {text} & <b>{text}</b>.\n\n```python\nx = {text!r} < 3\n```\n\n- [x] {text}\n",
+    )
     built: dict[bool, dict[str, bytes]] = {}
     for fast in (True, False):
         plugin, built[fast] = build_uncached(vault, tmp_path / f"site-{fast}", fast_search_reading=fast)
