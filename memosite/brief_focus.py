@@ -147,7 +147,9 @@ def focus_section(
         return focused
     lexical = _weighed_matches(index, project, section, values, now_iso, parsed, words, fresh_only)
     meaning = hybrid.MeaningRanking([], [])
-    if embedder is not None:
+    # A trap enters on its path, its words or its severity alone: meaning only orders the traps the
+    # words brought, so without them it is not asked (nor are the project's trap vectors read).
+    if embedder is not None and (lexical or section != "traps"):
         meaning = hybrid.rank_within(
             index,
             embedder,

@@ -7,6 +7,7 @@ the extra looks to memosite.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -456,6 +457,78 @@ def test_the_vectors_of_one_kind_a_process_holds_follow_every_write(shop: Vault)
     reindex(shop)  # every vector written again
     for kinds in (("trap",), ("decision",), ("log",)):
         _kinds_held_equal_stored(shop, kinds)
+
+
+def _kept_of_kinds(vault: Vault) -> dict[tuple[str, ...], Any]:
+    from memosite.index import vectors
+
+    model = embedding.load_embedder()
+    assert model is not None
+    return dict(vectors._HELD[vault.index()][model.name].of_kinds)
+
+
+def test_a_write_brings_the_vectors_of_one_kind_in_step_without_taking_them_again(shop: Vault) -> None:
+    for kinds in (("trap",), ("decision",)):
+        _kinds_held_equal_stored(shop, kinds)
+    taken = _kept_of_kinds(shop)
+    put(shop, "trap", "new-trap", "Новая ловушка: 支付 重试 🚀", "Ein Fehler — ένα λάθος, خطأ.\n")  # added
+    put(shop, "trap", "retry-key", "Payment retries need an idempotency key", "Changed again.\n")  # changed
+    put(shop, "decision", "invoice-numbers", "Invoices are numbered per year", "Numbered per calendar year.\n")
+    for kinds in (("trap",), ("decision",)):
+        _kinds_held_equal_stored(shop, kinds)
+    kept = _kept_of_kinds(shop)
+    assert all(kept[key] is taken[key] for key in taken)  # brought in step, not taken whole again
+
+
+def test_a_brief_compares_the_task_with_the_traps_only_when_a_trap_holds_its_words(shop: Vault) -> None:
+    from memosite.bootstrap import build_bootstrap
+
+    # No trap holds a word of this task: a trap that merely reads like it takes no severe one's place,
+    # so the project's trap vectors are not even read; the decisions are still ranked by meaning.
+    unrelated = build_bootstrap(shop, P, query=SYNONYM_QUERY, now=NOW)
+    assert set(_kept_of_kinds(shop)) == {("decision",)}
+    assert [item.id for item in unrelated.traps] == [item.id for item in build_bootstrap(shop, P, now=NOW).traps]
+    worded = build_bootstrap(shop, P, query="why does a retry charge twice without an idempotency key", now=NOW)
+    assert worded.traps[0].id == "retry-key" and "like the task" in worded.traps[0].why
+    assert ("trap",) in _kept_of_kinds(shop)
+
+
+_WRITES = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "change", "hit", "forget"]),
+        st.sampled_from(["trap", "decision", "log"]),
+        st.integers(min_value=0, max_value=3),
+        st.sampled_from(["Retry storms", "Кэш устарел", "Ωμέγα λάθος", "支付重试", "إعادة الدفع", "Déjà vu 🚀"]),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(writes=_WRITES)
+def test_the_vectors_of_each_kind_a_process_holds_are_the_stored_ones_after_any_writes(
+    shop: Vault, writes: list[tuple[str, str, int, str]]
+) -> None:
+    from memosite.errors import RecordNotFound
+    from memosite.salience import record_hits
+    from memosite.store import forget_record
+
+    for kinds in (("trap",), ("decision",), ("decision", "trap")):
+        _kinds_held_equal_stored(shop, kinds)
+    for action, kind, n, title in writes:
+        slug = f"{kind}-{n}"
+        if action == "add":
+            put(shop, kind, slug, title, f"{title}: written by hand.\n")
+        elif action == "change":
+            put(shop, kind, slug, f"{title} (changed)", f"Changed: {title}.\n")
+        elif action == "hit":
+            record_hits(shop, P, [slug])
+        else:
+            with contextlib.suppress(RecordNotFound):  # forgetting what was never written changes nothing
+                forget_record(shop, P, record_id=slug, purge=True)
+        for kinds in (("trap",), ("decision",), ("decision", "trap")):
+            _kinds_held_equal_stored(shop, kinds)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -123,7 +123,18 @@ def blob_of(index: Index, path: str) -> bytes | None:
     return bytes(row[0]) if row is not None else None
 
 
-_KindRows = tuple[tuple[int, int], list[int], Any, dict[int, int]]
+@dataclass
+class _KindRows:
+    """The held vectors of some kinds' records only, as of the held ``seq`` they were brought to."""
+
+    seq: int
+    rowids: list[int]
+    buffer: Any  # room for more rows: a write adds one at a time
+    position: dict[int, int]
+
+    @property
+    def rows(self) -> Any:
+        return self.buffer[: len(self.rowids)]
 
 
 @dataclass
@@ -136,7 +147,7 @@ class _Held:
     position: dict[int, int] = field(default_factory=dict)
     buffer: Any = None
     stamp: tuple[int, int] = (-1, -1)  # the index's state when last checked (no write since: nothing to read)
-    # kinds -> (the held state it was taken from, rowids, rows, position) of those kinds' records only
+    # kinds -> the vectors of those kinds' records only (dropped with the rest when all are read again)
     of_kinds: dict[tuple[str, ...], _KindRows] = field(default_factory=dict)
 
 
@@ -197,26 +208,46 @@ def matrix(index: Index, model: str, decode: Callable[[Sequence[bytes]], Any]) -
 def matrix_of_kinds(
     index: Index, model: str, decode: Callable[[Sequence[bytes]], Any], kinds: Sequence[str]
 ) -> tuple[list[int], Any, dict[int, int]]:
-    """:func:`matrix` of the records of ``kinds`` only (a brief's traps: a third of a vault's
-    vectors to compare a task with, not all of them). Taken from the held matrix and kept until
-    its vectors change (a write, a new vector); a record's kind is its folder, so it never
-    changes while its vector stands. The caller must not change what it gets."""
+    """:func:`matrix` of the records of ``kinds`` only (a brief's traps or decisions: a fraction of a vault's
+    vectors to compare a task with, not all of them). Taken from the held matrix once, then brought
+    in step as it is: the vectors written since (their ``seq`` is newer) are copied in or added, so
+    a write costs the next brief what it wrote, not the vault. A record's kind is its folder, so it
+    never changes while its vector stands. The caller must not change what it gets."""
     import numpy as np
 
-    rowids, rows, _position = matrix(index, model, decode)
+    _rowids, rows, _position = matrix(index, model, decode)
     held = _HELD[index][model]
     key = tuple(sorted(set(kinds)))
-    version = (len(held.rowids), held.seq)
-    if any(taken[0] != version for taken in held.of_kinds.values()):
-        held.of_kinds = {}  # the held vectors changed since: every subset is taken again
-    kept = held.of_kinds.get(key)
-    if kept is not None:
-        return kept[1], kept[2], kept[3]
     marks = ", ".join("?" for _ in key)
-    wanted = {int(row[0]) for row in index.conn.execute(f"SELECT rowid FROM records WHERE kind IN ({marks})", key)}
-    at = [n for n, rowid in enumerate(rowids) if rowid in wanted]
-    chosen = [rowids[n] for n in at]
-    taken = rows[np.asarray(at, dtype=np.intp)]  # a copy: a later patch of the held rows changes the version
-    kept = (version, chosen, taken, {rowid: n for n, rowid in enumerate(chosen)})
-    held.of_kinds[key] = kept
-    return kept[1], kept[2], kept[3]
+    kept = held.of_kinds.get(key)
+    if kept is None:
+        wanted = {int(row[0]) for row in index.conn.execute(f"SELECT rowid FROM records WHERE kind IN ({marks})", key)}
+        chosen = [rowid for rowid in held.rowids if rowid in wanted]
+        at = np.fromiter((held.position[rowid] for rowid in chosen), dtype=np.intp, count=len(chosen))
+        kept = _KindRows(held.seq, chosen, rows[at], {rowid: n for n, rowid in enumerate(chosen)})
+        held.of_kinds[key] = kept
+    elif kept.seq != held.seq:
+        fresh = [
+            int(row[0])
+            for row in index.conn.execute(
+                f"SELECT v.rowid FROM vectors AS v JOIN records AS r ON r.rowid = v.rowid"
+                f" WHERE v.model = ? AND v.seq > ? AND v.seq <= ? AND r.kind IN ({marks})",
+                (model, kept.seq, held.seq, *key),  # what the held matrix holds, whatever was written since
+            )
+        ]
+        for rowid in fresh:
+            source = rows[held.position[rowid]]
+            at_kept = kept.position.get(rowid)
+            if at_kept is not None:
+                kept.buffer[at_kept] = source
+                continue
+            size = len(kept.rowids)
+            if size == len(kept.buffer):
+                grown = np.zeros((2 * size + 16, kept.buffer.shape[1]), dtype=kept.buffer.dtype)
+                grown[:size] = kept.buffer
+                kept.buffer = grown
+            kept.buffer[size] = source
+            kept.position[rowid] = size
+            kept.rowids.append(rowid)
+        kept.seq = held.seq
+    return kept.rowids, kept.rows, kept.position
