@@ -97,13 +97,22 @@ def _warn_once(message: str) -> None:
     warn(message)
 
 
-def attach_vectors(vault: Vault, entries: Sequence[IndexEntry]) -> None:
-    """Give each entry its vector (one batch), when hybrid search is on."""
+def attach_vectors(vault: Vault, entries: Sequence[IndexEntry], *, again: bool = False) -> None:
+    """Give each entry its vector (one batch), when hybrid search is on. An entry whose text is the
+    one its stored vector was computed from keeps that vector (none is computed or written), unless
+    ``again`` (a forced refresh: ``reindex`` computes every vector anew, a damaged one too)."""
     embedder = semantic_embedder(vault) if entries else None
     if embedder is None:
         return
     from memosite.embedding import record_text
 
+    if not again:
+        kept = vectors.standing(
+            vault.index(),
+            embedder.name,
+            [(e.path, e.project, e.kind, e.title, e.body, " ".join(e.tags)) for e in entries],
+        )
+        entries = [entry for entry in entries if entry.path not in kept]
     rows = embedder.embed_records([record_text(entry.title, entry.body, entry.tags) for entry in entries])
     for entry, row in zip(entries, rows, strict=True):
         entry.vector = (embedder.name, embedder.to_blob(row))
@@ -279,7 +288,7 @@ def refresh_project(vault: Vault, project: str, *, force: bool = False, embed: b
             known=held is not None,
         )
     if embed:
-        attach_vectors(vault, entries)
+        attach_vectors(vault, entries, again=force)
     with index.transaction():
         for entry in entries:
             index.upsert(entry)

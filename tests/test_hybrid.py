@@ -168,6 +168,37 @@ def test_a_changed_record_gets_a_new_vector_and_an_untouched_one_keeps_its_own(s
     assert {k: v for k, v in after.items() if k != changed} == {k: v for k, v in before.items() if k != changed}
 
 
+def _stored_seqs(vault: Vault) -> dict[str, tuple[bytes, int]]:
+    with sqlite3.connect(index_file(vault)) as conn:
+        return {
+            path: (bytes(blob), int(seq))
+            for path, blob, seq in conn.execute(
+                "SELECT r.path, v.vec, v.seq FROM vectors AS v JOIN records AS r USING (rowid)"
+            )
+        }
+
+
+def test_a_rewrite_that_leaves_the_text_alone_keeps_the_vector_it_has(shop: Vault) -> None:
+    from memosite.salience import record_hits
+
+    before = _stored_seqs(shop)
+    record_hits(shop, P, ["cdn-cookie", "invoice-numbers"])  # usage: hits and lastHit only
+    record_feedback(shop, P, "retry-key", helpful=False)
+    upsert_record(
+        shop,
+        P,
+        kind="trap",
+        slug="cdn-cookie",
+        body="Users are signed out at checkout.\n",
+        frontmatter={"severity": "high"},
+    )
+    assert _stored_seqs(shop) == before  # no vector computed again, none read again by a process holding them
+    put(shop, "trap", "cdn-cookie", "Login cookie dropped behind CDN — Кука теряется", "Users are signed out.\n")
+    after = _stored_seqs(shop)
+    changed = "projects/demo/traps/cdn-cookie.md"
+    assert after[changed][1] > before[changed][1] and after[changed][0] != before[changed][0]
+
+
 def test_reindex_rebuilds_the_vectors_of_a_new_index(shop: Vault) -> None:
     before = stored_vectors(shop)
     shop.close()

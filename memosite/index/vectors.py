@@ -9,6 +9,7 @@ all. It asks which records still lack a vector with :func:`missing`.
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,25 @@ def store_rows(index: Index, model: str, rows: Sequence[tuple[int, bytes]]) -> N
             "INSERT OR REPLACE INTO vectors (rowid, model, vec, seq) VALUES (?, ?, ?, ?)",
             [(rowid, model, blob, first + n) for n, (rowid, blob) in enumerate(rows)],
         )
+
+
+_TEXT_COLUMNS = ("path", "project", "kind", "title", "body", "tags")
+
+
+def standing(index: Index, model: str, texts: Sequence[tuple[str, str, str, str, str, str]]) -> set[str]:
+    """Which of the records ``texts`` describes — (path, project, kind, title, body, joined tags), as
+    about to be indexed — already hold a vector of ``model`` computed from that very text, in a row
+    the write keeps: a rewrite that leaves the text alone (a hit, feedback, a status) keeps its vector
+    and its ``seq``, so no process holding the vectors reads it again."""
+    if not texts:
+        return set()
+    # One JSON parameter, and each record looked up by its path (CROSS JOIN keeps that order: left
+    # to itself the planner walks every vector of the model).
+    same = " AND ".join(f"r.{column} = json_extract(t.value, '$[{n}]')" for n, column in enumerate(_TEXT_COLUMNS))
+    sql = f"SELECT r.path FROM json_each(?) AS t CROSS JOIN records AS r ON {same}"
+    sql += " CROSS JOIN vectors AS v ON v.rowid = r.rowid"
+    sql += " WHERE v.model = ?"
+    return {str(row[0]) for row in index.conn.execute(sql, (json.dumps([list(text) for text in texts]), model))}
 
 
 def missing(index: Index, model: str) -> list[VectorText]:
