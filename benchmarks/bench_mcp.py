@@ -9,7 +9,9 @@ server's threads spent on it (``/proc``, Linux), which the load of a shared mach
 The brief is timed twice: ``bootstrap`` on a ``--read-only`` server, where it only reads (the
 brief itself), and ``bootstrap+hits`` on the normal server, where a brief also counts a hit for each
 record it shows that this server session has not counted yet — one unit of work, as costly as an
-upsert, whenever a brief shows something new.
+upsert, whenever a brief shows something new. A session counts each record once, so a brief at
+1,000 records writes fewer hits than one at 50,000 (its briefs show the same records again): the
+hits written per call, and the CPU per hit written, are printed beside it.
 
 Targets (issue 16) at 10,000 records: search p50 ≤ 15 ms, p95 ≤ 30 ms; bootstrap p50 ≤ 20 ms,
 p95 ≤ 40 ms; and for both, p50 at 10,000 within 1.5× of p50 at 1,000. Upsert p50 ≤ 50 ms (issue 4).
@@ -328,6 +330,7 @@ class _Calls:
         self.wall: dict[str, list[float]] = {}
         self.cpu: dict[str, list[float]] = {}
         self.searches: list[tuple[str, str | None]] = []  # (query, match)
+        self.hits: list[int] = []  # hits each bootstrap+hits call wrote (its hitsRecorded)
         self.pid: int | None = None
 
     async def call(self, session: ClientSession, tool: str, row: str, args: dict[str, Any]) -> None:
@@ -341,6 +344,8 @@ class _Calls:
         if tool == "search":
             data = json.loads(result.content[0].text)  # type: ignore[union-attr]
             self.searches.append((str(args["query"]), data.get("match")))
+        if row == "bootstrap+hits":  # the brief's text is Markdown; its JSON is the structured content
+            self.hits.append(len((result.structured_content or {}).get("hitsRecorded") or []))
 
 
 async def measure(root: Path, calls: int) -> _Calls:
@@ -469,6 +474,32 @@ def _report(timings: _Calls, medians: dict[str, float], mode: str) -> None:
         )
 
 
+def _report_hits(timings: _Calls, medians: dict[str, float], mode: str) -> None:
+    """What the hits cost per hit written: a session counts each record once, so how many hits a
+    brief writes depends on how many records its briefs show again (at 1,000 records most, at
+    50,000 few), and the CPU of bootstrap+hits alone compares calls that do different work."""
+    written, cpu, brief = timings.hits, timings.cpu.get("bootstrap+hits", []), timings.cpu.get("bootstrap", [])
+    if not written or len(written) != len(cpu):
+        return
+    writing = [ms for ms, hits in zip(cpu, written, strict=True) if hits]
+    idle = [ms for ms, hits in zip(cpu, written, strict=True) if not hits]
+    per_call = statistics.fmean(written)
+
+    def p50(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f} ms" if values else "-"
+
+    print(
+        f"bootstrap+hits wrote {sum(written)} hits in {len(written)} calls: {per_call:.2f} per call;"
+        f" CPU p50 of the {len(writing)} calls that wrote any {p50(writing)}, of the {len(idle)} others {p50(idle)}"
+    )
+    medians[f"hits per call {mode}"] = per_call
+    if brief and per_call:
+        # The hits' share: bootstrap+hits less the read-only brief (means: the hits are few calls' work).
+        per_hit = (statistics.fmean(cpu) - statistics.fmean(brief)) / per_call
+        medians[f"per hit {mode}"] = per_hit
+        print(f"CPU per hit written: (mean bootstrap+hits − mean bootstrap) / hits per call = {per_hit:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated vault sizes")
@@ -504,6 +535,7 @@ def main() -> None:
                 timings = anyio.run(measure, root, options.calls)
                 print(f"-- {mode} --")
                 _report(timings, medians[size], mode)
+                _report_hits(timings, medians[size], mode)
                 bare = bare_fts(root, timings.searches)
                 if bare:
                     medians[size][f"bare {mode}"] = statistics.median(bare)
@@ -532,6 +564,14 @@ def main() -> None:
                         f"{key:21} p50 {large}/{small} = {growth:.2f}× wall, {cpu_growth:.2f}× CPU"
                         f"  {verdict if tool in TARGETS_MS else ''}"
                     )
+        for mode in modes:
+            key = f"per hit {mode}"
+            if key in medians[small] and key in medians[large]:
+                print(
+                    f"bootstrap+hits {mode}: {medians[large][f'hits per call {mode}']:.2f} hits written per call at"
+                    f" {large}, {medians[small][f'hits per call {mode}']:.2f} at {small}; CPU per hit written"
+                    f" {large}/{small} = {medians[large][key] / max(medians[small][key], 1e-9):.2f}×"
+                )
 
 
 if __name__ == "__main__":

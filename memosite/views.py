@@ -53,6 +53,7 @@ LINE_ROWS = 100
 INVENTORY_TEMPLATE = "views/inventory.md.j2"
 # The stamp a view carries; two renderings that differ only there are the same view.
 _STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
+_ROW_COLUMN = re.compile(r"\brow_(?:view|index|line)\b")
 
 DIGEST_CHARS = 320
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -182,6 +183,7 @@ class _Compiler:
     _months: dict[str, dict[str, int]] | None = None
     _until: dict[str, str | None] = field(default_factory=dict)  # kind -> its first expiry after now
     _live: dict[str, dict[int, int]] = field(default_factory=dict)  # kind -> live rows by severity
+    _reads: dict[str, set[str]] = field(default_factory=dict)  # kind -> fragment columns the view shows
 
     def section(
         self, spec: fragments.Section, kind: str, *, in_full: bool = False, note: bool = True
@@ -193,10 +195,14 @@ class _Compiler:
         expires: a write compiles the sections of the kinds it touched, the rest are at hand."""
         if self.site:
             return self._section(spec, kind, in_full=in_full, note=note)
+        # The rows it shows render these fragment columns (the brief lines after records in full:
+        # row_line): a change of the kind's fragments in other columns alone leaves it as it is.
+        reads = frozenset(_ROW_COLUMN.findall(spec.expression)) | ({"row_line"} if in_full else frozenset())
+        self._reads.setdefault(kind, set()).update(reads)
         key = (self.project, kind, "section", spec.name, in_full, note)
         remembered = self._remembered(key)
         if remembered is None:
-            remembered = self._remember(key, kind, self._section(spec, kind, in_full=in_full, note=note))
+            remembered = self._remember(key, kind, self._section(spec, kind, in_full=in_full, note=note), reads)
         count, text = remembered
         return int(count), str(text)
 
@@ -208,6 +214,8 @@ class _Compiler:
             return fragments.section_count(self.index, spec, self.project, kind, self.now_iso, hidden)
         if spec.where in (fragments.LIVE_COUNT.where, fragments.TRAPS_INACTIVE.where):
             return sum(self.by_severity(spec, kind).values())
+        if not spec.where:
+            return self.kind_rows(kind)  # every row of the kind: the chunk counts, not a scan
         return fragments.section_count(self.index, spec, self.project, kind, self.now_iso)
 
     def by_severity(self, spec: fragments.Section, kind: str) -> dict[int, int]:
@@ -229,14 +237,40 @@ class _Compiler:
         found = self.index.view_memo.get(key)
         if found is None:
             return None
-        since, until, value = found
+        since, until, value, _reads = found
         return value if since <= self.now_iso and (until is None or self.now_iso < until) else None
 
-    def _remember(self, key: tuple[Any, ...], kind: str, value: Any) -> Any:
+    def _remember(self, key: tuple[Any, ...], kind: str, value: Any, reads: frozenset[str]) -> Any:
+        """Remember ``value`` under ``key`` from now until the first record of ``kind`` expires;
+        ``reads``: the fragment columns it shows of the kind's rows (see
+        :func:`memosite.index.fragments.replace_fragment`)."""
         if kind not in self._until:
             self._until[kind] = fragments.kind_valid_until(self.index, self.project, kind, self.now_iso)
-        self.index.view_memo[key] = (self.now_iso, self._until[kind], value)
+        self.index.view_memo[key] = (self.now_iso, self._until[kind], value, reads)
         return value
+
+    def view_current(self, name: str, path: Path, templates: str) -> bool:
+        """Whether the vault file ``name`` at ``path`` is as this process last wrote it and would
+        be written the same now: none of its kinds' fragments (nor what it reads of the records
+        table) changed since, none of its records expired, its templates are the same and the
+        file keeps the modification time and size it was written with."""
+        written = {self._remembered((self.project, kind, "view", name)) for kind in _VIEW_KINDS[name]}
+        if len(written) != 1 or None in written:
+            return False
+        (known,) = written
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return False
+        return bool(known == (templates, stat.st_mtime_ns, stat.st_size))
+
+    def remember_view(self, name: str, path: Path, templates: str) -> None:
+        """Note the vault file ``name`` just written (or found the same) at ``path`` as current, under
+        each kind it shows: a change of any of them forgets it (memosite.index.fragments)."""
+        stat = path.stat()
+        for kind in _VIEW_KINDS[name]:
+            reads = frozenset(self._reads.get(kind, ()))
+            self._remember((self.project, kind, "view", name), kind, (templates, stat.st_mtime_ns, stat.st_size), reads)
 
     def _section(self, spec: fragments.Section, kind: str, *, in_full: bool, note: bool) -> tuple[int, str]:
         hidden = self.hidden.get(kind, ())
@@ -431,6 +465,16 @@ def _inventory_context(kind: str) -> Callable[[_Compiler], dict[str, Any]]:
     return build
 
 
+# The kinds whose fragments each view reads (DECISIONS.md also reads the records table: a change
+# there forgets every view of the project, see memosite.index.fragments.forget_views).
+_VIEW_KINDS: dict[str, tuple[str, ...]] = {
+    "TRAPS.md": ("trap",),
+    "DECISIONS.md": ("decision",),
+    "INDEX.md": DURABLE_KINDS,
+    "PROMPTS.md": ("prompt",),
+    "SESSIONS.md": ("session",),
+}
+
 _CONTEXTS: dict[str, Callable[[_Compiler], dict[str, Any]]] = {
     "TRAPS.md": _traps_context,
     "DECISIONS.md": _decisions_context,
@@ -473,9 +517,13 @@ def render_view(
     now_iso = format_iso(now or utc_now())
     site = limit is not None or more is not None or hidden is not None
     compiler = _Compiler(vault.index(), project, now_iso, site, limit, more, hidden or {})
+    return _render(vault, compiler, name, env_for(vault))
+
+
+def _render(vault: Vault, compiler: _Compiler, name: str, env: jinja2.Environment) -> str:
+    compiler._reads.clear()
     context = _CONTEXTS[name](compiler)
-    template = env_for(vault).get_template(f"views/{name}.j2")
-    return template.render(project=project, compiled=now_iso, **context)
+    return env.get_template(f"views/{name}.j2").render(project=compiler.project, compiled=compiler.now_iso, **context)
 
 
 def _unstamped(data: bytes) -> bytes:
@@ -503,15 +551,22 @@ def write_views(
     bring its monthly inventory files in step too. Returns the files written or removed: a view
     whose content is unchanged but for its stamp is left as it is (see the module docstring)."""
     now = now or utc_now()
+    now_iso = format_iso(now)
     directory = vault.project_dir(project)
     asked = set(names)
     changed = []
+    index = vault.index()
+    env, templates = environment_for(vault, {"digest": digest})
+    compiler = _Compiler(index, project, now_iso)
     for name in VIEW_FILES:
         path = directory / name
-        if (name in asked or not path.is_file()) and _write_if_changed(
-            path, b"".join(render_view_bytes(vault, project, name, now))
-        ):
+        if name not in asked and path.is_file():
+            continue
+        if compiler.view_current(name, path, templates):
+            continue  # nothing it shows changed since this process wrote it, and the file is as written
+        if _write_if_changed(path, _render(vault, compiler, name, env).encode("utf-8")):
             changed.append(path)
+        compiler.remember_view(name, path, templates)
     if "INDEX.md" in asked:
         changed += write_inventory(vault, project, now)
     return changed

@@ -234,7 +234,14 @@ class Index:
         updates = ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "path")
         with self.transaction():
             before = termcounts.holder_at(self, entry.path)
-            old = self.conn.execute("SELECT rowid, project, kind FROM records WHERE path = ?", (entry.path,)).fetchone()
+            old = self.conn.execute(
+                f"SELECT rowid, project, kind, {fragments.LISTED_RECORD_SELECT} FROM records WHERE path = ?",
+                (entry.path,),
+            ).fetchone()
+            if old is None or tuple(old[1:]) != fragments.listed_record(entry):
+                fragments.forget_views(self, entry.project)
+                if old is not None:
+                    fragments.forget_views(self, old[1])
             if old is not None and (old[1], old[2]) != (entry.project, entry.kind):
                 self.conn.execute("DELETE FROM records WHERE rowid = ?", (old[0],))
                 old = None
@@ -253,6 +260,9 @@ class Index:
     def delete_path(self, path: str) -> bool:
         with self.transaction():
             before = termcounts.holder_at(self, path)
+            gone = self.conn.execute("SELECT project FROM records WHERE path = ?", (path,)).fetchone()
+            if gone is not None:
+                fragments.forget_views(self, gone[0])
             fragments.drop_fragment(self, path)
             deleted = self.conn.execute("DELETE FROM records WHERE path = ?", (path,)).rowcount > 0
             termcounts.follow(self, before, None)

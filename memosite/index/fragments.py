@@ -5,8 +5,8 @@ so the head of a view section is one short range scan of UTF-8 bytes and its cou
 index. ``fragment_chunks`` counts the fragments of each kind by stale flag, severity and month of
 ``updated``, so a kind's size and its months are known without reading its rows. The monthly
 inventory files (``INDEX.<kind dir>.<YYYY-MM>.md``) are read one month at a time; ``view_files``
-remembers each one written, and a fragment that enters or leaves a month drops that month's row,
-so a write re-emits only the months it changed.
+remembers each one written, and a fragment that enters or leaves a month, or changes how the
+month lists it, drops that month's row, so a write re-emits only the months it changed.
 """
 
 from __future__ import annotations
@@ -42,49 +42,121 @@ _NOT_HIDDEN = "path NOT IN (SELECT value FROM json_each(?))"
 
 
 def replace_fragment(index: Index, entry: IndexEntry) -> None:
-    drop_fragment(index, entry.path)
+    """Bring ``entry``'s fragment in step. What a change leaves as it was stays current: a fragment
+    re-indexed unchanged (a hit on a record whose rows show no hits) invalidates nothing; one
+    whose month still lists it the same keeps the month's inventory file and drops only the
+    kind's remembered sections; its chunk count moves only when its chunk does."""
+    conn = index.conn
+    found = conn.execute(f"SELECT {_COLUMNS} FROM fragments WHERE path = ?", (entry.path,)).fetchone()
+    old = dict(zip(FRAGMENT_COLUMNS, found, strict=True)) if found is not None else None
     if not entry.row_index:
+        if old is not None:
+            _drop(index, old)
         return
     params = entry.fragment_params()
-    row = dict(zip(FRAGMENT_COLUMNS, params, strict=True))
-    conn = index.conn
-    _count_chunk(
-        index, entry.project, entry.kind, (row["stale_last"], row["severity_weight"], row["month"], row["status"]), +1
-    )
-    conn.execute(
-        f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' for _ in FRAGMENT_COLUMNS)})",
-        params,
-    )
+    new = dict(zip(FRAGMENT_COLUMNS, params, strict=True))
+    if old is not None and tuple(old[column] for column in FRAGMENT_COLUMNS) == tuple(params):
+        return
+    if old is None:
+        _count_chunk(index, new, +1)
+        _forget_month(index, new)
+        _forget_sections(index, new)
+    else:
+        conn.execute("DELETE FROM fragments WHERE path = ?", (entry.path,))
+        if _chunk(old) != _chunk(new):
+            _count_chunk(index, old, -1)
+            _count_chunk(index, new, +1)
+        if _listed(old) != _listed(new):
+            _forget_month(index, old)
+            _forget_month(index, new)
+        changed = {column for column in FRAGMENT_COLUMNS if old[column] != new[column]}
+        if changed <= ROW_COLUMNS:
+            # Same rows, order and counts, another rendering: only what shows those columns.
+            _forget_sections(index, new, changed)
+        else:
+            _forget_sections(index, old)
+            _forget_sections(index, new)
+    conn.execute(f"INSERT INTO fragments ({_COLUMNS}) VALUES ({', '.join('?' for _ in FRAGMENT_COLUMNS)})", params)
 
 
 def drop_fragment(index: Index, path: str) -> None:
-    conn = index.conn
-    old = conn.execute(
-        "SELECT project, kind, stale_last, severity_weight, month, status FROM fragments WHERE path = ?", (path,)
-    ).fetchone()
-    if old is not None:
-        _count_chunk(index, old[0], old[1], (old[2], old[3], old[4], old[5]), -1)
-        conn.execute("DELETE FROM fragments WHERE path = ?", (path,))
+    found = index.conn.execute(f"SELECT {_COLUMNS} FROM fragments WHERE path = ?", (path,)).fetchone()
+    if found is not None:
+        _drop(index, dict(zip(FRAGMENT_COLUMNS, found, strict=True)))
 
 
-def _count_chunk(index: Index, project: str, kind: str, chunk: tuple[int, int, str, str], delta: int) -> None:
-    """Adjust a chunk's fragment count (``chunk``: stale flag, severity weight, month, status); the
-    month's inventory file, and the sections of the kind this process compiled, are no longer
-    current."""
-    for key in [key for key in index.view_memo if key[:2] == (project, kind)]:
+_COLUMNS = ", ".join(FRAGMENT_COLUMNS)
+# A fragment's renderings: a change of these alone moves no row, no count and no expiry.
+ROW_COLUMNS = frozenset({"row_view", "row_index", "row_line"})
+# What a monthly inventory file reads of a fragment (``month_rows``): which file (project, kind,
+# month), where in it (MONTH_ORDER: updated, path), the row as of the compile instant
+# (``as_of_compile``: row_index, status, expires_at) and when it reads differently (expires_at).
+_LISTED = ("project", "kind", "month", "updated", "path", "row_index", "status", "expires_at")
+# A fragment's chunk in ``fragment_chunks`` (with its project and kind).
+_CHUNK = ("project", "kind", "stale_last", "severity_weight", "month", "status")
+
+
+def _listed(fragment: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(fragment[column] for column in _LISTED)
+
+
+def _chunk(fragment: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(fragment[column] for column in _CHUNK)
+
+
+def _drop(index: Index, old: dict[str, Any]) -> None:
+    _count_chunk(index, old, -1)
+    _forget_month(index, old)
+    _forget_sections(index, old)
+    index.conn.execute("DELETE FROM fragments WHERE path = ?", (old["path"],))
+
+
+# What a view reads of the records table besides the fragments (the superseded decisions and
+# their successors, ``superseded_decisions``), after the record's project and kind.
+_LISTED_RECORD = ("id", "title", "status", "superseded_by", "updated")
+LISTED_RECORD_SELECT = ", ".join(_LISTED_RECORD)
+
+
+def listed_record(entry: IndexEntry) -> tuple[Any, ...]:
+    """The values of ``entry`` a view reads from its records row (``LISTED_RECORD_SELECT``), after
+    its project and kind."""
+    return (entry.project, entry.kind, *(getattr(entry, column) for column in _LISTED_RECORD))
+
+
+def forget_views(index: Index, project: str) -> None:
+    """The views of ``project`` this process wrote are no longer known to be current (a record
+    was added, removed or changed what a view reads of it outside the fragments)."""
+    for key in [key for key in index.view_memo if key[0] == project and key[2] == "view"]:
         del index.view_memo[key]
-    conn = index.conn
-    conn.execute(
+
+
+def _forget_sections(index: Index, fragment: dict[str, Any], columns: Collection[str] | None = None) -> None:
+    """The sections of the fragment's kind this process compiled, and the views it wrote that
+    show that kind, are no longer current: all of them, or (``columns``: only those fragment
+    columns of the kind's rows changed) those that show one of ``columns``."""
+    kind = (fragment["project"], fragment["kind"])
+    memo = index.view_memo
+    for key in [key for key in memo if key[:2] == kind and (columns is None or not memo[key][3].isdisjoint(columns))]:
+        del memo[key]
+
+
+def _forget_month(index: Index, fragment: dict[str, Any]) -> None:
+    """The monthly inventory file that lists the fragment is no longer current."""
+    index.conn.execute(
         "DELETE FROM view_files WHERE project = ? AND name = ?",
-        (project, inventory_file(kind, chunk[2])),
+        (fragment["project"], inventory_file(fragment["kind"], fragment["month"])),
     )
-    key = (project, kind, *chunk)
-    conn.execute(
+
+
+def _count_chunk(index: Index, fragment: dict[str, Any], delta: int) -> None:
+    """Adjust the count of the fragment's chunk (stale flag, severity weight, month, status)."""
+    key = _chunk(fragment)
+    index.conn.execute(
         "INSERT INTO fragment_chunks (project, kind, stale_last, severity_weight, month, status, rows)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET rows = rows + excluded.rows",
         (*key, delta),
     )
-    conn.execute(
+    index.conn.execute(
         "DELETE FROM fragment_chunks WHERE project = ? AND kind = ? AND stale_last = ?"
         " AND severity_weight = ? AND month = ? AND status = ? AND rows <= 0",
         key,

@@ -1,0 +1,398 @@
+"""A write keeps the views exactly as a from-scratch compile would write them, while re-emitting
+only what it changed (issue 24): a hit, which changes no row a month's inventory shows, leaves the
+monthly files and the views of the kinds whose rows did not change as they are, and known current.
+
+Every case compares the vault's views and monthly inventory files, byte for byte apart from their
+``Last compiled`` stamp, with those of a new vault holding a copy of the same record files,
+indexed and compiled from nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memosite.errors import MemositeError
+from memosite.index import fragments
+from memosite.kinds import inventory_file, is_view_file
+from memosite.refresh import reindex
+from memosite.salience import record_hits
+from memosite.schema import Record, serialize_record, validate_frontmatter
+from memosite.store import forget_record, upsert_record
+from memosite.vault import Vault
+from memosite.views import LINE_ROWS, write_views
+
+PROJECT = "shop"
+# Months long past (an edit moves a record to the month it is made in, whenever the suite runs),
+# expiries far past or far ahead: no case depends on the clock.
+MONTHS = ("2024-01", "2024-02", "2024-03")
+SEVERITIES = ("critical", "high", "medium", "low")
+TITLES = ("Café rounding", "Ошибка округления", "Σφάλμα στρογγυλοποίησης", "丸め誤差", "خطأ التقريب", "Emoji 🎉 race")
+TRAPS = LINE_ROWS + 12  # more than INDEX.md lists: each kind has its monthly files
+DECISIONS = LINE_ROWS + 6
+PAST, FUTURE = "2020-01-01T00:00:00.000Z", "2999-01-01T00:00:00.000Z"
+
+
+def _updated(n: int) -> str:
+    month = MONTHS[n % len(MONTHS)]
+    return f"{month}-{1 + n % 27:02d}T09:00:00.000Z"
+
+
+def _write(root: Path, fm: dict[str, Any], body: str) -> None:
+    """A record file as a person writes it (no index, no views)."""
+    directory = {"trap": "traps", "decision": "decisions"}[str(fm["kind"])]
+    path = root / "projects" / PROJECT / directory / f"{fm['id']}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = {key: value for key, value in fm.items() if value is not None}
+    path.write_text(serialize_record(Record(validate_frontmatter(fields), body)), encoding="utf-8")
+
+
+def _fill(root: Path) -> None:
+    for n in range(TRAPS):
+        _write(
+            root,
+            {
+                "id": f"trap-{n:03d}",
+                "kind": "trap",
+                "project": PROJECT,
+                "title": f"{TITLES[n % len(TITLES)]} {n}",
+                "severity": SEVERITIES[n % len(SEVERITIES)],
+                "status": "archived" if n % 9 == 4 else "active",
+                "created": "2023-12-01T00:00:00.000Z",
+                "updated": _updated(n),
+                "expires_at": PAST if n % 13 == 5 else FUTURE if n % 13 == 6 else None,
+                "hits": n % 3,
+            },
+            f"Trap {n}: the lock is taken twice · замок · 鎖.\n",
+        )
+    for n in range(DECISIONS):
+        superseded = n % 17 == 3
+        _write(
+            root,
+            {
+                "id": f"decision-{n:03d}",
+                "kind": "decision",
+                "project": PROJECT,
+                "title": f"Decision {n}: {TITLES[n % len(TITLES)]}",
+                "status": "superseded" if superseded else "paused" if n % 11 == 2 else "active",
+                "supersededBy": f"decision-{n + 1:03d}" if superseded else None,
+                "created": "2023-12-01T00:00:00.000Z",
+                "updated": _updated(n),
+                "expires_at": PAST if n % 19 == 7 else None,
+            },
+            f"We chose way {n} — elegimos, 我们选择.\n",
+        )
+
+
+@pytest.fixture(scope="module")
+def base_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("follow-writes") / "vault"
+    _fill(root)
+    vault = Vault.open(root)
+    reindex(vault, [PROJECT])
+    vault.close()
+    return root
+
+
+_copies = iter(range(10**9))
+
+
+@pytest.fixture
+def copy_of(base_vault: Path, tmp_path: Path) -> Iterator[Callable[[], Vault]]:
+    """Copies of the base vault, each opened once (a Hypothesis example takes a new one)."""
+    opened: list[Vault] = []
+
+    def new_copy() -> Vault:
+        root = tmp_path / f"copy-{next(_copies)}"
+        shutil.copytree(base_vault, root)
+        opened.append(Vault.open(root))
+        return opened[-1]
+
+    yield new_copy
+    for vault in opened:
+        vault.close()
+
+
+def _unstamped(data: bytes) -> bytes:
+    return re.sub(rb"^> Last compiled: [^\n]*$", b"", data, count=1, flags=re.MULTILINE)
+
+
+def _views(root: Path) -> dict[str, bytes]:
+    directory = root / "projects" / PROJECT
+    return {p.name: _unstamped(p.read_bytes()) for p in sorted(directory.iterdir()) if is_view_file(p.name)}
+
+
+def _mtimes(root: Path) -> dict[str, int]:
+    directory = root / "projects" / PROJECT
+    return {p.name: p.stat().st_mtime_ns for p in sorted(directory.iterdir()) if is_view_file(p.name)}
+
+
+def _from_scratch(vault: Vault, where: Path, now: datetime | None = None) -> dict[str, bytes]:
+    """The views of a new vault holding a copy of ``vault``'s record files, indexed and compiled
+    from nothing (at ``now`` when given)."""
+    shutil.rmtree(where, ignore_errors=True)
+    source = vault.project_dir(PROJECT)
+    for directory in (d for d in source.iterdir() if d.is_dir()):
+        shutil.copytree(directory, where / "projects" / PROJECT / directory.name)
+    if (vault.root / "templates").is_dir():
+        shutil.copytree(vault.root / "templates", where / "templates")
+    fresh = Vault.open(where)
+    try:
+        reindex(fresh, [PROJECT])
+    finally:
+        fresh.close()
+    if now is not None:
+        fresh = Vault.open(where)  # a process that has compiled nothing yet
+        try:
+            write_views(fresh, PROJECT, now=now)
+        finally:
+            fresh.close()
+    return _views(where)
+
+
+def _assert_as_from_scratch(vault: Vault, tmp_path: Path, now: datetime | None = None) -> None:
+    incremental, scratch = _views(vault.root), _from_scratch(vault, tmp_path / "scratch", now)
+    assert sorted(incremental) == sorted(scratch)
+    for name in scratch:
+        assert incremental[name] == scratch[name], name
+
+
+def _head_trap(vault: Vault) -> str:
+    """The trap TRAPS.md shows first (most severe, newest)."""
+    text = (vault.project_dir(PROJECT) / "TRAPS.md").read_text(encoding="utf-8")
+    found = re.search(r"\]\(traps/(trap-\d+)\.md\)", text)
+    assert found is not None
+    return found.group(1)
+
+
+# --- one write of each sort ------------------------------------------------------------------
+
+
+def test_a_hit_on_the_first_trap_of_traps_md_shows_there_and_touches_no_monthly_file(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)  # a server that has compiled them once, as one that runs for a while
+    head = _head_trap(vault)
+    before = _mtimes(vault.root)
+    known = set(fragments.written_files(vault.index(), PROJECT))
+    assert record_hits(vault, PROJECT, [head]) == [head]
+    after = _mtimes(vault.root)
+    assert {name for name in after if after[name] != before[name]} == {"TRAPS.md"}
+    # The month still lists the trap as it did: its file stays known current, read again by none.
+    assert set(fragments.written_files(vault.index(), PROJECT)) == known
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_hit_on_a_decision_leaves_every_view_as_it_is_and_known_current(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)  # this process now knows every view current
+    memo = dict(vault.index().view_memo)
+    before = _mtimes(vault.root)
+    assert record_hits(vault, PROJECT, ["decision-010"]) == ["decision-010"]
+    assert _mtimes(vault.root) == before
+    # No fragment of a decision shows hits: nothing this process remembered is forgotten.
+    assert vault.index().view_memo.keys() == memo.keys()
+    assert "hits: 1" in (vault.kind_dir(PROJECT, "decision") / "decision-010.md").read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_hit_on_a_trap_of_an_old_month_rewrites_no_monthly_file(copy_of: Callable[[], Vault], tmp_path: Path) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    old = "trap-111"  # low severity, the oldest month's: far down every list
+    before = _mtimes(vault.root)
+    known = set(fragments.written_files(vault.index(), PROJECT))
+    assert record_hits(vault, PROJECT, [old]) == [old]
+    after = _mtimes(vault.root)
+    assert not {name for name in after if name.startswith("INDEX.") and after[name] != before[name]}
+    assert set(fragments.written_files(vault.index(), PROJECT)) == known
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_an_edit_that_moves_a_record_to_another_month_rewrites_both_months(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    moved = "trap-001"  # of 2024-02
+    before = _mtimes(vault.root)
+    upsert_record(vault, PROJECT, kind="trap", slug=moved, body="Edited: the lock is taken three times.")
+    this_month = datetime.now(UTC).strftime("%Y-%m")
+    after = _mtimes(vault.root)
+    months = {name for name in after if name.startswith("INDEX.traps.") and after[name] != before.get(name)}
+    assert months == {inventory_file("trap", "2024-02"), inventory_file("trap", this_month)}
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_record_set_to_expire_reads_expired_everywhere(copy_of: Callable[[], Vault], tmp_path: Path) -> None:
+    vault = copy_of()
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-021", body=None, frontmatter={"expires_at": PAST})
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_views_known_current_are_compiled_again_once_a_record_expires(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    soon = datetime.now(UTC) + timedelta(days=30)
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-030", body=None, frontmatter={"expires_at": soon})
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": soon})
+    record_hits(vault, PROJECT, ["decision-031"])  # views known current until the first expiry
+    later = soon + timedelta(days=1)
+    write_views(vault, PROJECT, now=later)
+    _assert_as_from_scratch(vault, tmp_path, later)
+
+
+def test_a_supersession_moves_the_old_decision_and_names_its_successor(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    record_hits(vault, PROJECT, ["decision-040", "decision-041"])
+    upsert_record(
+        vault,
+        PROJECT,
+        kind="decision",
+        slug="decision-040-v2",
+        body="We chose again.",
+        frontmatter={"title": "Решение 40, пересмотрено", "supersedes": "decision-040"},
+    )
+    text = (vault.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
+    assert "Решение 40, пересмотрено" in text
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_successor_retitled_is_named_anew_under_the_decision_it_superseded(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    upsert_record(
+        vault, PROJECT, kind="decision", slug="decision-004", body=None, frontmatter={"title": "Nuevo título"}
+    )
+    assert "Nuevo título" in (vault.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_successor_waiting_for_review_renamed_is_named_anew_under_the_decision_it_superseded(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # The successor has no fragment (no view lists a record waiting for review), yet DECISIONS.md
+    # names it under the decision it superseded: its new title must show there all the same.
+    vault = copy_of()
+    older = {
+        "id": "decision-900",
+        "kind": "decision",
+        "project": PROJECT,
+        "title": "Written by hand",
+        "status": "superseded",
+        "supersededBy": "decision-901",
+        "created": "2024-03-01T00:00:00.000Z",
+        "updated": "2024-03-02T00:00:00.000Z",
+    }
+    _write(vault.root, older, "Superseded by one waiting for review.\n")
+    newer = {**older, "id": "decision-901", "title": "Proposée", "status": "active", "review": "pending"}
+    del newer["supersededBy"]
+    _write(vault.root, newer, "Waiting.\n")
+    record_hits(vault, PROJECT, ["decision-010"])  # the next write picks the hand-written files up
+    write_views(vault, PROJECT)
+    assert "superseded by [Proposée]" in (vault.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
+    renamed = vault.kind_dir(PROJECT, "decision") / "decision-901.md"
+    staged = renamed.with_name("renamed.tmp")
+    staged.write_text(renamed.read_text(encoding="utf-8").replace("Proposée", "Предложено"), encoding="utf-8")
+    staged.replace(renamed)  # saved as an editor saves: the directory changes too
+    record_hits(vault, PROJECT, ["decision-011"])
+    assert "superseded by [Предложено]" in (vault.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_view_edited_by_hand_after_a_compile_is_compiled_again_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    decisions = vault.project_dir(PROJECT) / "DECISIONS.md"
+    decisions.write_text("mine now, with more bytes than before? no: fewer\n", encoding="utf-8")
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-050", body="Edited.")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_view_template_changed_is_seen_by_a_write_that_changes_no_row(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    override = vault.root / "templates" / "views" / "DECISIONS.md.j2"
+    override.parent.mkdir(parents=True)
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "DECISIONS.md.j2"
+    override.write_text("Décisions · 决定\n" + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    record_hits(vault, PROJECT, ["decision-060"])
+    assert (vault.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8").startswith("Décisions · 决定\n")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+# --- any sequence of them --------------------------------------------------------------------
+
+_HEAD_TRAPS = [f"trap-{n:03d}" for n in range(0, 24, 4)]  # critical ones, every month
+_TRAP_IDS = [*_HEAD_TRAPS, "trap-004", "trap-005", "trap-006", "trap-111", "trap-057"]
+_DECISION_IDS = ["decision-003", "decision-004", "decision-002", "decision-007", "decision-090", "decision-105"]
+_IDS = st.sampled_from(_TRAP_IDS + _DECISION_IDS)
+_STEPS = st.one_of(
+    st.tuples(st.just("hit"), st.lists(_IDS, min_size=1, max_size=4)),
+    st.tuples(st.just("edit"), _IDS),
+    st.tuples(st.just("expire"), _IDS),
+    st.tuples(st.just("retitle"), _IDS, st.sampled_from(TITLES)),
+    st.tuples(st.just("severity"), st.sampled_from(_TRAP_IDS), st.sampled_from(SEVERITIES)),
+    st.tuples(st.just("supersede"), st.sampled_from(_DECISION_IDS)),
+    st.tuples(st.just("forget"), _IDS),
+)
+
+
+def _kind(record_id: str) -> str:
+    return record_id.split("-", 1)[0]
+
+
+def _apply(vault: Vault, step: tuple[Any, ...], n: int) -> None:
+    action = step[0]
+    if action == "hit":
+        record_hits(vault, PROJECT, step[1])
+    elif action == "edit":
+        upsert_record(vault, PROJECT, kind=_kind(step[1]), slug=step[1], body=f"Edited {n} · изменено.")
+    elif action == "expire":
+        upsert_record(vault, PROJECT, kind=_kind(step[1]), slug=step[1], body=None, frontmatter={"expires_at": PAST})
+    elif action == "retitle":
+        fields = {"title": f"{step[2]} {n}"}
+        upsert_record(vault, PROJECT, kind=_kind(step[1]), slug=step[1], body=None, frontmatter=fields)
+    elif action == "severity":
+        upsert_record(vault, PROJECT, kind="trap", slug=step[1], body=None, frontmatter={"severity": step[2]})
+    elif action == "supersede":
+        fields = {"title": f"Successor {n} · преемник", "supersedes": step[1]}
+        upsert_record(
+            vault, PROJECT, kind="decision", slug=f"successor-{n}", body="We chose again.", frontmatter=fields
+        )
+    else:
+        forget_record(vault, PROJECT, record_id=step[1], purge=True)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_STEPS, min_size=1, max_size=6))
+def test_views_after_any_writes_are_those_compiled_from_nothing(
+    copy_of: Callable[[], Vault], tmp_path: Path, steps: list[tuple[Any, ...]]
+) -> None:
+    vault = copy_of()
+    write_views(vault, PROJECT)  # what a server that has compiled them once knows
+    for n, step in enumerate(steps):
+        try:
+            _apply(vault, step, n)
+        except MemositeError:
+            continue  # a step that does not apply any more (the record was forgotten, superseded …)
+    _assert_as_from_scratch(vault, tmp_path)
