@@ -484,3 +484,61 @@ def test_section_counts_from_the_chunks_agree_with_counting_the_facts(fixed: Vau
             scope = queries._section_scope(P, section, values, now_iso)  # type: ignore[arg-type]
             facts = index.conn.execute(f"SELECT count(*) FROM search_facts AS f WHERE {scope.sql()}", scope.params)
             assert counted == facts.fetchone()[0], (section, values, now_iso)
+
+
+@pytest.fixture(scope="module")
+def fixed_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
+    vault = write_fixed_vault(tmp_path_factory.mktemp("fixed") / "vault")
+    yield vault
+    vault.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from((*WORDS, *RARE, "ошибка", "σφάλμα", "café", "lock*")), min_size=2, max_size=5),
+    st.integers(min_value=1, max_value=4),
+    st.sampled_from(("traps", "decisions")),
+    st.integers(min_value=1, max_value=12),
+)
+def test_the_records_holding_a_task_word_come_in_one_order_however_many_are_asked(
+    fixed_once: Vault, words: list[str], holding_terms: int, section: queries.BriefSection, limit: int
+) -> None:
+    """A brief's words are matched among the records holding one of its needed terms; how many of
+    the task's words each holds comes first in the order. When fewer than asked match, that count is
+    taken of them alone; when more do, in SQL: either way, the first records and their counts are
+    the same, and each count is how many of the words the word index finds in the record."""
+    from memosite.bootstrap import ACCEPTED_STATUSES, TRAP_WEIGHTS
+    from memosite.query import parse_query
+
+    parsed = parse_query(" ".join(words))
+    terms = parsed.any_terms()
+    needed = [term.fts() for term in parsed.loose_terms][:holding_terms]
+    values = list(TRAP_WEIGHTS) if section == "traps" else list(ACCEPTED_STATUSES)
+    index = fixed_once.index()
+    now = format_iso(NOW)
+
+    def focused(asked: int) -> list[queries.BriefCandidate]:
+        return queries.brief_section(
+            index,
+            P,
+            section,
+            values,
+            now,
+            terms=terms,
+            path=None,
+            limit=asked,
+            holding=" OR ".join(f"({expression})" for expression in needed),
+        )
+
+    every = [candidate for candidate in focused(100) if candidate.matched]
+    first = [candidate for candidate in focused(limit) if candidate.matched]
+    assert first == every[:limit]
+    for candidate in every:
+        held = [
+            word
+            for word in terms.words
+            if index.conn.execute(
+                "SELECT 1 FROM records_fts WHERE records_fts MATCH ? AND rowid = ?", (word, candidate.rowid)
+            ).fetchone()
+        ]
+        assert candidate.matched == len(held), (candidate, held)

@@ -248,13 +248,40 @@ def _focused(
 ) -> list[BriefCandidate]:
     """The first ``limit`` records of the section that match the path or the query (and
     ``holding``, when given), in order."""
+    if terms and holding is not None and path is None:
+        # The records holding a rare word of the task are usually few: how many of the task's
+        # words each holds is asked of them alone afterwards, not of every record in the project's
+        # range holding a common one (its posting list walked again, prefix and all). When more
+        # than ``limit`` match, that count chooses which come first: it is asked in SQL then.
+        found = _focused_once(index, project, section, scope, terms, path, limit, holding, count_words=False)
+        if found is not None:
+            return found
+    return _focused_once(index, project, section, scope, terms, path, limit, holding) or []
+
+
+def _focused_once(
+    index: Index,
+    project: str,
+    section: BriefSection,
+    scope: fts.Where,
+    terms: fts.Terms | None,
+    path: str | None,
+    limit: int,
+    needed: str | None,
+    *,
+    count_words: bool = True,
+) -> list[BriefCandidate] | None:
+    """:func:`_focused` (``needed``: its ``holding``); without ``count_words``, None when more than
+    ``limit`` records match (see there)."""
     ctes: list[str] = []
     params: list[Any] = []
     sources: list[str] = []
+    count_later: tuple[str, ...] = ()
     if terms:
         kind = _SECTION_KINDS.get(section)
         rowids = partitions.project_range(index, project, kind) if kind is not None else None
-        found = fts.relation(terms, scope, require_all=False, holding=holding, rowids=rowids)
+        found = fts.relation(terms, scope, require_all=False, holding=needed, rowids=rowids, count_words=count_words)
+        count_later = found.count_later
         ctes += [cte.removeprefix("WITH ") for cte in found.ctes]
         params += found.cte_params
         ctes.append(f"q AS MATERIALIZED (SELECT rid, matched, rank FROM ({found.select}))")
@@ -280,8 +307,18 @@ def _focused(
         f"FROM focus JOIN search_facts AS f ON f.rowid = focus.rid WHERE {scope.sql()} "
         f"ORDER BY {_SECTION_ORDERS[section]} LIMIT ?"
     )
-    rows = _run_brief(index, sql, [*params, *on_path_params, *scope.params, limit], terms)
-    return [BriefCandidate(int(r["rid"]), bool(r["on_path"]), int(r["matched"]), r["rank"]) for r in rows]
+    asked = limit if count_words else limit + 1  # one more: whether more than ``limit`` match
+    rows = _run_brief(index, sql, [*params, *on_path_params, *scope.params, asked], terms)
+    candidates = [BriefCandidate(int(r["rid"]), bool(r["on_path"]), int(r["matched"]), r["rank"]) for r in rows]
+    if count_words or not count_later:
+        return candidates[:limit]  # (one word, or a substring: counted in SQL all the same)
+    if len(candidates) > limit:
+        return None
+    # Every match is here, in the section's order but for how many words each holds (0 for all,
+    # no path): counted now, and a stable sort puts that first, as the section's order does.
+    holders = holding(index, [candidate.rowid for candidate in candidates], [(word, None) for word in count_later])
+    counted = [BriefCandidate(c.rowid, c.on_path, sum(c.rowid in held for held in holders), c.rank) for c in candidates]
+    return sorted(counted, key=lambda candidate: -candidate.matched)
 
 
 def _run_brief(index: Index, sql: str, params: Sequence[Any], terms: fts.Terms | None) -> list[sqlite3.Row]:
