@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
-from memosite.index import IndexEntry, vectors
+from memosite.index import IndexEntry, fragments, vectors
 from memosite.kinds import RECORD_DIRS, views_for_kinds
 from memosite.recordfile import read_record, record_title
 from memosite.recurrence import pattern_key
@@ -534,6 +534,7 @@ def rerender_templates(vault: Vault) -> None:
                 for entry in index.entries(project):
                     render_fragments(entry, env)
                     index.upsert(entry)
+            fragments.forget_files(index)
             index.set_meta(TEMPLATES_META, checksum)
         for project in vault.projects():
             rebuild_views(vault, project)

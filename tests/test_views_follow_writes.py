@@ -396,3 +396,21 @@ def test_views_after_any_writes_are_those_compiled_from_nothing(
         except MemositeError:
             continue  # a step that does not apply any more (the record was forgotten, superseded …)
     _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_monthly_file_template_changed_is_seen_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # A new inventory template renders no fragment differently: the months must be written again
+    # all the same, as a from-scratch compile writes them with it.
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    override = vault.root / "templates" / "views" / "inventory.md.j2"
+    override.parent.mkdir(parents=True)
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "inventory.md.j2"
+    override.write_text("Inventaire · 目录 · Опись\n" + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    record_hits(vault, PROJECT, ["decision-060"])
+    month = vault.project_dir(PROJECT) / inventory_file("decision", "2024-01")
+    assert month.read_text(encoding="utf-8").startswith("Inventaire · 目录 · Опись")
+    _assert_as_from_scratch(vault, tmp_path)
+

@@ -439,6 +439,12 @@ def forget_file(index: Index, project: str, name: str) -> None:
     index.conn.execute("DELETE FROM view_files WHERE project = ? AND name = ?", (project, name))
 
 
+def forget_files(index: Index) -> None:
+    """No inventory file of any project is known current any more (the templates changed: a file
+    written with the old ones reads differently though no fragment does)."""
+    index.conn.execute("DELETE FROM view_files")
+
+
 # --- superseded decisions --------------------------------------------------------------------
 
 
