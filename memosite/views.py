@@ -164,6 +164,13 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
 # --- sections --------------------------------------------------------------------------------
 
 
+def _as_written(stat: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a view file apart from the one this process wrote: its inode (a write replaces
+    the file), size, modification and status-change times. The status-change time is there for an
+    edit that keeps the size and puts the modification time back (os.utime moves it too)."""
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
 @dataclass
 class _Compiler:
     """The sections of one view of one project at one instant.
@@ -253,7 +260,7 @@ class _Compiler:
         """Whether the vault file ``name`` at ``path`` is as this process last wrote it and would
         be written the same now: none of its kinds' fragments (nor what it reads of the records
         table) changed since, none of its records expired, its templates are the same and the
-        file keeps the modification time and size it was written with."""
+        file is the one it wrote, untouched since (see :func:`_as_written`)."""
         written = {self._remembered((self.project, kind, "view", name)) for kind in _VIEW_KINDS[name]}
         if len(written) != 1 or None in written:
             return False
@@ -262,15 +269,15 @@ class _Compiler:
             stat = path.stat()
         except FileNotFoundError:
             return False
-        return bool(known == (templates, stat.st_mtime_ns, stat.st_size))
+        return bool(known == (templates, *_as_written(stat)))
 
     def remember_view(self, name: str, path: Path, templates: str) -> None:
         """Note the vault file ``name`` just written (or found the same) at ``path`` as current, under
         each kind it shows: a change of any of them forgets it (memosite.index.fragments)."""
-        stat = path.stat()
+        written = (templates, *_as_written(path.stat()))
         for kind in _VIEW_KINDS[name]:
             reads = frozenset(self._reads.get(kind, ()))
-            self._remember((self.project, kind, "view", name), kind, (templates, stat.st_mtime_ns, stat.st_size), reads)
+            self._remember((self.project, kind, "view", name), kind, written, reads)
 
     def _section(self, spec: fragments.Section, kind: str, *, in_full: bool, note: bool) -> tuple[int, str]:
         hidden = self.hidden.get(kind, ())

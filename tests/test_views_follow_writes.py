@@ -9,6 +9,7 @@ indexed and compiled from nothing.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -414,3 +415,22 @@ def test_a_monthly_file_template_changed_is_seen_by_the_next_write(
     assert month.read_text(encoding="utf-8").startswith("Inventaire · 目录 · Опись")
     _assert_as_from_scratch(vault, tmp_path)
 
+
+def test_a_view_forged_with_its_size_and_modification_time_is_compiled_again_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # An edit that keeps the file's size and puts its modification time back (os.utime) must not
+    # pass for the file this process wrote: the next write that compiles the view restores it.
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    written = traps.stat()
+    original = traps.read_bytes()
+    forged = original.replace(b"critical", b"harmless", 1)
+    assert len(forged) == len(original) and forged != original
+    traps.write_bytes(forged)
+    os.utime(traps, ns=(written.st_atime_ns, written.st_mtime_ns))
+    record_hits(vault, PROJECT, ["decision-010"])  # a write that changes nothing TRAPS.md shows
+    write_views(vault, PROJECT)
+    assert traps.read_bytes() != forged
+    _assert_as_from_scratch(vault, tmp_path)
