@@ -434,3 +434,67 @@ def test_a_view_forged_with_its_size_and_modification_time_is_compiled_again_by_
     write_views(vault, PROJECT)
     assert traps.read_bytes() != forged
     _assert_as_from_scratch(vault, tmp_path)
+
+
+# --- two processes ---------------------------------------------------------------------------
+
+
+def test_a_server_holding_its_views_writes_them_as_from_scratch_after_the_cli_changed_the_vault(
+    base_vault: Path, tmp_path: Path, memosite_exe: Path, run_cli: Callable[..., Any]
+) -> None:
+    # The MCP server compiles the views once and knows them current; meanwhile a person's CLI
+    # writes, forgets, restores, supersedes, edits a file by hand and reindexes. The server's next
+    # writes (the hits of a brief, an upsert) must leave what a compile from nothing writes.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    root = tmp_path / "vault"
+    shutil.copytree(base_vault, root)
+    cli = ("--vault", str(root), "--project", PROJECT)
+    server = StdioServerParameters(
+        command=str(memosite_exe),
+        args=["mcp", "--vault", str(root), "--project", PROJECT],
+        env={"HOME": os.environ["HOME"]},
+    )
+
+    def person() -> None:
+        steps = [
+            ("upsert", "--kind", "trap", "--title", "Ключ повтора · 重试 🔁", "--severity", "critical", "--body", "x"),
+            ("forget", "--id", "trap-000"),
+            ("restore", "--id", "trap-000"),
+            ("forget", "--id", "trap-004", "--purge"),
+            ("upsert", "--kind", "decision", "--title", "Décision révisée", "--supersedes", "decision-020",
+             "--body", "We chose again."),
+            ("upsert", "--kind", "trap", "--id", "trap-008", "--severity", "low"),
+        ]
+        for step in steps:
+            done = run_cli(*cli, *step)
+            assert done.exit_code == 0, (step, done.stderr)
+        edited = root / "projects" / PROJECT / "traps" / "trap-012.md"
+        edited.write_text(
+            edited.read_text(encoding="utf-8").replace("Trap 12:", "Trap 12, by hand — à la main:"), encoding="utf-8"
+        )
+        done = run_cli(*cli, "reindex")
+        assert done.exit_code == 0, done.stderr
+
+    async def scenario() -> None:
+        with open(tmp_path / "server-stderr.log", "a", encoding="utf-8") as errlog:
+            async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                first = await session.call_tool("bootstrap", {"sessionId": "s-1", "query": "lock taken twice"})
+                assert not first.is_error, first.content
+                await anyio.to_thread.run_sync(person)
+                brief = await session.call_tool("bootstrap", {"sessionId": "s-2", "query": "lock taken twice"})
+                assert not brief.is_error, brief.content
+                assert brief.structured_content and brief.structured_content["hitsRecorded"]
+                wrote = await session.call_tool(
+                    "upsert", {"kind": "decision", "title": "Решение сервера · 服务器", "body": "From the server."}
+                )
+                assert not wrote.is_error, wrote.content
+
+    anyio.run(scenario)
+    vault = Vault.open(root)
+    try:
+        _assert_as_from_scratch(vault, tmp_path)
+    finally:
+        vault.close()
