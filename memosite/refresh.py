@@ -135,14 +135,14 @@ def fill_missing_vectors(vault: Vault, embedder: Embedder) -> int:
         return 0
     rows = embedder.embed_records([record_text(item.title, item.body, item.tags) for item in lacking])
     try:
-        vectors.store_rows(
-            index, embedder.name, [(item.rowid, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)]
+        stored = vectors.store_rows(
+            index, embedder.name, [(item, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)]
         )
         vectors.drop_other_models(index, embedder.name)
     except sqlite3.Error as exc:
         warn(f"index vectors not saved ({exc}); search ranks by words until they are")
         return 0
-    return len(lacking)
+    return stored
 
 
 def index_record(vault: Vault, record: Record, path: Path) -> IndexEntry | None:

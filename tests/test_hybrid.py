@@ -812,3 +812,50 @@ def test_a_search_does_not_count_as_a_write_of_the_index(shop: Vault) -> None:
     assert index.changes() > before
     index.remembered("probe", lambda: calls.append(1))
     assert calls == [1, 1]
+
+
+def _stands_for_its_text(vault: Vault, path: str) -> bool:
+    """Whether the record at ``path`` holds the vector its current text embeds to."""
+    from memosite.embedding import record_text
+    from memosite.index import vectors
+
+    model = embedding.load_embedder()
+    assert model is not None
+    entry = next(e for e in vault.index().entries(P) if e.path == path)
+    expected = model.to_blob(model.embed_records([record_text(entry.title, entry.body, entry.tags)])[0])
+    return vectors.blob_of(vault.index(), path) == expected
+
+
+def test_a_vector_filled_in_while_another_process_rewrites_the_record_does_not_stand_for_the_new_text(
+    shop: Vault,
+) -> None:
+    # A search fills in the vectors records lack, without the vault's lock: between reading a record's
+    # text and storing its vector, a person's CLI (hybrid off there) rewrote it. The old text's vector
+    # once landed on the new text, and since a rewrite that keeps the text keeps its vector, it stayed.
+    from memosite.embedding import record_text
+    from memosite.index import vectors
+    from memosite.refresh import fill_missing_vectors, semantic_embedder
+    from memosite.salience import record_hits
+
+    shop.close()
+    person = open_vault(shop.root, semantic=False)
+    searcher = open_vault(shop.root, semantic=True)
+    try:
+        put(person, "decision", "ledger", "Ledger entries are immutable", "Corrections are new entries.\n")
+        embedder = semantic_embedder(searcher)
+        assert embedder is not None
+        lacking = vectors.missing(searcher.index(), embedder.name)  # what fill_missing_vectors reads …
+        rows = embedder.embed_records([record_text(item.title, item.body, item.tags) for item in lacking])
+        put(person, "decision", "ledger", "Ledger lines are append-only — только добавление", "Never edit one.\n")
+        vectors.store_rows(  # … and stores, once the other process committed
+            searcher.index(),
+            embedder.name,
+            [(item, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)],
+        )
+        path = "projects/demo/decisions/ledger.md"
+        record_hits(searcher, P, ["ledger"])  # a rewrite that leaves the text as it is
+        fill_missing_vectors(searcher, embedder)
+        assert _stands_for_its_text(searcher, path)
+    finally:
+        person.close()
+        searcher.close()
