@@ -171,6 +171,14 @@ def _as_written(stat: os.stat_result) -> tuple[int, int, int, int]:
     return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
+def _last_change_ns(stat: os.stat_result) -> int:
+    """The later of a file's modification and status-change times: what the index remembers of a
+    monthly file it wrote (one number, for every process). Putting the modification time back
+    after an edit moves the status-change time (Windows reports the creation time there: the
+    modification time is then the later one)."""
+    return max(stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 @dataclass
 class _Compiler:
     """The sections of one view of one project at one instant.
@@ -613,7 +621,7 @@ def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> 
                     stat = path.stat()
                 except FileNotFoundError:
                     stat = None
-                if stat is not None and (stat.st_mtime_ns, stat.st_size) == (known.mtime_ns, known.size):
+                if stat is not None and (_last_change_ns(stat), stat.st_size) == (known.changed_ns, known.size):
                     continue
             assert template is not None
             rows = fragments.month_rows(index, project, kind, month, now_iso)
@@ -631,6 +639,6 @@ def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> 
                 changed.append(path)
             stat = path.stat()
             fragments.remember_file(
-                index, project, name, fragments.WrittenFile(rows.valid_until, stat.st_mtime_ns, stat.st_size)
+                index, project, name, fragments.WrittenFile(rows.valid_until, _last_change_ns(stat), stat.st_size)
             )
     return changed

@@ -498,3 +498,27 @@ def test_a_server_holding_its_views_writes_them_as_from_scratch_after_the_cli_ch
         _assert_as_from_scratch(vault, tmp_path)
     finally:
         vault.close()
+
+
+def test_a_monthly_file_forged_with_its_size_and_modification_time_is_written_again_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # The index remembers each monthly file as written, for every process: a forgery that keeps
+    # the size and puts the modification time back stayed until its month changed.
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    month = vault.project_dir(PROJECT) / inventory_file("trap", "2024-01")
+    written = month.stat()
+    original = month.read_bytes()
+    forged = original.replace(b"critical", b"harmless", 1)
+    assert len(forged) == len(original) and forged != original
+    month.write_bytes(forged)
+    os.utime(month, ns=(written.st_atime_ns, written.st_mtime_ns))
+    vault.close()
+    vault = Vault.open(vault.root)  # another process
+    try:
+        upsert_record(vault, PROJECT, kind="decision", slug="decision-050", body="Edited · изменено.")
+        assert month.read_bytes() != forged
+        _assert_as_from_scratch(vault, tmp_path)
+    finally:
+        vault.close()
