@@ -522,3 +522,36 @@ def test_a_monthly_file_forged_with_its_size_and_modification_time_is_written_ag
         _assert_as_from_scratch(vault, tmp_path)
     finally:
         vault.close()
+
+
+def test_a_process_holding_its_views_writes_them_as_from_scratch_after_a_sync_brought_a_teammates_edits(
+    base_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real git, a bare remote: the teammate retitles a decision's successor, changes a trap's
+    # severity and purges a decision; the sync brings it all into a process whose views are known
+    # current, and its next write (a hit that shows nowhere) must leave what a compile from nothing writes.
+    from test_sync_support import make_team
+
+    from memosite.sync.run import sync_vault
+
+    (tmp_path / "team").mkdir()
+    team_of = make_team(tmp_path / "team", monkeypatch)
+    team = next(team_of)
+    try:
+        shutil.copytree(base_vault / "projects", tmp_path / "team" / "a" / "projects")
+        a = team.machine("a")
+        reindex(a, [PROJECT])
+        sync_vault(a)
+        b = team.machine("b")
+        sync_vault(b)
+        write_views(a, PROJECT)  # known current in this process
+        upsert_record(b, PROJECT, kind="decision", slug="decision-004", body=None, frontmatter={"title": "Νέος τίτλος"})
+        upsert_record(b, PROJECT, kind="trap", slug="trap-001", body=None, frontmatter={"severity": "critical"})
+        forget_record(b, PROJECT, record_id="decision-010", purge=True)
+        sync_vault(b)
+        assert sync_vault(a).changed
+        record_hits(a, PROJECT, ["decision-011"])
+        _assert_as_from_scratch(a, tmp_path)
+        assert "Νέος τίτλος" in (a.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
+    finally:
+        next(team_of, None)
