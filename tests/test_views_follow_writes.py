@@ -463,8 +463,17 @@ def test_a_server_holding_its_views_writes_them_as_from_scratch_after_the_cli_ch
             ("forget", "--id", "trap-000"),
             ("restore", "--id", "trap-000"),
             ("forget", "--id", "trap-004", "--purge"),
-            ("upsert", "--kind", "decision", "--title", "Décision révisée", "--supersedes", "decision-020",
-             "--body", "We chose again."),
+            (
+                "upsert",
+                "--kind",
+                "decision",
+                "--title",
+                "Décision révisée",
+                "--supersedes",
+                "decision-020",
+                "--body",
+                "We chose again.",
+            ),
             ("upsert", "--kind", "trap", "--id", "trap-008", "--severity", "low"),
         ]
         for step in steps:
