@@ -53,6 +53,10 @@ LINE_ROWS = 100
 INVENTORY_TEMPLATE = "views/inventory.md.j2"
 # The stamp a view carries; two renderings that differ only there are the same view.
 _STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
+# The stamp as a template writes it (memosite's own do; an override may too).
+_STAMP_SOURCE = re.compile(r"^> Last compiled: \{\{-? *compiled *-?\}\}[ \t]*$", re.MULTILINE)
+# (templates checksum, template) -> whether it shows the compile instant outside its stamp.
+_SHOWS_INSTANT: dict[tuple[str, str], bool] = {}
 _ROW_COLUMN = re.compile(r"\brow_(?:view|index|line)\b")
 
 DIGEST_CHARS = 320
@@ -541,6 +545,39 @@ def _render(vault: Vault, compiler: _Compiler, name: str, env: jinja2.Environmen
     return env.get_template(f"views/{name}.j2").render(project=compiler.project, compiled=compiler.now_iso, **context)
 
 
+def shows_compile_instant(env: jinja2.Environment, templates: str, name: str) -> bool:
+    """Whether the template ``name`` (or one it includes, imports or extends) shows the compile
+    instant anywhere but in its stamp line (a vault's override may): what it renders then reads
+    differently at every instant, so no file it wrote is ever current. ``templates``: the checksum
+    ``env`` was built for."""
+    key = (templates, name)
+    if key not in _SHOWS_INSTANT:
+        _SHOWS_INSTANT[key] = _reads_compiled(env, name)
+    return _SHOWS_INSTANT[key]
+
+
+def _reads_compiled(env: jinja2.Environment, name: str) -> bool:
+    import jinja2.meta
+
+    assert env.loader is not None
+    seen: set[str] = set()
+    waiting = [name]
+    while waiting:
+        current = waiting.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            tree = env.parse(_STAMP_SOURCE.sub("", env.loader.get_source(env, current)[0]))
+        except jinja2.TemplateError:
+            return True  # not known: taken as showing it (the file is then compiled at every write)
+        referenced = list(jinja2.meta.find_referenced_templates(tree))
+        if "compiled" in jinja2.meta.find_undeclared_variables(tree) or None in referenced:
+            return True  # a template named by an expression is not known either
+        waiting += [str(other) for other in referenced]
+    return False
+
+
 def _unstamped(data: bytes) -> bytes:
     return _STAMP.sub(b"", data, count=1)
 
@@ -577,11 +614,13 @@ def write_views(
         path = directory / name
         if name not in asked and path.is_file():
             continue
-        if compiler.view_current(name, path, templates):
+        timeless = not shows_compile_instant(env, templates, f"views/{name}.j2")
+        if timeless and compiler.view_current(name, path, templates):
             continue  # nothing it shows changed since this process wrote it, and the file is as written
         if _write_if_changed(path, _render(vault, compiler, name, env).encode("utf-8")):
             changed.append(path)
-        compiler.remember_view(name, path, templates)
+        if timeless:
+            compiler.remember_view(name, path, templates)
     if "INDEX.md" in asked:
         changed += write_inventory(vault, project, now)
     return changed
@@ -611,8 +650,11 @@ def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> 
                 (directory / name).unlink(missing_ok=True)
                 fragments.forget_file(index, project, name)
                 changed.append(directory / name)
-        written = fragments.written_files(index, project)
-        template = env_for(vault).get_template(INVENTORY_TEMPLATE) if wanted else None
+        env, templates = environment_for(vault, {"digest": digest})
+        # A template that shows the compile instant writes every month anew each time.
+        timeless = not wanted or not shows_compile_instant(env, templates, INVENTORY_TEMPLATE)
+        written = fragments.written_files(index, project) if timeless else {}
+        template = env.get_template(INVENTORY_TEMPLATE) if wanted else None
         for name, (kind, month) in wanted.items():
             path = directory / name
             known = written.get(name)

@@ -564,3 +564,23 @@ def test_a_process_holding_its_views_writes_them_as_from_scratch_after_a_sync_br
         assert "Νέος τίτλος" in (a.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
     finally:
         next(team_of, None)
+
+
+def test_a_template_that_shows_the_compile_instant_outside_the_stamp_is_compiled_at_every_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # A vault's template may show when it was compiled elsewhere than in its stamp: such a view reads
+    # differently at every instant, so no write may take it for current.
+    vault = copy_of()
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views"
+    for name in ("TRAPS.md.j2", "inventory.md.j2"):
+        override = vault.root / "templates" / "views" / name
+        override.parent.mkdir(parents=True, exist_ok=True)
+        override.write_text(
+            "Σύνταξη · 编译 {{ compiled }}\n" + (shipped / name).read_text(encoding="utf-8"), encoding="utf-8"
+        )
+    first, later = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), datetime(2026, 1, 9, 3, 4, 5, tzinfo=UTC)
+    write_views(vault, PROJECT, now=first)
+    write_views(vault, PROJECT, now=later)
+    assert "2026-01-09T03:04:05" in (vault.project_dir(PROJECT) / "TRAPS.md").read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path, later)
