@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -859,3 +860,63 @@ def test_a_vector_filled_in_while_another_process_rewrites_the_record_does_not_s
     finally:
         person.close()
         searcher.close()
+
+
+def test_a_server_holding_the_vectors_briefs_as_a_new_process_after_the_cli_wrote(
+    shop: Vault, memosite_exe: Path, run_cli: Any
+) -> None:
+    # The MCP server holds each kind's vectors between briefs; a person's CLI (another process)
+    # rewrites a trap's text, adds one, purges one and reindexes. The server's next brief must be
+    # the one a new process gives for the same vault and task.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    root = shop.root
+    shop.close()
+    task = "why does a retry charge the customer twice at checkout"
+    cli = ("--vault", str(root), "--project", P)
+    server = StdioServerParameters(
+        command=str(memosite_exe),
+        args=["mcp", "--read-only", "--vault", str(root), "--project", P],
+        env={"HOME": os.environ["HOME"]},
+    )
+
+    def person() -> None:
+        steps = [
+            ("upsert", "--kind", "trap", "--id", "retry-key", "--body", "A retry without its key charges twice."),
+            (
+                "upsert",
+                "--kind",
+                "trap",
+                "--title",
+                "Checkout retries double-charge — двойное списание",
+                "--severity",
+                "high",
+                "--body",
+                "The retry at checkout charges the card again.",
+            ),
+            ("forget", "--id", "cdn-cookie", "--purge"),
+            ("upsert", "--kind", "decision", "--title", "Retries carry an idempotency key", "--body", "Always."),
+        ]
+        for step in steps:
+            done = run_cli(*cli, *step)
+            assert done.exit_code == 0, (step, done.stderr)
+        assert run_cli(*cli, "reindex").exit_code == 0
+
+    async def scenario() -> tuple[Any, Any]:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            before = await session.call_tool("bootstrap", {"query": task})
+            assert not before.is_error, before.content
+            await anyio.to_thread.run_sync(person)
+            after = await session.call_tool("bootstrap", {"query": task})
+            assert not after.is_error and after.structured_content is not None, after.content
+            return before.structured_content, after.structured_content
+
+    before, after = anyio.run(scenario)
+    fresh = run_cli(*cli, "--json", "bootstrap", "--query", task)
+    assert fresh.exit_code == 0, fresh.stderr
+    instant = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z")  # when each brief was made
+    same = [instant.sub("", json.dumps(brief, ensure_ascii=False, sort_keys=True)) for brief in (after, fresh.json())]
+    assert "двойное списание" in same[0] and "like the task" in same[0] and after != before
+    assert same[0] == same[1]
