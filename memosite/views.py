@@ -569,8 +569,8 @@ def _reads_compiled(env: jinja2.Environment, name: str) -> bool:
         seen.add(current)
         try:
             tree = env.parse(_STAMP_SOURCE.sub("", env.loader.get_source(env, current)[0]))
-        except jinja2.TemplateError:
-            return True  # not known: taken as showing it (the file is then compiled at every write)
+        except (jinja2.TemplateError, SafetyViolation):
+            return True  # not known: taken as showing it (rendering it says what is wrong)
         referenced = list(jinja2.meta.find_referenced_templates(tree))
         if "compiled" in jinja2.meta.find_undeclared_variables(tree) or None in referenced:
             return True  # a template named by an expression is not known either

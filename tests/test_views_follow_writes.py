@@ -584,3 +584,20 @@ def test_a_template_that_shows_the_compile_instant_outside_the_stamp_is_compiled
     write_views(vault, PROJECT, now=later)
     assert "2026-01-09T03:04:05" in (vault.project_dir(PROJECT) / "TRAPS.md").read_text(encoding="utf-8")
     _assert_as_from_scratch(vault, tmp_path, later)
+
+
+def test_a_view_template_naming_a_template_it_never_renders_compiles_as_before(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Asking a template whether it shows the compile instant reads what it includes: an included
+    # file memosite refuses to render (not UTF-8) but the view never reaches is no reason to fail.
+    vault = copy_of()
+    views = vault.root / "templates" / "views"
+    views.mkdir(parents=True)
+    (views / "never.j2").write_bytes(b"\xff\xfe not UTF-8 \xc0")
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "TRAPS.md.j2"
+    source = '{% if false %}{% include "views/never.j2" %}{% endif %}' + shipped.read_text(encoding="utf-8")
+    (views / "TRAPS.md.j2").write_text(source, encoding="utf-8")
+    write_views(vault, PROJECT)
+    record_hits(vault, PROJECT, ["trap-000"])
+    _assert_as_from_scratch(vault, tmp_path)
