@@ -27,7 +27,7 @@ from memosite.kinds import inventory_file, is_view_file
 from memosite.refresh import reindex
 from memosite.salience import record_hits
 from memosite.schema import Record, serialize_record, validate_frontmatter
-from memosite.store import forget_record, upsert_record
+from memosite.store import forget_record, restore_record, upsert_record
 from memosite.vault import Vault
 from memosite.views import LINE_ROWS, write_views
 
@@ -355,6 +355,8 @@ _STEPS = st.one_of(
     st.tuples(st.just("severity"), st.sampled_from(_TRAP_IDS), st.sampled_from(SEVERITIES)),
     st.tuples(st.just("supersede"), st.sampled_from(_DECISION_IDS)),
     st.tuples(st.just("forget"), _IDS),
+    st.tuples(st.just("archive"), _IDS),
+    st.tuples(st.just("restore"), _IDS),
 )
 
 
@@ -380,6 +382,10 @@ def _apply(vault: Vault, step: tuple[Any, ...], n: int) -> None:
         upsert_record(
             vault, PROJECT, kind="decision", slug=f"successor-{n}", body="We chose again.", frontmatter=fields
         )
+    elif action == "archive":
+        forget_record(vault, PROJECT, record_id=step[1])
+    elif action == "restore":
+        restore_record(vault, PROJECT, record_id=step[1])
     else:
         forget_record(vault, PROJECT, record_id=step[1], purge=True)
 
