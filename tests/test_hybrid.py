@@ -920,3 +920,24 @@ def test_a_server_holding_the_vectors_briefs_as_a_new_process_after_the_cli_wrot
     same = [instant.sub("", json.dumps(brief, ensure_ascii=False, sort_keys=True)) for brief in (after, fresh.json())]
     assert "двойное списание" in same[0] and "like the task" in same[0] and after != before
     assert same[0] == same[1]
+
+
+def test_a_hand_edit_of_the_body_gets_a_new_vector_and_one_of_the_frontmatter_keeps_the_old(
+    shop: Vault, run_cli: Any
+) -> None:
+    path = "projects/demo/traps/retry-key.md"
+    record = shop.root / path
+    cli = ("--vault", str(shop.root), "--project", P)
+    kept = _stored_seqs(shop)[path]
+    text = record.read_text(encoding="utf-8")
+    assert "layer: other\n" in text
+    record.write_text(text.replace("layer: other\n", "layer: domain\nmodule: billing\n", 1), encoding="utf-8")
+    assert run_cli(*cli, "compile").exit_code == 0  # picks the edit up
+    entry = shop.index().by_path(path)
+    assert entry is not None and entry.module == "billing"
+    assert _stored_seqs(shop)[path] == kept and _stands_for_its_text(shop, path)
+    text = record.read_text(encoding="utf-8")
+    assert "charges twice" in text
+    record.write_text(text.replace("charges twice", "charges twice — дважды, 两次"), encoding="utf-8")
+    assert run_cli(*cli, "compile").exit_code == 0
+    assert _stored_seqs(shop)[path] != kept and _stands_for_its_text(shop, path)
