@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from memosite.errors import InvalidArguments, InvalidRecord, SafetyViolation, StorageError
 from memosite.expiration import iso_or_none, resolve_expires_at
-from memosite.index import IndexEntry, vectors
+from memosite.index import IndexEntry, fragments, vectors
 from memosite.kinds import RECORD_DIRS, views_for_kinds
 from memosite.recordfile import read_record, record_title
 from memosite.recurrence import pattern_key
@@ -135,14 +135,14 @@ def fill_missing_vectors(vault: Vault, embedder: Embedder) -> int:
         return 0
     rows = embedder.embed_records([record_text(item.title, item.body, item.tags) for item in lacking])
     try:
-        vectors.store_rows(
-            index, embedder.name, [(item.rowid, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)]
+        stored = vectors.store_rows(
+            index, embedder.name, [(item, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)]
         )
         vectors.drop_other_models(index, embedder.name)
     except sqlite3.Error as exc:
         warn(f"index vectors not saved ({exc}); search ranks by words until they are")
         return 0
-    return len(lacking)
+    return stored
 
 
 def index_record(vault: Vault, record: Record, path: Path) -> IndexEntry | None:
@@ -534,6 +534,7 @@ def rerender_templates(vault: Vault) -> None:
                 for entry in index.entries(project):
                     render_fragments(entry, env)
                     index.upsert(entry)
+            fragments.forget_files(index)
             index.set_meta(TEMPLATES_META, checksum)
         for project in vault.projects():
             rebuild_views(vault, project)

@@ -53,6 +53,10 @@ LINE_ROWS = 100
 INVENTORY_TEMPLATE = "views/inventory.md.j2"
 # The stamp a view carries; two renderings that differ only there are the same view.
 _STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
+# The stamp as a template writes it (memosite's own do; an override may too).
+_STAMP_SOURCE = re.compile(r"^> Last compiled: \{\{-? *compiled *-?\}\}[ \t]*$", re.MULTILINE)
+# (templates checksum, template) -> whether it shows the compile instant outside its stamp.
+_SHOWS_INSTANT: dict[tuple[str, str], bool] = {}
 _ROW_COLUMN = re.compile(r"\brow_(?:view|index|line)\b")
 
 DIGEST_CHARS = 320
@@ -164,6 +168,21 @@ def render_fragments(entry: IndexEntry, env: jinja2.Environment) -> None:
 # --- sections --------------------------------------------------------------------------------
 
 
+def _as_written(stat: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a view file apart from the one this process wrote: its inode (a write replaces
+    the file), size, modification and status-change times. The status-change time is there for an
+    edit that keeps the size and puts the modification time back (os.utime moves it too)."""
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def _last_change_ns(stat: os.stat_result) -> int:
+    """The later of a file's modification and status-change times: what the index remembers of a
+    monthly file it wrote (one number, for every process). Putting the modification time back
+    after an edit moves the status-change time (Windows reports the creation time there: the
+    modification time is then the later one)."""
+    return max(stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 @dataclass
 class _Compiler:
     """The sections of one view of one project at one instant.
@@ -253,7 +272,7 @@ class _Compiler:
         """Whether the vault file ``name`` at ``path`` is as this process last wrote it and would
         be written the same now: none of its kinds' fragments (nor what it reads of the records
         table) changed since, none of its records expired, its templates are the same and the
-        file keeps the modification time and size it was written with."""
+        file is the one it wrote, untouched since (see :func:`_as_written`)."""
         written = {self._remembered((self.project, kind, "view", name)) for kind in _VIEW_KINDS[name]}
         if len(written) != 1 or None in written:
             return False
@@ -262,15 +281,15 @@ class _Compiler:
             stat = path.stat()
         except FileNotFoundError:
             return False
-        return bool(known == (templates, stat.st_mtime_ns, stat.st_size))
+        return bool(known == (templates, *_as_written(stat)))
 
     def remember_view(self, name: str, path: Path, templates: str) -> None:
         """Note the vault file ``name`` just written (or found the same) at ``path`` as current, under
         each kind it shows: a change of any of them forgets it (memosite.index.fragments)."""
-        stat = path.stat()
+        written = (templates, *_as_written(path.stat()))
         for kind in _VIEW_KINDS[name]:
             reads = frozenset(self._reads.get(kind, ()))
-            self._remember((self.project, kind, "view", name), kind, (templates, stat.st_mtime_ns, stat.st_size), reads)
+            self._remember((self.project, kind, "view", name), kind, written, reads)
 
     def _section(self, spec: fragments.Section, kind: str, *, in_full: bool, note: bool) -> tuple[int, str]:
         hidden = self.hidden.get(kind, ())
@@ -526,6 +545,39 @@ def _render(vault: Vault, compiler: _Compiler, name: str, env: jinja2.Environmen
     return env.get_template(f"views/{name}.j2").render(project=compiler.project, compiled=compiler.now_iso, **context)
 
 
+def shows_compile_instant(env: jinja2.Environment, templates: str, name: str) -> bool:
+    """Whether the template ``name`` (or one it includes, imports or extends) shows the compile
+    instant anywhere but in its stamp line (a vault's override may): what it renders then reads
+    differently at every instant, so no file it wrote is ever current. ``templates``: the checksum
+    ``env`` was built for."""
+    key = (templates, name)
+    if key not in _SHOWS_INSTANT:
+        _SHOWS_INSTANT[key] = _reads_compiled(env, name)
+    return _SHOWS_INSTANT[key]
+
+
+def _reads_compiled(env: jinja2.Environment, name: str) -> bool:
+    import jinja2.meta
+
+    assert env.loader is not None
+    seen: set[str] = set()
+    waiting = [name]
+    while waiting:
+        current = waiting.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            tree = env.parse(_STAMP_SOURCE.sub("", env.loader.get_source(env, current)[0]))
+        except (jinja2.TemplateError, SafetyViolation):
+            return True  # not known: taken as showing it (rendering it says what is wrong)
+        referenced = list(jinja2.meta.find_referenced_templates(tree))
+        if "compiled" in jinja2.meta.find_undeclared_variables(tree) or None in referenced:
+            return True  # a template named by an expression is not known either
+        waiting += [str(other) for other in referenced]
+    return False
+
+
 def _unstamped(data: bytes) -> bytes:
     return _STAMP.sub(b"", data, count=1)
 
@@ -562,11 +614,13 @@ def write_views(
         path = directory / name
         if name not in asked and path.is_file():
             continue
-        if compiler.view_current(name, path, templates):
+        timeless = not shows_compile_instant(env, templates, f"views/{name}.j2")
+        if timeless and compiler.view_current(name, path, templates):
             continue  # nothing it shows changed since this process wrote it, and the file is as written
         if _write_if_changed(path, _render(vault, compiler, name, env).encode("utf-8")):
             changed.append(path)
-        compiler.remember_view(name, path, templates)
+        if timeless:
+            compiler.remember_view(name, path, templates)
     if "INDEX.md" in asked:
         changed += write_inventory(vault, project, now)
     return changed
@@ -596,8 +650,11 @@ def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> 
                 (directory / name).unlink(missing_ok=True)
                 fragments.forget_file(index, project, name)
                 changed.append(directory / name)
-        written = fragments.written_files(index, project)
-        template = env_for(vault).get_template(INVENTORY_TEMPLATE) if wanted else None
+        env, templates = environment_for(vault, {"digest": digest})
+        # A template that shows the compile instant writes every month anew each time.
+        timeless = not wanted or not shows_compile_instant(env, templates, INVENTORY_TEMPLATE)
+        written = fragments.written_files(index, project) if timeless else {}
+        template = env.get_template(INVENTORY_TEMPLATE) if wanted else None
         for name, (kind, month) in wanted.items():
             path = directory / name
             known = written.get(name)
@@ -606,7 +663,7 @@ def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> 
                     stat = path.stat()
                 except FileNotFoundError:
                     stat = None
-                if stat is not None and (stat.st_mtime_ns, stat.st_size) == (known.mtime_ns, known.size):
+                if stat is not None and (_last_change_ns(stat), stat.st_size) == (known.changed_ns, known.size):
                     continue
             assert template is not None
             rows = fragments.month_rows(index, project, kind, month, now_iso)
@@ -624,6 +681,6 @@ def write_inventory(vault: Vault, project: str, now: datetime | None = None) -> 
                 changed.append(path)
             stat = path.stat()
             fragments.remember_file(
-                index, project, name, fragments.WrittenFile(rows.valid_until, stat.st_mtime_ns, stat.st_size)
+                index, project, name, fragments.WrittenFile(rows.valid_until, _last_change_ns(stat), stat.st_size)
             )
     return changed

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -812,3 +813,131 @@ def test_a_search_does_not_count_as_a_write_of_the_index(shop: Vault) -> None:
     assert index.changes() > before
     index.remembered("probe", lambda: calls.append(1))
     assert calls == [1, 1]
+
+
+def _stands_for_its_text(vault: Vault, path: str) -> bool:
+    """Whether the record at ``path`` holds the vector its current text embeds to."""
+    from memosite.embedding import record_text
+    from memosite.index import vectors
+
+    model = embedding.load_embedder()
+    assert model is not None
+    entry = next(e for e in vault.index().entries(P) if e.path == path)
+    expected = model.to_blob(model.embed_records([record_text(entry.title, entry.body, entry.tags)])[0])
+    return vectors.blob_of(vault.index(), path) == expected
+
+
+def test_a_vector_filled_in_while_another_process_rewrites_the_record_does_not_stand_for_the_new_text(
+    shop: Vault,
+) -> None:
+    # A search fills in the vectors records lack, without the vault's lock: between reading a record's
+    # text and storing its vector, a person's CLI (hybrid off there) rewrote it. The old text's vector
+    # once landed on the new text, and since a rewrite that keeps the text keeps its vector, it stayed.
+    from memosite.embedding import record_text
+    from memosite.index import vectors
+    from memosite.refresh import fill_missing_vectors, semantic_embedder
+    from memosite.salience import record_hits
+
+    shop.close()
+    person = open_vault(shop.root, semantic=False)
+    searcher = open_vault(shop.root, semantic=True)
+    try:
+        put(person, "decision", "ledger", "Ledger entries are immutable", "Corrections are new entries.\n")
+        embedder = semantic_embedder(searcher)
+        assert embedder is not None
+        lacking = vectors.missing(searcher.index(), embedder.name)  # what fill_missing_vectors reads …
+        rows = embedder.embed_records([record_text(item.title, item.body, item.tags) for item in lacking])
+        put(person, "decision", "ledger", "Ledger lines are append-only — только добавление", "Never edit one.\n")
+        vectors.store_rows(  # … and stores, once the other process committed
+            searcher.index(),
+            embedder.name,
+            [(item, embedder.to_blob(row)) for item, row in zip(lacking, rows, strict=True)],
+        )
+        path = "projects/demo/decisions/ledger.md"
+        record_hits(searcher, P, ["ledger"])  # a rewrite that leaves the text as it is
+        fill_missing_vectors(searcher, embedder)
+        assert _stands_for_its_text(searcher, path)
+    finally:
+        person.close()
+        searcher.close()
+
+
+def test_a_server_holding_the_vectors_briefs_as_a_new_process_after_the_cli_wrote(
+    shop: Vault, memosite_exe: Path, run_cli: Any
+) -> None:
+    # The MCP server holds each kind's vectors between briefs; a person's CLI (another process)
+    # rewrites a trap's text, adds one, purges one and reindexes. The server's next brief must be
+    # the one a new process gives for the same vault and task.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    root = shop.root
+    shop.close()
+    task = "why does a retry charge the customer twice at checkout"
+    cli = ("--vault", str(root), "--project", P)
+    server = StdioServerParameters(
+        command=str(memosite_exe),
+        args=["mcp", "--read-only", "--vault", str(root), "--project", P],
+        env={"HOME": os.environ["HOME"]},
+    )
+
+    def person() -> None:
+        steps = [
+            ("upsert", "--kind", "trap", "--id", "retry-key", "--body", "A retry without its key charges twice."),
+            (
+                "upsert",
+                "--kind",
+                "trap",
+                "--title",
+                "Checkout retries double-charge — двойное списание",
+                "--severity",
+                "high",
+                "--body",
+                "The retry at checkout charges the card again.",
+            ),
+            ("forget", "--id", "cdn-cookie", "--purge"),
+            ("upsert", "--kind", "decision", "--title", "Retries carry an idempotency key", "--body", "Always."),
+        ]
+        for step in steps:
+            done = run_cli(*cli, *step)
+            assert done.exit_code == 0, (step, done.stderr)
+        assert run_cli(*cli, "reindex").exit_code == 0
+
+    async def scenario() -> tuple[Any, Any]:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            before = await session.call_tool("bootstrap", {"query": task})
+            assert not before.is_error, before.content
+            await anyio.to_thread.run_sync(person)
+            after = await session.call_tool("bootstrap", {"query": task})
+            assert not after.is_error and after.structured_content is not None, after.content
+            return before.structured_content, after.structured_content
+
+    before, after = anyio.run(scenario)
+    fresh = run_cli(*cli, "--json", "bootstrap", "--query", task)
+    assert fresh.exit_code == 0, fresh.stderr
+    instant = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z")  # when each brief was made
+    same = [instant.sub("", json.dumps(brief, ensure_ascii=False, sort_keys=True)) for brief in (after, fresh.json())]
+    assert "двойное списание" in same[0] and "like the task" in same[0] and after != before
+    assert same[0] == same[1]
+
+
+def test_a_hand_edit_of_the_body_gets_a_new_vector_and_one_of_the_frontmatter_keeps_the_old(
+    shop: Vault, run_cli: Any
+) -> None:
+    path = "projects/demo/traps/retry-key.md"
+    record = shop.root / path
+    cli = ("--vault", str(shop.root), "--project", P)
+    kept = _stored_seqs(shop)[path]
+    text = record.read_text(encoding="utf-8")
+    assert "layer: other\n" in text
+    record.write_text(text.replace("layer: other\n", "layer: domain\nmodule: billing\n", 1), encoding="utf-8")
+    assert run_cli(*cli, "compile").exit_code == 0  # picks the edit up
+    entry = shop.index().by_path(path)
+    assert entry is not None and entry.module == "billing"
+    assert _stored_seqs(shop)[path] == kept and _stands_for_its_text(shop, path)
+    text = record.read_text(encoding="utf-8")
+    assert "charges twice" in text
+    record.write_text(text.replace("charges twice", "charges twice — дважды, 两次"), encoding="utf-8")
+    assert run_cli(*cli, "compile").exit_code == 0
+    assert _stored_seqs(shop)[path] != kept and _stands_for_its_text(shop, path)

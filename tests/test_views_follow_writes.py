@@ -9,6 +9,7 @@ indexed and compiled from nothing.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -26,7 +27,7 @@ from memosite.kinds import inventory_file, is_view_file
 from memosite.refresh import reindex
 from memosite.salience import record_hits
 from memosite.schema import Record, serialize_record, validate_frontmatter
-from memosite.store import forget_record, upsert_record
+from memosite.store import forget_record, restore_record, upsert_record
 from memosite.vault import Vault
 from memosite.views import LINE_ROWS, write_views
 
@@ -354,6 +355,8 @@ _STEPS = st.one_of(
     st.tuples(st.just("severity"), st.sampled_from(_TRAP_IDS), st.sampled_from(SEVERITIES)),
     st.tuples(st.just("supersede"), st.sampled_from(_DECISION_IDS)),
     st.tuples(st.just("forget"), _IDS),
+    st.tuples(st.just("archive"), _IDS),
+    st.tuples(st.just("restore"), _IDS),
 )
 
 
@@ -379,6 +382,10 @@ def _apply(vault: Vault, step: tuple[Any, ...], n: int) -> None:
         upsert_record(
             vault, PROJECT, kind="decision", slug=f"successor-{n}", body="We chose again.", frontmatter=fields
         )
+    elif action == "archive":
+        forget_record(vault, PROJECT, record_id=step[1])
+    elif action == "restore":
+        restore_record(vault, PROJECT, record_id=step[1])
     else:
         forget_record(vault, PROJECT, record_id=step[1], purge=True)
 
@@ -395,4 +402,208 @@ def test_views_after_any_writes_are_those_compiled_from_nothing(
             _apply(vault, step, n)
         except MemositeError:
             continue  # a step that does not apply any more (the record was forgotten, superseded …)
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_monthly_file_template_changed_is_seen_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # A new inventory template renders no fragment differently: the months must be written again
+    # all the same, as a from-scratch compile writes them with it.
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    override = vault.root / "templates" / "views" / "inventory.md.j2"
+    override.parent.mkdir(parents=True)
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "inventory.md.j2"
+    override.write_text("Inventaire · 目录 · Опись\n" + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    record_hits(vault, PROJECT, ["decision-060"])
+    month = vault.project_dir(PROJECT) / inventory_file("decision", "2024-01")
+    assert month.read_text(encoding="utf-8").startswith("Inventaire · 目录 · Опись")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_view_forged_with_its_size_and_modification_time_is_compiled_again_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # An edit that keeps the file's size and puts its modification time back (os.utime) must not
+    # pass for the file this process wrote: the next write that compiles the view restores it.
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    written = traps.stat()
+    original = traps.read_bytes()
+    forged = original.replace(b"critical", b"harmless", 1)
+    assert len(forged) == len(original) and forged != original
+    traps.write_bytes(forged)
+    os.utime(traps, ns=(written.st_atime_ns, written.st_mtime_ns))
+    record_hits(vault, PROJECT, ["decision-010"])  # a write that changes nothing TRAPS.md shows
+    write_views(vault, PROJECT)
+    assert traps.read_bytes() != forged
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+# --- two processes ---------------------------------------------------------------------------
+
+
+def test_a_server_holding_its_views_writes_them_as_from_scratch_after_the_cli_changed_the_vault(
+    base_vault: Path, tmp_path: Path, memosite_exe: Path, run_cli: Callable[..., Any]
+) -> None:
+    # The MCP server compiles the views once and knows them current; meanwhile a person's CLI
+    # writes, forgets, restores, supersedes, edits a file by hand and reindexes. The server's next
+    # writes (the hits of a brief, an upsert) must leave what a compile from nothing writes.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    root = tmp_path / "vault"
+    shutil.copytree(base_vault, root)
+    cli = ("--vault", str(root), "--project", PROJECT)
+    server = StdioServerParameters(
+        command=str(memosite_exe),
+        args=["mcp", "--vault", str(root), "--project", PROJECT],
+        env={"HOME": os.environ["HOME"]},
+    )
+
+    def person() -> None:
+        steps = [
+            ("upsert", "--kind", "trap", "--title", "Ключ повтора · 重试 🔁", "--severity", "critical", "--body", "x"),
+            ("forget", "--id", "trap-000"),
+            ("restore", "--id", "trap-000"),
+            ("forget", "--id", "trap-004", "--purge"),
+            (
+                "upsert",
+                "--kind",
+                "decision",
+                "--title",
+                "Décision révisée",
+                "--supersedes",
+                "decision-020",
+                "--body",
+                "We chose again.",
+            ),
+            ("upsert", "--kind", "trap", "--id", "trap-008", "--severity", "low"),
+        ]
+        for step in steps:
+            done = run_cli(*cli, *step)
+            assert done.exit_code == 0, (step, done.stderr)
+        edited = root / "projects" / PROJECT / "traps" / "trap-012.md"
+        edited.write_text(
+            edited.read_text(encoding="utf-8").replace("Trap 12:", "Trap 12, by hand — à la main:"), encoding="utf-8"
+        )
+        done = run_cli(*cli, "reindex")
+        assert done.exit_code == 0, done.stderr
+
+    async def scenario() -> None:
+        with open(tmp_path / "server-stderr.log", "a", encoding="utf-8") as errlog:
+            async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                first = await session.call_tool("bootstrap", {"sessionId": "s-1", "query": "lock taken twice"})
+                assert not first.is_error, first.content
+                await anyio.to_thread.run_sync(person)
+                brief = await session.call_tool("bootstrap", {"sessionId": "s-2", "query": "lock taken twice"})
+                assert not brief.is_error, brief.content
+                assert brief.structured_content and brief.structured_content["hitsRecorded"]
+                wrote = await session.call_tool(
+                    "upsert", {"kind": "decision", "title": "Решение сервера · 服务器", "body": "From the server."}
+                )
+                assert not wrote.is_error, wrote.content
+
+    anyio.run(scenario)
+    vault = Vault.open(root)
+    try:
+        _assert_as_from_scratch(vault, tmp_path)
+    finally:
+        vault.close()
+
+
+def test_a_monthly_file_forged_with_its_size_and_modification_time_is_written_again_by_the_next_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # The index remembers each monthly file as written, for every process: a forgery that keeps
+    # the size and puts the modification time back stayed until its month changed.
+    vault = copy_of()
+    write_views(vault, PROJECT)
+    month = vault.project_dir(PROJECT) / inventory_file("trap", "2024-01")
+    written = month.stat()
+    original = month.read_bytes()
+    forged = original.replace(b"critical", b"harmless", 1)
+    assert len(forged) == len(original) and forged != original
+    month.write_bytes(forged)
+    os.utime(month, ns=(written.st_atime_ns, written.st_mtime_ns))
+    vault.close()
+    vault = Vault.open(vault.root)  # another process
+    try:
+        upsert_record(vault, PROJECT, kind="decision", slug="decision-050", body="Edited · изменено.")
+        assert month.read_bytes() != forged
+        _assert_as_from_scratch(vault, tmp_path)
+    finally:
+        vault.close()
+
+
+def test_a_process_holding_its_views_writes_them_as_from_scratch_after_a_sync_brought_a_teammates_edits(
+    base_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real git, a bare remote: the teammate retitles a decision's successor, changes a trap's
+    # severity and purges a decision; the sync brings it all into a process whose views are known
+    # current, and its next write (a hit that shows nowhere) must leave what a compile from nothing writes.
+    from test_sync_support import make_team
+
+    from memosite.sync.run import sync_vault
+
+    (tmp_path / "team").mkdir()
+    team_of = make_team(tmp_path / "team", monkeypatch)
+    team = next(team_of)
+    try:
+        shutil.copytree(base_vault / "projects", tmp_path / "team" / "a" / "projects")
+        a = team.machine("a")
+        reindex(a, [PROJECT])
+        sync_vault(a)
+        b = team.machine("b")
+        sync_vault(b)
+        write_views(a, PROJECT)  # known current in this process
+        upsert_record(b, PROJECT, kind="decision", slug="decision-004", body=None, frontmatter={"title": "Νέος τίτλος"})
+        upsert_record(b, PROJECT, kind="trap", slug="trap-001", body=None, frontmatter={"severity": "critical"})
+        forget_record(b, PROJECT, record_id="decision-010", purge=True)
+        sync_vault(b)
+        assert sync_vault(a).changed
+        record_hits(a, PROJECT, ["decision-011"])
+        _assert_as_from_scratch(a, tmp_path)
+        assert "Νέος τίτλος" in (a.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8")
+    finally:
+        next(team_of, None)
+
+
+def test_a_template_that_shows_the_compile_instant_outside_the_stamp_is_compiled_at_every_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # A vault's template may show when it was compiled elsewhere than in its stamp: such a view reads
+    # differently at every instant, so no write may take it for current.
+    vault = copy_of()
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views"
+    for name in ("TRAPS.md.j2", "inventory.md.j2"):
+        override = vault.root / "templates" / "views" / name
+        override.parent.mkdir(parents=True, exist_ok=True)
+        override.write_text(
+            "Σύνταξη · 编译 {{ compiled }}\n" + (shipped / name).read_text(encoding="utf-8"), encoding="utf-8"
+        )
+    first, later = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), datetime(2026, 1, 9, 3, 4, 5, tzinfo=UTC)
+    write_views(vault, PROJECT, now=first)
+    write_views(vault, PROJECT, now=later)
+    assert "2026-01-09T03:04:05" in (vault.project_dir(PROJECT) / "TRAPS.md").read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path, later)
+
+
+def test_a_view_template_naming_a_template_it_never_renders_compiles_as_before(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Asking a template whether it shows the compile instant reads what it includes: an included
+    # file memosite refuses to render (not UTF-8) but the view never reaches is no reason to fail.
+    vault = copy_of()
+    views = vault.root / "templates" / "views"
+    views.mkdir(parents=True)
+    (views / "never.j2").write_bytes(b"\xff\xfe not UTF-8 \xc0")
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "TRAPS.md.j2"
+    source = '{% if false %}{% include "views/never.j2" %}{% endif %}' + shipped.read_text(encoding="utf-8")
+    (views / "TRAPS.md.j2").write_text(source, encoding="utf-8")
+    write_views(vault, PROJECT)
+    record_hits(vault, PROJECT, ["trap-000"])
     _assert_as_from_scratch(vault, tmp_path)

@@ -411,10 +411,10 @@ def month_rows(index: Index, project: str, kind: str, month: str, now_iso: str) 
 @dataclass(frozen=True)
 class WrittenFile:
     """What the index remembers of an inventory file it wrote: when its rows read differently
-    (``valid_until``) and the file's modification time and size then."""
+    (``valid_until``) and the file's last change (see ``memosite.views``) and size then."""
 
     valid_until: str | None
-    mtime_ns: int
+    changed_ns: int
     size: int
 
 
@@ -431,12 +431,18 @@ def written_files(index: Index, project: str) -> dict[str, WrittenFile]:
 def remember_file(index: Index, project: str, name: str, written: WrittenFile) -> None:
     index.conn.execute(
         "INSERT OR REPLACE INTO view_files (project, name, valid_until, mtime_ns, size) VALUES (?, ?, ?, ?, ?)",
-        (project, name, written.valid_until, written.mtime_ns, written.size),
+        (project, name, written.valid_until, written.changed_ns, written.size),
     )
 
 
 def forget_file(index: Index, project: str, name: str) -> None:
     index.conn.execute("DELETE FROM view_files WHERE project = ? AND name = ?", (project, name))
+
+
+def forget_files(index: Index) -> None:
+    """No inventory file of any project is known current any more (the templates changed: a file
+    written with the old ones reads differently though no fragment does)."""
+    index.conn.execute("DELETE FROM view_files")
 
 
 # --- superseded decisions --------------------------------------------------------------------

@@ -252,7 +252,8 @@ CREATE TABLE IF NOT EXISTS fragment_chunks (
 ) WITHOUT ROWID;
 -- The monthly inventory files written (``name`` at the project's root) and still current: a
 -- fragment entering or leaving the month drops its row; the file is current until ``valid_until``
--- (a record of it expires) and while it keeps the modification time and size it was written with.
+-- (a record of it expires) and while it keeps the size and last change it was written with
+-- (``mtime_ns``: the later of its modification and status-change times).
 CREATE TABLE IF NOT EXISTS view_files (
     project TEXT NOT NULL,
     name TEXT NOT NULL,

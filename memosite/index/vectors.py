@@ -55,14 +55,21 @@ def store(index: Index, path: str, model: str, blob: bytes) -> None:
     )
 
 
-def store_rows(index: Index, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
-    """Save vectors by record rowid."""
+def store_rows(index: Index, model: str, rows: Sequence[tuple[VectorText, bytes]]) -> int:
+    """Save each vector for the record it was computed from, if that record still holds the very
+    text (read by :func:`missing`) it was computed from; how many were saved. Another process may
+    have rewritten one since (no lock is held between reading and storing): its vector, of the
+    old text, would pass for the new one's, kept by every later rewrite of that text."""
     with index.transaction():
         first = _take_seqs(index, len(rows))
-        index.conn.executemany(
-            "INSERT OR REPLACE INTO vectors (rowid, model, vec, seq) VALUES (?, ?, ?, ?)",
-            [(rowid, model, blob, first + n) for n, (rowid, blob) in enumerate(rows)],
-        )
+        return index.conn.executemany(
+            "INSERT OR REPLACE INTO vectors (rowid, model, vec, seq) SELECT rowid, ?, ?, ? FROM records"
+            " WHERE rowid = ? AND title = ? AND body = ? AND tags = ?",
+            [
+                (model, blob, first + n, text.rowid, text.title, text.body, " ".join(text.tags))
+                for n, (text, blob) in enumerate(rows)
+            ],
+        ).rowcount
 
 
 _TEXT_COLUMNS = ("path", "project", "kind", "title", "body", "tags")
