@@ -327,15 +327,20 @@ def test_a_view_edited_by_hand_after_a_compile_is_compiled_again_by_the_next_wri
     _assert_as_from_scratch(vault, tmp_path)
 
 
+def _override_view_template(vault: Vault, name: str, head: str) -> None:
+    """The vault's own copy of the shipped view template ``name``, with ``head`` before it."""
+    override = vault.root / "templates" / "views" / name
+    override.parent.mkdir(parents=True, exist_ok=True)
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / name
+    override.write_text(head + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+
+
 def test_a_view_template_changed_is_seen_by_a_write_that_changes_no_row(
     copy_of: Callable[[], Vault], tmp_path: Path
 ) -> None:
     vault = copy_of()
     write_views(vault, PROJECT)
-    override = vault.root / "templates" / "views" / "DECISIONS.md.j2"
-    override.parent.mkdir(parents=True)
-    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "DECISIONS.md.j2"
-    override.write_text("Décisions · 决定\n" + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    _override_view_template(vault, "DECISIONS.md.j2", "Décisions · 决定\n")
     record_hits(vault, PROJECT, ["decision-060"])
     assert (vault.project_dir(PROJECT) / "DECISIONS.md").read_text(encoding="utf-8").startswith("Décisions · 决定\n")
     _assert_as_from_scratch(vault, tmp_path)
@@ -412,10 +417,7 @@ def test_a_monthly_file_template_changed_is_seen_by_the_next_write(
     # all the same, as a from-scratch compile writes them with it.
     vault = copy_of()
     write_views(vault, PROJECT)
-    override = vault.root / "templates" / "views" / "inventory.md.j2"
-    override.parent.mkdir(parents=True)
-    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "inventory.md.j2"
-    override.write_text("Inventaire · 目录 · Опись\n" + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    _override_view_template(vault, "inventory.md.j2", "Inventaire · 目录 · Опись\n")
     record_hits(vault, PROJECT, ["decision-060"])
     month = vault.project_dir(PROJECT) / inventory_file("decision", "2024-01")
     assert month.read_text(encoding="utf-8").startswith("Inventaire · 目录 · Опись")
@@ -578,13 +580,8 @@ def test_a_template_that_shows_the_compile_instant_outside_the_stamp_is_compiled
     # A vault's template may show when it was compiled elsewhere than in its stamp: such a view reads
     # differently at every instant, so no write may take it for current.
     vault = copy_of()
-    shipped = Path(__file__).resolve().parents[1] / "templates" / "views"
     for name in ("TRAPS.md.j2", "inventory.md.j2"):
-        override = vault.root / "templates" / "views" / name
-        override.parent.mkdir(parents=True, exist_ok=True)
-        override.write_text(
-            "Σύνταξη · 编译 {{ compiled }}\n" + (shipped / name).read_text(encoding="utf-8"), encoding="utf-8"
-        )
+        _override_view_template(vault, name, "Σύνταξη · 编译 {{ compiled }}\n")
     first, later = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), datetime(2026, 1, 9, 3, 4, 5, tzinfo=UTC)
     write_views(vault, PROJECT, now=first)
     write_views(vault, PROJECT, now=later)
@@ -598,12 +595,8 @@ def test_a_view_template_naming_a_template_it_never_renders_compiles_as_before(
     # Asking a template whether it shows the compile instant reads what it includes: an included
     # file memosite refuses to render (not UTF-8) but the view never reaches is no reason to fail.
     vault = copy_of()
-    views = vault.root / "templates" / "views"
-    views.mkdir(parents=True)
-    (views / "never.j2").write_bytes(b"\xff\xfe not UTF-8 \xc0")
-    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / "TRAPS.md.j2"
-    source = '{% if false %}{% include "views/never.j2" %}{% endif %}' + shipped.read_text(encoding="utf-8")
-    (views / "TRAPS.md.j2").write_text(source, encoding="utf-8")
+    _override_view_template(vault, "TRAPS.md.j2", '{% if false %}{% include "views/never.j2" %}{% endif %}')
+    (vault.root / "templates" / "views" / "never.j2").write_bytes(b"\xff\xfe not UTF-8 \xc0")
     write_views(vault, PROJECT)
     record_hits(vault, PROJECT, ["trap-000"])
     _assert_as_from_scratch(vault, tmp_path)

@@ -244,35 +244,14 @@ def _focused(
     terms: fts.Terms | None,
     path: str | None,
     limit: int,
-    holding: str | None = None,
-) -> list[BriefCandidate]:
-    """The first ``limit`` records of the section that match the path or the query (and
-    ``holding``, when given), in order."""
-    if terms and holding is not None and path is None:
-        # The records holding a rare word of the task are usually few: how many of the task's
-        # words each holds is asked of them alone afterwards, not of every record in the project's
-        # range holding a common one (its posting list walked again, prefix and all). When more
-        # than ``limit`` match, that count chooses which come first: it is asked in SQL then.
-        found = _focused_once(index, project, section, scope, terms, path, limit, holding, count_words=False)
-        if found is not None:
-            return found
-    return _focused_once(index, project, section, scope, terms, path, limit, holding) or []
-
-
-def _focused_once(
-    index: Index,
-    project: str,
-    section: BriefSection,
-    scope: fts.Where,
-    terms: fts.Terms | None,
-    path: str | None,
-    limit: int,
     needed: str | None,
     *,
     count_words: bool = True,
 ) -> list[BriefCandidate] | None:
-    """:func:`_focused` (``needed``: its ``holding``); without ``count_words``, None when more than
-    ``limit`` records match (see there)."""
+    """The first ``limit`` records of the section that match the path or the query (and
+    the FTS5 expression ``needed``, when given), in order. Without ``count_words`` (a query and no path), how many of
+    the query's words each holds is counted of the rows found, after the statement: None when more
+    than ``limit`` match (that count then chooses which come first, and is asked in SQL)."""
     ctes: list[str] = []
     params: list[Any] = []
     sources: list[str] = []
@@ -354,8 +333,16 @@ def brief_section(
     wanted = offset + limit
     if first is not None:
         focused = list(first)
+    elif terms and holding is not None and path is None:
+        # The records holding a rare word of the task are usually few: how many of the task's words
+        # each holds is asked of them alone, not of every record of the project's range holding a
+        # common one (its postings walked again, a prefix's too), unless more match than are read.
+        few = _focused(index, project, section, scope, terms, path, wanted, holding, count_words=False)
+        focused = (
+            few if few is not None else _focused(index, project, section, scope, terms, path, wanted, holding) or []
+        )
     elif terms or path is not None:
-        focused = _focused(index, project, section, scope, terms, path, wanted, holding)
+        focused = _focused(index, project, section, scope, terms, path, wanted, holding) or []
     else:
         focused = []
     if len(focused) >= wanted:
