@@ -15,6 +15,7 @@ hits written per call, and the CPU per hit written, are printed beside it.
 
 Targets (issue 16) at 10,000 records: search p50 ≤ 15 ms, p95 ≤ 30 ms; bootstrap p50 ≤ 20 ms,
 p95 ≤ 40 ms; and for both, p50 at 10,000 within 1.5× of p50 at 1,000. Upsert p50 ≤ 50 ms (issue 4).
+A verdict (ok / MISSED) is printed only at the vault sizes its issue asks about.
 Issue 24, in CPU: bootstrap at 50,000 within 1.5× of bootstrap at 1,000, and search p50 at 50,000
 within 1.2× of the bare FTS5 query: ``SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER
 BY rank LIMIT 10`` of the expression each search matched with (all its words, or any of them when
@@ -66,7 +67,14 @@ TARGETS_MS: dict[str, tuple[float, float | None]] = {
     "search": (15.0, 30.0),
     "bootstrap": (20.0, 40.0),
 }
+TARGETS_UP_TO = 10_000  # TARGETS_MS are asked of vaults up to this size (issues 4 and 16)
 MAX_GROWTH = 1.5
+# The largest vault at which each call's CPU p50 must stay within MAX_GROWTH of its p50 at 1,000
+# records: search up to 10,000 (issue 16; at 50,000 issue 24 compares it with the bare FTS5 query
+# instead), the brief up to 50,000 (issue 24).
+GROWTH_UP_TO = {"search": 10_000, "bootstrap": 50_000}
+# Issue 24: at 50,000 records a search costs at most this many times the bare FTS5 query.
+BARE_RATIO, BARE_RATIO_AT = 1.2, 50_000
 
 AREAS = {
     "payments": ["src/payments/client.py", "src/payments/refunds.py", "src/payments/webhooks.py"],
@@ -457,7 +465,7 @@ def _verdict(tool: str, p50: float, p95: float) -> str:
     return f"{'MISSED' if missed else 'ok'} ({wanted})"
 
 
-def _report(timings: _Calls, medians: dict[str, float], mode: str) -> None:
+def _report(timings: _Calls, medians: dict[str, float], mode: str, size: int) -> None:
     print(f"{'tool':14} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'CPU p50':>8} {'CPU p95':>8}")
     for tool in ("upsert", "search", "bootstrap", "bootstrap+hits", "get"):
         values = timings.wall.get(tool, [])
@@ -468,9 +476,10 @@ def _report(timings: _Calls, medians: dict[str, float], mode: str) -> None:
         p50, p95 = statistics.median(values), _percentile(values, 0.95)
         medians[f"{tool} {mode}"] = p50
         medians[f"{tool} {mode} cpu"] = statistics.median(cpu)
+        verdict = _verdict(tool, p50, p95) if size <= TARGETS_UP_TO or tool == "get" else ""
         print(
             f"{tool:14} {len(values):>5} {p50:>8.1f} {p95:>8.1f} {statistics.fmean(values):>8.1f}"
-            f" {statistics.median(cpu):>8.1f} {_percentile(cpu, 0.95):>8.1f}  {_verdict(tool, p50, p95)}"
+            f" {statistics.median(cpu):>8.1f} {_percentile(cpu, 0.95):>8.1f}  {verdict}"
         )
 
 
@@ -534,15 +543,20 @@ def main() -> None:
                 )
                 timings = anyio.run(measure, root, options.calls)
                 print(f"-- {mode} --")
-                _report(timings, medians[size], mode)
+                _report(timings, medians[size], mode, size)
                 _report_hits(timings, medians[size], mode)
                 bare = bare_fts(root, timings.searches)
                 if bare:
                     medians[size][f"bare {mode}"] = statistics.median(bare)
                     ratio = medians[size][f"search {mode} cpu"] / statistics.median(bare)
+                    verdict = (
+                        f"{'ok' if ratio <= BARE_RATIO else 'MISSED'} (issue 24: ≤ {BARE_RATIO}×)"
+                        if size >= BARE_RATIO_AT
+                        else f"(issue 24 asks ≤ {BARE_RATIO}× at {BARE_RATIO_AT:,} records)"
+                    )
                     print(
                         f"bare FTS5 query p50 {statistics.median(bare):.1f} ms CPU; search CPU p50 / bare p50 ="
-                        f" {ratio:.2f}× {'ok' if ratio <= 1.2 else 'MISSED'} (issue 24: ≤ 1.2×)"
+                        f" {ratio:.2f}× {verdict}"
                     )
             if options.profile:
                 profile_upsert(root, min(options.calls, 100))
@@ -559,10 +573,11 @@ def main() -> None:
                 if key in medians[small] and key in medians[large]:
                     growth = medians[large][key] / medians[small][key]
                     cpu_growth = medians[large][f"{key} cpu"] / max(medians[small][f"{key} cpu"], 1e-9)
-                    verdict = ("ok" if growth <= MAX_GROWTH else "MISSED") + f" (≤ {MAX_GROWTH}×)"
+                    judged = large <= GROWTH_UP_TO.get(tool, 0)
+                    verdict = ("ok" if cpu_growth <= MAX_GROWTH else "MISSED") + f" (CPU ≤ {MAX_GROWTH}×)"
                     print(
                         f"{key:21} p50 {large}/{small} = {growth:.2f}× wall, {cpu_growth:.2f}× CPU"
-                        f"  {verdict if tool in TARGETS_MS else ''}"
+                        f"  {verdict if judged else ''}"
                     )
         for mode in modes:
             key = f"per hit {mode}"
