@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from memosite import hybrid
 from memosite.errors import InvalidArguments, StorageError
 from memosite.expiration import is_expired_iso, parse_as_of
-from memosite.index import fts, verdicts
+from memosite.index import fts, queries, verdicts
 from memosite.index.database import Index
 from memosite.kinds import KINDS, UNSEARCHED_KINDS
 from memosite.paths import normalize_path, path_matches
@@ -289,9 +289,24 @@ def find_hybrid(
     found_by_meaning = [ranked.rowid for ranked in shown if ranked.rowid not in by_words]
     known.update((match.rowid, match) for match in fts.load_matches(index, found_by_meaning, None, ()))
     lexical.matches = [known[ranked.rowid] for ranked in shown if ranked.rowid in known]
-    lexical.total += sum(1 for ranked in fused if ranked.lexical_rank is None)
+    lexical.total += _found_by_meaning_alone(
+        index, lexical, [ranked.rowid for ranked in fused if ranked.lexical_rank is None]
+    )
     lexical.fused = shown
     return lexical
+
+
+def _found_by_meaning_alone(index: Index, lexical: Found, beyond: list[int]) -> int:
+    """How many of ``beyond`` — the records meaning brought that are not among the words'
+    candidates — the words do not match either: what they add to the words' total. The words may
+    match more records than their candidates, and those are counted already; when counting stopped
+    at a bound, the bound stays (at least that many match)."""
+    ranking = lexical.ranking
+    if ranking is None or len(ranking.rows) >= lexical.total or not beyond:
+        return len(beyond)  # every record the words match is a candidate
+    if not lexical.exact:
+        return 0
+    return len(beyond) - len(queries.matching(index, ranking, beyond))
 
 
 def _find_by_meaning_too(

@@ -941,3 +941,41 @@ def test_a_hand_edit_of_the_body_gets_a_new_vector_and_one_of_the_frontmatter_ke
     record.write_text(text.replace("charges twice", "charges twice — дважды, 两次"), encoding="utf-8")
     assert run_cli(*cli, "compile").exit_code == 0
     assert _stored_seqs(shop)[path] != kept and _stands_for_its_text(shop, path)
+
+
+_TOPICS = (
+    "invalidation after a deploy",
+    "stampede when the key expires",
+    "warm-up before the sale",
+    "ключи истекают одновременно",
+    "η μνήμη γεμίζει 🧠",
+    "per-tenant prefixes",
+    "serialization of decimals",
+)
+
+
+def test_a_hybrid_total_counts_each_record_once_when_the_words_match_more_than_their_candidates(
+    tmp_path: Path,
+) -> None:
+    # Before: the words' total already counted every record they match, and each record meaning
+    # brought from beyond the words' 50 candidates was counted again ("75 results" for 72 records).
+    vault = open_vault(tmp_path / "vault")
+    try:
+        for n in range(70):
+            topic = _TOPICS[n % len(_TOPICS)]
+            body = f"The cache {topic}: case {n}.\n" + "Details follow. " * (n % 9) + "\n"
+            put(vault, ("decision", "spec", "plan")[n % 3], f"cache-{n}", f"Cache {topic} {n}", body)
+        put(vault, "trap", "memo-stale", "Memoized results go stale", "Memoized lookups outlive the data.\n")
+        put(vault, "decision", "redis-store", "Keep hot lookups in Redis", "A shared in-memory store.\n")
+        found = search_records(vault, P, "cache", limit=5, now=NOW)
+        assert found.ranking == "hybrid" and found.total_exact
+        filters = fts.SearchFilters(P, "2026-11-30T12:00:00.000Z", hidden_kinds=("scratch",))
+        words = find_matches(vault.index(), "cache", filters, sort="relevance", limit=1000)
+        by_words = [match.rowid for match in words.matches]
+        meaning = hybrid.rank_by_meaning(vault.index(), embedding.load_embedder(), "cache", filters)
+        # The case this is about: meaning brings records the words match beyond their candidates.
+        assert set(meaning.rowids) & set(by_words[hybrid.CANDIDATES :])
+        assert words.total == len(by_words) == 70
+        assert found.total == len(set(by_words) | set(meaning.rowids))
+    finally:
+        vault.close()

@@ -439,6 +439,8 @@ class Ranking:
     substrings: tuple[str, ...] = ()
     count_later: tuple[str, ...] = ()  # ``matched`` of the rows is counted when they are loaded
     exact: bool = True  # False: counting stopped at ``total``, at least that many match
+    words: tuple[str, ...] = ()  # the words searched (FTS5 expressions), and
+    require_all: bool = True  # whether a match holds every term or any of them
 
 
 def find_ranked(
@@ -497,7 +499,16 @@ def find_ranked(
     ranked: list[tuple[int, float | None, int]] = [
         (int(row["rid"]), float(row["rank"]), int(row["matched"])) for row in rows
     ]
-    return Ranking(ranked, total, found.fts_query, tuple(terms.substrings), found.count_later, exact)
+    return Ranking(
+        ranked,
+        total,
+        found.fts_query,
+        tuple(terms.substrings),
+        found.count_later,
+        exact,
+        tuple(terms.words),
+        require_all,
+    )
 
 
 def load_ranked(

@@ -556,6 +556,18 @@ def holding(index: Index, rowids: Sequence[int], terms: Sequence[tuple[str | Non
     return found
 
 
+def matching(index: Index, ranking: fts.Ranking, rowids: Sequence[int]) -> set[int]:
+    """Which of ``rowids`` — records in the scope ``ranking`` searched — its words and substrings
+    match, as its search reads them (every term, or any): asked of those records alone
+    (:func:`holding`), however many records of the index the words match."""
+    terms: list[tuple[str | None, str | None]] = [(word, None) for word in ranking.words]
+    terms += [(None, substring) for substring in ranking.substrings]
+    if not rowids or not terms:
+        return set()
+    held = holding(index, rowids, terms)
+    return set(rowids).intersection(*held) if ranking.require_all else set().union(*held)
+
+
 _TEXT = "r.title || char(10) || r.body || char(10) || r.tags"
 
 
