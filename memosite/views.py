@@ -53,6 +53,9 @@ LINE_ROWS = 100
 INVENTORY_TEMPLATE = "views/inventory.md.j2"
 # The stamp a view carries; two renderings that differ only there are the same view.
 _STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
+# The instant a view file says it was compiled at (its stamp), read from its head.
+_STAMPED_AT = re.compile(rb"^> Last compiled: (\d{4}-\d\d-\d\dT[\d:.]+Z)[ \t]*$", re.MULTILINE)
+_STAMP_HEAD_BYTES = 4096
 # The stamp as a template writes it (memosite's own do; an override may too).
 _STAMP_SOURCE = re.compile(r"^> Last compiled: \{\{-? *compiled *-?\}\}[ \t]*$", re.MULTILINE)
 # (templates checksum, template) -> whether it shows the compile instant outside its stamp.
@@ -282,6 +285,25 @@ class _Compiler:
         except FileNotFoundError:
             return False
         return bool(known == (templates, *_as_written(stat)))
+
+    def expired_since_compiled(self, name: str, path: Path) -> bool:
+        """Whether a record the view file ``name`` at ``path`` shows expired after the instant its
+        stamp names and by now: it then reads differently from what a compile writes now, though
+        no write touched its kinds. False for a file without a stamp (a vault's template may
+        leave it out): when it was compiled is not known."""
+        try:
+            with path.open("rb") as file:
+                found = _STAMPED_AT.search(file.read(_STAMP_HEAD_BYTES))
+        except OSError:
+            return False
+        if found is None:
+            return False
+        compiled = found.group(1).decode("ascii")
+        for kind in _VIEW_KINDS[name]:
+            first = fragments.kind_valid_until(self.index, self.project, kind, compiled)
+            if first is not None and first <= self.now_iso:
+                return True
+        return False
 
     def remember_view(self, name: str, path: Path, templates: str) -> None:
         """Note the vault file ``name`` just written (or found the same) at ``path`` as current, under
@@ -599,9 +621,11 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
 def write_views(
     vault: Vault, project: str, names: Iterable[str] = VIEW_FILES, now: datetime | None = None
 ) -> list[Path]:
-    """Compile the named views of a project, and any of the five that is missing; with INDEX.md,
-    bring its monthly inventory files in step too. Returns the files written or removed: a view
-    whose content is unchanged but for its stamp is left as it is (see the module docstring)."""
+    """Compile the named views of a project, any of the five that is missing, and any in which a
+    record expired since it was compiled (every write leaves every view as a compile now writes
+    it); with INDEX.md, bring its monthly inventory files in step too. Returns the files written
+    or removed: a view whose content is unchanged but for its stamp is left as it is (see the
+    module docstring)."""
     now = now or utc_now()
     now_iso = format_iso(now)
     directory = vault.project_dir(project)
@@ -613,7 +637,9 @@ def write_views(
     for name in VIEW_FILES:
         path = directory / name
         if name not in asked and path.is_file():
-            continue
+            if not compiler.expired_since_compiled(name, path):
+                continue
+            asked.add(name)  # (INDEX.md: its monthly files too)
         timeless = not shows_compile_instant(env, templates, f"views/{name}.j2")
         if timeless and compiler.view_current(name, path, templates):
             continue  # nothing it shows changed since this process wrote it, and the file is as written

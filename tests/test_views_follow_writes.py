@@ -254,6 +254,23 @@ def test_views_known_current_are_compiled_again_once_a_record_expires(
     _assert_as_from_scratch(vault, tmp_path, later)
 
 
+@pytest.mark.parametrize("kind", ["decision", "spec", "prompt", "scratch"])
+def test_a_write_of_another_kind_compiles_again_the_views_in_which_a_record_expired_since(
+    copy_of: Callable[[], Vault], tmp_path: Path, kind: str
+) -> None:
+    # Before: a write compiled only the views of its own kinds, so TRAPS.md went on calling a trap
+    # that had expired since "active" until a trap was written again (or `memosite compile` ran).
+    vault = copy_of()
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    assert "### [MEDIUM] Café rounding 30" in traps.read_text(encoding="utf-8")
+    upsert_record(vault, PROJECT, kind=kind, slug=f"{kind}-written-now", body="Écrit maintenant · 今書いた 🕰")
+    assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
 def test_a_supersession_moves_the_old_decision_and_names_its_successor(
     copy_of: Callable[[], Vault], tmp_path: Path
 ) -> None:
