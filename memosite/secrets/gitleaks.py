@@ -102,9 +102,15 @@ class RuleSet:
     rules: tuple[Rule, ...]
     allowlists: tuple[Allowlist, ...]
     skipped: tuple[tuple[str, str], ...]  # (rule id, reason)
-    keyword_pattern: re.Pattern[str]  # every keyword, in lower case
+    keyword_source: str  # one regex of every keyword, in lower case (see :func:`_keyword_regex`)
     short_keywords: tuple[tuple[str, tuple[str, ...]], ...]  # (shared prefix, keywords) of rules needing no run
     by_keyword: dict[str, tuple[int, ...]]  # keyword → indexes into ``rules``
+
+    @cached_property
+    def keyword_pattern(self) -> re.Pattern[str]:
+        """Compiled on first use (a text with a run of token characters): most texts a process
+        scans, prose, never need it, and compiling it costs as much as reading the rules."""
+        return re.compile(self.keyword_source, re.DOTALL)
 
     def candidates(self, lowered: str, has_run: bool) -> list[Rule]:
         """The rules whose keywords occur in ``lowered``, in file order."""
@@ -203,7 +209,7 @@ def parse_rules(text: str, version: str = "", needing_run: frozenset[str] | None
         rules=tuple(rules),
         allowlists=_allowlists([global_list] if isinstance(global_list, dict) else config.get("allowlists", ())),
         skipped=tuple(skipped),
-        keyword_pattern=_keyword_regex(by_keyword),
+        keyword_source=_keyword_regex(by_keyword),
         short_keywords=_grouped_by_prefix(short),
         by_keyword={keyword: tuple(sorted(indexes)) for keyword, indexes in by_keyword.items()},
     )
@@ -285,7 +291,7 @@ def _shared_prefix(words: list[str]) -> str:
     return first[:size]
 
 
-def _keyword_regex(keywords: Iterable[str]) -> re.Pattern[str]:
+def _keyword_regex(keywords: Iterable[str]) -> str:
     """One regex finding any of ``keywords``, as a trie so each position costs one branch."""
     trie: dict[str, Any] = {}
     for keyword in keywords:
@@ -304,7 +310,7 @@ def _keyword_regex(keywords: Iterable[str]) -> re.Pattern[str]:
         return f"(?:{body})?" if "" in node else body
 
     pattern = emit(trie)
-    return re.compile(pattern if pattern else r"(?!)", re.DOTALL)
+    return pattern if pattern else r"(?!)"
 
 
 def needs_run(source: str) -> bool:
