@@ -289,11 +289,17 @@ class _Compiler:
     def expired_since_compiled(self, name: str, path: Path) -> bool:
         """Whether a record the view file ``name`` at ``path`` shows expired after the instant its
         stamp names and by now: it then reads differently from what a compile writes now, though
-        no write touched its kinds. False for a file without a stamp (a vault's template may
-        leave it out): when it was compiled is not known."""
+        no write touched its kinds. The stamp is looked for in the file's head, then anywhere in
+        it. False for a file without a stamp (a vault's template may leave it out): when it was
+        compiled is not known."""
         try:
             with path.open("rb") as file:
-                found = _STAMPED_AT.search(file.read(_STAMP_HEAD_BYTES))
+                head = file.read(_STAMP_HEAD_BYTES)
+                found = _STAMPED_AT.search(head)
+                if found is None and len(head) == _STAMP_HEAD_BYTES:
+                    # A vault's template may sign the view further down (at its foot): the view is
+                    # bounded, so reading the rest costs little, and only such a view pays it.
+                    found = _STAMPED_AT.search(head + file.read())
         except OSError:
             return False
         if found is None:

@@ -617,3 +617,31 @@ def test_a_view_template_naming_a_template_it_never_renders_compiles_as_before(
     write_views(vault, PROJECT)
     record_hits(vault, PROJECT, ["trap-000"])
     _assert_as_from_scratch(vault, tmp_path)
+
+
+def _move_stamp_to_the_end(vault: Vault, name: str) -> None:
+    """The vault's own copy of the shipped view template ``name``, its stamp line moved to its end."""
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / name
+    source = shipped.read_text(encoding="utf-8")
+    stamp = "> Last compiled: {{ compiled }}\n"
+    assert stamp in source
+    override = vault.root / "templates" / "views" / name
+    override.parent.mkdir(parents=True, exist_ok=True)
+    override.write_text(source.replace(stamp, "") + "\n" + stamp, encoding="utf-8")
+
+
+def test_a_view_whose_template_moves_the_stamp_to_its_end_is_compiled_again_once_a_record_expired(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Before: the stamp was looked for in the first 4 KB alone; a template that signs the view at its
+    # foot (past 4 KB) left TRAPS.md calling an expired trap "active" after a write of another kind.
+    vault = copy_of()
+    _move_stamp_to_the_end(vault, "TRAPS.md.j2")
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    assert traps.stat().st_size > 4096 and "> Last compiled: " in traps.read_text(encoding="utf-8")[-80:]
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-written-now", body="Écrit · 今書いた 🕰")
+    assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
