@@ -9,6 +9,7 @@ indexed and compiled from nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -644,4 +645,41 @@ def test_a_view_whose_template_moves_the_stamp_to_its_end_is_compiled_again_once
     assert traps.stat().st_size > 4096 and "> Last compiled: " in traps.read_text(encoding="utf-8")[-80:]
     upsert_record(vault, PROJECT, kind="decision", slug="decision-written-now", body="Écrit · 今書いた 🕰")
     assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def _rows_read_by(vault: Vault, write: Callable[[], object]) -> list[str]:
+    """The statements ``write`` sends to the index that assemble a section of a view from its rows."""
+    statements: list[str] = []
+    vault.index().conn.set_trace_callback(statements.append)
+    try:
+        write()
+    finally:
+        vault.index().conn.set_trace_callback(None)
+    return [sql for sql in statements if re.search(r"\brow_(?:view|index|line) AS piece\b", sql)]
+
+
+def test_a_view_that_reads_the_same_once_a_record_expired_is_compiled_by_one_write_not_by_every_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Before: an archived trap that expired reads the same in TRAPS.md and INDEX.md, so the compile
+    # it asked for left both files as they were, old stamp included: every later write, in each new
+    # process (the CLI), compiled them again, as if the trap had just expired.
+    vault = copy_of()
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-031", body=None, frontmatter={"expires_at": expired})
+    for name in ("TRAPS.md", "INDEX.md"):
+        (vault.project_dir(PROJECT) / name).unlink()
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # views of a day it had not expired
+    compiled = []
+    for n in range(3):
+        process = Vault.open(vault.root)  # a new process: it knows nothing current yet
+        try:
+            write = functools.partial(
+                upsert_record, process, PROJECT, kind="scratch", slug=f"n-{n}", body=f"Brouillon {n} · черновик 🗒"
+            )
+            compiled.append(_rows_read_by(process, write))
+        finally:
+            process.close()
+    assert compiled[0] and compiled[1:] == [[], []]
     _assert_as_from_scratch(vault, tmp_path)

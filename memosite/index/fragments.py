@@ -428,6 +428,14 @@ def written_files(index: Index, project: str) -> dict[str, WrittenFile]:
     }
 
 
+def written_file(index: Index, project: str, name: str) -> WrittenFile | None:
+    """What the index remembers of the one file ``name`` of ``project`` (see :func:`written_files`)."""
+    row = index.conn.execute(
+        "SELECT valid_until, mtime_ns, size FROM view_files WHERE project = ? AND name = ?", (project, name)
+    ).fetchone()
+    return WrittenFile(row[0], int(row[1]), int(row[2])) if row is not None else None
+
+
 def remember_file(index: Index, project: str, name: str, written: WrittenFile) -> None:
     index.conn.execute(
         "INSERT OR REPLACE INTO view_files (project, name, valid_until, mtime_ns, size) VALUES (?, ?, ?, ?, ?)",
