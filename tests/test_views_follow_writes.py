@@ -683,3 +683,30 @@ def test_a_view_that_reads_the_same_once_a_record_expired_is_compiled_by_one_wri
             process.close()
     assert compiled[0] and compiled[1:] == [[], []]
     _assert_as_from_scratch(vault, tmp_path)
+
+
+_FORGED_STAMPS = {
+    "in the future": b"> Last compiled: 2999-12-31T23:59:59.999Z\n",
+    "not a date": b"> Last compiled: yesterday-ish \xce\xb1\xce\xb9 \xe6\x98\xa8\xe5\xa4\xa9 \xf0\x9f\x95\xb0\n",
+    "a date that is no date": b"> Last compiled: 9999-99-99T99:99:99.999Z\n",
+    "two stamps": b"> Last compiled: 2999-01-01T00:00:00.000Z\n> Last compiled: 2000-01-01T00:00:00.000Z\n",
+    "beyond 4 KB": b"\xd0\xb6" * 3000 + b"\n> Last compiled: 2000-01-01T00:00:00.000Z\n",
+    "not UTF-8": b"\xff\xfe\xc0 > Last compiled: \x00\n",
+}
+
+
+@pytest.mark.parametrize("forged", list(_FORGED_STAMPS), ids=list(_FORGED_STAMPS))
+def test_a_view_with_a_forged_stamp_never_fails_a_write_and_is_restored_by_a_write_of_its_kinds(
+    copy_of: Callable[[], Vault], tmp_path: Path, forged: str
+) -> None:
+    vault = copy_of()
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    traps.write_bytes("# Traps — mine\n".encode() + _FORGED_STAMPS[forged] + "hand-written 手書き\n".encode())
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-after-forgery", body="Décidé · 决定 🗳")
+    assert "Décidé · 决定 🗳" in (vault.kind_dir(PROJECT, "decision") / "decision-after-forgery.md").read_text(
+        encoding="utf-8"
+    )
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-after-forgery", body="Piège · ловушка · 陷阱")
+    _assert_as_from_scratch(vault, tmp_path)
