@@ -710,3 +710,22 @@ def test_a_view_with_a_forged_stamp_never_fails_a_write_and_is_restored_by_a_wri
     )
     upsert_record(vault, PROJECT, kind="trap", slug="trap-after-forgery", body="Piège · ловушка · 陷阱")
     _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_view_whose_template_leaves_out_the_stamp_is_compiled_again_by_any_write_once_a_record_expired(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # The file says nowhere when it was compiled; the index knows when memosite found it current.
+    vault = copy_of()
+    override = vault.root / "templates" / "views" / "TRAPS.md.j2"
+    override.parent.mkdir(parents=True, exist_ok=True)
+    shipped = (Path(__file__).resolve().parents[1] / "templates" / "views" / "TRAPS.md.j2").read_text(encoding="utf-8")
+    override.write_text(shipped.replace("> Last compiled: {{ compiled }}\n", ""), encoding="utf-8")
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    assert "Last compiled" not in traps.read_text(encoding="utf-8")
+    upsert_record(vault, PROJECT, kind="prompt", slug="prompt-written-now", body="Écrit · 今書いた 🕰")
+    assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
