@@ -289,11 +289,27 @@ class _Compiler:
     def expired_since_compiled(self, name: str, path: Path) -> bool:
         """Whether a record the view file ``name`` at ``path`` shows expired after the instant its
         stamp names and by now: it then reads differently from what a compile writes now, though
-        no write touched its kinds. False for a file without a stamp (a vault's template may
-        leave it out): when it was compiled is not known."""
+        no write touched its kinds. The stamp is looked for in the file's head, then anywhere in
+        it. False for a file without a stamp (a vault's template may leave it out): when it was
+        compiled is not known. A file found as a compile writes it (:meth:`remember_compiled`) and
+        untouched since is judged by when that compile said it would read differently: its stamp
+        may be older (a compile that changes nothing but the stamp leaves the file as it is)."""
+        known = fragments.written_file(self.index, self.project, name)
+        if known is not None:
+            try:
+                stat = path.stat()
+            except OSError:
+                return False
+            if (_last_change_ns(stat), stat.st_size) == (known.changed_ns, known.size):
+                return known.valid_until is not None and known.valid_until <= self.now_iso
         try:
             with path.open("rb") as file:
-                found = _STAMPED_AT.search(file.read(_STAMP_HEAD_BYTES))
+                head = file.read(_STAMP_HEAD_BYTES)
+                found = _STAMPED_AT.search(head)
+                if found is None and len(head) == _STAMP_HEAD_BYTES:
+                    # A vault's template may sign the view further down (at its foot): the view is
+                    # bounded, so reading the rest costs little, and only such a view pays it.
+                    found = _STAMPED_AT.search(head + file.read())
         except OSError:
             return False
         if found is None:
@@ -304,6 +320,21 @@ class _Compiler:
             if first is not None and first <= self.now_iso:
                 return True
         return False
+
+    def remember_compiled(self, name: str, path: Path) -> None:
+        """Note in the index (for every process) that the view file ``name`` at ``path`` is as a
+        compile writes it now, until the first of its records expires."""
+        firsts = []
+        for kind in _VIEW_KINDS[name]:
+            if kind not in self._until:
+                self._until[kind] = fragments.kind_valid_until(self.index, self.project, kind, self.now_iso)
+            firsts.append(self._until[kind])
+        until = min((first for first in firsts if first is not None), default=None)
+        stat = path.stat()
+        with self.index.cache_transaction():
+            fragments.remember_file(
+                self.index, self.project, name, fragments.WrittenFile(until, _last_change_ns(stat), stat.st_size)
+            )
 
     def remember_view(self, name: str, path: Path, templates: str) -> None:
         """Note the vault file ``name`` just written (or found the same) at ``path`` as current, under
@@ -647,6 +678,7 @@ def write_views(
             changed.append(path)
         if timeless:
             compiler.remember_view(name, path, templates)
+            compiler.remember_compiled(name, path)
     if "INDEX.md" in asked:
         changed += write_inventory(vault, project, now)
     return changed

@@ -979,3 +979,71 @@ def test_a_hybrid_total_counts_each_record_once_when_the_words_match_more_than_t
         assert found.total == len(set(by_words) | set(meaning.rowids))
     finally:
         vault.close()
+
+
+_SCRIPTS = (
+    "invalidation after a deploy",
+    "ключи истекают одновременно",
+    "η μνήμη γεμίζει 🧠",
+    "تخزين مؤقت للذاكرة",
+    "缓存失效后数据库被击穿",
+    "キャッシュの有効期限",
+    "warm-up before the sale",
+)
+
+
+def _filters(**given: Any) -> fts.SearchFilters:
+    """The filters ``search_records`` builds from the same arguments, written out."""
+    return fts.SearchFilters(P, "2026-11-30T12:00:00.000Z", hidden_kinds=("scratch",), **given)
+
+
+@pytest.mark.parametrize(
+    ("query", "arguments", "filters"),
+    [
+        ("cache", {}, _filters()),
+        ("cach", {}, _filters()),  # the last word is a prefix too
+        ("cache deploy zzqx", {}, _filters()),  # no record holds every word: the any-word reading
+        ("cache 缓存", {}, _filters()),  # a word and a substring of an unspaced script
+        ("cache ключи", {}, _filters()),
+        ("cache", {"kinds": ["decision", "spec"]}, _filters(kinds=["decision", "spec"])),
+        ("cache", {"tags": ["кэш"]}, _filters(tags=["кэш"])),
+        ("cache", {"path": "src/cache/x.py"}, _filters(path="src/cache/x.py")),
+        ("cache", {"status": "archived"}, _filters(statuses=["archived"])),
+        ("cache", {"author": "бо"}, _filters(author="бо")),
+        ("cache", {"include_expired": True}, _filters(include_expired=True)),
+        ("cache", {"as_of": "2026-11-27"}, _filters(as_of_iso="2026-11-27T23:59:59.999Z")),
+    ],
+)
+def test_a_hybrid_total_is_the_union_of_what_the_words_match_and_what_meaning_brought(
+    tmp_path: Path, query: str, arguments: dict[str, Any], filters: fts.SearchFilters
+) -> None:
+    vault = open_vault(tmp_path / "vault")
+    try:
+        for n in range(120):
+            topic = _SCRIPTS[n % len(_SCRIPTS)]
+            fields: dict[str, Any] = {
+                "title": f"{'Cache ' if n % 3 else ''}{topic} {n}",
+                "tags": [("ops", "кэш", "缓存")[n % 3]],
+                "pathPatterns": [("src/cache/**", "lib/**")[n % 2]],
+                "author": ("ana", "бо", "李")[n % 3],
+            }
+            kind = ("trap", "decision", "spec", "plan")[n % 4]
+            if n % 11 == 0:
+                fields["expires_at"] = "2026-11-28T00:00:00.000Z"
+            if n % 7 == 0 and kind != "trap":
+                fields["status"] = "archived"
+            body = f"The {'cache ' if n % 5 else ''}{topic}: case {n}.\n" + "Details follow. " * (n % 9)
+            upsert_record(vault, P, kind=kind, slug=f"c-{n}", body=body, frontmatter=fields, now=NOW)
+        found = search_records(vault, P, query, limit=5, now=NOW, **arguments)
+        assert found.ranking == "hybrid" and found.total_exact
+        words = find_matches(vault.index(), query, filters, sort="relevance", limit=1000, page=5)
+        assert found.match == words.match and found.terms == words.terms  # the same reading
+        meaning = hybrid.rank_by_meaning(vault.index(), embedding.load_embedder(), query, filters)
+        alike = {
+            rowid
+            for rowid, sim in zip(meaning.rowids, meaning.similarities, strict=True)
+            if sim >= hybrid.MIN_SIMILARITY
+        }
+        assert found.total == len({match.rowid for match in words.matches} | alike)
+    finally:
+        vault.close()

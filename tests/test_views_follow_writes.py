@@ -9,6 +9,7 @@ indexed and compiled from nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -616,4 +617,115 @@ def test_a_view_template_naming_a_template_it_never_renders_compiles_as_before(
     (vault.root / "templates" / "views" / "never.j2").write_bytes(b"\xff\xfe not UTF-8 \xc0")
     write_views(vault, PROJECT)
     record_hits(vault, PROJECT, ["trap-000"])
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def _move_stamp_to_the_end(vault: Vault, name: str) -> None:
+    """The vault's own copy of the shipped view template ``name``, its stamp line moved to its end."""
+    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / name
+    source = shipped.read_text(encoding="utf-8")
+    stamp = "> Last compiled: {{ compiled }}\n"
+    assert stamp in source
+    override = vault.root / "templates" / "views" / name
+    override.parent.mkdir(parents=True, exist_ok=True)
+    override.write_text(source.replace(stamp, "") + "\n" + stamp, encoding="utf-8")
+
+
+def test_a_view_whose_template_moves_the_stamp_to_its_end_is_compiled_again_once_a_record_expired(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Before: the stamp was looked for in the first 4 KB alone; a template that signs the view at its
+    # foot (past 4 KB) left TRAPS.md calling an expired trap "active" after a write of another kind.
+    vault = copy_of()
+    _move_stamp_to_the_end(vault, "TRAPS.md.j2")
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    assert traps.stat().st_size > 4096 and "> Last compiled: " in traps.read_text(encoding="utf-8")[-80:]
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-written-now", body="Écrit · 今書いた 🕰")
+    assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def _rows_read_by(vault: Vault, write: Callable[[], object]) -> list[str]:
+    """The statements ``write`` sends to the index that assemble a section of a view from its rows."""
+    statements: list[str] = []
+    vault.index().conn.set_trace_callback(statements.append)
+    try:
+        write()
+    finally:
+        vault.index().conn.set_trace_callback(None)
+    return [sql for sql in statements if re.search(r"\brow_(?:view|index|line) AS piece\b", sql)]
+
+
+def test_a_view_that_reads_the_same_once_a_record_expired_is_compiled_by_one_write_not_by_every_write(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Before: an archived trap that expired reads the same in TRAPS.md and INDEX.md, so the compile
+    # it asked for left both files as they were, old stamp included: every later write, in each new
+    # process (the CLI), compiled them again, as if the trap had just expired.
+    vault = copy_of()
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-031", body=None, frontmatter={"expires_at": expired})
+    for name in ("TRAPS.md", "INDEX.md"):
+        (vault.project_dir(PROJECT) / name).unlink()
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # views of a day it had not expired
+    compiled = []
+    for n in range(3):
+        process = Vault.open(vault.root)  # a new process: it knows nothing current yet
+        try:
+            write = functools.partial(
+                upsert_record, process, PROJECT, kind="scratch", slug=f"n-{n}", body=f"Brouillon {n} · черновик 🗒"
+            )
+            compiled.append(_rows_read_by(process, write))
+        finally:
+            process.close()
+    assert compiled[0] and compiled[1:] == [[], []]
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+_FORGED_STAMPS = {
+    "in the future": b"> Last compiled: 2999-12-31T23:59:59.999Z\n",
+    "not a date": b"> Last compiled: yesterday-ish \xce\xb1\xce\xb9 \xe6\x98\xa8\xe5\xa4\xa9 \xf0\x9f\x95\xb0\n",
+    "a date that is no date": b"> Last compiled: 9999-99-99T99:99:99.999Z\n",
+    "two stamps": b"> Last compiled: 2999-01-01T00:00:00.000Z\n> Last compiled: 2000-01-01T00:00:00.000Z\n",
+    "beyond 4 KB": b"\xd0\xb6" * 3000 + b"\n> Last compiled: 2000-01-01T00:00:00.000Z\n",
+    "not UTF-8": b"\xff\xfe\xc0 > Last compiled: \x00\n",
+}
+
+
+@pytest.mark.parametrize("forged", list(_FORGED_STAMPS), ids=list(_FORGED_STAMPS))
+def test_a_view_with_a_forged_stamp_never_fails_a_write_and_is_restored_by_a_write_of_its_kinds(
+    copy_of: Callable[[], Vault], tmp_path: Path, forged: str
+) -> None:
+    vault = copy_of()
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    traps.write_bytes("# Traps — mine\n".encode() + _FORGED_STAMPS[forged] + "hand-written 手書き\n".encode())
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-after-forgery", body="Décidé · 决定 🗳")
+    assert "Décidé · 决定 🗳" in (vault.kind_dir(PROJECT, "decision") / "decision-after-forgery.md").read_text(
+        encoding="utf-8"
+    )
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-after-forgery", body="Piège · ловушка · 陷阱")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_view_whose_template_leaves_out_the_stamp_is_compiled_again_by_any_write_once_a_record_expired(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # The file says nowhere when it was compiled; the index knows when memosite found it current.
+    vault = copy_of()
+    override = vault.root / "templates" / "views" / "TRAPS.md.j2"
+    override.parent.mkdir(parents=True, exist_ok=True)
+    shipped = (Path(__file__).resolve().parents[1] / "templates" / "views" / "TRAPS.md.j2").read_text(encoding="utf-8")
+    override.write_text(shipped.replace("> Last compiled: {{ compiled }}\n", ""), encoding="utf-8")
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    assert "Last compiled" not in traps.read_text(encoding="utf-8")
+    upsert_record(vault, PROJECT, kind="prompt", slug="prompt-written-now", body="Écrit · 今書いた 🕰")
+    assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
     _assert_as_from_scratch(vault, tmp_path)

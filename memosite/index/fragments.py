@@ -6,7 +6,9 @@ index. ``fragment_chunks`` counts the fragments of each kind by stale flag, seve
 ``updated``, so a kind's size and its months are known without reading its rows. The monthly
 inventory files (``INDEX.<kind dir>.<YYYY-MM>.md``) are read one month at a time; ``view_files``
 remembers each one written, and a fragment that enters or leaves a month, or changes how the
-month lists it, drops that month's row, so a write re-emits only the months it changed.
+month lists it, drops that month's row, so a write re-emits only the months it changed. It also
+remembers each of the five views last found as a compile writes it, and until when it reads so: a
+write of other kinds then knows whether a record of it expired since (``memosite.views``).
 """
 
 from __future__ import annotations
@@ -410,8 +412,9 @@ def month_rows(index: Index, project: str, kind: str, month: str, now_iso: str) 
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """What the index remembers of an inventory file it wrote: when its rows read differently
-    (``valid_until``) and the file's last change (see ``memosite.views``) and size then."""
+    """What the index remembers of an inventory file it wrote, or a view it found current: when its
+    rows read differently (``valid_until``) and the file's last change (see ``memosite.views``) and
+    size then."""
 
     valid_until: str | None
     changed_ns: int
@@ -426,6 +429,14 @@ def written_files(index: Index, project: str) -> dict[str, WrittenFile]:
             "SELECT name, valid_until, mtime_ns, size FROM view_files WHERE project = ?", (project,)
         )
     }
+
+
+def written_file(index: Index, project: str, name: str) -> WrittenFile | None:
+    """What the index remembers of the one file ``name`` of ``project`` (see :func:`written_files`)."""
+    row = index.conn.execute(
+        "SELECT valid_until, mtime_ns, size FROM view_files WHERE project = ? AND name = ?", (project, name)
+    ).fetchone()
+    return WrittenFile(row[0], int(row[1]), int(row[2])) if row is not None else None
 
 
 def remember_file(index: Index, project: str, name: str, written: WrittenFile) -> None:
