@@ -53,8 +53,9 @@ LINE_ROWS = 100
 INVENTORY_TEMPLATE = "views/inventory.md.j2"
 # The stamp a view carries; two renderings that differ only there are the same view.
 _STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
-# The instant a view file says it was compiled at (its stamp), read from its head.
-_STAMPED_AT = re.compile(rb"^> Last compiled: (\d{4}-\d\d-\d\dT[\d:.]+Z)[ \t]*$", re.MULTILINE)
+# The instant a view file says it was compiled at (its stamp), read from its head; its line may
+# end in "\r\n" (a Windows checkout with core.autocrlf, or an editor, wrote the file so).
+_STAMPED_AT = re.compile(rb"^> Last compiled: (\d{4}-\d\d-\d\dT[\d:.]+Z)[ \t]*\r?$", re.MULTILINE)
 _STAMP_HEAD_BYTES = 4096
 # The stamp as a template writes it (memosite's own do; an override may too).
 _STAMP_SOURCE = re.compile(r"^> Last compiled: \{\{-? *compiled *-?\}\}[ \t]*$", re.MULTILINE)
