@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jinja2
 
@@ -53,9 +53,11 @@ LINE_ROWS = 100
 INVENTORY_TEMPLATE = "views/inventory.md.j2"
 # The stamp a view carries; two renderings that differ only there are the same view.
 _STAMP = re.compile(rb"^> Last compiled: [^\n]*$", re.MULTILINE)
-# The instant a view file says it was compiled at (its stamp), read from its head.
-_STAMPED_AT = re.compile(rb"^> Last compiled: (\d{4}-\d\d-\d\dT[\d:.]+Z)[ \t]*$", re.MULTILINE)
+# The instant a view file says it was compiled at (its stamp), read from its head; its line may
+# end in "\r\n" (a Windows checkout with core.autocrlf, or an editor, wrote the file so).
+_STAMPED_AT = re.compile(rb"^> Last compiled: (\d{4}-\d\d-\d\dT[\d:.]+Z)[ \t]*\r?$", re.MULTILINE)
 _STAMP_HEAD_BYTES = 4096
+_STAMP_CHUNK_BYTES = 1 << 20
 # The stamp as a template writes it (memosite's own do; an override may too).
 _STAMP_SOURCE = re.compile(r"^> Last compiled: \{\{-? *compiled *-?\}\}[ \t]*$", re.MULTILINE)
 # (templates checksum, template) -> whether it shows the compile instant outside its stamp.
@@ -304,12 +306,7 @@ class _Compiler:
                 return known.valid_until is not None and known.valid_until <= self.now_iso
         try:
             with path.open("rb") as file:
-                head = file.read(_STAMP_HEAD_BYTES)
-                found = _STAMPED_AT.search(head)
-                if found is None and len(head) == _STAMP_HEAD_BYTES:
-                    # A vault's template may sign the view further down (at its foot): the view is
-                    # bounded, so reading the rest costs little, and only such a view pays it.
-                    found = _STAMPED_AT.search(head + file.read())
+                found = _stamp_in(file)
         except OSError:
             return False
         if found is None:
@@ -596,6 +593,25 @@ def _render(vault: Vault, compiler: _Compiler, name: str, env: jinja2.Environmen
     compiler._reads.clear()
     context = _CONTEXTS[name](compiler)
     return env.get_template(f"views/{name}.j2").render(project=compiler.project, compiled=compiler.now_iso, **context)
+
+
+def _stamp_in(file: BinaryIO) -> re.Match[bytes] | None:
+    """The first stamp of a view file, looked for in its head, then (a vault's template may sign
+    the view further down, at its foot) in the rest, a chunk at a time: a file made huge by hand
+    is read through, never held whole."""
+    carry = b""
+    size = _STAMP_HEAD_BYTES
+    while chunk := file.read(size):
+        data = carry + chunk
+        end = data.rfind(b"\n") + 1  # whole lines; the last one, cut, is read with the next chunk
+        found = _STAMPED_AT.search(data, 0, end)
+        if found is not None:
+            return found
+        carry = data[end:]
+        if len(carry) > _STAMP_HEAD_BYTES:
+            carry = b"-"  # a line this long is no stamp: what follows in it starts no line either
+        size = _STAMP_CHUNK_BYTES
+    return _STAMPED_AT.search(carry)
 
 
 def shows_compile_instant(env: jinja2.Environment, templates: str, name: str) -> bool:

@@ -729,3 +729,44 @@ def test_a_view_whose_template_leaves_out_the_stamp_is_compiled_again_by_any_wri
     upsert_record(vault, PROJECT, kind="prompt", slug="prompt-written-now", body="Écrit · 今書いた 🕰")
     assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
     _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_view_checked_out_with_crlf_line_ends_is_compiled_again_once_a_record_expired(
+    copy_of: Callable[[], Vault], tmp_path: Path
+) -> None:
+    # Before: the stamp was read only from a line ending in "\n"; a view a Windows checkout
+    # (core.autocrlf) or editor wrote with "\r\n" kept calling an expired trap "active" after a
+    # write of another kind.
+    vault = copy_of()
+    expired = datetime.now(UTC) - timedelta(days=1)
+    upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
+    write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
+    traps = vault.project_dir(PROJECT) / "TRAPS.md"
+    traps.write_bytes(traps.read_bytes().replace(b"\n", b"\r\n"))
+    upsert_record(vault, PROJECT, kind="decision", slug="decision-written-now", body="Écrit · 今書いた 🕰")
+    assert "[Café rounding 30](traps/trap-030.md) · trap · expired" in traps.read_text(encoding="utf-8")
+    _assert_as_from_scratch(vault, tmp_path)
+
+
+def test_a_huge_view_without_a_stamp_is_not_held_in_memory_by_a_write_of_another_kind(tmp_path: Path) -> None:
+    # Before: past its first 4 KB, a view without a stamp was read whole into memory (twice) by
+    # every write of any kind: a 300 MB TRAPS.md made each write take 600 MB.
+    import tracemalloc
+
+    vault = Vault.open(tmp_path / "vault")
+    try:
+        upsert_record(vault, PROJECT, kind="trap", slug="piege", body="Piège · ловушка · 陷阱 🪤")
+        traps = vault.project_dir(PROJECT) / "TRAPS.md"
+        with traps.open("wb") as file:
+            file.write("# Traps — à la main\n".encode())
+            for _ in range(48):
+                file.write(("ж" * 511 + "\n").encode() * 1024)  # 48 MB, no stamp
+        tracemalloc.start()
+        try:
+            upsert_record(vault, PROJECT, kind="decision", slug="decision-apres", body="Décidé · 决定 🗳")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 16 * 2**20
+    finally:
+        vault.close()
