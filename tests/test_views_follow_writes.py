@@ -770,3 +770,41 @@ def test_a_huge_view_without_a_stamp_is_not_held_in_memory_by_a_write_of_another
         assert peak < 16 * 2**20
     finally:
         vault.close()
+
+
+_STAMP_LINES = st.sampled_from(
+    [
+        b"> Last compiled: 2026-12-02T10:00:00.000Z",
+        b"> Last compiled: 2025-01-31T23:59:59Z",
+        b"> Last compiled: 2026-12-02T10:00:00.000Z \t",
+        b"> Last compiled: not a date",
+        b">> Last compiled: 2026-12-02T10:00:00.000Z",
+    ]
+)
+_OTHER_LINES = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=14).map(str.encode)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.one_of(_STAMP_LINES, _OTHER_LINES), max_size=40),
+    ending=st.sampled_from([b"\n", b"\r\n"]),
+    last_ended=st.booleans(),
+    head=st.integers(min_value=64, max_value=80),
+    chunk=st.integers(min_value=1, max_value=200),
+)
+def test_the_stamp_read_a_piece_at_a_time_is_the_one_the_whole_file_holds(
+    lines: list[bytes], ending: bytes, last_ended: bool, head: int, chunk: int
+) -> None:
+    # Every line is shorter than the head read first, as a stamp line is: wherever the pieces
+    # cut the file, the stamp found is the first the whole file holds.
+    import io
+
+    from memosite import views
+
+    data = ending.join(lines) + (ending if last_ended and lines else b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(views, "_STAMP_HEAD_BYTES", head)
+        patch.setattr(views, "_STAMP_CHUNK_BYTES", chunk)
+        found = views._stamp_in(io.BytesIO(data))
+    whole = views._STAMPED_AT.search(data)
+    assert (found and found.group(1)) == (whole and whole.group(1))
