@@ -345,12 +345,12 @@ def test_a_view_edited_by_hand_after_a_compile_is_compiled_again_by_the_next_wri
     _assert_as_from_scratch(vault, tmp_path)
 
 
-def _override_view_template(vault: Vault, name: str, head: str) -> None:
-    """The vault's own copy of the shipped view template ``name``, with ``head`` before it."""
+def _override_view_template(vault: Vault, name: str, head: str = "", change: Callable[[str], str] = str) -> None:
+    """The vault's own copy of the shipped view template ``name``, ``change``d, with ``head`` before it."""
     override = vault.root / "templates" / "views" / name
     override.parent.mkdir(parents=True, exist_ok=True)
     shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / name
-    override.write_text(head + shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    override.write_text(head + change(shipped.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 def test_a_view_template_changed_is_seen_by_a_write_that_changes_no_row(
@@ -620,15 +620,17 @@ def test_a_view_template_naming_a_template_it_never_renders_compiles_as_before(
     _assert_as_from_scratch(vault, tmp_path)
 
 
+_STAMP_LINE = "> Last compiled: {{ compiled }}\n"
+
+
 def _move_stamp_to_the_end(vault: Vault, name: str) -> None:
     """The vault's own copy of the shipped view template ``name``, its stamp line moved to its end."""
-    shipped = Path(__file__).resolve().parents[1] / "templates" / "views" / name
-    source = shipped.read_text(encoding="utf-8")
-    stamp = "> Last compiled: {{ compiled }}\n"
-    assert stamp in source
-    override = vault.root / "templates" / "views" / name
-    override.parent.mkdir(parents=True, exist_ok=True)
-    override.write_text(source.replace(stamp, "") + "\n" + stamp, encoding="utf-8")
+
+    def moved(source: str) -> str:
+        assert _STAMP_LINE in source
+        return source.replace(_STAMP_LINE, "") + "\n" + _STAMP_LINE
+
+    _override_view_template(vault, name, change=moved)
 
 
 def test_a_view_whose_template_moves_the_stamp_to_its_end_is_compiled_again_once_a_record_expired(
@@ -717,10 +719,7 @@ def test_a_view_whose_template_leaves_out_the_stamp_is_compiled_again_by_any_wri
 ) -> None:
     # The file says nowhere when it was compiled; the index knows when memosite found it current.
     vault = copy_of()
-    override = vault.root / "templates" / "views" / "TRAPS.md.j2"
-    override.parent.mkdir(parents=True, exist_ok=True)
-    shipped = (Path(__file__).resolve().parents[1] / "templates" / "views" / "TRAPS.md.j2").read_text(encoding="utf-8")
-    override.write_text(shipped.replace("> Last compiled: {{ compiled }}\n", ""), encoding="utf-8")
+    _override_view_template(vault, "TRAPS.md.j2", change=lambda source: source.replace(_STAMP_LINE, ""))
     expired = datetime.now(UTC) - timedelta(days=1)
     upsert_record(vault, PROJECT, kind="trap", slug="trap-030", body=None, frontmatter={"expires_at": expired})
     write_views(vault, PROJECT, now=expired - timedelta(days=1))  # the views of a day it was active
