@@ -451,8 +451,8 @@ def forget_file(index: Index, project: str, name: str) -> None:
 
 
 def forget_files(index: Index) -> None:
-    """No inventory file of any project is known current any more (the templates changed: a file
-    written with the old ones reads differently though no fragment does)."""
+    """No inventory file or view of any project is known current any more (the templates changed: a
+    file written with the old ones reads differently though no fragment does)."""
     index.conn.execute("DELETE FROM view_files")
 
 
